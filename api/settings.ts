@@ -1,0 +1,184 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+/**
+ * Settings use the spec's hierarchical spelling (`Authentication:Oidc:Authority`).
+ * They come from an optional JSON file (FLEET_SETTINGS_FILE, nested objects) and then
+ * from the environment, where `__` stands for `:` (`Authentication__Oidc__Authority`).
+ * They are parsed once, frozen, and a bad value stops the process with one line.
+ */
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const absoluteUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })
+  .transform((u) => u.replace(/\/+$/, ''));
+const base64Key = z
+  .string()
+  .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded');
+
+const definitions = {
+  Environment: z.enum(['Development', 'Production']).default('Production'),
+  'Http:Host': z.string().min(1).default('0.0.0.0'),
+  'Http:Port': port.default(8080),
+  'Http:PublicBaseUrl': absoluteUrl.optional(),
+  'Http:TrustProxy': bool.default(false),
+  'Http:MaxBodyBytes': positiveInt.default(2 * 1024 * 1024),
+  'Http:ShutdownTimeoutSeconds': positiveInt.default(25),
+  'Database:Url': z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
+  'Database:PoolMax': positiveInt.default(10),
+  'Temporal:Address': z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').default('localhost:7233'),
+  'Temporal:Namespace': z.string().min(1).default('default'),
+  'Temporal:TaskQueue': z.string().min(1).default('fleet'),
+  'Authentication:Oidc:Authority': absoluteUrl.optional(),
+  'Authentication:Oidc:Audience': z.string().min(1).optional(),
+  'Authentication:Oidc:RoleClaim': z.string().min(1).default('roles'),
+  'Authentication:Oidc:TenantClaim': z.string().min(1).default('tenant'),
+  'Authentication:Pat:DefaultTtlDays': positiveInt.max(3650).default(90),
+  'Errors:BaseUrl': absoluteUrl.optional(),
+  'Secrets:EncryptionKey': base64Key.optional(),
+  'Agents:Listen': z.string().regex(/^[^\s]*:\d+$/, 'must be host:port').default('0.0.0.0:4320'),
+  'Agents:CertificateTtlHours': positiveInt.default(24),
+  'Git:DefaultPollIntervalSeconds': positiveInt.default(60),
+  'Events:RetentionDays': positiveInt.default(7),
+  'Logging:Level': z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+} as const;
+
+type Definitions = typeof definitions;
+type Raw = { [K in keyof Definitions]: z.output<Definitions[K]> };
+
+export interface Settings {
+  environment: 'Development' | 'Production';
+  isDevelopment: boolean;
+  http: {
+    host: string;
+    port: number;
+    publicBaseUrl: string;
+    trustProxy: boolean;
+    maxBodyBytes: number;
+    shutdownTimeoutSeconds: number;
+  };
+  database: { url: string; poolMax: number };
+  temporal: { address: string; namespace: string; taskQueue: string };
+  oidc?: { authority: string; audience: string; roleClaim: string; tenantClaim: string };
+  pat: { defaultTtlDays: number };
+  errorsBaseUrl: string;
+  encryptionKey?: Buffer;
+  agents: { listen: string; certificateTtlHours: number };
+  git: { defaultPollIntervalSeconds: number };
+  events: { retentionDays: number };
+  logLevel: Raw['Logging:Level'];
+}
+
+export class SettingsError extends Error {}
+
+/** Flattens `{ "A": { "B": 1 } }` into `{ "A:B": "1" }`. */
+function flatten(value: unknown, prefix = '', out: Record<string, string> = {}): Record<string, string> {
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    for (const [key, inner] of Object.entries(value)) flatten(inner, prefix ? `${prefix}:${key}` : key, out);
+  } else if (prefix) {
+    out[prefix] = String(value);
+  }
+  return out;
+}
+
+function collect(env: NodeJS.ProcessEnv): Record<string, string> {
+  const known = new Map(Object.keys(definitions).map((k) => [k.toLowerCase(), k]));
+  const values: Record<string, string> = {};
+  const file = env.FLEET_SETTINGS_FILE;
+  if (file) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (error) {
+      throw new SettingsError(`Settings file ${file} could not be read: ${(error as Error).message}`);
+    }
+    for (const [key, value] of Object.entries(flatten(parsed))) {
+      const name = known.get(key.toLowerCase());
+      if (!name) throw new SettingsError(`Unknown setting ${key} in ${file}`);
+      values[name] = value;
+    }
+  }
+  for (const [envName, value] of Object.entries(env)) {
+    const name = known.get(envName.replaceAll('__', ':').toLowerCase());
+    if (name && value !== undefined && value !== '') values[name] = value;
+  }
+  return values;
+}
+
+function parseRaw(values: Record<string, string>): Raw {
+  const raw: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(definitions)) {
+    const result = (schema as z.ZodType).safeParse(values[key]);
+    if (!result.success) {
+      const message = values[key] === undefined ? 'is required' : result.error.issues[0]?.message;
+      throw new SettingsError(`Invalid setting ${key}: ${message}`);
+    }
+    raw[key] = result.data;
+  }
+  return raw as Raw;
+}
+
+function required<T>(value: T | undefined, key: string, why: string): T {
+  if (value === undefined) throw new SettingsError(`Invalid setting ${key}: is required ${why}`);
+  return value;
+}
+
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): Readonly<Settings> {
+  const raw = parseRaw(collect(env));
+  const isDevelopment = raw.Environment === 'Development';
+  const publicBaseUrl = raw['Http:PublicBaseUrl'] ?? `http://localhost:${raw['Http:Port']}`;
+  const authority = raw['Authentication:Oidc:Authority'];
+  const oidc = authority
+    ? {
+        authority,
+        audience: required(raw['Authentication:Oidc:Audience'], 'Authentication:Oidc:Audience', 'when Authentication:Oidc:Authority is set'),
+        roleClaim: raw['Authentication:Oidc:RoleClaim'],
+        tenantClaim: raw['Authentication:Oidc:TenantClaim'],
+      }
+    : undefined;
+  const key = raw['Secrets:EncryptionKey'];
+  if (!isDevelopment) required(key, 'Secrets:EncryptionKey', 'in Production');
+  return Object.freeze({
+    environment: raw.Environment,
+    isDevelopment,
+    http: {
+      host: raw['Http:Host'],
+      port: raw['Http:Port'],
+      publicBaseUrl,
+      trustProxy: raw['Http:TrustProxy'],
+      maxBodyBytes: raw['Http:MaxBodyBytes'],
+      shutdownTimeoutSeconds: raw['Http:ShutdownTimeoutSeconds'],
+    },
+    database: { url: raw['Database:Url'], poolMax: raw['Database:PoolMax'] },
+    temporal: {
+      address: raw['Temporal:Address'],
+      namespace: raw['Temporal:Namespace'],
+      taskQueue: raw['Temporal:TaskQueue'],
+    },
+    oidc,
+    pat: { defaultTtlDays: raw['Authentication:Pat:DefaultTtlDays'] },
+    errorsBaseUrl: raw['Errors:BaseUrl'] ?? `${publicBaseUrl}/errors`,
+    encryptionKey: key ? Buffer.from(key, 'base64') : undefined,
+    agents: { listen: raw['Agents:Listen'], certificateTtlHours: raw['Agents:CertificateTtlHours'] },
+    git: { defaultPollIntervalSeconds: raw['Git:DefaultPollIntervalSeconds'] },
+    events: { retentionDays: raw['Events:RetentionDays'] },
+    logLevel: raw['Logging:Level'],
+  });
+}
+
+/** For entry points: load settings or print the one-line reason and exit. */
+export function loadSettingsOrExit(env: NodeJS.ProcessEnv = process.env): Readonly<Settings> {
+  try {
+    return loadSettings(env);
+  } catch (error) {
+    if (error instanceof SettingsError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  }
+}

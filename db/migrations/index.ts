@@ -1,0 +1,16 @@
+import type { Knex } from 'knex';
+import * as foundation from './20261122000000_foundation';
+
+/**
+ * Migrations are listed here rather than discovered on disk, so the same list runs under
+ * tsx, jest and any bundler. Append new ones at the end; never rename or reorder.
+ */
+const migrations: Record<string, Knex.Migration> = {
+  '20261122000000_foundation': foundation,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name]!,
+};

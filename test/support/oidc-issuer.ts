@@ -1,0 +1,96 @@
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import Provider from 'oidc-provider';
+
+/**
+ * A real OpenID provider on loopback for tests and benchmarks. Each client stands for an
+ * operator with one role in one tenant: client id `<tenant>.<role>`, secret `secret`.
+ * Tokens are RS256 JWT access tokens from the client-credentials grant.
+ */
+export const TEST_AUDIENCE = 'https://fleet.test/api';
+export const TEST_ROLES = ['viewer', 'operator', 'auditor', 'admin', 'peer'] as const;
+export const TEST_TENANTS = ['default', 'acme'] as const;
+/** Extra clients: `default.expiring` (1 s tokens, admin) and `default.norole` (no role claim). */
+const EXTRA_CLIENTS = ['default.expiring', 'default.norole', 'default.multi'];
+
+function clientClaims(clientId: string): Record<string, unknown> {
+  const [tenant, role] = clientId.split('.') as [string, string];
+  const claims: Record<string, unknown> = {};
+  // The default tenant is the one a token without a tenant claim belongs to.
+  if (tenant !== 'default') claims.tenant = tenant;
+  if (role === 'expiring') claims.roles = ['admin'];
+  else if (role === 'multi') claims.roles = ['auditor', 'operator'];
+  else if (role !== 'norole') claims.roles = [role];
+  return claims;
+}
+
+export interface RunningIssuer {
+  issuer: string;
+  stop(): Promise<void>;
+}
+
+export async function startOidcIssuer(port: number): Promise<RunningIssuer> {
+  const issuer = `http://127.0.0.1:${port}`;
+  const clientIds = [
+    ...TEST_TENANTS.flatMap((tenant) => TEST_ROLES.map((role) => `${tenant}.${role}`)),
+    ...EXTRA_CLIENTS,
+  ];
+  // Each issuer signs with a key of its own, as two real providers would.
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const signingKey = { ...privateKey.export({ format: 'jwk' }), kid: randomUUID(), use: 'sig', alg: 'RS256' };
+  const provider = new Provider(issuer, {
+    jwks: { keys: [signingKey] },
+    clients: clientIds.map((client_id) => ({
+      client_id,
+      client_secret: 'secret',
+      grant_types: ['client_credentials'],
+      response_types: [],
+      redirect_uris: [],
+    })),
+    features: {
+      clientCredentials: { enabled: true },
+      devInteractions: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => TEST_AUDIENCE,
+        // Any requested resource is accepted, so a test can ask for a wrong audience.
+        getResourceServerInfo: (_ctx: unknown, resourceIndicator: string) => ({
+          scope: 'api',
+          audience: resourceIndicator,
+          accessTokenFormat: 'jwt',
+          accessTokenTTL: 600,
+        }),
+      },
+    },
+    ttl: {
+      ClientCredentials: (_ctx: unknown, _token: unknown, client: { clientId: string }) =>
+        client.clientId === 'default.expiring' ? 1 : 600,
+    },
+    extraTokenClaims: (_ctx: unknown, token: { clientId?: string }) =>
+      token.clientId ? clientClaims(token.clientId) : undefined,
+  } as never);
+  const server: Server = await new Promise((resolve) => {
+    const s = provider.listen(port, '127.0.0.1', () => resolve(s));
+  });
+  return {
+    issuer,
+    stop: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Gets an access token for `<tenant>.<role>` from a running issuer. */
+export async function fetchToken(issuer: string, clientId: string, resource?: string): Promise<string> {
+  const body = new URLSearchParams({ grant_type: 'client_credentials', scope: 'api' });
+  if (resource) body.set('resource', resource);
+  const response = await fetch(`${issuer}/token`, {
+    method: 'POST',
+    headers: {
+      authorization: `Basic ${Buffer.from(`${clientId}:secret`).toString('base64')}`,
+      'content-type': 'application/x-www-form-urlencoded',
+    },
+    body,
+  });
+  const json = (await response.json()) as { access_token?: string; error?: string; error_description?: string };
+  if (!json.access_token) throw new Error(`token request for ${clientId} failed: ${json.error} ${json.error_description}`);
+  return json.access_token;
+}
