@@ -1,13 +1,13 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import Provider from 'oidc-provider';
+import { TEST_AUDIENCE } from './tokens';
 
 /**
  * A real OpenID provider on loopback for tests and benchmarks. Each client stands for an
  * operator with one role in one tenant: client id `<tenant>.<role>`, secret `secret`.
  * Tokens are RS256 JWT access tokens from the client-credentials grant.
  */
-export const TEST_AUDIENCE = 'https://fleet.test/api';
 export const TEST_ROLES = ['viewer', 'operator', 'auditor', 'admin', 'peer'] as const;
 export const TEST_TENANTS = ['default', 'acme'] as const;
 /** Extra clients: `default.expiring` (1 s tokens, admin) and `default.norole` (no role claim). */
@@ -76,21 +76,4 @@ export async function startOidcIssuer(port: number): Promise<RunningIssuer> {
     issuer,
     stop: () => new Promise((resolve) => server.close(() => resolve())),
   };
-}
-
-/** Gets an access token for `<tenant>.<role>` from a running issuer. */
-export async function fetchToken(issuer: string, clientId: string, resource?: string): Promise<string> {
-  const body = new URLSearchParams({ grant_type: 'client_credentials', scope: 'api' });
-  if (resource) body.set('resource', resource);
-  const response = await fetch(`${issuer}/token`, {
-    method: 'POST',
-    headers: {
-      authorization: `Basic ${Buffer.from(`${clientId}:secret`).toString('base64')}`,
-      'content-type': 'application/x-www-form-urlencoded',
-    },
-    body,
-  });
-  const json = (await response.json()) as { access_token?: string; error?: string; error_description?: string };
-  if (!json.access_token) throw new Error(`token request for ${clientId} failed: ${json.error} ${json.error_description}`);
-  return json.access_token;
 }

@@ -1,0 +1,15 @@
+import type { Knex } from 'knex';
+import { createEventActivities } from './events';
+
+export interface ActivityDeps {
+  db: Knex;
+}
+
+/** All activities, built from their dependencies (the worker passes real ones). */
+export function createActivities(deps: ActivityDeps) {
+  return {
+    ...createEventActivities(deps.db),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

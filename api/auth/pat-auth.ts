@@ -1,0 +1,67 @@
+import type { Knex } from 'knex';
+import { findPatByHash, touchPat, type PatRow } from '../../db/repos/pats';
+import { problems } from '../problems';
+import type { Principal } from './principal';
+import { isRole, permissionsOf } from './roles';
+import { hashToken, isWellFormed, sameHash } from './secret-token';
+
+export const PAT_CHANGES_CHANNEL = 'fleet_pat_changes';
+const CACHE_MS = 30_000;
+const TOUCH_EVERY_MS = 60_000;
+
+/**
+ * Authenticates `svc-pat.` tokens. A token whose CRC does not match is refused before any
+ * database look-up. Valid rows are cached briefly by hash; a revocation evicts the entry
+ * here at once and on every other replica through NOTIFY (see `evict`). `last_used_at` is
+ * written at most once a minute per token, off the request path.
+ */
+export function createPatAuthenticator(db: Knex) {
+  const cache = new Map<string, { row: PatRow; until: number }>();
+  const touched = new Map<string, number>();
+
+  async function lookup(hash: Buffer): Promise<PatRow | undefined> {
+    const key = hash.toString('hex');
+    const hit = cache.get(key);
+    if (hit && hit.until > Date.now()) return hit.row;
+    const row = await findPatByHash(db, hash);
+    if (row) cache.set(key, { row, until: Date.now() + CACHE_MS });
+    return row;
+  }
+
+  function touch(row: PatRow) {
+    const last = touched.get(row.id) ?? 0;
+    if (Date.now() - last < TOUCH_EVERY_MS) return;
+    touched.set(row.id, Date.now());
+    void touchPat(db, row.id).catch(() => touched.delete(row.id));
+  }
+
+  return {
+    async authenticate(token: string): Promise<Principal> {
+      if (!isWellFormed('svc-pat', token)) throw problems.unauthorized('The personal access token is malformed.');
+      const hash = hashToken(token);
+      const row = await lookup(hash);
+      if (!row || !sameHash(row.token_hash, hash)) throw problems.unauthorized('The personal access token is not known.');
+      if (row.revoked_at) throw problems.unauthorized('The personal access token has been revoked.');
+      if (row.expires_at.getTime() <= Date.now()) throw problems.unauthorized('The personal access token has expired.');
+      if (!isRole(row.role)) throw problems.unauthorized('The personal access token carries an unknown role.');
+      touch(row);
+      return {
+        kind: 'pat',
+        id: row.id,
+        name: row.name,
+        tenantId: row.tenant_id,
+        roles: [row.role],
+        permissions: permissionsOf([row.role]),
+        allowedEndpoints: row.allowed_endpoints ?? undefined,
+      };
+    },
+
+    /** Forget a token (by id, or all when a notification was missed). */
+    evict(patId?: string) {
+      if (!patId) return cache.clear();
+      for (const [key, entry] of cache) if (entry.row.id === patId) cache.delete(key);
+    },
+  };
+}
+
+export type PatAuthenticator = ReturnType<typeof createPatAuthenticator>;

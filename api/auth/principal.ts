@@ -1,0 +1,18 @@
+import type { Permission, Role } from './roles';
+
+/** Who is calling: an operator with an OIDC token, or automation with a PAT. */
+export interface Principal {
+  kind: 'oidc' | 'pat';
+  /** What the audit trail records: the token subject, or the PAT's name. */
+  name: string;
+  /** OIDC `sub`, or the PAT's id. */
+  id: string;
+  tenantId: string;
+  roles: Role[];
+  permissions: ReadonlySet<Permission>;
+  /** For PATs: the endpoints it may call (`"POST /api/rollouts/{id}/start"`), if limited. */
+  allowedEndpoints?: string[];
+}
+
+export const TENANT_ID = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+export const DEFAULT_TENANT = 'default';

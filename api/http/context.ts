@@ -1,0 +1,16 @@
+import type { ParameterizedContext } from 'koa';
+import type { Principal } from '../auth/principal';
+
+export interface AppState {
+  requestId: string;
+  /** Set once the caller is authenticated. */
+  principal?: Principal;
+  /** The matched route's template, e.g. `/api/pats/{id}` (for logs, metrics, audit). */
+  route?: string;
+  /** What the call acted on, for the audit trail. */
+  resource?: { type: string; id?: string };
+  /** Set when the audit row was written in the route's own transaction. */
+  audited?: boolean;
+}
+
+export type AppContext = ParameterizedContext<AppState, { params: Record<string, string> }>;

@@ -1,0 +1,201 @@
+import type { Knex } from 'knex';
+import type { Next } from 'koa';
+import type { OpenAPIRegistry, RouteConfig } from '@asteasolutions/zod-to-openapi';
+import type { Principal } from '../auth/principal';
+import type { Permission } from '../auth/roles';
+import { problems, type FieldError } from '../problems';
+import type { AppContext } from './context';
+import { endpointAllows, parseEndpoint } from './endpoints';
+import { etagOf, notModified } from './etag';
+import { z } from './zod';
+
+export type Method = 'get' | 'post' | 'put' | 'delete';
+type Schema = z.ZodType;
+type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+export interface RouteInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  principal: Principal;
+  /** The route's transaction for writes; the pool for reads. */
+  db: Knex | Knex.Transaction;
+  ctx: AppContext;
+  /** Run once the route's transaction has committed (writes only). */
+  afterCommit(callback: () => void): void;
+}
+
+export interface RouteResult {
+  status?: number;
+  body?: unknown;
+  /** Row version of a concurrency-controlled object: sent as a strong ETag. */
+  rowVersion?: number;
+  /** Id of the object acted on, when the path does not carry it (creation). */
+  resourceId?: string;
+  headers?: Record<string, string>;
+}
+
+export interface RouteDef<P extends Schema | undefined = Schema | undefined, Q extends Schema | undefined = Schema | undefined, B extends Schema | undefined = Schema | undefined> {
+  method: Method;
+  /** OpenAPI spelling: `/api/pats/{id}`. */
+  path: string;
+  summary: string;
+  tag: string;
+  /** `public`: no token; `authenticated`: any role. */
+  permission: Permission | 'authenticated' | 'public';
+  params?: P;
+  query?: Q;
+  body?: B;
+  response: { status: number; description: string; schema?: Schema; contentType?: string };
+  /** Resource type recorded in the audit trail; its id is `params.id` or the result's. */
+  resource?: string;
+  /** Concurrency-controlled: GET returns an ETag, writes accept If-Match. */
+  etag?: boolean;
+  handler(input: RouteInput<Out<P>, Out<Q>, Out<B>>): Promise<RouteResult>;
+}
+
+/** Identity function that keeps the handler's input types tied to the schemas. */
+export function route<P extends Schema | undefined, Q extends Schema | undefined, B extends Schema | undefined>(
+  def: RouteDef<P, Q, B>,
+): RouteDef {
+  return def as unknown as RouteDef;
+}
+
+export interface RouteServices {
+  db: Knex;
+  authenticate(ctx: AppContext): Promise<Principal>;
+  recordAudit(trx: Knex.Transaction, ctx: AppContext, status: number): Promise<void>;
+}
+
+function issuesOf(where: string, error: z.ZodError): FieldError[] {
+  return error.issues.map((issue) => ({
+    path: [where, ...issue.path.map(String)].join('.'),
+    message: issue.message,
+  }));
+}
+
+function parse<S extends Schema | undefined>(schema: S, value: unknown, where: string, errors: FieldError[]): Out<S> {
+  if (!schema) return undefined as Out<S>;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data as Out<S>;
+  errors.push(...issuesOf(where, result.error));
+  return undefined as Out<S>;
+}
+
+function authorize(def: RouteDef, principal: Principal, ctx: AppContext): void {
+  if (def.permission !== 'authenticated' && def.permission !== 'public' && !principal.permissions.has(def.permission)) {
+    throw problems.forbidden(`Role ${principal.roles.join(', ')} may not ${def.method.toUpperCase()} ${def.path}.`);
+  }
+  if (principal.allowedEndpoints) {
+    const allowed = principal.allowedEndpoints.some((entry) => {
+      const endpoint = parseEndpoint(entry);
+      return endpoint !== undefined && endpointAllows(endpoint, ctx.method, ctx.path);
+    });
+    if (!allowed) throw problems.endpointNotAllowed(ctx.method, ctx.path);
+  }
+}
+
+/** The Koa middleware chain for one route: authenticate, authorize, validate, run, respond. */
+export function routeMiddleware(def: RouteDef, services: RouteServices) {
+  const writes = def.method !== 'get';
+
+  async function authenticateCaller(ctx: AppContext, next: Next) {
+    ctx.state.route = def.path;
+    if (def.resource) ctx.state.resource = { type: def.resource, id: ctx.params.id };
+    if (def.permission !== 'public') {
+      ctx.state.principal = await services.authenticate(ctx);
+      authorize(def, ctx.state.principal, ctx);
+    }
+    await next();
+  }
+
+  async function handle(ctx: AppContext) {
+    const errors: FieldError[] = [];
+    const params = parse(def.params, ctx.params, 'path', errors);
+    const query = parse(def.query, ctx.query, 'query', errors);
+    const rawBody = (ctx.request as { body?: unknown }).body;
+    const body = def.body
+      ? rawBody === undefined
+        ? (errors.push({ path: 'body', message: 'a JSON body is required' }), undefined)
+        : parse(def.body, rawBody, 'body', errors)
+      : undefined;
+    if (errors.length > 0) throw problems.validation(errors);
+
+    const committed: Array<() => void> = [];
+    const afterCommit = (callback: () => void) => committed.push(callback);
+    const run = (db: Knex | Knex.Transaction) =>
+      def.handler({ params, query, body, principal: ctx.state.principal!, db, ctx, afterCommit } as never);
+    const result = writes
+      ? await services.db.transaction(async (trx) => {
+          const result = await run(trx);
+          if (result.resourceId && ctx.state.resource) ctx.state.resource.id = result.resourceId;
+          await services.recordAudit(trx, ctx, result.status ?? def.response.status);
+          return result;
+        })
+      : await run(services.db);
+    for (const callback of committed) callback();
+
+    for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
+    if (result.rowVersion !== undefined) {
+      const etag = etagOf(result.rowVersion);
+      ctx.set('ETag', etag);
+      if (!writes && notModified(ctx, etag)) {
+        ctx.status = 304;
+        return;
+      }
+    }
+    ctx.status = result.status ?? def.response.status;
+    if (result.body !== undefined) {
+      if (def.response.contentType && !ctx.response.get('Content-Type')) ctx.type = def.response.contentType;
+      ctx.body = result.body;
+    }
+  }
+
+  return [authenticateCaller, handle];
+}
+
+const problemRef = { $ref: '#/components/schemas/Problem' };
+const problemResponse = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: problemRef } },
+});
+
+/** Registers a route in the OpenAPI document from the schemas that validate it. */
+export function registerOpenApi(registry: OpenAPIRegistry, def: RouteDef): void {
+  const responses: RouteConfig['responses'] = {
+    [def.response.status]: {
+      description: def.response.description,
+      ...(def.etag ? { headers: { ETag: { schema: { type: 'string' }, description: 'Strong ETag of the object.' } } } : {}),
+      ...(def.response.schema ? { content: { [def.response.contentType ?? 'application/json']: { schema: def.response.schema } } } : {}),
+    },
+    default: problemResponse('An RFC 9457 problem; `type` names the error (see /errors).'),
+  };
+  if (def.params || def.query || def.body) responses[400] = problemResponse('Validation failed or malformed JSON.');
+  if (def.permission !== 'public') {
+    responses[401] = problemResponse('Missing, invalid or expired token.');
+    responses[403] = problemResponse('The role or the PAT’s endpoint list does not allow this call.');
+  }
+  if (def.path.includes('{')) responses[404] = problemResponse('No such object in your tenant.');
+  if (def.etag && def.method !== 'get') responses[412] = problemResponse('If-Match does not match the current ETag.');
+  if (def.etag && def.method === 'get') responses[304] = { description: 'If-None-Match matches the current ETag.' };
+  const headers = def.etag
+    ? z.object({
+        [def.method === 'get' ? 'if-none-match' : 'if-match']: z.string().optional(),
+      })
+    : undefined;
+  registry.registerPath({
+    method: def.method,
+    path: def.path,
+    summary: def.summary,
+    tags: [def.tag],
+    security: def.permission === 'public' ? [] : [{ bearer: [] }],
+    description: def.permission === 'public' ? 'No authentication.' : `Requires permission \`${def.permission}\`.`,
+    request: {
+      params: def.params as never,
+      query: def.query as never,
+      headers: headers as never,
+      body: def.body ? { required: true, content: { 'application/json': { schema: def.body } } } : undefined,
+    },
+    responses,
+  });
+}

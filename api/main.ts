@@ -1,0 +1,46 @@
+import { createServer } from 'node:http';
+import { createDb } from '../db/connection';
+import { createApp } from './app';
+import { createLogger } from './logger';
+import { loadSettingsOrExit } from './settings';
+import { createTemporal } from './temporal';
+
+async function main() {
+  const settings = loadSettingsOrExit();
+  const logger = createLogger(settings, 'api');
+  const db = createDb(settings.database.url, settings.database.poolMax);
+  const temporal = createTemporal(settings);
+  const app = await createApp({ settings, db, logger, temporal: temporal.client, temporalHealthy: temporal.healthy });
+  const server = createServer(app.koa.callback());
+  server.keepAliveTimeout = 65_000; // longer than common load-balancer idle timeouts
+  await new Promise<void>((resolve) => server.listen(settings.http.port, settings.http.host, resolve));
+  logger.info({ url: settings.http.publicBaseUrl, port: settings.http.port, environment: settings.environment }, 'api listening');
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    app.drain();
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+    const deadline = setTimeout(() => {
+      logger.warn('shutdown timeout: closing remaining connections');
+      server.closeAllConnections();
+    }, settings.http.shutdownTimeoutSeconds * 1000);
+    await closed;
+    clearTimeout(deadline);
+    await app.close();
+    await temporal.connection.close().catch(() => {});
+    await db.destroy();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`api failed to start: ${(error as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,161 @@
+/**
+ * RFC 9457 problem details. Code throws a `Problem` made by one of the factories below;
+ * one middleware (middleware/problems.ts) renders it. The catalogue is also what
+ * `GET /errors/<slug>` serves, so every slug a client can see is described there.
+ */
+
+export interface ProblemType {
+  status: number;
+  title: string;
+  description: string;
+}
+
+export const catalogue = {
+  'validation-failed': {
+    status: 400,
+    title: 'Request validation failed',
+    description: 'A parameter, query value or body member is missing or invalid. `errors` lists each as `{ path, message }`.',
+  },
+  'malformed-json': {
+    status: 400,
+    title: 'Malformed JSON body',
+    description: 'The request body is not valid JSON.',
+  },
+  unauthorized: {
+    status: 401,
+    title: 'Authentication required',
+    description: 'The request carries no bearer token, or the token is invalid, expired, revoked or issued for someone else.',
+  },
+  forbidden: {
+    status: 403,
+    title: 'Forbidden',
+    description: "The caller's role does not allow this operation.",
+  },
+  'endpoint-not-allowed': {
+    status: 403,
+    title: 'Endpoint not allowed for this token',
+    description: "The personal access token's list of allowed endpoints does not include this method and path.",
+  },
+  'https-required': {
+    status: 403,
+    title: 'HTTPS required',
+    description: 'This endpoint refuses plain HTTP in production.',
+  },
+  'not-found': {
+    status: 404,
+    title: 'Not found',
+    description: 'No such route, or no such object in your tenant.',
+  },
+  'method-not-allowed': {
+    status: 405,
+    title: 'Method not allowed',
+    description: 'The route exists but not with this method; `Allow` lists the methods it has.',
+  },
+  'not-acceptable': {
+    status: 406,
+    title: 'Not acceptable',
+    description: 'The response can only be JSON.',
+  },
+  conflict: {
+    status: 409,
+    title: 'Conflict',
+    description: 'The request conflicts with the current state of an object, for example a duplicate name.',
+  },
+  'invalid-state-transition': {
+    status: 409,
+    title: 'Invalid state transition',
+    description: "The operation is not allowed in the object's current state.",
+  },
+  'managed-by-git': {
+    status: 409,
+    title: 'Managed by Git',
+    description: 'The configuration is synchronised from a Git source and cannot be edited through the API.',
+  },
+  'precondition-failed': {
+    status: 412,
+    title: 'Precondition failed',
+    description: '`If-Match` does not match the current ETag: someone else changed the object. GET it again and retry.',
+  },
+  'payload-too-large': {
+    status: 413,
+    title: 'Payload too large',
+    description: 'The request body is larger than the service accepts.',
+  },
+  'unsupported-media-type': {
+    status: 415,
+    title: 'Unsupported media type',
+    description: 'Request bodies must be `application/json`.',
+  },
+  'policy-denied': {
+    status: 422,
+    title: 'Policy denied the push',
+    description: 'An approved, enabled policy returned false for an agent. `policyId`, `agentId` and `violations` say which.',
+  },
+  'rate-limited': {
+    status: 429,
+    title: 'Too many requests',
+    description: 'Slow down; `Retry-After` says when to try again.',
+  },
+  internal: {
+    status: 500,
+    title: 'Internal error',
+    description: 'The service failed unexpectedly. Quote `requestId` when reporting it.',
+  },
+  unavailable: {
+    status: 503,
+    title: 'Service unavailable',
+    description: 'A dependency (database or Temporal) is unreachable, or the service is shutting down. Retry later.',
+  },
+} satisfies Record<string, ProblemType>;
+
+export type ProblemSlug = keyof typeof catalogue;
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+export class Problem extends Error {
+  readonly status: number;
+  readonly title: string;
+
+  constructor(
+    readonly slug: ProblemSlug,
+    readonly detail: string,
+    readonly extensions: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+    this.name = 'Problem';
+    this.status = catalogue[slug].status;
+    this.title = catalogue[slug].title;
+  }
+}
+
+export const problems = {
+  validation: (errors: FieldError[]) =>
+    new Problem(
+      'validation-failed',
+      errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('; '),
+      { errors },
+    ),
+  malformedJson: (reason: string) => new Problem('malformed-json', `The body is not valid JSON: ${reason}`),
+  unauthorized: (detail = 'A valid bearer token is required.') =>
+    new Problem('unauthorized', detail, {}, { 'WWW-Authenticate': 'Bearer' }),
+  forbidden: (detail: string) => new Problem('forbidden', detail),
+  endpointNotAllowed: (method: string, path: string) =>
+    new Problem('endpoint-not-allowed', `This token is not allowed to call ${method} ${path}.`),
+  notFound: (kind: string, id: string) => new Problem('not-found', `No ${kind} with id '${id}'.`),
+  noRoute: (method: string, path: string) => new Problem('not-found', `No route for ${method} ${path}.`),
+  methodNotAllowed: (method: string, allowed: string[]) =>
+    new Problem('method-not-allowed', `${method} is not allowed here; use ${allowed.join(', ')}.`, {}, { Allow: allowed.join(', ') }),
+  conflict: (detail: string) => new Problem('conflict', detail),
+  invalidTransition: (detail: string) => new Problem('invalid-state-transition', detail),
+  preconditionFailed: (kind: string, id: string) =>
+    new Problem('precondition-failed', `If-Match does not match the current ETag of ${kind} '${id}'.`),
+  payloadTooLarge: (limit: number) => new Problem('payload-too-large', `The body exceeds the limit of ${limit} bytes.`),
+  unsupportedMediaType: (type: string | undefined) =>
+    new Problem('unsupported-media-type', `Content-Type ${type ? `'${type}'` : '(none)'} is not accepted; send application/json.`),
+  unavailable: (detail: string) => new Problem('unavailable', detail),
+  internal: () => new Problem('internal', 'An unexpected error occurred.'),
+};

@@ -1,0 +1,92 @@
+import { listAuditQuery, verifyAuditChain, type AuditRow } from '../../../db/repos/audit';
+import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
+import { route, type RouteDef } from '../../http/route';
+import { z } from '../../http/zod';
+
+export const auditEventSchema = z
+  .object({
+    id: z.string(),
+    seq: z.number().int(),
+    occurredAt: z.string(),
+    actorType: z.enum(['oidc', 'pat', 'anonymous', 'webhook']),
+    actor: z.string().nullable().openapi({ description: 'OIDC subject or PAT name.' }),
+    method: z.string(),
+    path: z.string(),
+    route: z.string().nullable(),
+    status: z.number().int(),
+    resourceType: z.string().nullable(),
+    resourceId: z.string().nullable(),
+    requestId: z.string().nullable(),
+    sourceAddress: z.string().nullable(),
+    hash: z.string().openapi({ description: 'SHA-256 over this event and the previous event’s hash (hex).' }),
+  })
+  .openapi('AuditEvent');
+
+function presentAudit(row: AuditRow): z.infer<typeof auditEventSchema> {
+  return {
+    id: row.id,
+    seq: row.seq,
+    occurredAt: row.occurred_at.toISOString(),
+    actorType: row.actor_type,
+    actor: row.actor,
+    method: row.method,
+    path: row.path,
+    route: row.route,
+    status: row.status,
+    resourceType: row.resource_type,
+    resourceId: row.resource_id,
+    requestId: row.request_id,
+    sourceAddress: row.source_address,
+    hash: row.hash.toString('hex'),
+  };
+}
+
+const auditQuery = pageQuery
+  .extend({
+    actor: z.string().max(200).optional(),
+    actorType: z.enum(['oidc', 'pat', 'anonymous', 'webhook']).optional(),
+    method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).optional(),
+    status: z.coerce.number().int().min(100).max(599).optional(),
+    resourceType: z.string().max(100).optional(),
+    resourceId: z.string().max(200).optional(),
+    requestId: z.string().max(128).optional(),
+    from: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Events at or after this time.' }),
+    to: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Events before this time.' }),
+  })
+  .strict();
+
+export function auditRoutes(baseUrl: string): RouteDef[] {
+  return [
+    route({
+      method: 'get',
+      path: '/api/audit/events',
+      summary: 'The audit log of the caller’s tenant, newest first',
+      tag: 'audit',
+      permission: 'audit',
+      query: auditQuery,
+      response: { status: 200, description: 'A page of audit events.', schema: pageOf(auditEventSchema) },
+      handler: async ({ db, principal, query, ctx }) => {
+        const filters = { ...query, from: query.from ? new Date(query.from) : undefined, to: query.to ? new Date(query.to) : undefined };
+        const page = await paginate<AuditRow>(listAuditQuery(db, principal.tenantId, filters), query, {
+          columns: ['seq'],
+          direction: 'desc',
+          valuesOf: (row) => [row.seq],
+        });
+        return { body: respondPage(ctx, baseUrl, page, presentAudit) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/audit/verify',
+      summary: 'Verify the hash chain of the caller’s tenant’s audit log',
+      tag: 'audit',
+      permission: 'audit',
+      response: {
+        status: 200,
+        description: 'Whether every event links to the one before it and its digest matches.',
+        schema: z.object({ valid: z.boolean(), checked: z.number().int(), firstBrokenSeq: z.number().int().nullable() }),
+      },
+      handler: async ({ db, principal }) => ({ body: await verifyAuditChain(db, principal.tenantId) }),
+    }),
+  ];
+}

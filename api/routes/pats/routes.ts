@@ -1,0 +1,197 @@
+import type { Knex } from 'knex';
+import { emitEvents } from '../../../db/repos/events';
+import { findPat, insertPat, listPatsQuery, revokePat, type PatRow } from '../../../db/repos/pats';
+import { findTenant } from '../../../db/repos/tenants';
+import { PAT_CHANGES_CHANNEL } from '../../auth/pat-auth';
+import type { Principal } from '../../auth/principal';
+import { ROLES, withinCeiling, type Role } from '../../auth/roles';
+import { generateToken, hashToken } from '../../auth/secret-token';
+import { endpointOverlapsRoute, parseEndpoint } from '../../http/endpoints';
+import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
+import { route, type RouteDef } from '../../http/route';
+import { z } from '../../http/zod';
+import { problems, type FieldError } from '../../problems';
+
+const DAY_MS = 86_400_000;
+
+export const createPatBody = z
+  .object({
+    name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, '1-100 of A-Z a-z 0-9 . _ -, starting with a letter or digit'),
+    role: z.enum(ROLES),
+    allowedEndpoints: z
+      .array(z.string())
+      .min(1)
+      .max(100)
+      .optional()
+      .openapi({ description: 'Limit the token to these calls, e.g. `"POST /api/rollouts/{id}/start"`; `{x}` matches one path segment.' }),
+    expiresInDays: z.number().int().min(1).max(3650).optional().openapi({ description: 'Lifetime (default: the tenant’s, else 90 days).' }),
+  })
+  .strict()
+  .openapi('PatCreate');
+
+export const patSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    role: z.enum(ROLES),
+    allowedEndpoints: z.array(z.string()).nullable(),
+    state: z.enum(['active', 'revoked', 'expired']),
+    expiresAt: z.string(),
+    revokedAt: z.string().nullable(),
+    lastUsedAt: z.string().nullable(),
+    createdBy: z.string(),
+    createdAt: z.string(),
+  })
+  .openapi('Pat');
+
+const createdPatSchema = patSchema.extend({
+  token: z.string().openapi({ description: 'The token itself. Shown only in this response; store it now.' }),
+}).openapi('PatCreated');
+
+function presentPat(row: PatRow): z.infer<typeof patSchema> {
+  const state = row.revoked_at ? 'revoked' : row.expires_at.getTime() <= Date.now() ? 'expired' : 'active';
+  return {
+    id: row.id,
+    name: row.name,
+    role: row.role as Role,
+    allowedEndpoints: row.allowed_endpoints,
+    state,
+    expiresAt: row.expires_at.toISOString(),
+    revokedAt: row.revoked_at?.toISOString() ?? null,
+    lastUsedAt: row.last_used_at?.toISOString() ?? null,
+    createdBy: row.created_by,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+/**
+ * Each entry must name a route that exists; a PAT that is itself limited may only hand
+ * on calls it is allowed to make.
+ */
+function checkEndpoints(entries: string[], routes: RouteDef[], issuer: Principal): FieldError[] {
+  const errors: FieldError[] = [];
+  entries.forEach((entry, i) => {
+    const endpoint = parseEndpoint(entry);
+    if (!endpoint) {
+      errors.push({ path: `body.allowedEndpoints.${i}`, message: 'must look like "POST /api/rollouts/{id}/start"' });
+    } else if (!routes.some((r) => r.path.startsWith('/api/') && endpointOverlapsRoute(endpoint, r.method, r.path))) {
+      errors.push({ path: `body.allowedEndpoints.${i}`, message: `no API route matches "${entry}"` });
+    } else if (issuer.allowedEndpoints && !issuer.allowedEndpoints.includes(entry)) {
+      errors.push({ path: `body.allowedEndpoints.${i}`, message: 'is not among the endpoints your own token allows' });
+    }
+  });
+  if (issuer.allowedEndpoints && entries.length === 0) {
+    errors.push({ path: 'body.allowedEndpoints', message: 'is required when your own token is limited to endpoints' });
+  }
+  return errors;
+}
+
+async function defaultTtlDays(db: Knex | Knex.Transaction, tenantId: string, fallback: number): Promise<number> {
+  const tenant = await findTenant(db, tenantId);
+  return tenant?.settings.patDefaultTtlDays ?? fallback;
+}
+
+const patId = z.object({ id: z.uuid() });
+
+export interface PatRouteOptions {
+  defaultTtlDays: number;
+  baseUrl: string;
+  /** Every route of the app, to check allowed-endpoint entries against. */
+  routes: () => RouteDef[];
+  /** Forget a revoked token in this process's cache (other replicas hear the NOTIFY). */
+  evict: (patId: string) => void;
+}
+
+export function patRoutes(options: PatRouteOptions): RouteDef[] {
+  return [
+    route({
+      method: 'get',
+      path: '/api/pats',
+      summary: 'List personal access tokens',
+      tag: 'pats',
+      permission: 'admin',
+      query: pageQuery.extend({ role: z.enum(ROLES).optional(), state: z.enum(['active', 'revoked', 'expired']).optional() }).strict(),
+      response: { status: 200, description: 'A page of PATs (never their tokens).', schema: pageOf(patSchema) },
+      handler: async ({ db, principal, query, ctx }) => {
+        const page = await paginate<PatRow>(listPatsQuery(db, principal.tenantId, query), query, {
+          columns: ['created_at', 'id'],
+          direction: 'desc',
+          valuesOf: (row) => [row.created_at.toISOString(), row.id],
+        });
+        return { body: respondPage(ctx, options.baseUrl, page, presentPat) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/pats/{id}',
+      summary: 'One personal access token',
+      tag: 'pats',
+      permission: 'admin',
+      resource: 'pat',
+      params: patId,
+      response: { status: 200, description: 'The PAT.', schema: patSchema },
+      handler: async ({ db, principal, params }) => {
+        const row = await findPat(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('PAT', params.id);
+        return { body: presentPat(row) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/pats',
+      summary: 'Issue a personal access token (the token is shown once)',
+      tag: 'pats',
+      permission: 'admin',
+      resource: 'pat',
+      body: createPatBody,
+      response: { status: 201, description: 'The PAT, with its token.', schema: createdPatSchema },
+      handler: async ({ db, principal, body }) => {
+        if (!withinCeiling(body.role, principal.permissions)) {
+          throw problems.forbidden(`You may not issue a PAT with role ${body.role}, which is above your own.`);
+        }
+        const errors = checkEndpoints(body.allowedEndpoints ?? [], options.routes(), principal);
+        if (errors.length > 0) throw problems.validation(errors);
+        const days = body.expiresInDays ?? (await defaultTtlDays(db, principal.tenantId, options.defaultTtlDays));
+        const token = generateToken('svc-pat');
+        const row = await insertPat(db, {
+          tenant_id: principal.tenantId,
+          name: body.name,
+          token_hash: hashToken(token),
+          role: body.role,
+          allowed_endpoints: body.allowedEndpoints ?? null,
+          expires_at: new Date(Date.now() + days * DAY_MS),
+          created_by: principal.name,
+        }).catch((error: { code?: string }) => {
+          if (error.code === '23505') throw problems.conflict(`A PAT named '${body.name}' already exists.`);
+          throw error;
+        });
+        const pat = presentPat(row);
+        await emitEvents(db, [
+          { tenantId: principal.tenantId, type: 'pat.created', source: '/api/pats', subject: row.id, data: pat },
+        ]);
+        return { status: 201, body: { ...pat, token }, resourceId: row.id, headers: { Location: `/api/pats/${row.id}` } };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/pats/{id}/revoke',
+      summary: 'Revoke a personal access token (takes effect on every replica at once)',
+      tag: 'pats',
+      permission: 'admin',
+      resource: 'pat',
+      params: patId,
+      response: { status: 200, description: 'The revoked PAT.', schema: patSchema },
+      handler: async ({ db, principal, params, afterCommit }) => {
+        const row = await revokePat(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('PAT', params.id);
+        const pat = presentPat(row);
+        await emitEvents(db, [
+          { tenantId: principal.tenantId, type: 'pat.revoked', source: '/api/pats', subject: row.id, data: pat },
+        ]);
+        await db.raw('SELECT pg_notify(?, ?)', [PAT_CHANGES_CHANNEL, row.id]);
+        afterCommit(() => options.evict(row.id));
+        return { body: pat };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,100 @@
+import { emitEvents } from '../../../db/repos/events';
+import { findTenant, updateTenant, type TenantRow } from '../../../db/repos/tenants';
+import { problems } from '../../problems';
+import { ifMatchVersions } from '../../http/etag';
+import { route, type RouteDef } from '../../http/route';
+import { z } from '../../http/zod';
+
+const labels = z
+  .record(z.string().regex(/^[A-Za-z0-9._\/-]{1,63}$/, 'label keys are 1-63 of A-Z a-z 0-9 . _ / -'), z.string().max(256))
+  .refine((value) => Object.keys(value).length <= 64, 'at most 64 labels');
+
+const settings = z
+  .object({
+    patDefaultTtlDays: z.number().int().min(1).max(3650).optional().openapi({
+      description: 'Lifetime of a new PAT when its request names none (default: the service setting, 90 days).',
+    }),
+  })
+  .strict();
+
+export const tenantBody = z
+  .object({
+    displayName: z.string().trim().min(1).max(200),
+    description: z.string().max(2000).default(''),
+    labels: labels.default({}),
+    settings: settings.default({}),
+  })
+  .strict()
+  .openapi('TenantUpdate');
+
+export const tenantSchema = z
+  .object({
+    id: z.string(),
+    displayName: z.string(),
+    description: z.string(),
+    labels: z.record(z.string(), z.string()),
+    settings,
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('Tenant');
+
+export function presentTenant(row: TenantRow): z.infer<typeof tenantSchema> {
+  return {
+    id: row.id,
+    displayName: row.display_name,
+    description: row.description,
+    labels: row.labels,
+    settings: row.settings,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+export function tenantRoutes(): RouteDef[] {
+  return [
+    route({
+      method: 'get',
+      path: '/api/tenant',
+      summary: "The caller's tenant",
+      tag: 'tenant',
+      permission: 'read',
+      resource: 'tenant',
+      etag: true,
+      response: { status: 200, description: 'The tenant.', schema: tenantSchema },
+      handler: async ({ db, principal }) => {
+        const row = await findTenant(db, principal.tenantId);
+        if (!row) throw problems.notFound('tenant', principal.tenantId);
+        return { body: presentTenant(row), rowVersion: row.row_version, resourceId: row.id };
+      },
+    }),
+    route({
+      method: 'put',
+      path: '/api/tenant',
+      summary: "Replace the caller's tenant settings",
+      tag: 'tenant',
+      permission: 'admin',
+      resource: 'tenant',
+      etag: true,
+      body: tenantBody,
+      response: { status: 200, description: 'The updated tenant.', schema: tenantSchema },
+      handler: async ({ db, principal, body, ctx }) => {
+        const id = principal.tenantId;
+        const row = await updateTenant(
+          db,
+          id,
+          { display_name: body.displayName, description: body.description, labels: body.labels, settings: body.settings },
+          ifMatchVersions(ctx),
+        );
+        if (!row) {
+          if (await findTenant(db, id)) throw problems.preconditionFailed('tenant', id);
+          throw problems.notFound('tenant', id);
+        }
+        await emitEvents(db, [
+          { tenantId: id, type: 'tenant.updated', source: '/api/tenant', subject: id, data: presentTenant(row) },
+        ]);
+        return { body: presentTenant(row), rowVersion: row.row_version, resourceId: id };
+      },
+    }),
+  ];
+}

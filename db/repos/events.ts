@@ -1,0 +1,68 @@
+import type { Db } from '../connection';
+
+export const EVENTS_CHANNEL = 'fleet_events';
+
+/** A CloudEvents 1.0 event for the outbox; `id`, `time` and `specversion` are filled in. */
+export interface NewEvent {
+  tenantId: string;
+  type: string;
+  source: string;
+  subject?: string;
+  data: Record<string, unknown>;
+}
+
+export interface EventRow {
+  seq: number;
+  id: string;
+  tenant_id: string;
+  type: string;
+  source: string;
+  subject: string | null;
+  time: Date;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Writes events in the caller's transaction and NOTIFYs each id (delivered at commit), so
+ * an event exists exactly when the change that caused it does. Payloads are ids only
+ * (NOTIFY payloads are capped at 8000 bytes); listeners read the rows.
+ */
+export async function emitEvents(db: Db, events: NewEvent[]): Promise<EventRow[]> {
+  if (events.length === 0) return [];
+  const rows: EventRow[] = await db('events')
+    .insert(
+      events.map((e) => ({
+        tenant_id: e.tenantId,
+        type: e.type,
+        source: e.source,
+        subject: e.subject ?? null,
+        data: JSON.stringify(e.data),
+      })),
+    )
+    .returning('*');
+  await db.raw('SELECT pg_notify(?, id) FROM unnest(?::text[]) AS id', [EVENTS_CHANNEL, rows.map((r) => r.id)]);
+  return rows;
+}
+
+export function toCloudEvent(row: EventRow) {
+  return {
+    specversion: '1.0',
+    id: row.id,
+    source: row.source,
+    type: row.type,
+    subject: row.subject ?? undefined,
+    time: row.time.toISOString(),
+    datacontenttype: 'application/json',
+    tenant: row.tenant_id,
+    data: row.data,
+  };
+}
+
+/** Deletes delivered events older than `before`; the hub replays only within retention. */
+export async function pruneEvents(db: Db, before: Date, batch = 10_000): Promise<number> {
+  const result = await db.raw(
+    'DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE time < ? ORDER BY seq LIMIT ?)',
+    [before, batch],
+  );
+  return result.rowCount ?? 0;
+}

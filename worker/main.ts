@@ -1,0 +1,27 @@
+import { createLogger } from '../api/logger';
+import { loadSettingsOrExit } from '../api/settings';
+import { createDb } from '../db/connection';
+import { startWorker } from './run';
+
+async function main() {
+  const settings = loadSettingsOrExit();
+  const logger = createLogger(settings, 'worker');
+  const db = createDb(settings.database.url, settings.database.poolMax);
+  const { worker, connection, running } = await startWorker(settings, db);
+  logger.info({ taskQueue: settings.temporal.taskQueue, address: settings.temporal.address }, 'worker running');
+  const stop = (signal: string) => {
+    logger.info({ signal }, 'worker shutting down: finishing running activities');
+    worker.shutdown();
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+  await running;
+  await connection.close();
+  await db.destroy();
+  logger.info('worker stopped');
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`worker failed: ${(error as Error).message}\n`);
+  process.exit(1);
+});

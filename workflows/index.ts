@@ -1,0 +1,2 @@
+// Every workflow the worker registers. Workflows import only activity *types*.
+export { outboxRetentionWorkflow } from './outbox-retention';
