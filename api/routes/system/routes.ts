@@ -14,11 +14,17 @@ export interface Readiness {
 const errorType = z.object({ slug: z.string(), status: z.number().int(), title: z.string(), description: z.string() });
 
 async function check(name: string, probe: () => Promise<unknown>): Promise<[string, string]> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error('timeout')), 2000);
+  });
   try {
-    await Promise.race([probe(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 2000))]);
+    await Promise.race([probe(), timeout]);
     return [name, 'ok'];
   } catch {
     return [name, 'unreachable'];
+  } finally {
+    clearTimeout(timer);
   }
 }
 

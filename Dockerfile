@@ -1,0 +1,39 @@
+# One image for every process of the fleet configuration service:
+#   api (default)  node --import tsx api/main.ts
+#   worker         node --import tsx worker/main.ts
+#   migrations     node --import tsx scripts/fleet.ts migrate
+#   operator CLI   node --import tsx scripts/fleet.ts <command>
+# TypeScript runs through tsx (a runtime dependency), so there is no build step.
+FROM node:20-bookworm-slim
+
+# git: simple-git shells out to it for Git configuration sources.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+ENV NODE_ENV=production \
+    NPM_CONFIG_UPDATE_NOTIFIER=false \
+    NPM_CONFIG_FUND=false \
+    SCARF_ANALYTICS=false
+
+WORKDIR /app
+
+# package.json's `allowScripts` is read by npm 11 only; the npm 10 bundled with node 20
+# runs install scripts as usual, which esbuild (tsx), @swc/core and protobufjs need.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev && npm cache clean --force
+
+COPY api/ api/
+COPY workflows/ workflows/
+COPY activities/ activities/
+COPY worker/ worker/
+COPY db/ db/
+COPY scripts/ scripts/
+COPY tsconfig.json ./
+
+USER node
+
+# 8080: HTTP API; 4320: agent listener (Agents:Listen).
+EXPOSE 8080 4320
+
+CMD ["node", "--import", "tsx", "api/main.ts"]

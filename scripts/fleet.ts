@@ -1,0 +1,94 @@
+/**
+ * Operator CLI: `npm run fleet -- <command>`. Talks straight to the database, so it works
+ * before any token exists: the break-glass way to get the first admin token.
+ */
+import { parseArgs } from 'node:util';
+import { TENANT_ID } from '../api/auth/principal';
+import { isRole, ROLES } from '../api/auth/roles';
+import { generateToken, hashToken } from '../api/auth/secret-token';
+import { loadSettingsOrExit } from '../api/settings';
+import { createDb, migrateLatest } from '../db/connection';
+import { verifyAuditChain } from '../db/repos/audit';
+import { insertPat } from '../db/repos/pats';
+import { ensureTenant } from '../db/repos/tenants';
+
+const USAGE = `usage: npm run fleet -- <command>
+  migrate                                   apply database migrations
+  create-pat --name N --role R [--tenant T] [--expires-in-days D] [--allow "POST /api/x/{id}"]...
+                                            issue a PAT and print it once (roles: ${ROLES.join(', ')})
+  verify-audit [--tenant T]                 check the audit log's hash chain`;
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return command ? 0 : 64;
+  }
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      name: { type: 'string' },
+      role: { type: 'string' },
+      tenant: { type: 'string', default: 'default' },
+      'expires-in-days': { type: 'string' },
+      allow: { type: 'string', multiple: true },
+    },
+    strict: true,
+  });
+  const settings = loadSettingsOrExit();
+  const db = createDb(settings.database.url, 2);
+  try {
+    switch (command) {
+      case 'migrate': {
+        const applied = await migrateLatest(db);
+        process.stdout.write(applied.length ? `applied: ${applied.join(', ')}\n` : 'database is up to date\n');
+        return 0;
+      }
+      case 'create-pat': {
+        const { name, role, tenant } = values;
+        if (!name || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) throw new UsageError('--name is required: 1-100 of A-Z a-z 0-9 . _ -');
+        if (!isRole(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
+        if (!TENANT_ID.test(tenant!)) throw new UsageError('--tenant must be lower-case letters, digits and dashes');
+        const days = Number(values['expires-in-days'] ?? settings.pat.defaultTtlDays);
+        if (!Number.isInteger(days) || days < 1 || days > 3650) throw new UsageError('--expires-in-days must be 1-3650');
+        await ensureTenant(db, tenant!);
+        const token = generateToken('svc-pat');
+        const row = await insertPat(db, {
+          tenant_id: tenant!,
+          name,
+          token_hash: hashToken(token),
+          role,
+          allowed_endpoints: values.allow ?? null,
+          expires_at: new Date(Date.now() + days * 86_400_000),
+          created_by: 'cli',
+        }).catch((error: { code?: string }) => {
+          if (error.code === '23505') throw new UsageError(`a PAT named '${name}' already exists in tenant '${tenant}'`);
+          throw error;
+        });
+        process.stderr.write(`PAT '${row.name}' (${row.role}, tenant ${tenant}, expires ${row.expires_at.toISOString()}). It is shown once:\n`);
+        process.stdout.write(`${token}\n`);
+        return 0;
+      }
+      case 'verify-audit': {
+        const verdict = await verifyAuditChain(db, values.tenant!);
+        process.stdout.write(`${JSON.stringify(verdict)}\n`);
+        return verdict.valid ? 0 : 1;
+      }
+      default:
+        throw new UsageError(`unknown command '${command}'`);
+    }
+  } finally {
+    await db.destroy();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    const usage = error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    process.stderr.write(`fleet: ${(error as Error).message}\n${usage ? `${USAGE}\n` : ''}`);
+    process.exit(usage ? 64 : 1);
+  },
+);

@@ -1,0 +1,141 @@
+import { request } from 'node:http';
+import { startTestApp, type TestApp } from '../support/app';
+
+let t: TestApp;
+let admin: string;
+beforeAll(async () => {
+  t = await startTestApp();
+  admin = await t.token('default.admin');
+});
+afterAll(() => t?.close());
+
+function expectProblem(res: { status: number; headers: Headers; body: any }, status: number, slug: string) {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(res.body).toMatchObject({ type: `http://fleet.test/errors/${slug}`, status });
+  expect(typeof res.body.title).toBe('string');
+  expect(typeof res.body.detail).toBe('string');
+  expect(typeof res.body.instance).toBe('string');
+  expect(res.body.requestId).toBe(res.headers.get('x-request-id'));
+  expect(JSON.stringify(res.body)).not.toMatch(/\n\s+at |node_modules|\.ts:\d+/);
+}
+
+describe('every error is an RFC 9457 problem', () => {
+  test('unknown route: 404', async () => {
+    const res = await t.call('GET', '/api/nothing-here', { token: admin });
+    expectProblem(res, 404, 'not-found');
+    expect(res.body.instance).toBe('/api/nothing-here');
+    expectProblem(await t.call('GET', '/'), 404, 'not-found');
+  });
+
+  test('wrong method: 405 with Allow', async () => {
+    const res = await t.call('DELETE', '/api/tenant', { token: admin });
+    expectProblem(res, 405, 'method-not-allowed');
+    expect(res.headers.get('allow')).toBe('GET, PUT');
+  });
+
+  test('malformed JSON: 400, nothing changed', async () => {
+    const before = await t.call('GET', '/api/tenant', { token: admin });
+    const res = await t.call('PUT', '/api/tenant', { token: admin, raw: '{"displayName": "x",', headers: { 'content-type': 'application/json' } });
+    expectProblem(res, 400, 'malformed-json');
+    expect((await t.call('GET', '/api/tenant', { token: admin })).body).toEqual(before.body);
+  });
+
+  test('body over the limit: 413', async () => {
+    const big = JSON.stringify({ displayName: 'x'.repeat(3 * 1024 * 1024) });
+    expectProblem(await t.call('PUT', '/api/tenant', { token: admin, raw: big, headers: { 'content-type': 'application/json' } }), 413, 'payload-too-large');
+  });
+
+  test('a huge declared body is refused before it is read', async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const url = new URL(`${t.baseUrl}/api/tenant`);
+      const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'PUT', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json', 'content-length': String(1 << 30) } }, (res) => {
+        resolve(res.statusCode!);
+        req.destroy();
+      });
+      req.on('error', reject);
+      req.write('{"displayName":');
+    });
+    expect(status).toBe(413);
+  });
+
+  test('wrong content type: 415', async () => {
+    const res = await t.call('PUT', '/api/tenant', { token: admin, raw: 'displayName=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expectProblem(res, 415, 'unsupported-media-type');
+  });
+
+  test('validation: 400 with each field error', async () => {
+    const res = await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: '', labels: { 'bad key!': 'x' }, extra: 1 } });
+    expectProblem(res, 400, 'validation-failed');
+    const paths = res.body.errors.map((e: { path: string }) => e.path);
+    expect(paths).toEqual(expect.arrayContaining(['body.displayName', 'body.labels.bad key!', 'body']));
+    const query = await t.call('GET', '/api/audit/events?limit=1001&colour=red', { token: admin });
+    expectProblem(query, 400, 'validation-failed');
+    expect(query.body.errors.map((e: { path: string }) => e.path)).toEqual(expect.arrayContaining(['query.limit', 'query']));
+    expectProblem(await t.call('PUT', '/api/tenant', { token: admin }), 400, 'validation-failed');
+    expectProblem(await t.call('GET', '/api/pats/not-a-uuid', { token: admin }), 400, 'validation-failed');
+  });
+
+  test('authentication: 401', async () => {
+    expectProblem(await t.call('GET', '/api/tenant'), 401, 'unauthorized');
+  });
+
+  test('each problem type is described at its URL', async () => {
+    const res = await t.call('GET', '/errors/precondition-failed');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ slug: 'precondition-failed', status: 412, title: 'Precondition failed' });
+    const all = await t.call('GET', '/errors');
+    expect(all.body.items.map((e: { slug: string }) => e.slug)).toEqual(
+      expect.arrayContaining(['validation-failed', 'unauthorized', 'policy-denied', 'invalid-state-transition', 'internal']),
+    );
+    expectProblem(await t.call('GET', '/errors/no-such-error'), 404, 'not-found');
+  });
+});
+
+describe('request ids', () => {
+  test('a sane incoming X-Request-Id is kept; otherwise one is made', async () => {
+    const kept = await t.call('GET', '/healthz', { headers: { 'x-request-id': 'trace-123' } });
+    expect(kept.headers.get('x-request-id')).toBe('trace-123');
+    const made = await t.call('GET', '/healthz', { headers: { 'x-request-id': 'bad id\twith junk' } });
+    expect(made.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('operations endpoints', () => {
+  test('/healthz and /readyz', async () => {
+    expect((await t.call('GET', '/healthz')).body).toEqual({ status: 'ok' });
+    const ready = await t.call('GET', '/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.body.checks.postgres).toBe('ok');
+  });
+
+  test('/metrics counts requests by route template', async () => {
+    await t.call('GET', '/api/tenant', { token: admin });
+    const res = await t.call('GET', '/metrics');
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/api\/tenant",status="200"\} \d+/);
+    expect(res.body).toMatch(/process_resident_memory_bytes/);
+  });
+
+  test('/swagger is absent in Production', async () => {
+    expect((await t.call('GET', '/swagger')).status).toBe(404);
+  });
+});
+
+describe('in Development', () => {
+  let dev: TestApp;
+  beforeAll(async () => {
+    dev = await startTestApp({ Environment: 'Development' });
+  });
+  afterAll(() => dev?.close());
+
+  test('/swagger serves the interface explorer', async () => {
+    const page = await dev.call('GET', '/swagger');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    expect(page.body).toContain('/api/openapi.json');
+    const bundle = await dev.call('GET', '/swagger/swagger-ui-bundle.js');
+    expect(bundle.status).toBe(200);
+    expect((await dev.call('GET', '/swagger/..%2Fpackage.json')).status).toBe(404);
+  });
+});
