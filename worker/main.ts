@@ -1,3 +1,4 @@
+import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { createLogger } from '../api/logger';
 import { loadSettingsOrExit } from '../api/settings';
 import { createDb } from '../db/connection';
@@ -6,6 +7,10 @@ import { startWorker } from './run';
 async function main() {
   const settings = loadSettingsOrExit();
   const logger = createLogger(settings, 'worker');
+  // The SDK's own log lines join ours as JSON.
+  const sdk = logger.child({ component: 'temporal-sdk' });
+  const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+  Runtime.install({ logger: new DefaultLogger('INFO', (entry) => sdk[levels[entry.level]](entry.meta ?? {}, entry.message)) });
   const db = createDb(settings.database.url, settings.database.poolMax);
   const { worker, connection, running } = await startWorker(settings, db);
   logger.info({ taskQueue: settings.temporal.taskQueue, address: settings.temporal.address }, 'worker running');

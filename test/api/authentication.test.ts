@@ -1,4 +1,5 @@
 import { generateKeyPair, SignJWT } from 'jose';
+import { generateToken } from '../../api/auth/secret-token';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 import { testInfra } from '../support/infra-env';
@@ -100,7 +101,6 @@ describe('automation with PATs', () => {
   });
 
   test('a well-formed but unknown PAT and an expired PAT are 401', async () => {
-    const { generateToken } = await import('../../api/auth/secret-token');
     expectUnauthorized(await t.call('GET', '/api/tenant', { token: generateToken('svc-pat') }), /not known/);
     const expired = await t.pat('viewer', { expiresAt: new Date(Date.now() - 1000) });
     expectUnauthorized(await t.call('GET', '/api/tenant', { token: expired }), /expired/);

@@ -1,0 +1,101 @@
+import { startTestApp, type TestApp } from '../support/app';
+import { eventually } from '../support/eventually';
+
+let t: TestApp;
+let admin: string;
+let auditor: string;
+beforeAll(async () => {
+  t = await startTestApp();
+  admin = await t.token('default.admin');
+  auditor = await t.token('default.auditor');
+});
+afterAll(() => t?.close());
+
+describe('audit trail', () => {
+  test('every call is recorded: reads, writes, refusals and unauthenticated attempts', async () => {
+    const read = await t.call('GET', '/api/tenant', { token: admin, headers: { 'x-request-id': 'audit-read-1' } });
+    const write = await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: 'audited' }, headers: { 'x-request-id': 'audit-write-1' } });
+    const refused = await t.call('PUT', '/api/tenant', { token: await t.token('default.viewer'), body: { displayName: 'nope' }, headers: { 'x-request-id': 'audit-refused-1' } });
+    await t.call('GET', '/api/tenant', { headers: { 'x-request-id': 'audit-anon-1' } });
+    expect([read.status, write.status, refused.status]).toEqual([200, 200, 403]);
+
+    const byRequest = async (id: string) =>
+      eventually(async () => {
+        const res = await t.call('GET', `/api/audit/events?requestId=${id}`, { token: auditor });
+        expect(res.body.items).toHaveLength(1);
+        return res.body.items[0];
+      });
+    expect(await byRequest('audit-read-1')).toMatchObject({ actorType: 'oidc', actor: 'default.admin', method: 'GET', route: '/api/tenant', status: 200, resourceType: 'tenant' });
+    expect(await byRequest('audit-write-1')).toMatchObject({ method: 'PUT', status: 200, resourceType: 'tenant', resourceId: 'default' });
+    expect(await byRequest('audit-refused-1')).toMatchObject({ actor: 'default.viewer', status: 403 });
+    const anonymous = await eventually(async () => {
+      const row = await t.database.db('audit_events').where({ request_id: 'audit-anon-1' }).first();
+      expect(row).toBeDefined();
+      return row;
+    });
+    expect(anonymous).toMatchObject({ actor_type: 'anonymous', tenant_id: null, status: 401 });
+  });
+
+  test('a change and its audit row commit together; a failed change leaves the change out', async () => {
+    const etag = (await t.call('GET', '/api/tenant', { token: admin })).headers.get('etag')!;
+    await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: 'first' }, headers: { 'if-match': etag, 'x-request-id': 'tx-ok' } });
+    // written inside the transaction: visible as soon as the response is
+    expect(await t.database.db('audit_events').where({ request_id: 'tx-ok' }).first()).toMatchObject({ status: 200 });
+    await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: 'second' }, headers: { 'if-match': etag, 'x-request-id': 'tx-412' } });
+    const failed = await eventually(async () => {
+      const row = await t.database.db('audit_events').where({ request_id: 'tx-412' }).first();
+      expect(row).toBeDefined();
+      return row;
+    });
+    expect(failed.status).toBe(412);
+    expect((await t.call('GET', '/api/tenant', { token: admin })).body.displayName).toBe('first');
+  });
+
+  test('the chain verifies, and the database refuses UPDATE, DELETE and TRUNCATE', async () => {
+    await eventually(async () => expect(Number((await t.database.db('audit_events').count({ n: '*' }))[0]!.n)).toBeGreaterThan(5));
+    const verdict = await t.call('GET', '/api/audit/verify', { token: auditor });
+    expect(verdict.body).toMatchObject({ valid: true, firstBrokenSeq: null });
+    expect(verdict.body.checked).toBeGreaterThan(5);
+
+    await expect(t.database.db('audit_events').update({ status: 200 })).rejects.toThrow(/append-only: UPDATE refused/);
+    await expect(t.database.db('audit_events').delete()).rejects.toThrow(/append-only: DELETE refused/);
+    await expect(t.database.db.raw('TRUNCATE audit_events')).rejects.toThrow(/append-only: TRUNCATE refused/);
+  });
+
+  test('tampering (by someone who disabled the guard) is detected at the tampered row', async () => {
+    const db = t.database.db;
+    const victim = await db('audit_events').where({ chain: 'default' }).orderBy('seq').offset(2).first();
+    await db.transaction(async (trx) => {
+      await trx.raw('ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete');
+      await trx('audit_events').where({ seq: victim.seq }).update({ actor: 'someone-else' });
+      await trx.raw('ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete');
+    });
+    const verdict = await t.call('GET', '/api/audit/verify', { token: auditor });
+    expect(verdict.body).toMatchObject({ valid: false, firstBrokenSeq: victim.seq });
+  });
+
+  test('filters and pagination; newest first', async () => {
+    for (let i = 0; i < 12; i++) await t.call('GET', '/api/tenant', { token: admin });
+    await eventually(async () => {
+      const res = await t.call('GET', '/api/audit/events?actor=default.admin&method=GET&limit=5', { token: auditor });
+      expect(Number(res.headers.get('x-total-count'))).toBeGreaterThanOrEqual(12);
+    });
+    const first = await t.call('GET', '/api/audit/events?actor=default.admin&method=GET&limit=5', { token: auditor });
+    const seqs = first.body.items.map((e: { seq: number }) => e.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => b - a));
+    const second = await t.call('GET', `/api/audit/events?actor=default.admin&method=GET&limit=5&cursor=${first.body.nextCursor}`, { token: auditor });
+    expect(second.body.items[0].seq).toBeLessThan(seqs[4]);
+    const future = await t.call('GET', `/api/audit/events?from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, { token: auditor });
+    expect(future.body.items).toEqual([]);
+    expect((await t.call('GET', '/api/audit/events?from=yesterday', { token: auditor })).status).toBe(400);
+  });
+
+  test("a tenant's auditor sees only its own tenant's events", async () => {
+    await t.call('GET', '/api/tenant', { token: await t.token('acme.viewer'), headers: { 'x-request-id': 'acme-only' } });
+    await eventually(async () => expect(await t.database.db('audit_events').where({ request_id: 'acme-only' }).first()).toBeDefined());
+    const mine = await t.call('GET', '/api/audit/events?requestId=acme-only', { token: auditor });
+    expect(mine.body.items).toEqual([]);
+    const theirs = await t.call('GET', '/api/audit/events?requestId=acme-only', { token: await t.token('acme.auditor') });
+    expect(theirs.body.items).toHaveLength(1);
+  });
+});

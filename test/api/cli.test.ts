@@ -1,0 +1,47 @@
+import { randomBytes } from 'node:crypto';
+import { startTestApp, type TestApp } from '../support/app';
+import { runScript } from '../support/processes';
+
+let t: TestApp;
+let env: Record<string, string>;
+beforeAll(async () => {
+  t = await startTestApp();
+  env = { Database__Url: t.database.url, Environment: 'Production', Secrets__EncryptionKey: randomBytes(32).toString('base64') };
+});
+afterAll(() => t?.close());
+
+describe('npm run fleet', () => {
+  test('migrate on a migrated database changes nothing', async () => {
+    const res = await runScript('scripts/fleet.ts', ['migrate'], env);
+    expect(res).toMatchObject({ code: 0, stdout: 'database is up to date\n' });
+  });
+
+  test('create-pat prints a working admin token once', async () => {
+    const res = await runScript('scripts/fleet.ts', ['create-pat', '--name', 'break-glass', '--role', 'admin'], env);
+    expect(res.code).toBe(0);
+    const token = res.stdout.trim();
+    expect(token).toMatch(/^svc-pat\.[a-z2-7]{32}\.[a-z2-7]{7}$/);
+    expect(res.stderr).toContain("PAT 'break-glass' (admin, tenant default");
+    const list = await t.call('GET', '/api/pats', { token });
+    expect(list.status).toBe(200);
+    expect(list.body.items[0]).toMatchObject({ name: 'break-glass', createdBy: 'cli' });
+    expect(JSON.stringify(list.body)).not.toContain(token);
+  });
+
+  test('bad arguments stop with a clear line and the usage', async () => {
+    const bad = await runScript('scripts/fleet.ts', ['create-pat', '--name', 'x', '--role', 'root'], env);
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toMatch(/^fleet: --role must be one of viewer, operator, auditor, admin, peer\n/);
+    const dup = await runScript('scripts/fleet.ts', ['create-pat', '--name', 'break-glass', '--role', 'admin'], env);
+    expect(dup.stderr).toMatch(/already exists/);
+    const setting = await runScript('scripts/fleet.ts', ['migrate'], { ...env, Database__Url: 'mysql://nope' });
+    expect(setting).toMatchObject({ code: 78, stderr: 'Invalid setting Database:Url: must be a postgres:// URL\n' });
+  });
+
+  test('verify-audit checks the chain', async () => {
+    await t.call('GET', '/api/tenant', { token: await t.token('default.viewer') });
+    const res = await runScript('scripts/fleet.ts', ['verify-audit'], env);
+    expect(res.code).toBe(0);
+    expect(JSON.parse(res.stdout)).toMatchObject({ valid: true });
+  });
+});

@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { startTestApp, type TestApp } from '../support/app';
+import { testInfra } from '../support/infra-env';
+import { startScript } from '../support/processes';
+import { TEST_AUDIENCE } from '../support/tokens';
+
+let t: TestApp;
+let api: ChildProcess;
+let port: number;
+let stdout = '';
+let token: string;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitUntilReady(): Promise<Response> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+      if (res.status === 200) return res;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`api did not become ready; output:\n${stdout}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  t = await startTestApp(); // a database of our own, and a PAT in it
+  token = await t.pat('admin');
+  port = await freePort();
+  api = startScript('api/main.ts', [], {
+    Environment: 'Production',
+    Http__Port: String(port),
+    Http__Host: '127.0.0.1',
+    Database__Url: t.database.url,
+    Temporal__Address: testInfra().temporalAddress,
+    Authentication__Oidc__Authority: testInfra().oidcIssuer,
+    Authentication__Oidc__Audience: TEST_AUDIENCE,
+    Secrets__EncryptionKey: randomBytes(32).toString('base64'),
+  });
+  api.stdout!.on('data', (d) => (stdout += d));
+  api.stderr!.on('data', (d) => (stdout += d));
+});
+afterAll(async () => {
+  if (api.exitCode === null) api.kill('SIGKILL');
+  await t?.close();
+});
+
+test('the api process reports ready with Postgres and Temporal reachable', async () => {
+  const res = await waitUntilReady();
+  expect(await res.json()).toEqual({ status: 'ready', checks: { postgres: 'ok', temporal: 'ok' } });
+});
+
+test('SIGTERM finishes the in-flight request, refuses new ones, and exits 0', async () => {
+  const body = JSON.stringify({ displayName: 'written during shutdown' });
+  const half = Math.floor(body.length / 2);
+  const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = request(
+      { host: '127.0.0.1', port, path: '/api/tenant', method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      },
+    );
+    req.on('error', reject);
+    req.write(body.slice(0, half));
+    setTimeout(() => {
+      api.kill('SIGTERM');
+      setTimeout(() => req.end(body.slice(half)), 500);
+    }, 200);
+  });
+  const exited = new Promise<number | null>((resolve) => api.on('exit', resolve));
+
+  const finished = await response;
+  expect(finished.status).toBe(200);
+  expect(JSON.parse(finished.text).displayName).toBe('written during shutdown');
+  await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+  expect(await exited).toBe(0);
+
+  // the change and its audit row were committed before the process went away
+  const row = await t.database.db('audit_events').where({ method: 'PUT', path: '/api/tenant' }).first();
+  expect(row).toMatchObject({ status: 200, actor_type: 'pat' });
+});
+
+test('logs are JSON lines that never contain the token', () => {
+  const lines = stdout.trim().split('\n');
+  for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+  expect(stdout).not.toContain(token);
+  expect(stdout).not.toContain(token.split('.')[1]);
+  const messages = lines.map((l) => JSON.parse(l).msg);
+  expect(messages).toEqual(expect.arrayContaining(['api listening', 'shutting down: finishing in-flight requests', 'stopped']));
+});

@@ -1,0 +1,77 @@
+import { randomBytes } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { startWorker } from '../../worker/run';
+import { outboxRetentionWorkflowId } from '../../workflows/definitions';
+import { testSettings } from '../support/app';
+import { createTestDatabase, type TestDatabase } from '../support/database';
+import { eventually } from '../support/eventually';
+import { testInfra } from '../support/infra-env';
+import { startScript } from '../support/processes';
+
+let database: TestDatabase;
+let connection: Connection;
+let client: Client;
+beforeAll(async () => {
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  database = await createTestDatabase();
+  connection = await Connection.connect({ address: testInfra().temporalAddress });
+  client = new Client({ connection });
+});
+afterAll(async () => {
+  await connection?.close();
+  await database?.drop();
+});
+
+async function terminateRetention() {
+  await client.workflow.getHandle(outboxRetentionWorkflowId()).terminate('test done').catch(() => {});
+}
+
+test('the worker registers the workflows, starts the outbox retention, and it prunes old events', async () => {
+  const db = database.db;
+  const old = new Date(Date.now() - 30 * 86_400_000);
+  await db('events').insert([
+    { tenant_id: 'default', type: 'test.old', source: '/test', time: old, data: '{}' },
+    { tenant_id: 'default', type: 'test.recent', source: '/test', data: '{}' },
+  ]);
+  const settings = testSettings(database.url, { Temporal__TaskQueue: `test-${randomBytes(4).toString('hex')}`, Events__RetentionDays: '7' });
+  await terminateRetention();
+  const handle = await startWorker(settings, db);
+  try {
+    await eventually(async () => {
+      const types = (await db('events').select('type')).map((r) => r.type);
+      expect(types).toEqual(['test.recent']);
+    }, 20_000);
+    const description = await client.workflow.getHandle(outboxRetentionWorkflowId()).describe();
+    expect(description.type).toBe('outboxRetentionWorkflow');
+    expect(description.status.name).toBe('RUNNING');
+  } finally {
+    await terminateRetention();
+    handle.worker.shutdown();
+    await handle.running;
+    await handle.connection.close();
+  }
+});
+
+test('the worker process connects, runs, and stops cleanly on SIGTERM', async () => {
+  const worker = startScript('worker/main.ts', [], {
+    Environment: 'Production',
+    Database__Url: database.url,
+    Temporal__Address: testInfra().temporalAddress,
+    Temporal__TaskQueue: `proc-${randomBytes(4).toString('hex')}`,
+    Secrets__EncryptionKey: randomBytes(32).toString('base64'),
+  });
+  let output = '';
+  worker.stdout!.on('data', (d) => (output += d));
+  worker.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => worker.on('exit', resolve));
+  try {
+    await eventually(async () => expect(output).toContain('worker running'), 60_000);
+    worker.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(output).toContain('worker stopped');
+  } finally {
+    if (worker.exitCode === null) worker.kill('SIGKILL');
+    await terminateRetention();
+  }
+}, 90_000);
