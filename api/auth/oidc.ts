@@ -7,6 +7,9 @@ import { isRole, permissionsOf, type Role } from './roles';
 
 type OidcSettings = NonNullable<Settings['oidc']>;
 
+const VERIFIED_CACHE_MS = 60_000;
+const VERIFIED_CACHE_SIZE = 10_000;
+
 const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 
 /** Plain-HTTP issuers are accepted only on loopback, where the traffic never leaves the host. */
@@ -72,7 +75,20 @@ export function createOidcVerifier(settings: OidcSettings): OidcVerifier {
     return discovered;
   }
 
+  // A verified token's principal is remembered until the token expires (at most a minute),
+  // so a client that reuses its token pays for the signature check once.
+  const verified = new Map<string, { principal: Principal; until: number }>();
+
   return async function verifyOidcToken(token) {
+    const hit = verified.get(token);
+    if (hit && hit.until > Date.now()) return hit.principal;
+    const principal = await verify(token);
+    if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value!);
+    verified.set(token, { principal, until: Math.min(principal.expiresAt, Date.now() + VERIFIED_CACHE_MS) });
+    return principal;
+  };
+
+  async function verify(token: string): Promise<Principal & { expiresAt: number }> {
     let issuer: string;
     let jwks: ReturnType<typeof createRemoteJWKSet>;
     try {
@@ -107,6 +123,7 @@ export function createOidcVerifier(settings: OidcSettings): OidcVerifier {
       tenantId,
       roles,
       permissions: permissionsOf(roles),
+      expiresAt: payload.exp! * 1000,
     };
-  };
+  }
 }

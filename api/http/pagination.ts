@@ -43,37 +43,58 @@ export interface Page<Row> {
   nextOffset: number | null;
 }
 
+export interface SortKey {
+  column: string;
+  /** A timestamptz column: the cursor carries its exact epoch microseconds (JS Dates hold ms). */
+  timestamp?: boolean;
+}
+
+const keyAlias = (i: number) => `__page_key_${i}`;
+
 /**
  * Runs a list query one page at a time. With a cursor (or neither) the page is found by
  * keyset on `keys` (row comparison on an index, so a deep page costs what the first does);
- * with `offset` by OFFSET. All keys sort the same way; the last must be unique.
+ * with `offset` by OFFSET. All keys sort the same way; together they must be unique.
+ * The cursor holds the last row's key values exactly as the database compares them.
+ * `query` selects its columns; the sort keys are added to them.
  */
 export async function paginate<Row>(
   query: Knex.QueryBuilder,
   page: PageQuery,
-  keys: { columns: string[]; direction: 'asc' | 'desc'; valuesOf: (row: Row) => Key[] },
+  keys: { columns: SortKey[]; direction: 'asc' | 'desc' },
 ): Promise<Page<Row>> {
   if (page.offset !== undefined && page.cursor !== undefined) {
     throw problems.validation([{ path: 'query', message: 'use either offset or cursor, not both' }]);
   }
   const counted = query.clone().clearSelect().clearOrder().count({ n: '*' }).first();
-  const rows = query.clone().orderBy(keys.columns.map((column) => ({ column, order: keys.direction }))).limit(page.limit + 1);
+  const rows = query
+    .clone()
+    .select(
+      keys.columns.map((key, i) =>
+        key.timestamp
+          ? query.client.raw('(extract(epoch FROM ??) * 1000000)::bigint AS ??', [key.column, keyAlias(i)])
+          : query.client.raw('?? AS ??', [key.column, keyAlias(i)]),
+      ),
+    )
+    .orderBy(keys.columns.map((key) => ({ column: key.column, order: keys.direction })))
+    .limit(page.limit + 1);
   if (page.cursor !== undefined) {
     const after = decodeCursor(page.cursor, keys.columns.length);
     const op = keys.direction === 'asc' ? '>' : '<';
     const columns = keys.columns.map(() => '??').join(', ');
-    rows.whereRaw(`(${columns}) ${op} (${after.map(() => '?').join(', ')})`, [...keys.columns, ...after]);
+    const values = keys.columns.map((key) => (key.timestamp ? "('epoch'::timestamptz + ?::bigint * interval '1 microsecond')" : '?'));
+    rows.whereRaw(`(${columns}) ${op} (${values.join(', ')})`, [...keys.columns.map((k) => k.column), ...after]);
   } else if (page.offset !== undefined) {
     rows.offset(page.offset);
   }
-  const [found, count] = await Promise.all([rows as Promise<Row[]>, counted as Promise<{ n: string | number }>]);
+  const [found, count] = await Promise.all([rows as Promise<Record<string, unknown>[]>, counted as Promise<{ n: string | number }>]);
   const more = found.length > page.limit;
   const pageRows = more ? found.slice(0, page.limit) : found;
   const last = pageRows[pageRows.length - 1];
   return {
-    rows: pageRows,
+    rows: pageRows as Row[],
     total: Number(count.n),
-    nextCursor: more && last ? encodeCursor(keys.valuesOf(last)) : null,
+    nextCursor: more && last ? encodeCursor(keys.columns.map((_, i) => last[keyAlias(i)] as Key)) : null,
     nextOffset: more && page.offset !== undefined ? page.offset + page.limit : null,
   };
 }

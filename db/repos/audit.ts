@@ -26,8 +26,9 @@ export interface AuditRow extends AuditRecord {
   hash: Buffer;
 }
 
+/** Appends records; `audit_append` links each into its tenant's chain. One JSON parameter per batch. */
 export async function insertAudit(db: Db, records: AuditRecord[]): Promise<void> {
-  if (records.length > 0) await db('audit_events').insert(records);
+  if (records.length > 0) await db.raw('SELECT audit_append(?::jsonb)', [JSON.stringify(records)]);
 }
 
 export interface AuditFilters {
@@ -43,7 +44,7 @@ export interface AuditFilters {
 }
 
 export function listAuditQuery(db: Db, tenantId: string, f: AuditFilters): Knex.QueryBuilder {
-  const query = db('audit_events').where({ chain: tenantId });
+  const query = db('audit_events').select('*').where({ chain: tenantId });
   if (f.actor) query.where({ actor: f.actor });
   if (f.actorType) query.where({ actor_type: f.actorType });
   if (f.method) query.where({ method: f.method });

@@ -47,7 +47,7 @@ export async function touchPat(db: Db, id: string): Promise<void> {
 export type PatState = 'active' | 'revoked' | 'expired';
 
 export function listPatsQuery(db: Db, tenantId: string, filters: { role?: string; state?: PatState }): Knex.QueryBuilder {
-  const query = db('pats').where({ tenant_id: tenantId });
+  const query = db('pats').select('*').where({ tenant_id: tenantId });
   if (filters.role) query.where({ role: filters.role });
   if (filters.state === 'revoked') query.whereNotNull('revoked_at');
   if (filters.state === 'expired') query.whereNull('revoked_at').where('expires_at', '<=', db.fn.now());

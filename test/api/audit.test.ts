@@ -62,6 +62,22 @@ describe('audit trail', () => {
     await expect(t.database.db.raw('TRUNCATE audit_events')).rejects.toThrow(/append-only: TRUNCATE refused/);
   });
 
+  test('rows inserted by other means are linked too, interleaving with batched appends', async () => {
+    const db = t.database.db;
+    await db('audit_events').insert({ tenant_id: 'default', actor_type: 'anonymous', method: 'GET', path: '/direct', status: 200 });
+    await db('audit_events').insert({ tenant_id: 'acme', actor_type: 'anonymous', method: 'GET', path: '/direct', status: 200 });
+    await Promise.all([
+      t.call('GET', '/api/tenant', { token: admin }),
+      t.call('GET', '/api/tenant', { token: await t.token('acme.viewer') }),
+      db('audit_events').insert({ tenant_id: 'default', actor_type: 'anonymous', method: 'GET', path: '/direct', status: 200 }),
+    ]);
+    await eventually(async () => expect(await db('audit_events').where({ chain: 'acme' }).count({ n: '*' })).toEqual([{ n: 2 }]));
+    for (const token of [auditor, await t.token('acme.auditor')]) {
+      const verdict = await t.call('GET', '/api/audit/verify', { token });
+      expect(verdict.body.valid).toBe(true);
+    }
+  });
+
   test('tampering (by someone who disabled the guard) is detected at the tampered row', async () => {
     const db = t.database.db;
     const victim = await db('audit_events').where({ chain: 'default' }).orderBy('seq').offset(2).first();

@@ -68,9 +68,8 @@ export function auditRoutes(baseUrl: string): RouteDef[] {
       handler: async ({ db, principal, query, ctx }) => {
         const filters = { ...query, from: query.from ? new Date(query.from) : undefined, to: query.to ? new Date(query.to) : undefined };
         const page = await paginate<AuditRow>(listAuditQuery(db, principal.tenantId, filters), query, {
-          columns: ['seq'],
+          columns: [{ column: 'seq' }],
           direction: 'desc',
-          valuesOf: (row) => [row.seq],
         });
         return { body: respondPage(ctx, baseUrl, page, presentAudit) };
       },

@@ -114,9 +114,8 @@ export function patRoutes(options: PatRouteOptions): RouteDef[] {
       response: { status: 200, description: 'A page of PATs (never their tokens).', schema: pageOf(patSchema) },
       handler: async ({ db, principal, query, ctx }) => {
         const page = await paginate<PatRow>(listPatsQuery(db, principal.tenantId, query), query, {
-          columns: ['created_at', 'id'],
+          columns: [{ column: 'created_at', timestamp: true }, { column: 'id' }],
           direction: 'desc',
-          valuesOf: (row) => [row.created_at.toISOString(), row.id],
         });
         return { body: respondPage(ctx, options.baseUrl, page, presentPat) };
       },

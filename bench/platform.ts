@@ -1,0 +1,134 @@
+/**
+ * Platform overhead: an authenticated GET of one resource and of a list page through the
+ * full platform, beside a bare Koa route running the same query, in the same run.
+ *
+ *   npm run bench:platform [-- --duration 10 --connections 32]
+ *
+ * Real parts: embedded Postgres, the real OIDC issuer (oidc-provider), the servers in one
+ * child process and the load generator (autocannon) in this one.
+ */
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { generateToken, hashToken } from '../api/auth/secret-token';
+import { createDb, migrateLatest } from '../db/connection';
+import { insertPat } from '../db/repos/pats';
+import { ensureTenant } from '../db/repos/tenants';
+import { startPostgres } from '../scripts/infra/postgres';
+import { startOidcIssuer } from '../test/support/oidc-issuer';
+import { fetchToken, TEST_AUDIENCE } from '../test/support/tokens';
+
+const { values: args } = parseArgs({
+  options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' } },
+});
+const duration = Number(args.duration);
+const connections = Number(args.connections);
+
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+async function load(url: string, token?: string): Promise<Figures> {
+  const headers = token ? { authorization: `Bearer ${token}` } : undefined;
+  await autocannon({ url, connections, duration: 2, headers }); // warm-up
+  const result = await autocannon({ url, connections, duration, headers });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+  };
+}
+
+async function main() {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'fleet-bench-'));
+  chmodSync(dir, 0o755);
+  const postgres = await startPostgres({ dataDir: path.join(dir, 'pg'), port: 55433, disposable: true });
+  const issuer = await startOidcIssuer(55434);
+  let server: ReturnType<typeof spawn> | undefined;
+  try {
+    await postgres.createDatabase('bench');
+    const url = postgres.url('bench');
+    const db = createDb(url, 2);
+    await migrateLatest(db);
+    await ensureTenant(db, 'default');
+    const pat = generateToken('svc-pat');
+    for (let i = 0; i < 200; i++) {
+      const token = i === 0 ? pat : generateToken('svc-pat');
+      await insertPat(db, {
+        tenant_id: 'default', name: `bench-${i}`, token_hash: hashToken(token), role: 'admin',
+        allowed_endpoints: null, expires_at: new Date(Date.now() + 86_400_000), created_by: 'bench',
+      });
+    }
+    await db.destroy();
+    const oidc = await fetchToken(issuer.issuer, 'default.admin');
+
+    // BENCH_CPU_PROF=<dir> writes a CPU profile of the server process there.
+    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    server = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(__dirname, 'platform-server.ts')], {
+      env: {
+        ...process.env,
+        Environment: 'Production',
+        Database__Url: url,
+        Authentication__Oidc__Authority: issuer.issuer,
+        Authentication__Oidc__Audience: TEST_AUDIENCE,
+        Secrets__EncryptionKey: Buffer.alloc(32, 1).toString('base64'),
+        Logging__Level: 'silent',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const ports = await new Promise<{ full: number; bare: number }>((resolve) =>
+      readline.createInterface({ input: server!.stdout! }).once('line', (line) => resolve(JSON.parse(line))),
+    );
+    const full = `http://127.0.0.1:${ports.full}`;
+    const bare = `http://127.0.0.1:${ports.bare}`;
+
+    const rows: string[] = [];
+    const fmt = (f: Figures) => `${f.rps.toFixed(0).padStart(7)} ${String(f.p50).padStart(6)} ${String(f.p99).padStart(6)}`;
+    for (const [label, path, barePath] of [
+      ['single resource  GET /api/tenant', '/api/tenant', '/bare/tenant'],
+      ['list page (50)   GET /api/pats  ', '/api/pats?limit=50', '/bare/pats'],
+    ] as const) {
+      const baseline = await load(bare + barePath);
+      for (const [auth, token] of [['PAT ', pat], ['OIDC', oidc]] as const) {
+        const measured = await load(full + path, token);
+        const ratio = ((measured.rps / baseline.rps) * 100).toFixed(0);
+        const errors = measured.errors + baseline.errors;
+        rows.push(`${label}  ${auth}  ${fmt(measured)}   ${fmt(baseline)}   ${ratio.padStart(4)}%${errors ? `  (${errors} errors!)` : ''}`);
+      }
+    }
+    const lines = [
+      `Platform overhead — ${duration}s per run after a 2s warm-up, ${connections} connections, ${os.cpus().length} cores, node ${process.version}`,
+      'reproduce: npm run bench:platform -- --duration ' + duration + ' --connections ' + connections,
+      '',
+      '                                          full platform           bare Koa + same query',
+      'route                             auth    req/s p50 ms p99 ms     req/s p50 ms p99 ms   full/bare',
+      ...rows,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    if (server && server.exitCode === null) {
+      const exited = new Promise((resolve) => server!.once('exit', resolve));
+      server.kill('SIGINT');
+      await exited;
+    }
+    await issuer.stop();
+    await postgres.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`bench failed: ${(error as Error).stack}\n`);
+    process.exit(1);
+  },
+);
