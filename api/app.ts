@@ -81,8 +81,9 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     ...auditRoutes(baseUrl),
   );
 
-  const router = new Router();
-  const services = { db, authenticate, recordAudit: audit.recordInTransaction };
+  // Paths are case-sensitive: `/API/TENANT` is no route (and so cannot slip past the audit).
+  const router = new Router({ sensitive: true });
+  const services = { db, authenticate, recordAudit: audit.recordInTransaction, parseBody: jsonBody(settings.http.maxBodyBytes) };
   for (const def of routes) router[def.method](toKoaPath(def.path), ...(routeMiddleware(def, services) as never[]));
 
   const koa = new Koa<AppState>({ proxy: settings.http.trustProxy });
@@ -92,7 +93,6 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     .use(observeRequests(logger, metrics))
     .use(audit.middleware)
     .use(renderProblems(logger, settings.errorsBaseUrl))
-    .use(jsonBody(settings.http.maxBodyBytes))
     .use(router.routes() as never)
     .use(methodNotAllowed(router));
 

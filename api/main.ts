@@ -21,7 +21,9 @@ async function main() {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    // Readiness turns 503 first, so load balancers stop routing here before we stop listening.
     app.drain();
+    await new Promise((resolve) => setTimeout(resolve, settings.http.shutdownDelaySeconds * 1000));
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     const deadline = setTimeout(() => {

@@ -28,6 +28,7 @@ const definitions = {
   'Http:TrustProxy': bool.default(false),
   'Http:MaxBodyBytes': positiveInt.default(2 * 1024 * 1024),
   'Http:ShutdownTimeoutSeconds': positiveInt.default(25),
+  'Http:ShutdownDelaySeconds': z.coerce.number().int().min(0).max(300).default(5),
   'Database:Url': z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
   'Database:PoolMax': positiveInt.default(10),
   'Temporal:Address': z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').default('localhost:7233'),
@@ -60,6 +61,8 @@ export interface Settings {
     trustProxy: boolean;
     maxBodyBytes: number;
     shutdownTimeoutSeconds: number;
+    /** After SIGTERM, /readyz answers 503 this long before the listener closes. */
+    shutdownDelaySeconds: number;
   };
   database: { url: string; poolMax: number };
   temporal: { address: string; namespace: string; taskQueue: string };
@@ -152,6 +155,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Readonly<Set
       trustProxy: raw['Http:TrustProxy'],
       maxBodyBytes: raw['Http:MaxBodyBytes'],
       shutdownTimeoutSeconds: raw['Http:ShutdownTimeoutSeconds'],
+      shutdownDelaySeconds: raw['Http:ShutdownDelaySeconds'],
     },
     database: { url: raw['Database:Url'], poolMax: raw['Database:PoolMax'] },
     temporal: {

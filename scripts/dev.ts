@@ -146,7 +146,7 @@ async function main() {
 
   const settings = {
     Environment: 'Development',
-    Http: { Port: PORTS.api, PublicBaseUrl: `http://localhost:${PORTS.api}` },
+    Http: { Port: PORTS.api, PublicBaseUrl: `http://localhost:${PORTS.api}`, ShutdownDelaySeconds: 0 },
     Database: { Url: databaseUrl },
     Temporal: { Address: temporal.address },
     Agents: { Listen: `0.0.0.0:${PORTS.agents}` },

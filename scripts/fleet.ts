@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { TENANT_ID } from '../api/auth/principal';
 import { isRole, ROLES } from '../api/auth/roles';
 import { generateToken, hashToken } from '../api/auth/secret-token';
+import { parseEndpoint } from '../api/http/endpoints';
 import { loadSettingsOrExit } from '../api/settings';
 import { createDb, migrateLatest } from '../db/connection';
 import { verifyAuditChain } from '../db/repos/audit';
@@ -60,6 +61,8 @@ async function main(argv: string[]): Promise<number> {
         if (!name || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) throw new UsageError('--name is required: 1-100 of A-Z a-z 0-9 . _ -');
         if (!isRole(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
         if (!TENANT_ID.test(tenant!)) throw new UsageError('--tenant must be lower-case letters, digits and dashes');
+        const badEntry = values.allow?.find((entry) => !parseEndpoint(entry));
+        if (badEntry) throw new UsageError(`--allow '${badEntry}' must look like "POST /api/rollouts/{id}/start"`);
         const days = Number(values['expires-in-days'] ?? settings.pat.defaultTtlDays);
         if (!Number.isInteger(days) || days < 1 || days > 3650) throw new UsageError('--expires-in-days must be 1-3650');
         await ensureTenant(db, tenant!);

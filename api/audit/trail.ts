@@ -7,20 +7,25 @@ import type { AppContext } from '../http/context';
 const FLUSH_ROWS = 500;
 const FLUSH_MS = 200;
 
+/** Postgres text cannot hold NUL; a caller-chosen value must not make a row unwritable. */
+function text(value: string | undefined | null): string | null {
+  return value == null ? null : value.replaceAll('\u0000', '\uFFFD');
+}
+
 function recordOf(ctx: AppContext, status: number): AuditRecord {
   const principal = ctx.state.principal;
   return {
     tenant_id: principal?.tenantId ?? null,
     occurred_at: new Date(),
     actor_type: principal?.kind ?? 'anonymous',
-    actor: principal?.name ?? null,
-    actor_id: principal?.id ?? null,
+    actor: text(principal?.name),
+    actor_id: text(principal?.id),
     method: ctx.method,
-    path: ctx.path,
+    path: text(ctx.path)!,
     route: ctx.state.route ?? null,
     status,
     resource_type: ctx.state.resource?.type ?? null,
-    resource_id: ctx.state.resource?.id ?? null,
+    resource_id: text(ctx.state.resource?.id),
     request_id: ctx.state.requestId,
     source_address: ctx.ip || null,
   };
@@ -42,13 +47,22 @@ export function createAuditTrail(db: Knex, logger: Logger) {
     const batch = queue;
     queue = [];
     if (batch.length === 0) return flushing;
-    flushing = flushing.then(() =>
-      insertAudit(db, batch).catch((error: unknown) => {
-        // Never silently: the log keeps what the table could not.
-        logger.error({ err: error, records: batch }, 'audit batch could not be written');
-      }),
-    );
+    flushing = flushing.then(() => write(batch));
     return flushing;
+  }
+
+  /** One bad row must not cost the batch: on failure, each row is tried on its own. */
+  async function write(batch: AuditRecord[]): Promise<void> {
+    try {
+      await insertAudit(db, batch);
+    } catch (error) {
+      if (batch.length === 1) {
+        // Never silently: the log keeps what the table could not.
+        logger.error({ err: error, record: batch[0] }, 'audit row could not be written');
+        return;
+      }
+      for (const record of batch) await write([record]);
+    }
   }
 
   function enqueue(record: AuditRecord) {
@@ -58,16 +72,16 @@ export function createAuditTrail(db: Knex, logger: Logger) {
   }
 
   return {
+    /** Writes the call's row in the route's transaction; the route marks it audited after commit. */
     async recordInTransaction(trx: Knex.Transaction, ctx: AppContext, status: number) {
       await insertAudit(trx, [recordOf(ctx, status)]);
-      ctx.state.audited = true;
     },
 
     middleware: async function auditEveryCall(ctx: AppContext, next: Next) {
       try {
         await next();
       } finally {
-        if (!ctx.state.audited && ctx.path.startsWith('/api/')) enqueue(recordOf(ctx, ctx.status));
+        if (!ctx.state.audited && ctx.path.toLowerCase().startsWith('/api/')) enqueue(recordOf(ctx, ctx.status));
       }
     },
 

@@ -105,6 +105,11 @@ export function createOidcVerifier(settings: OidcSettings): OidcVerifier {
         requiredClaims: ['exp', 'sub'],
       }));
     } catch (error) {
+      const code = (error as { code?: string }).code;
+      // No answer (or nonsense) from the issuer's key endpoint says nothing about the token.
+      if (code === undefined || code === 'ERR_JWKS_TIMEOUT' || code === 'ERR_JWKS_INVALID') {
+        throw problems.unavailable('The identity provider’s signing keys cannot be fetched to validate the token.');
+      }
       throw problems.unauthorized(describeFailure(error));
     }
     const tenantClaim = claimAt(payload, settings.tenantClaim);

@@ -19,12 +19,16 @@ export function createPatAuthenticator(db: Knex) {
   const cache = new Map<string, { row: PatRow; until: number }>();
   const touched = new Map<string, number>();
 
+  // Bumped by every eviction: a look-up that raced one must not cache what it read.
+  let evictions = 0;
+
   async function lookup(hash: Buffer): Promise<PatRow | undefined> {
     const key = hash.toString('hex');
     const hit = cache.get(key);
     if (hit && hit.until > Date.now()) return hit.row;
+    const generation = evictions;
     const row = await findPatByHash(db, hash);
-    if (row) cache.set(key, { row, until: Date.now() + CACHE_MS });
+    if (row && generation === evictions) cache.set(key, { row, until: Date.now() + CACHE_MS });
     return row;
   }
 
@@ -58,6 +62,7 @@ export function createPatAuthenticator(db: Knex) {
 
     /** Forget a token (by id, or all when a notification was missed). */
     evict(patId?: string) {
+      evictions++;
       if (!patId) return cache.clear();
       for (const [key, entry] of cache) if (entry.row.id === patId) cache.delete(key);
     },

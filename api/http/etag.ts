@@ -20,7 +20,8 @@ export function ifMatchVersions(ctx: Context): number[] | undefined {
   if (!header || header.trim() === '*') return undefined;
   return parseTags(header)
     .filter((tag) => /^"[0-9a-f]{1,16}"$/.test(tag))
-    .map((tag) => Number.parseInt(tag.slice(1, -1), 16));
+    .map((tag) => Number.parseInt(tag.slice(1, -1), 16))
+    .filter((version) => Number.isSafeInteger(version)); // larger tags are none of ours
 }
 
 /** True when `If-None-Match` already names the current representation (answer 304). */

@@ -16,18 +16,35 @@ export const pageOf = <T extends z.ZodType>(item: T) =>
 
 type Key = string | number;
 
+export interface SortKey {
+  column: string;
+  /** How the cursor holds it: timestamps as exact epoch microseconds (JS Dates hold ms). */
+  type: 'bigint' | 'timestamp' | 'uuid' | 'text';
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function validKey(key: SortKey, value: unknown): value is Key {
+  switch (key.type) {
+    case 'bigint':
+    case 'timestamp':
+      return Number.isSafeInteger(value);
+    case 'uuid':
+      return typeof value === 'string' && UUID.test(value);
+    case 'text':
+      return typeof value === 'string' && value.length <= 1000 && !value.includes('\u0000');
+  }
+}
+
 function encodeCursor(values: Key[]): string {
   return Buffer.from(JSON.stringify(values)).toString('base64url');
 }
 
-function decodeCursor(cursor: string, arity: number): Key[] {
+/** A cursor is only ever what this list issued: anything else is a 400, never a query. */
+function decodeCursor(cursor: string, keys: SortKey[]): Key[] {
   try {
     const values: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (
-      Array.isArray(values) &&
-      values.length === arity &&
-      values.every((v) => typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v)))
-    ) {
+    if (Array.isArray(values) && values.length === keys.length && keys.every((key, i) => validKey(key, values[i]))) {
       return values as Key[];
     }
   } catch {
@@ -41,12 +58,6 @@ export interface Page<Row> {
   total: number;
   nextCursor: string | null;
   nextOffset: number | null;
-}
-
-export interface SortKey {
-  column: string;
-  /** A timestamptz column: the cursor carries its exact epoch microseconds (JS Dates hold ms). */
-  timestamp?: boolean;
 }
 
 const keyAlias = (i: number) => `__page_key_${i}`;
@@ -71,7 +82,7 @@ export async function paginate<Row>(
     .clone()
     .select(
       keys.columns.map((key, i) =>
-        key.timestamp
+        key.type === 'timestamp'
           ? query.client.raw('(extract(epoch FROM ??) * 1000000)::bigint AS ??', [key.column, keyAlias(i)])
           : query.client.raw('?? AS ??', [key.column, keyAlias(i)]),
       ),
@@ -79,10 +90,10 @@ export async function paginate<Row>(
     .orderBy(keys.columns.map((key) => ({ column: key.column, order: keys.direction })))
     .limit(page.limit + 1);
   if (page.cursor !== undefined) {
-    const after = decodeCursor(page.cursor, keys.columns.length);
+    const after = decodeCursor(page.cursor, keys.columns);
     const op = keys.direction === 'asc' ? '>' : '<';
     const columns = keys.columns.map(() => '??').join(', ');
-    const values = keys.columns.map((key) => (key.timestamp ? "('epoch'::timestamptz + ?::bigint * interval '1 microsecond')" : '?'));
+    const values = keys.columns.map((key) => (key.type === 'timestamp' ? "('epoch'::timestamptz + ?::bigint * interval '1 microsecond')" : '?'));
     rows.whereRaw(`(${columns}) ${op} (${values.join(', ')})`, [...keys.columns.map((k) => k.column), ...after]);
   } else if (page.offset !== undefined) {
     rows.offset(page.offset);

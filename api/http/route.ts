@@ -63,6 +63,8 @@ export function route<P extends Schema | undefined, Q extends Schema | undefined
 
 export interface RouteServices {
   db: Knex;
+  /** Reads a JSON body into `ctx.request.body`; runs after authentication. */
+  parseBody(ctx: AppContext, next: Next): Promise<void>;
   authenticate(ctx: AppContext): Promise<Principal>;
   recordAudit(trx: Knex.Transaction, ctx: AppContext, status: number): Promise<void>;
 }
@@ -101,7 +103,7 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
 
   async function authenticateCaller(ctx: AppContext, next: Next) {
     ctx.state.route = def.path;
-    if (def.resource) ctx.state.resource = { type: def.resource, id: ctx.params.id };
+    if (def.resource) ctx.state.resource = { type: def.resource };
     if (def.permission !== 'public') {
       ctx.state.principal = await services.authenticate(ctx);
       authorize(def, ctx.state.principal, ctx);
@@ -120,6 +122,9 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
         : parse(def.body, rawBody, 'body', errors)
       : undefined;
     if (errors.length > 0) throw problems.validation(errors);
+    if (ctx.state.resource && typeof (params as { id?: unknown } | undefined)?.id === 'string') {
+      ctx.state.resource.id = (params as { id: string }).id;
+    }
 
     const committed: Array<() => void> = [];
     const afterCommit = (callback: () => void) => committed.push(callback);
@@ -133,6 +138,8 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
           return result;
         })
       : await run(services.db);
+    if (writes) ctx.state.audited = true; // committed with the change
+    else if (result.resourceId && ctx.state.resource) ctx.state.resource.id = result.resourceId;
     for (const callback of committed) callback();
 
     for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
@@ -151,7 +158,7 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
     }
   }
 
-  return [authenticateCaller, handle];
+  return [authenticateCaller, services.parseBody, handle];
 }
 
 const problemRef = { $ref: '#/components/schemas/Problem' };

@@ -3,9 +3,11 @@ import type { Logger } from 'pino';
 import { catalogue, Problem, problems, type ProblemSlug } from '../problems';
 import type { AppContext } from '../http/context';
 
-const bySlugStatus = new Map<number, ProblemSlug>(
-  (Object.entries(catalogue) as [ProblemSlug, { status: number }][]).map(([slug, t]) => [t.status, slug]),
-);
+/** The general slug of each status (the catalogue lists it first). */
+const bySlugStatus = new Map<number, ProblemSlug>();
+for (const [slug, type] of Object.entries(catalogue) as [ProblemSlug, { status: number }][]) {
+  if (!bySlugStatus.has(type.status)) bySlugStatus.set(type.status, slug);
+}
 
 /** Errors from Koa and its helpers carry an HTTP status; keep the status, never the text. */
 function fromHttpError(error: { status?: number; expose?: boolean; message?: string }): Problem | undefined {
@@ -13,6 +15,13 @@ function fromHttpError(error: { status?: number; expose?: boolean; message?: str
   if (!status || status < 400 || status >= 500) return undefined;
   const slug = bySlugStatus.get(status) ?? 'validation-failed';
   return new Problem(slug, error.expose && error.message ? error.message : catalogue[slug].title);
+}
+
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
+
+/** The database went away or is full: the caller should retry, it did nothing wrong. */
+function isDatabaseUnavailable(error: { code?: string; name?: string }): boolean {
+  return error.name === 'KnexTimeoutError' || (error.code !== undefined && UNREACHABLE.has(error.code));
 }
 
 /**
@@ -27,11 +36,16 @@ export function renderProblems(logger: Logger, errorsBaseUrl: string) {
       if (ctx.status !== 404 || ctx.body != null) return;
       problem = problems.noRoute(ctx.method, ctx.path);
     } catch (error) {
-      problem =
-        error instanceof Problem
-          ? error
-          : fromHttpError(error as object) ??
-            (logger.error({ err: error, requestId: ctx.state.requestId }, 'unhandled error'), problems.internal());
+      if (error instanceof Problem) {
+        problem = error;
+      } else if (isDatabaseUnavailable(error as object)) {
+        logger.warn({ err: error, requestId: ctx.state.requestId }, 'database unavailable');
+        problem = problems.unavailable('The database is unavailable; retry shortly.');
+      } else {
+        problem =
+          fromHttpError(error as object) ??
+          (logger.error({ err: error, requestId: ctx.state.requestId }, 'unhandled error'), problems.internal());
+      }
     }
     ctx.remove('ETag');
     for (const [name, value] of Object.entries(problem.headers)) ctx.set(name, value);

@@ -69,8 +69,8 @@ export function swaggerRoutes(): RouteDef[] {
       params: z.object({ asset: z.string() }),
       response: { status: 200, description: 'Asset.', schema: z.string() },
       handler: async ({ params, ctx }) => {
-        const type = ASSETS[params.asset];
-        if (!type) throw problems.notFound('asset', params.asset);
+        if (!Object.hasOwn(ASSETS, params.asset)) throw problems.notFound('asset', params.asset);
+        const type = ASSETS[params.asset]!;
         ctx.type = type;
         return { body: readFileSync(dist + params.asset) };
       },

@@ -36,6 +36,25 @@ describe('audit trail', () => {
     expect(anonymous).toMatchObject({ actor_type: 'anonymous', tenant_id: null, status: 401 });
   });
 
+  test('a caller-chosen NUL cannot cost anyone else their audit row', async () => {
+    await t.call('GET', '/api/tenant', { token: await t.token('acme.admin'), headers: { 'x-request-id': 'nul-neighbour' } });
+    await t.call('GET', '/api/pats/%00', { headers: { 'x-request-id': 'nul-anon' } });
+    await t.call('GET', '/api/pats/%00', { token: admin, headers: { 'x-request-id': 'nul-authenticated' } });
+    for (const id of ['nul-neighbour', 'nul-anon', 'nul-authenticated']) {
+      await eventually(async () => expect(await t.database.db('audit_events').where({ request_id: id }).first()).toBeDefined());
+    }
+  });
+
+  test('reads record the resource they read', async () => {
+    await t.call('GET', '/api/tenant', { token: admin, headers: { 'x-request-id': 'read-resource' } });
+    const row = await eventually(async () => {
+      const found = await t.database.db('audit_events').where({ request_id: 'read-resource' }).first();
+      expect(found).toBeDefined();
+      return found;
+    });
+    expect(row).toMatchObject({ resource_type: 'tenant', resource_id: 'default' });
+  });
+
   test('a change and its audit row commit together; a failed change leaves the change out', async () => {
     const etag = (await t.call('GET', '/api/tenant', { token: admin })).headers.get('etag')!;
     await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: 'first' }, headers: { 'if-match': etag, 'x-request-id': 'tx-ok' } });

@@ -92,6 +92,50 @@ describe('every error is an RFC 9457 problem', () => {
   });
 });
 
+describe('hostile input gets a 4xx, never a 500', () => {
+  test('crafted cursors are 400', async () => {
+    const cursor = (values: unknown) => Buffer.from(JSON.stringify(values)).toString('base64url');
+    for (const [path, values] of [
+      ['/api/audit/events', ['abc']],
+      ['/api/audit/events', [1e21]],
+      ['/api/pats', [0, 'x']],
+      ['/api/pats', ['x', '00000000-0000-4000-8000-000000000000']],
+      ['/api/pats', [1, 2, 3]],
+    ] as const) {
+      const res = await t.call('GET', `${path}?cursor=${cursor(values)}`, { token: admin });
+      expectProblem(res, 400, 'validation-failed');
+      expect(res.body.errors[0].path).toBe('query.cursor');
+    }
+  });
+
+  test('an If-Match beyond any row version is 412', async () => {
+    for (const tag of ['"ffffffffffffffff"', '"8000000000000000"', '"zz"']) {
+      const res = await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: 'x' }, headers: { 'if-match': tag } });
+      expectProblem(res, 412, 'precondition-failed');
+    }
+  });
+
+  test('paths are case-sensitive, so an upper-case path is no route', async () => {
+    expectProblem(await t.call('GET', '/API/TENANT', { token: admin }), 404, 'not-found');
+  });
+
+  test('NUL and bad percent-encoding in a path are 4xx', async () => {
+    expectProblem(await t.call('GET', '/api/pats/%00', { token: admin }), 400, 'validation-failed');
+    expect((await t.call('GET', '/api/pats/%E0%A4%A', { token: admin })).status).toBeLessThan(500);
+    expectProblem(await t.call('GET', '/api/pats/%00'), 401, 'unauthorized');
+  });
+
+  test('a body is not read before the caller is authenticated', async () => {
+    const res = await t.call('PUT', '/api/tenant', { raw: '{not json', headers: { 'content-type': 'text/plain' } });
+    expectProblem(res, 401, 'unauthorized');
+  });
+
+  test.each([['null'], ['[]'], ['5'], ['"s"'], ['true'], ['{"__proto__": {"displayName": "x"}}']])('body %s is 400', async (raw) => {
+    const res = await t.call('PUT', '/api/tenant', { token: admin, raw, headers: { 'content-type': 'application/json' } });
+    expectProblem(res, 400, 'validation-failed');
+  });
+});
+
 describe('request ids', () => {
   test('a sane incoming X-Request-Id is kept; otherwise one is made', async () => {
     const kept = await t.call('GET', '/healthz', { headers: { 'x-request-id': 'trace-123' } });
@@ -136,6 +180,8 @@ describe('in Development', () => {
     expect(page.body).toContain('/api/openapi.json');
     const bundle = await dev.call('GET', '/swagger/swagger-ui-bundle.js');
     expect(bundle.status).toBe(200);
-    expect((await dev.call('GET', '/swagger/..%2Fpackage.json')).status).toBe(404);
+    for (const asset of ['..%2Fpackage.json', 'constructor', '__proto__', 'toString']) {
+      expect((await dev.call('GET', `/swagger/${asset}`)).status).toBe(404);
+    }
   });
 });

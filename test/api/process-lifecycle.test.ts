@@ -49,6 +49,7 @@ beforeAll(async () => {
     Authentication__Oidc__Authority: testInfra().oidcIssuer,
     Authentication__Oidc__Audience: TEST_AUDIENCE,
     Secrets__EncryptionKey: randomBytes(32).toString('base64'),
+    Http__ShutdownDelaySeconds: '1',
   });
   api.stdout!.on('data', (d) => (stdout += d));
   api.stderr!.on('data', (d) => (stdout += d));
@@ -63,9 +64,10 @@ test('the api process reports ready with Postgres and Temporal reachable', async
   expect(await res.json()).toEqual({ status: 'ready', checks: { postgres: 'ok', temporal: 'ok' } });
 });
 
-test('SIGTERM finishes the in-flight request, refuses new ones, and exits 0', async () => {
+test('SIGTERM: readiness turns 503, the in-flight request finishes, then the listener closes and the process exits 0', async () => {
   const body = JSON.stringify({ displayName: 'written during shutdown' });
   const half = Math.floor(body.length / 2);
+  let readyDuringDrain: number | undefined;
   const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
     const req = request(
       { host: '127.0.0.1', port, path: '/api/tenant', method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
@@ -79,16 +81,20 @@ test('SIGTERM finishes the in-flight request, refuses new ones, and exits 0', as
     req.write(body.slice(0, half));
     setTimeout(() => {
       api.kill('SIGTERM');
-      setTimeout(() => req.end(body.slice(half)), 500);
+      setTimeout(async () => {
+        readyDuringDrain = (await fetch(`http://127.0.0.1:${port}/readyz`)).status;
+        req.end(body.slice(half));
+      }, 300);
     }, 200);
   });
   const exited = new Promise<number | null>((resolve) => api.on('exit', resolve));
 
   const finished = await response;
+  expect(readyDuringDrain).toBe(503);
   expect(finished.status).toBe(200);
   expect(JSON.parse(finished.text).displayName).toBe('written during shutdown');
-  await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
   expect(await exited).toBe(0);
+  await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
 
   // the change and its audit row were committed before the process went away
   const row = await t.database.db('audit_events').where({ method: 'PUT', path: '/api/tenant' }).first();

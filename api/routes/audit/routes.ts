@@ -68,7 +68,7 @@ export function auditRoutes(baseUrl: string): RouteDef[] {
       handler: async ({ db, principal, query, ctx }) => {
         const filters = { ...query, from: query.from ? new Date(query.from) : undefined, to: query.to ? new Date(query.to) : undefined };
         const page = await paginate<AuditRow>(listAuditQuery(db, principal.tenantId, filters), query, {
-          columns: [{ column: 'seq' }],
+          columns: [{ column: 'seq', type: 'bigint' }],
           direction: 'desc',
         });
         return { body: respondPage(ctx, baseUrl, page, presentAudit) };

@@ -114,7 +114,7 @@ export function patRoutes(options: PatRouteOptions): RouteDef[] {
       response: { status: 200, description: 'A page of PATs (never their tokens).', schema: pageOf(patSchema) },
       handler: async ({ db, principal, query, ctx }) => {
         const page = await paginate<PatRow>(listPatsQuery(db, principal.tenantId, query), query, {
-          columns: [{ column: 'created_at', timestamp: true }, { column: 'id' }],
+          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
           direction: 'desc',
         });
         return { body: respondPage(ctx, options.baseUrl, page, presentPat) };
