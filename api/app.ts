@@ -17,7 +17,12 @@ import { renderProblems } from './middleware/problems';
 import { requestId } from './middleware/request-id';
 import { openApiRoutes, swaggerRoutes } from './openapi/routes';
 import { problems } from './problems';
+import { agentsRoutes } from './routes/agents/routes';
 import { auditRoutes } from './routes/audit/routes';
+import { configurationsRoutes } from './routes/configurations/routes';
+import { groupsRoutes } from './routes/groups/routes';
+import { policiesRoutes } from './routes/policies/routes';
+import { tokensRoutes } from './routes/tokens/routes';
 import { patRoutes } from './routes/pats/routes';
 import { systemRoutes } from './routes/system/routes';
 import { tenantRoutes } from './routes/tenant/routes';
@@ -72,6 +77,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
   const routes: RouteDef[] = [];
   const allRoutes = () => routes;
   const baseUrl = settings.http.publicBaseUrl;
+  const resources = { settings, db, baseUrl };
   routes.push(
     ...systemRoutes({ db, temporalHealthy: deps.temporalHealthy, draining: () => draining }, metrics),
     ...openApiRoutes(allRoutes, baseUrl),
@@ -79,6 +85,11 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     ...tenantRoutes(),
     ...patRoutes({ defaultTtlDays: settings.pat.defaultTtlDays, baseUrl, routes: allRoutes, evict: pats.evict }),
     ...auditRoutes(baseUrl),
+    ...groupsRoutes(resources),
+    ...agentsRoutes(resources),
+    ...configurationsRoutes(resources),
+    ...policiesRoutes(resources),
+    ...tokensRoutes(resources),
   );
 
   // Paths are case-sensitive: `/API/TENANT` is no route (and so cannot slip past the audit).

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import * as foundation from './20261122000000_foundation';
+import * as inventory from './20261122010000_inventory';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -7,6 +8,7 @@ import * as foundation from './20261122000000_foundation';
  */
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_foundation': foundation,
+  '20261122010000_inventory': inventory,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
