@@ -1,6 +1,6 @@
-// ESM-only packages (jose, openid-client, oauth4webapi) are transformed to CommonJS
+// ESM-only packages (jose, openid-client, oauth4webapi, cel-js, diff) are transformed to CommonJS
 // with swc like our own TypeScript; everything else in node_modules is left alone.
-const esmOnly = ['jose', 'openid-client', 'oauth4webapi'];
+const esmOnly = ['jose', 'openid-client', 'oauth4webapi', '@marcbachmann/cel-js', 'diff'];
 
 /** @type {import('jest').Config} */
 module.exports = {
