@@ -1,7 +1,290 @@
-import type { RouteDef } from '../../http/route';
+import type { Knex } from 'knex';
+import {
+  findConfiguration,
+  findVersion,
+  findVersionWithContent,
+  insertConfiguration,
+  insertDraft,
+  listConfigurationsQuery,
+  listVersionsQuery,
+  lockConfiguration,
+  publishDraft,
+  updateConfiguration,
+  type ConfigurationRow,
+  type VersionRow,
+} from '../../../db/repos/configurations';
+import { emitEvents } from '../../../db/repos/events';
+import type { Principal } from '../../auth/principal';
+import { CONTENT_LIMIT_BYTES, contentBytes, contentHash, keyDiff, parseContent, unifiedDiff } from '../../configurations/content';
+import type { AppContext } from '../../http/context';
+import { ifMatchVersions } from '../../http/etag';
+import { pageOf, paginate, respondPage } from '../../http/pagination';
+import { route, type RouteDef } from '../../http/route';
+import { Problem, problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
+import {
+  compareQuery,
+  compareSchema,
+  configurationId,
+  configurationSchema,
+  createConfigurationBody,
+  labelsFilter,
+  listConfigurationsQuery as listQuery,
+  listVersionsQuery as versionsQuery,
+  presentConfiguration,
+  presentVersion,
+  presentVersionSummary,
+  saveDraftBody,
+  updateConfigurationBody,
+  versionParams,
+  versionSchema,
+  versionSummarySchema,
+} from './schema';
 
-/** Routes of /api/configurations (issue 3). */
-export function configurationsRoutes(_options: ResourceRouteOptions): RouteDef[] {
-  return [];
+const SOURCE = '/api/configurations';
+const tag = 'configurations';
+
+function uniqueName<T>(name: string) {
+  return (error: { code?: string }): T => {
+    if (error.code === '23505') throw problems.conflict(`A configuration named '${name}' already exists.`);
+    throw error;
+  };
+}
+
+async function mustFind(db: Knex | Knex.Transaction, principal: Principal, id: string): Promise<ConfigurationRow> {
+  const row = await findConfiguration(db, principal.tenantId, id);
+  if (!row) throw problems.notFound('configuration', id);
+  return row;
+}
+
+const refuseManaged = (row: ConfigurationRow) => {
+  if (row.managed_by) {
+    throw new Problem('managed-by-git', `Configuration '${row.name}' is managed by Git source '${row.managed_by}'; change it in the repository.`);
+  }
+};
+
+const checkIfMatch = (row: ConfigurationRow, ctx: AppContext) => {
+  const versions = ifMatchVersions(ctx);
+  if (versions && !versions.includes(row.row_version)) throw problems.preconditionFailed('configuration', row.id);
+};
+
+/** Locks the container for a change: 404, then 409 when Git owns it, then If-Match (412). */
+async function lockForChange(db: Knex | Knex.Transaction, principal: Principal, id: string, ctx: AppContext) {
+  const row = await lockConfiguration(db as Knex.Transaction, principal.tenantId, id);
+  if (!row) throw problems.notFound('configuration', id);
+  refuseManaged(row);
+  checkIfMatch(row, ctx);
+  return row;
+}
+
+function checkContent(row: ConfigurationRow, content: string): void {
+  const bytes = contentBytes(content);
+  if (bytes > CONTENT_LIMIT_BYTES) {
+    throw new Problem('payload-too-large', `body.content is ${bytes} bytes of UTF-8; the limit is ${CONTENT_LIMIT_BYTES} bytes (1 MiB).`, {
+      limit: CONTENT_LIMIT_BYTES,
+      size: bytes,
+    });
+  }
+  const parsed = parseContent(row.format, content);
+  if (!parsed.ok) throw problems.validation([{ path: 'body.content', message: parsed.message }]);
+}
+
+const versionEvent = (principal: Principal, type: string, configuration: ConfigurationRow, version: VersionRow) => ({
+  tenantId: principal.tenantId,
+  type,
+  source: SOURCE,
+  subject: configuration.id,
+  data: { name: configuration.name, ...presentVersionSummary(version) },
+});
+
+export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] {
+  return [
+    route({
+      method: 'get',
+      path: '/api/configurations',
+      summary: 'List configurations',
+      tag,
+      permission: 'read',
+      query: listQuery,
+      response: { status: 200, description: 'A page of configurations, newest first.', schema: pageOf(configurationSchema) },
+      handler: async ({ db, principal, query, ctx }) => {
+        const filters = { q: query.q, format: query.format, labels: labelsFilter(query.label) };
+        const page = await paginate<ConfigurationRow>(listConfigurationsQuery(db, principal.tenantId, filters), query, {
+          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
+          direction: 'desc',
+        });
+        return { body: respondPage(ctx, options.baseUrl, page, presentConfiguration) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/configurations',
+      summary: 'Create a configuration container (without versions)',
+      tag,
+      permission: 'operate',
+      resource: 'configuration',
+      etag: true,
+      body: createConfigurationBody,
+      response: { status: 201, description: 'The configuration.', schema: configurationSchema },
+      handler: async ({ db, principal, body }) => {
+        const row = await insertConfiguration(db, { tenant_id: principal.tenantId, ...body }).catch(uniqueName<ConfigurationRow>(body.name));
+        const configuration = presentConfiguration(row);
+        await emitEvents(db, [{ tenantId: principal.tenantId, type: 'configuration.created', source: SOURCE, subject: row.id, data: configuration }]);
+        return { status: 201, body: configuration, rowVersion: row.row_version, resourceId: row.id, headers: { Location: `${SOURCE}/${row.id}` } };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/configurations/{id}',
+      summary: 'One configuration',
+      tag,
+      permission: 'read',
+      resource: 'configuration',
+      etag: true,
+      params: configurationId,
+      response: { status: 200, description: 'The configuration.', schema: configurationSchema },
+      handler: async ({ db, principal, params }) => {
+        const row = await mustFind(db, principal, params.id);
+        return { body: presentConfiguration(row), rowVersion: row.row_version };
+      },
+    }),
+    route({
+      method: 'put',
+      path: '/api/configurations/{id}',
+      summary: 'Replace name, description and labels (the format is fixed)',
+      tag,
+      permission: 'operate',
+      resource: 'configuration',
+      etag: true,
+      params: configurationId,
+      body: updateConfigurationBody,
+      response: { status: 200, description: 'The updated configuration.', schema: configurationSchema },
+      handler: async ({ db, principal, params, body, ctx }) => {
+        await lockForChange(db, principal, params.id, ctx);
+        const row = await updateConfiguration(db, params.id, body).catch(uniqueName<ConfigurationRow>(body.name));
+        const configuration = presentConfiguration(row);
+        await emitEvents(db, [{ tenantId: principal.tenantId, type: 'configuration.updated', source: SOURCE, subject: row.id, data: configuration }]);
+        return { body: configuration, rowVersion: row.row_version };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/configurations/{id}/versions',
+      summary: 'Save a draft version (numbered 1, 2, ...)',
+      tag,
+      permission: 'operate',
+      resource: 'configuration',
+      etag: true,
+      params: configurationId,
+      body: saveDraftBody,
+      response: { status: 201, description: 'The draft (without its content); the ETag is the configuration’s new one.', schema: versionSummarySchema },
+      handler: async ({ db, principal, params, body, ctx }) => {
+        const found = await mustFind(db, principal, params.id);
+        refuseManaged(found);
+        checkContent(found, body.content); // before the lock: parsing 1 MiB should not hold it
+        await lockForChange(db, principal, params.id, ctx);
+        const saved = await insertDraft(db as Knex.Transaction, params.id, {
+          content: body.content,
+          content_hash: contentHash(body.content),
+          author: principal.name,
+        });
+        await emitEvents(db, [versionEvent(principal, 'configuration.version-saved', saved.configuration, saved.version)]);
+        return {
+          status: 201,
+          body: presentVersionSummary(saved.version),
+          rowVersion: saved.configuration.row_version,
+          headers: { Location: `${SOURCE}/${params.id}/versions/${saved.version.version}` },
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/configurations/{id}/versions',
+      summary: 'List versions, newest first (without content)',
+      tag,
+      permission: 'read',
+      resource: 'configuration',
+      params: configurationId,
+      query: versionsQuery,
+      response: { status: 200, description: 'A page of versions.', schema: pageOf(versionSummarySchema) },
+      handler: async ({ db, principal, params, query, ctx }) => {
+        await mustFind(db, principal, params.id);
+        const page = await paginate<VersionRow>(listVersionsQuery(db, params.id, query), query, {
+          columns: [{ column: 'version', type: 'bigint' }],
+          direction: 'desc',
+        });
+        return { body: respondPage(ctx, options.baseUrl, page, presentVersionSummary) };
+      },
+    }),
+    // Before `/versions/{version}`: the router tries routes in order, so `compare` is never a version.
+    route({
+      method: 'get',
+      path: '/api/configurations/{id}/versions/compare',
+      summary: 'Compare two versions: a unified diff and, for YAML and JSON, key-level changes',
+      tag,
+      permission: 'read',
+      resource: 'configuration',
+      params: configurationId,
+      query: compareQuery,
+      response: { status: 200, description: 'The differences from `from` to `to`.', schema: compareSchema },
+      handler: async ({ db, principal, params, query }) => {
+        const configuration = await mustFind(db, principal, params.id);
+        const [from, to] = await Promise.all([
+          findVersionWithContent(db, params.id, query.from),
+          findVersionWithContent(db, params.id, query.to),
+        ]);
+        if (!from) throw problems.notFound('version', `${params.id}/versions/${query.from}`);
+        if (!to) throw problems.notFound('version', `${params.id}/versions/${query.to}`);
+        let changes = null;
+        if (configuration.format !== 'text') {
+          const [a, b] = [parseContent(configuration.format, from.content), parseContent(configuration.format, to.content)];
+          // stored versions were validated when saved; Git may one day store unparsable ones
+          changes = a.ok && b.ok ? keyDiff(a.value, b.value) : null;
+        }
+        return {
+          body: { from: from.version, to: to.version, unifiedDiff: unifiedDiff(configuration.name, from, to), changes },
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/configurations/{id}/versions/{version}',
+      summary: 'One version, with its content',
+      tag,
+      permission: 'read',
+      resource: 'configuration',
+      params: versionParams,
+      response: { status: 200, description: 'The version.', schema: versionSchema },
+      handler: async ({ db, principal, params }) => {
+        await mustFind(db, principal, params.id);
+        const row = await findVersionWithContent(db, params.id, params.version);
+        if (!row) throw problems.notFound('version', `${params.id}/versions/${params.version}`);
+        return { body: presentVersion(row) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/configurations/{id}/versions/{version}/publish',
+      summary: 'Publish a draft (idempotent: publishing a published version returns it unchanged)',
+      tag,
+      permission: 'operate',
+      resource: 'configuration',
+      etag: true,
+      params: versionParams,
+      response: { status: 200, description: 'The published version (without its content); the ETag is the configuration’s.', schema: versionSummarySchema },
+      handler: async ({ db, principal, params, ctx }) => {
+        // Git-managed versions may be published here: a source without autoPublish relies on it.
+        const row = await lockConfiguration(db as Knex.Transaction, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('configuration', params.id);
+        const version = await findVersion(db, params.id, params.version);
+        if (!version) throw problems.notFound('version', `${params.id}/versions/${params.version}`);
+        // a retry of a publish that succeeded answers the same, even with the ETag it held before
+        if (version.state === 'published') return { body: presentVersionSummary(version), rowVersion: row.row_version };
+        checkIfMatch(row, ctx);
+        const published = await publishDraft(db as Knex.Transaction, params.id, params.version, principal.name);
+        await emitEvents(db, [versionEvent(principal, 'configuration.version-published', published.configuration, published.version)]);
+        return { body: presentVersionSummary(published.version), rowVersion: published.configuration.row_version };
+      },
+    }),
+  ];
 }

@@ -1,0 +1,153 @@
+import type { ConfigurationRow, VersionRow, VersionWithContent } from '../../../db/repos/configurations';
+import { FORMATS } from '../../configurations/content';
+import { pageQuery } from '../../http/pagination';
+import { z } from '../../http/zod';
+
+const labels = z
+  .record(z.string().regex(/^[A-Za-z0-9._\/-]{1,63}$/, 'label keys are 1-63 of A-Z a-z 0-9 . _ / -'), z.string().max(256))
+  .refine((value) => Object.keys(value).length <= 64, 'at most 64 labels');
+
+const name = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._\/-]{0,199}$/, '1-200 of A-Z a-z 0-9 . _ / -, starting with a letter or digit')
+  .openapi({ description: 'Unique in the tenant. Git-managed configurations are named by their path without extension.' });
+
+/** A path or query value that must be a version number: 1, 2, ... (an integer column). */
+const versionNumber = z
+  .string()
+  .regex(/^[1-9][0-9]{0,8}$/, 'must be a positive integer')
+  .transform(Number)
+  .openapi({ type: 'integer', minimum: 1, example: 1 });
+
+export const configurationId = z.object({ id: z.uuid() });
+export const versionParams = z.object({ id: z.uuid(), version: versionNumber });
+
+export const createConfigurationBody = z
+  .object({
+    name,
+    format: z.enum(FORMATS).openapi({ description: 'How versions are parsed: `yaml` and `json` must parse; `text` is anything. Fixed at creation.' }),
+    description: z.string().max(2000).default(''),
+    labels: labels.default({}),
+  })
+  .strict()
+  .openapi('ConfigurationCreate');
+
+export const updateConfigurationBody = z
+  .object({ name, description: z.string().max(2000).default(''), labels: labels.default({}) })
+  .strict()
+  .openapi('ConfigurationUpdate');
+
+const labelFilter = z.string().regex(/^[^:]+:.*$/, 'must look like key:value');
+
+export const listConfigurationsQuery = pageQuery
+  .extend({
+    q: z.string().min(1).max(200).optional().openapi({ description: 'Part of the name (case-insensitive).' }),
+    format: z.enum(FORMATS).optional(),
+    label: z
+      .union([labelFilter, z.array(labelFilter).max(20)])
+      .optional()
+      .openapi({ description: '`key:value`; repeat for several, all must match.' }),
+  })
+  .strict();
+
+export const listVersionsQuery = pageQuery.extend({ state: z.enum(['draft', 'published']).optional() }).strict();
+
+export const saveDraftBody = z
+  .object({
+    content: z.string().openapi({ description: 'At most 1 MiB (1,048,576 bytes of UTF-8); YAML and JSON must parse.' }),
+  })
+  .strict()
+  .openapi('ConfigurationDraft');
+
+export const compareQuery = z.object({ from: versionNumber, to: versionNumber }).strict();
+
+export const configurationSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    format: z.enum(FORMATS),
+    labels: z.record(z.string(), z.string()),
+    latestVersion: z.number().int().openapi({ description: 'Highest version number saved; 0 before the first draft.' }),
+    publishedVersion: z.number().int().nullable().openapi({ description: 'Highest published version number, if any.' }),
+    managedBy: z.string().nullable().openapi({ description: 'The Git source that owns it; such configurations refuse edits (409 `managed-by-git`).' }),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('Configuration');
+
+export const versionSummarySchema = z
+  .object({
+    configurationId: z.string(),
+    version: z.number().int(),
+    state: z.enum(['draft', 'published']),
+    contentHash: z.string().openapi({ description: 'sha256 hex of the content as UTF-8.' }),
+    author: z.string(),
+    createdAt: z.string(),
+    publishedAt: z.string().nullable(),
+    publishedBy: z.string().nullable(),
+  })
+  .openapi('ConfigurationVersionSummary');
+
+export const versionSchema = versionSummarySchema.extend({ content: z.string() }).openapi('ConfigurationVersion');
+
+export const compareSchema = z
+  .object({
+    from: z.number().int(),
+    to: z.number().int(),
+    unifiedDiff: z.string(),
+    changes: z
+      .array(
+        z.object({
+          op: z.enum(['added', 'removed', 'changed']),
+          path: z.string().openapi({ description: '`a.b[0].c`; other keys quoted as `a["x.y"]`; the root is `""`.' }),
+          from: z.unknown().optional(),
+          to: z.unknown().optional(),
+        }),
+      )
+      .nullable()
+      .openapi({ description: 'Key-level changes for YAML and JSON; null for text.' }),
+  })
+  .openapi('ConfigurationComparison');
+
+export function presentConfiguration(row: ConfigurationRow): z.infer<typeof configurationSchema> {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    format: row.format,
+    labels: row.labels,
+    latestVersion: row.latest_version,
+    publishedVersion: row.published_version,
+    managedBy: row.managed_by,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+export function presentVersionSummary(row: VersionRow): z.infer<typeof versionSummarySchema> {
+  return {
+    configurationId: row.configuration_id,
+    version: row.version,
+    state: row.state,
+    contentHash: row.content_hash,
+    author: row.author,
+    createdAt: row.created_at.toISOString(),
+    publishedAt: row.published_at?.toISOString() ?? null,
+    publishedBy: row.published_by,
+  };
+}
+
+export function presentVersion(row: VersionWithContent): z.infer<typeof versionSchema> {
+  return { ...presentVersionSummary(row), content: row.content };
+}
+
+/** `label=k:v` (once or repeated) as the object the jsonb containment filter wants. */
+export function labelsFilter(label: string | string[] | undefined): Record<string, string> | undefined {
+  if (label === undefined) return undefined;
+  const entries = (Array.isArray(label) ? label : [label]).map((pair) => {
+    const colon = pair.indexOf(':');
+    return [pair.slice(0, colon), pair.slice(colon + 1)] as const;
+  });
+  return Object.fromEntries(entries);
+}
