@@ -116,11 +116,9 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
     const params = parse(def.params, ctx.params, 'path', errors);
     const query = parse(def.query, ctx.query, 'query', errors);
     const rawBody = (ctx.request as { body?: unknown }).body;
-    const body = def.body
-      ? rawBody === undefined
-        ? (errors.push({ path: 'body', message: 'a JSON body is required' }), undefined)
-        : parse(def.body, rawBody, 'body', errors)
-      : undefined;
+    const bodyMissing = rawBody === undefined && def.body !== undefined && !def.body.safeParse(undefined).success;
+    if (bodyMissing) errors.push({ path: 'body', message: 'a JSON body is required' });
+    const body = bodyMissing ? undefined : parse(def.body, rawBody, 'body', errors);
     if (errors.length > 0) throw problems.validation(errors);
     if (ctx.state.resource && typeof (params as { id?: unknown } | undefined)?.id === 'string') {
       ctx.state.resource.id = (params as { id: string }).id;

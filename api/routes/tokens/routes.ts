@@ -1,7 +1,315 @@
-import type { RouteDef } from '../../http/route';
+import { emitEvents } from '../../../db/repos/events';
+import { ensureDefaultGroup } from '../../../db/repos/groups';
+import {
+  countActivePoolTokens,
+  findBootstrapToken,
+  findLiveGroupId,
+  findTokenPool,
+  insertBootstrapToken,
+  insertTokenPool,
+  listBootstrapTokensQuery,
+  listTokenPoolsQuery,
+  lockTokenPool,
+  revokeBootstrapToken,
+  type BootstrapTokenRow,
+  type TokenPoolRow,
+} from '../../../db/repos/tokens';
+import { generateToken, hashToken } from '../../auth/secret-token';
+import type { Db } from '../../../db/connection';
+import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
+import { route, type RouteDef } from '../../http/route';
+import { z } from '../../http/zod';
+import { problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 
-/** Routes of /api/tokens (issue 3). */
-export function tokensRoutes(_options: ResourceRouteOptions): RouteDef[] {
-  return [];
+const DEFAULT_TTL_SECONDS = 24 * 3600;
+const MAX_TTL_SECONDS = 365 * 24 * 3600;
+const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._ -]{0,99}$/, '1-100 of A-Z a-z 0-9 . _ - and spaces, starting with a letter or digit');
+
+export const issueTokenBody = z
+  .object({
+    name,
+    groupId: z.uuid().optional().openapi({ description: 'Group new agents join (default: the tenant’s `default` group).' }),
+    expiresInSeconds: z.number().int().min(60).max(MAX_TTL_SECONDS).default(DEFAULT_TTL_SECONDS),
+    maxUses: z.number().int().min(1).max(1_000_000).default(1),
+  })
+  .strict()
+  .openapi('BootstrapTokenIssue');
+
+export const tokenSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    groupId: z.string(),
+    poolId: z.string().nullable(),
+    state: z.enum(['active', 'revoked', 'expired', 'exhausted']),
+    expiresAt: z.string(),
+    maxUses: z.number().int(),
+    uses: z.number().int(),
+    revokedAt: z.string().nullable(),
+    createdBy: z.string(),
+    createdAt: z.string(),
+  })
+  .openapi('BootstrapToken');
+
+const issuedTokenSchema = tokenSchema
+  .extend({ token: z.string().openapi({ description: 'The token itself (`svc-bt.…`). Shown only in this response.' }) })
+  .openapi('BootstrapTokenIssued');
+
+export const createPoolBody = z
+  .object({
+    name,
+    groupId: z.uuid().optional(),
+    tokenTtlSeconds: z.number().int().min(60).max(MAX_TTL_SECONDS).default(DEFAULT_TTL_SECONDS),
+    tokenMaxUses: z.number().int().min(1).max(1_000_000).default(1),
+    maxActiveTokens: z.number().int().min(1).max(100_000),
+  })
+  .strict()
+  .openapi('TokenPoolCreate');
+
+export const poolSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    groupId: z.string(),
+    tokenTtlSeconds: z.number().int(),
+    tokenMaxUses: z.number().int(),
+    maxActiveTokens: z.number().int(),
+    activeTokens: z.number().int(),
+    createdBy: z.string(),
+    createdAt: z.string(),
+  })
+  .openapi('TokenPool');
+
+function stateOf(row: BootstrapTokenRow): z.infer<typeof tokenSchema>['state'] {
+  if (row.revoked_at) return 'revoked';
+  if (row.expires_at.getTime() <= Date.now()) return 'expired';
+  return row.uses >= row.max_uses ? 'exhausted' : 'active';
+}
+
+function presentToken(row: BootstrapTokenRow): z.infer<typeof tokenSchema> {
+  return {
+    id: row.id,
+    name: row.name,
+    groupId: row.group_id,
+    poolId: row.pool_id,
+    state: stateOf(row),
+    expiresAt: row.expires_at.toISOString(),
+    maxUses: row.max_uses,
+    uses: row.uses,
+    revokedAt: row.revoked_at?.toISOString() ?? null,
+    createdBy: row.created_by,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+function presentPool(row: TokenPoolRow & { active_tokens?: number }, activeTokens = row.active_tokens ?? 0) {
+  return {
+    id: row.id,
+    name: row.name,
+    groupId: row.group_id,
+    tokenTtlSeconds: row.token_ttl_seconds,
+    tokenMaxUses: row.token_max_uses,
+    maxActiveTokens: row.max_active_tokens,
+    activeTokens,
+    createdBy: row.created_by,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+/** The group a token enrolls into: a live group of the tenant, or the tenant's default group. */
+async function targetGroup(db: Db, tenantId: string, groupId: string | undefined): Promise<string> {
+  if (!groupId) return (await ensureDefaultGroup(db, tenantId)).id;
+  const found = await findLiveGroupId(db, tenantId, groupId);
+  if (!found) throw problems.validation([{ path: 'body.groupId', message: 'no such group (or it is deleted)' }]);
+  return found;
+}
+
+async function issue(
+  db: Db,
+  tenantId: string,
+  fields: { name: string; groupId: string; poolId: string | null; ttlSeconds: number; maxUses: number; createdBy: string },
+) {
+  const token = generateToken('svc-bt');
+  const row = await insertBootstrapToken(db, {
+    tenant_id: tenantId,
+    name: fields.name,
+    token_hash: hashToken(token),
+    group_id: fields.groupId,
+    pool_id: fields.poolId,
+    expires_at: new Date(Date.now() + fields.ttlSeconds * 1000),
+    max_uses: fields.maxUses,
+    created_by: fields.createdBy,
+  });
+  const presented = presentToken(row);
+  await emitEvents(db, [{ tenantId, type: 'bootstrap-token.issued', source: '/api/tokens', subject: row.id, data: presented }]);
+  return { status: 201, body: { ...presented, token }, resourceId: row.id, headers: { Location: `/api/tokens/${row.id}` } };
+}
+
+const idParams = z.object({ id: z.uuid() });
+
+export function tokensRoutes(options: ResourceRouteOptions): RouteDef[] {
+  return [
+    // Pools first: `/api/tokens/pools` must not be read as a token id.
+    route({
+      method: 'get',
+      path: '/api/tokens/pools',
+      summary: 'List bootstrap token pools',
+      tag: 'tokens',
+      permission: 'read',
+      query: pageQuery.strict(),
+      response: { status: 200, description: 'A page of pools.', schema: pageOf(poolSchema) },
+      handler: async ({ db, principal, query, ctx }) => {
+        const page = await paginate<TokenPoolRow & { active_tokens: number }>(listTokenPoolsQuery(db, principal.tenantId), query, {
+          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
+          direction: 'desc',
+        });
+        return { body: respondPage(ctx, options.baseUrl, page, (row) => presentPool(row)) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/tokens/pools',
+      summary: 'Create a bootstrap token pool',
+      tag: 'tokens',
+      permission: 'operate',
+      resource: 'token-pool',
+      body: createPoolBody,
+      response: { status: 201, description: 'The pool.', schema: poolSchema },
+      handler: async ({ db, principal, body }) => {
+        const groupId = await targetGroup(db, principal.tenantId, body.groupId);
+        const row = await insertTokenPool(db, {
+          tenant_id: principal.tenantId,
+          name: body.name,
+          group_id: groupId,
+          token_ttl_seconds: body.tokenTtlSeconds,
+          token_max_uses: body.tokenMaxUses,
+          max_active_tokens: body.maxActiveTokens,
+          created_by: principal.name,
+        }).catch((error: { code?: string }) => {
+          if (error.code === '23505') throw problems.conflict(`A token pool named '${body.name}' already exists.`);
+          throw error;
+        });
+        const pool = presentPool(row, 0);
+        await emitEvents(db, [{ tenantId: principal.tenantId, type: 'token-pool.created', source: '/api/tokens/pools', subject: row.id, data: pool }]);
+        return { status: 201, body: pool, resourceId: row.id, headers: { Location: `/api/tokens/pools/${row.id}` } };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/tokens/pools/{id}',
+      summary: 'One bootstrap token pool',
+      tag: 'tokens',
+      permission: 'read',
+      resource: 'token-pool',
+      params: idParams,
+      response: { status: 200, description: 'The pool.', schema: poolSchema },
+      handler: async ({ db, principal, params }) => {
+        const row = await findTokenPool(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('token pool', params.id);
+        return { body: presentPool(row, await countActivePoolTokens(db, row.id)) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/tokens/pools/{id}/issue',
+      summary: 'Issue a token from a pool (refused when the pool has maxActiveTokens active tokens)',
+      tag: 'tokens',
+      permission: 'operate',
+      resource: 'token-pool',
+      params: idParams,
+      body: z.object({ name: name.optional() }).strict().optional(),
+      response: { status: 201, description: 'The token, shown once.', schema: issuedTokenSchema },
+      handler: async ({ db, principal, params, body }) => {
+        // The row lock makes concurrent issues count one after another.
+        const pool = await lockTokenPool(db as never, principal.tenantId, params.id);
+        if (!pool) throw problems.notFound('token pool', params.id);
+        const active = await countActivePoolTokens(db, pool.id);
+        if (active >= pool.max_active_tokens) {
+          throw problems.conflict(`Pool '${pool.name}' already has ${active} active tokens, its maximum; revoke one or wait for one to expire or be used up.`);
+        }
+        return issue(db, principal.tenantId, {
+          name: body?.name ?? `${pool.name} #${active + 1}`,
+          groupId: pool.group_id,
+          poolId: pool.id,
+          ttlSeconds: pool.token_ttl_seconds,
+          maxUses: pool.token_max_uses,
+          createdBy: principal.name,
+        });
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/tokens',
+      summary: 'List bootstrap tokens (never the tokens themselves)',
+      tag: 'tokens',
+      permission: 'read',
+      query: pageQuery
+        .extend({
+          state: z.enum(['active', 'revoked', 'expired', 'exhausted']).optional(),
+          poolId: z.uuid().optional(),
+          groupId: z.uuid().optional(),
+        })
+        .strict(),
+      response: { status: 200, description: 'A page of bootstrap tokens.', schema: pageOf(tokenSchema) },
+      handler: async ({ db, principal, query, ctx }) => {
+        const page = await paginate<BootstrapTokenRow>(listBootstrapTokensQuery(db, principal.tenantId, query), query, {
+          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
+          direction: 'desc',
+        });
+        return { body: respondPage(ctx, options.baseUrl, page, presentToken) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/tokens',
+      summary: 'Issue a bootstrap token (the token is shown once)',
+      tag: 'tokens',
+      permission: 'operate',
+      resource: 'bootstrap-token',
+      body: issueTokenBody,
+      response: { status: 201, description: 'The token, shown once.', schema: issuedTokenSchema },
+      handler: async ({ db, principal, body }) =>
+        issue(db, principal.tenantId, {
+          name: body.name,
+          groupId: await targetGroup(db, principal.tenantId, body.groupId),
+          poolId: null,
+          ttlSeconds: body.expiresInSeconds,
+          maxUses: body.maxUses,
+          createdBy: principal.name,
+        }),
+    }),
+    route({
+      method: 'get',
+      path: '/api/tokens/{id}',
+      summary: 'One bootstrap token',
+      tag: 'tokens',
+      permission: 'read',
+      resource: 'bootstrap-token',
+      params: idParams,
+      response: { status: 200, description: 'The token (without its secret).', schema: tokenSchema },
+      handler: async ({ db, principal, params }) => {
+        const row = await findBootstrapToken(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('bootstrap token', params.id);
+        return { body: presentToken(row) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/tokens/{id}/revoke',
+      summary: 'Revoke a bootstrap token (no new enrolment with it)',
+      tag: 'tokens',
+      permission: 'operate',
+      resource: 'bootstrap-token',
+      params: idParams,
+      response: { status: 200, description: 'The revoked token.', schema: tokenSchema },
+      handler: async ({ db, principal, params }) => {
+        const row = await revokeBootstrapToken(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('bootstrap token', params.id);
+        const token = presentToken(row);
+        await emitEvents(db, [{ tenantId: principal.tenantId, type: 'bootstrap-token.revoked', source: '/api/tokens', subject: row.id, data: token }]);
+        return { body: token };
+      },
+    }),
+  ];
 }

@@ -1,0 +1,143 @@
+import type { Knex } from 'knex';
+import type { Db } from '../connection';
+
+export interface BootstrapTokenRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  token_hash: Buffer;
+  group_id: string;
+  pool_id: string | null;
+  expires_at: Date;
+  max_uses: number;
+  uses: number;
+  revoked_at: Date | null;
+  created_by: string;
+  created_at: Date;
+}
+
+export interface TokenPoolRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  group_id: string;
+  token_ttl_seconds: number;
+  token_max_uses: number;
+  max_active_tokens: number;
+  created_by: string;
+  created_at: Date;
+}
+
+export type NewBootstrapToken = Pick<
+  BootstrapTokenRow,
+  'tenant_id' | 'name' | 'token_hash' | 'group_id' | 'pool_id' | 'expires_at' | 'max_uses' | 'created_by'
+>;
+
+export type TokenState = 'active' | 'revoked' | 'expired' | 'exhausted';
+
+/** SQL for "can still be redeemed"; the same condition guards redemption. */
+const ACTIVE = 'revoked_at IS NULL AND expires_at > now() AND uses < max_uses';
+
+export async function insertBootstrapToken(db: Db, token: NewBootstrapToken): Promise<BootstrapTokenRow> {
+  const [row] = await db<BootstrapTokenRow>('bootstrap_tokens').insert(token as never).returning('*');
+  return row!;
+}
+
+export async function findBootstrapToken(db: Db, tenantId: string, id: string): Promise<BootstrapTokenRow | undefined> {
+  return db<BootstrapTokenRow>('bootstrap_tokens').where({ tenant_id: tenantId, id }).first();
+}
+
+export async function revokeBootstrapToken(db: Db, tenantId: string, id: string): Promise<BootstrapTokenRow | undefined> {
+  const [row] = await db<BootstrapTokenRow>('bootstrap_tokens')
+    .where({ tenant_id: tenantId, id })
+    .update({ revoked_at: db.raw('coalesce(revoked_at, now())') } as never)
+    .returning('*');
+  return row;
+}
+
+export function listBootstrapTokensQuery(
+  db: Db,
+  tenantId: string,
+  filters: { state?: TokenState; poolId?: string; groupId?: string },
+): Knex.QueryBuilder {
+  const query = db('bootstrap_tokens').select('*').where({ tenant_id: tenantId });
+  if (filters.poolId) query.where({ pool_id: filters.poolId });
+  if (filters.groupId) query.where({ group_id: filters.groupId });
+  switch (filters.state) {
+    case 'active':
+      query.whereRaw(ACTIVE);
+      break;
+    case 'revoked':
+      query.whereNotNull('revoked_at');
+      break;
+    case 'expired':
+      query.whereNull('revoked_at').where('expires_at', '<=', db.fn.now());
+      break;
+    case 'exhausted':
+      query.whereNull('revoked_at').where('expires_at', '>', db.fn.now()).whereRaw('uses >= max_uses');
+      break;
+  }
+  return query;
+}
+
+export type Redemption =
+  | { ok: true; token: BootstrapTokenRow }
+  | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'exhausted' };
+
+/**
+ * Spends one use of a token, atomically: the conditions sit in the UPDATE itself, so of
+ * concurrent redemptions of a single-use token exactly one matches a row. When none
+ * matches, a second read tells the caller why.
+ */
+export async function redeemBootstrapTokenHash(db: Db, hash: Buffer): Promise<Redemption> {
+  const [token] = await db<BootstrapTokenRow>('bootstrap_tokens')
+    .where({ token_hash: hash })
+    .whereRaw(ACTIVE)
+    .update({ uses: db.raw('uses + 1') } as never)
+    .returning('*');
+  if (token) return { ok: true, token };
+  const row = await db<BootstrapTokenRow>('bootstrap_tokens').where({ token_hash: hash }).first();
+  if (!row) return { ok: false, reason: 'unknown' };
+  if (row.revoked_at) return { ok: false, reason: 'revoked' };
+  if (row.expires_at.getTime() <= Date.now()) return { ok: false, reason: 'expired' };
+  return { ok: false, reason: 'exhausted' };
+}
+
+export async function insertTokenPool(
+  db: Db,
+  pool: Omit<TokenPoolRow, 'id' | 'created_at'>,
+): Promise<TokenPoolRow> {
+  const [row] = await db<TokenPoolRow>('token_pools').insert(pool as never).returning('*');
+  return row!;
+}
+
+export async function findTokenPool(db: Db, tenantId: string, id: string): Promise<TokenPoolRow | undefined> {
+  return db<TokenPoolRow>('token_pools').where({ tenant_id: tenantId, id }).first();
+}
+
+/** Locks the pool row until the transaction ends, so concurrent issues count one at a time. */
+export async function lockTokenPool(trx: Knex.Transaction, tenantId: string, id: string): Promise<TokenPoolRow | undefined> {
+  return trx<TokenPoolRow>('token_pools').where({ tenant_id: tenantId, id }).forUpdate().first();
+}
+
+export async function countActivePoolTokens(db: Db, poolId: string): Promise<number> {
+  const [row] = await db('bootstrap_tokens').where({ pool_id: poolId }).whereRaw(ACTIVE).count({ n: '*' });
+  return Number(row!.n);
+}
+
+export function listTokenPoolsQuery(db: Db, tenantId: string): Knex.QueryBuilder {
+  return db('token_pools')
+    .select(
+      'token_pools.*',
+      db.raw(`(SELECT count(*) FROM bootstrap_tokens t
+                WHERE t.pool_id = token_pools.id AND t.revoked_at IS NULL
+                  AND t.expires_at > now() AND t.uses < t.max_uses)::int AS active_tokens`),
+    )
+    .where({ tenant_id: tenantId });
+}
+
+/** A live group of the tenant (not soft-deleted), or undefined. */
+export async function findLiveGroupId(db: Db, tenantId: string, groupId: string): Promise<string | undefined> {
+  const row = await db('groups').select('id').where({ tenant_id: tenantId, id: groupId }).whereNull('deleted_at').first();
+  return row?.id;
+}
