@@ -1,0 +1,114 @@
+import type { Db } from '../connection';
+
+/**
+ * The reads policy evaluation needs from the inventory tables (agents, groups,
+ * configurations and their versions), kept apart from those tables' own repos.
+ */
+
+export interface TargetConfigurationRow {
+  id: string;
+  name: string;
+  format: string;
+  labels: Record<string, unknown>;
+  latest_version: number;
+  published_version: number | null;
+}
+
+export interface TargetVersionRow {
+  version: number;
+  state: string;
+  content: string;
+  content_hash: string;
+  author: string;
+}
+
+export interface TargetAgentRow {
+  id: string;
+  name: string;
+  group_id: string;
+  status: string;
+  labels: Record<string, unknown>;
+  desired_configuration_id: string | null;
+  desired_version: number | null;
+  desired_hash: string | null;
+  applied_configuration_id: string | null;
+  applied_version: number | null;
+  applied_hash: string | null;
+  applied_status: string | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export async function findTargetConfiguration(db: Db, tenantId: string, id: string): Promise<TargetConfigurationRow | undefined> {
+  if (!UUID.test(id)) return undefined;
+  const row: TargetConfigurationRow | undefined = await db('configurations')
+    .select('id', 'name', 'format', 'labels', 'latest_version', 'published_version')
+    .where({ tenant_id: tenantId, id })
+    .first();
+  return row;
+}
+
+export async function findTargetVersion(db: Db, configurationId: string, version: number): Promise<TargetVersionRow | undefined> {
+  const row: TargetVersionRow | undefined = await db('configuration_versions')
+    .select('version', 'state', 'content', 'content_hash', 'author')
+    .where({ configuration_id: configurationId, version })
+    .first();
+  return row;
+}
+
+/** Which of `ids` are live (not soft-deleted) groups of the tenant. */
+export async function existingGroupIds(db: Db, tenantId: string, ids: string[]): Promise<Set<string>> {
+  const valid = ids.filter((id) => UUID.test(id));
+  if (valid.length === 0) return new Set();
+  const rows: Array<{ id: string }> = await db('groups')
+    .select('id')
+    .where({ tenant_id: tenantId })
+    .whereNull('deleted_at')
+    .whereRaw('id = ANY(?::uuid[])', [valid]);
+  return new Set(rows.map((row) => row.id));
+}
+
+/** Which of `ids` are agents of the tenant. */
+export async function existingAgentIds(db: Db, tenantId: string, ids: string[]): Promise<Set<string>> {
+  const valid = ids.filter((id) => UUID.test(id));
+  if (valid.length === 0) return new Set();
+  const rows: Array<{ id: string }> = await db('agents').select('id').where({ tenant_id: tenantId }).whereRaw('id = ANY(?::uuid[])', [valid]);
+  return new Set(rows.map((row) => row.id));
+}
+
+/** Group ids and agent ids, each checked to exist (ids travel as one array parameter, so any count fits). */
+export interface AgentTarget {
+  groupIds: string[];
+  agentIds: string[];
+}
+
+function inTarget(db: Db, tenantId: string, target: AgentTarget) {
+  return db('agents')
+    .where({ tenant_id: tenantId })
+    .where((q) => {
+      q.whereRaw('group_id = ANY(?::uuid[])', [target.groupIds]).orWhereRaw('id = ANY(?::uuid[])', [target.agentIds]);
+    });
+}
+
+export async function countTargetAgents(db: Db, tenantId: string, target: AgentTarget): Promise<number> {
+  const row = await inTarget(db, tenantId, target).count({ n: '*' }).first();
+  return Number((row as { n: string | number } | undefined)?.n ?? 0);
+}
+
+/**
+ * One page of the agents a target names (members of the groups plus the agents listed,
+ * each once), in id order after `afterId`: keyset pages, so a wide target is read in
+ * bounded pieces.
+ */
+export async function targetAgentsPage(db: Db, tenantId: string, target: AgentTarget, afterId: string | null, limit: number): Promise<TargetAgentRow[]> {
+  const query = inTarget(db, tenantId, target)
+    .select(
+      'id', 'name', 'group_id', 'status', 'labels',
+      'desired_configuration_id', 'desired_version', 'desired_hash',
+      'applied_configuration_id', 'applied_version', 'applied_hash', 'applied_status',
+    )
+    .orderBy('id')
+    .limit(limit);
+  if (afterId) query.where('id', '>', afterId);
+  return query;
+}
