@@ -1,7 +1,106 @@
-import type { RouteDef } from '../../http/route';
+import { findAgent, listAgentsQuery, moveAgent, type AgentRow, type MoveOutcome } from '../../../db/repos/agents';
+import type { Db } from '../../../db/connection';
+import { emitEvents } from '../../../db/repos/events';
+import type { GroupRow } from '../../../db/repos/groups';
+import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
+import { route, type RouteDef } from '../../http/route';
+import { z } from '../../http/zod';
+import { problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
+import { labelFilter } from '../groups/schema';
+import { agentListQuery, agentSchema, moveBody, presentAgent } from './schema';
 
-/** Routes of /api/agents (issue 3). */
-export function agentsRoutes(_options: ResourceRouteOptions): RouteDef[] {
-  return [];
+const agentId = z.object({ id: z.uuid() });
+
+/**
+ * Both ways of moving an agent (`POST /api/agents/{id}/move`, `POST /api/groups/{id}/members`)
+ * answer alike: an agent or group the tenant does not have is 404 naming it, a
+ * soft-deleted group 409. A move into the agent's own group changes nothing and emits nothing.
+ */
+export async function moveAndAnnounce(
+  db: Db,
+  tenantId: string,
+  ids: { agentId: string; groupId: string },
+  source: string,
+  groupVersions?: number[],
+): Promise<{ agent: AgentRow; group: GroupRow }> {
+  const outcome: MoveOutcome = await moveAgent(db, tenantId, ids.agentId, ids.groupId, groupVersions);
+  switch (outcome.kind) {
+    case 'no-agent':
+      throw problems.notFound('agent', ids.agentId);
+    case 'no-group':
+      throw problems.notFound('group', ids.groupId);
+    case 'group-deleted':
+      throw problems.conflict(`Group '${outcome.group.name}' (${ids.groupId}) is deleted; restore it before moving agents into it.`);
+    case 'precondition-failed':
+      throw problems.preconditionFailed('group', ids.groupId);
+    case 'unchanged':
+      return outcome;
+    case 'moved':
+      await emitEvents(db, [
+        {
+          tenantId,
+          type: 'agent.moved',
+          source,
+          subject: ids.agentId,
+          data: { agentId: ids.agentId, fromGroupId: outcome.fromGroupId, toGroupId: ids.groupId },
+        },
+      ]);
+      return outcome;
+  }
+}
+
+export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
+  return [
+    route({
+      method: 'get',
+      path: '/api/agents',
+      summary: 'List agents',
+      tag: 'agents',
+      permission: 'read',
+      query: pageQuery.extend(agentListQuery.shape).strict(),
+      response: { status: 200, description: 'A page of agents, by id.', schema: pageOf(agentSchema) },
+      handler: async ({ db, principal, query, ctx }) => {
+        if (query.version !== undefined && !query.configurationId) {
+          throw problems.validation([{ path: 'query.version', message: 'requires configurationId' }]);
+        }
+        const filters = { ...query, labels: labelFilter(query.label) };
+        const page = await paginate<AgentRow>(listAgentsQuery(db, principal.tenantId, filters), query, {
+          columns: [{ column: 'id', type: 'uuid' }],
+          direction: 'asc',
+        });
+        return { body: respondPage(ctx, options.baseUrl, page, presentAgent) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/agents/{id}',
+      summary: 'One agent',
+      tag: 'agents',
+      permission: 'read',
+      resource: 'agent',
+      params: agentId,
+      response: { status: 200, description: 'The agent.', schema: agentSchema },
+      handler: async ({ db, principal, params }) => {
+        const row = await findAgent(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('agent', params.id);
+        return { body: presentAgent(row) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/agents/{id}/move',
+      summary: 'Move the agent to another group',
+      tag: 'agents',
+      permission: 'operate',
+      resource: 'agent',
+      params: agentId,
+      body: moveBody,
+      response: { status: 200, description: 'The agent, in its new group.', schema: agentSchema },
+      handler: async ({ db, principal, params, body }) => {
+        const { agent } = await moveAndAnnounce(db, principal.tenantId, { agentId: params.id, groupId: body.groupId }, '/api/agents');
+        return { body: presentAgent(agent) };
+      },
+    }),
+  ];
 }

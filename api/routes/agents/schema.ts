@@ -1,0 +1,75 @@
+import { AGENT_STATUSES, APPLIED_STATUSES, type AgentRow } from '../../../db/repos/agents';
+import { z } from '../../http/zod';
+import { labelQuery } from '../groups/schema';
+
+export const agentSchema = z
+  .object({
+    id: z.string().openapi({ description: 'The OpAMP instance uid.' }),
+    name: z.string(),
+    groupId: z.string(),
+    labels: z.record(z.string(), z.string()),
+    status: z.enum(AGENT_STATUSES),
+    lastSeenAt: z.string().nullable(),
+    description: z.record(z.string(), z.unknown()).openapi({ description: "The agent's identifying and non-identifying attributes." }),
+    capabilities: z.number().int().openapi({ description: 'OpAMP AgentCapabilities bit mask.' }),
+    desired: z
+      .object({ configurationId: z.string(), version: z.number().int().nullable(), hash: z.string().nullable() })
+      .nullable(),
+    applied: z
+      .object({
+        configurationId: z.string().nullable(),
+        version: z.number().int().nullable(),
+        hash: z.string().nullable(),
+        status: z.enum(APPLIED_STATUSES).nullable(),
+        error: z.string().nullable(),
+      })
+      .nullable(),
+    certificate: z.object({ serial: z.string(), notAfter: z.string().nullable(), revokedAt: z.string().nullable() }).nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('Agent');
+
+export const agentListQuery = z.object({
+  groupId: z.uuid().optional(),
+  status: z.enum(AGENT_STATUSES).optional(),
+  label: labelQuery,
+  configurationId: z.uuid().optional().openapi({ description: 'Desired configuration.' }),
+  version: z.coerce.number().int().min(1).optional().openapi({ description: 'Desired version; requires `configurationId`.' }),
+  q: z.string().min(1).max(100).optional().openapi({ description: 'Substring of the name, or a prefix of the id.' }),
+});
+
+export const moveBody = z.object({ groupId: z.uuid() }).strict().openapi('AgentMove');
+
+const iso = (date: Date | null) => date?.toISOString() ?? null;
+
+export function presentAgent(row: AgentRow): z.infer<typeof agentSchema> {
+  return {
+    id: row.id,
+    name: row.name,
+    groupId: row.group_id,
+    labels: row.labels,
+    status: row.status,
+    lastSeenAt: iso(row.last_seen_at),
+    description: row.description,
+    capabilities: row.capabilities,
+    desired: row.desired_configuration_id
+      ? { configurationId: row.desired_configuration_id, version: row.desired_version, hash: row.desired_hash }
+      : null,
+    applied:
+      row.applied_configuration_id || row.applied_status || row.applied_hash
+        ? {
+            configurationId: row.applied_configuration_id,
+            version: row.applied_version,
+            hash: row.applied_hash,
+            status: row.applied_status,
+            error: row.applied_error,
+          }
+        : null,
+    certificate: row.certificate_serial
+      ? { serial: row.certificate_serial, notAfter: iso(row.certificate_not_after), revokedAt: iso(row.certificate_revoked_at) }
+      : null,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
