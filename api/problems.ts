@@ -1,3 +1,5 @@
+import { isUniqueViolation } from '../db/errors';
+
 /**
  * RFC 9457 problem details. Code throws a `Problem` made by one of the factories below;
  * one middleware (middleware/problems.ts) renders it. The catalogue is also what
@@ -130,6 +132,17 @@ export class Problem extends Error {
     this.status = catalogue[slug].status;
     this.title = catalogue[slug].title;
   }
+}
+
+/**
+ * For `.catch(...)` on a write: the database's unique violation (a taken name) becomes a
+ * 409 with `detail`; any other error passes through.
+ */
+export function conflictOnDuplicate(detail: string) {
+  return (error: unknown): never => {
+    if (isUniqueViolation(error)) throw problems.conflict(detail);
+    throw error;
+  };
 }
 
 export const problems = {

@@ -66,27 +66,55 @@ const keyAlias = (i: number) => `__page_key_${i}`;
  * Exact counts of large results are remembered briefly. Counting 60,000 label matches
  * among 100,000 agents takes ~50 ms of Postgres CPU, thirty times the page itself; an
  * operator paging through (or a UI refreshing) such a list would pay it on every call.
- * Counts below the threshold are recounted every time, so small lists are always exact;
- * large ones may lag by up to COUNT_TTL_MS. The key is the count's SQL and bindings,
+ * Counts below LARGE_COUNT are recounted every time, so small lists are always exact.
+ * A large count older than COUNT_FRESH_MS is still answered while one recount runs in the
+ * background (concurrent callers share it), so only a cold count makes anyone wait; one
+ * older than COUNT_MAX_AGE_MS is never answered. The key is the count's SQL and bindings,
  * which include the tenant and every filter.
  */
 const LARGE_COUNT = 10_000;
-const COUNT_TTL_MS = 5_000;
+const COUNT_FRESH_MS = 5_000;
+const COUNT_MAX_AGE_MS = 30_000;
 const COUNT_CACHE_SIZE = 1_000;
-const largeCounts = new Map<string, { n: number; until: number }>();
+interface CachedCount {
+  n: number;
+  at: number;
+  refreshing?: Promise<number>;
+}
+const largeCounts = new Map<string, CachedCount>();
+const coldCounts = new Map<string, Promise<number>>();
+
+function countNow(key: string, counted: Knex.QueryBuilder): Promise<number> {
+  return Promise.resolve(counted).then((row: { n: string | number }) => {
+    const n = Number(row.n);
+    if (n >= LARGE_COUNT) {
+      if (!largeCounts.has(key) && largeCounts.size >= COUNT_CACHE_SIZE) largeCounts.delete(largeCounts.keys().next().value!);
+      largeCounts.set(key, { n, at: Date.now() });
+    } else {
+      largeCounts.delete(key);
+    }
+    return n;
+  });
+}
 
 async function countRows(query: Knex.QueryBuilder): Promise<number> {
   const counted = query.clone().clearSelect().clearOrder().count({ n: '*' }).first();
   const { sql, bindings } = counted.toSQL();
   const key = JSON.stringify([sql, bindings]);
-  const hit = largeCounts.get(key);
-  if (hit && hit.until > Date.now()) return hit.n;
-  const n = Number(((await counted) as { n: string | number }).n);
-  if (n >= LARGE_COUNT) {
-    if (largeCounts.size >= COUNT_CACHE_SIZE) largeCounts.delete(largeCounts.keys().next().value!);
-    largeCounts.set(key, { n, until: Date.now() + COUNT_TTL_MS });
+  const cached = largeCounts.get(key);
+  const age = cached ? Date.now() - cached.at : Infinity;
+  if (cached && age < COUNT_FRESH_MS) return cached.n;
+  if (cached && age < COUNT_MAX_AGE_MS) {
+    cached.refreshing ??= countNow(key, counted).catch(() => cached.n).finally(() => (cached.refreshing = undefined));
+    return cached.n;
   }
-  return n;
+  // Cold (or too old): wait for a count, sharing it with anyone asking at the same time.
+  let pending = coldCounts.get(key);
+  if (!pending) {
+    pending = countNow(key, counted).finally(() => coldCounts.delete(key));
+    coldCounts.set(key, pending);
+  }
+  return pending;
 }
 
 /**

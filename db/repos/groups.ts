@@ -156,7 +156,3 @@ export async function bumpGroupVersions(db: Db, ids: string[]): Promise<Map<stri
     .returning(['id', 'row_version']);
   return new Map(rows.map((r) => [r.id, r.row_version]));
 }
-
-export function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string } | null)?.code === '23505';
-}

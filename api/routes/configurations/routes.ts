@@ -20,7 +20,7 @@ import type { AppContext } from '../../http/context';
 import { ifMatchVersions } from '../../http/etag';
 import { pageOf, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
-import { Problem, problems } from '../../problems';
+import { Problem, conflictOnDuplicate, problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 import {
   compareQuery,
@@ -44,12 +44,7 @@ import {
 const SOURCE = '/api/configurations';
 const tag = 'configurations';
 
-function uniqueName<T>(name: string) {
-  return (error: { code?: string }): T => {
-    if (error.code === '23505') throw problems.conflict(`A configuration named '${name}' already exists.`);
-    throw error;
-  };
-}
+const uniqueName = (name: string) => conflictOnDuplicate(`A configuration named '${name}' already exists.`);
 
 async function mustFind(db: Knex | Knex.Transaction, principal: Principal, id: string): Promise<ConfigurationRow> {
   const row = await findConfiguration(db, principal.tenantId, id);
@@ -127,7 +122,7 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
       body: createConfigurationBody,
       response: { status: 201, description: 'The configuration.', schema: configurationSchema },
       handler: async ({ db, principal, body }) => {
-        const row = await insertConfiguration(db, { tenant_id: principal.tenantId, ...body }).catch(uniqueName<ConfigurationRow>(body.name));
+        const row = await insertConfiguration(db, { tenant_id: principal.tenantId, ...body }).catch(uniqueName(body.name));
         const configuration = presentConfiguration(row);
         await emitEvents(db, [{ tenantId: principal.tenantId, type: 'configuration.created', source: SOURCE, subject: row.id, data: configuration }]);
         return { status: 201, body: configuration, rowVersion: row.row_version, resourceId: row.id, headers: { Location: `${SOURCE}/${row.id}` } };
@@ -161,7 +156,7 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
       response: { status: 200, description: 'The updated configuration.', schema: configurationSchema },
       handler: async ({ db, principal, params, body, ctx }) => {
         await lockForChange(db, principal, params.id, ctx);
-        const row = await updateConfiguration(db, params.id, body).catch(uniqueName<ConfigurationRow>(body.name));
+        const row = await updateConfiguration(db, params.id, body).catch(uniqueName(body.name));
         const configuration = presentConfiguration(row);
         await emitEvents(db, [{ tenantId: principal.tenantId, type: 'configuration.updated', source: SOURCE, subject: row.id, data: configuration }]);
         return { body: configuration, rowVersion: row.row_version };

@@ -1,5 +1,6 @@
 import type { AgentRow } from '../../../db/repos/agents';
 import { listAgentsQuery } from '../../../db/repos/agents';
+import { isUniqueViolation } from '../../../db/errors';
 import { emitEvents } from '../../../db/repos/events';
 import {
   DEFAULT_GROUP,
@@ -7,7 +8,6 @@ import {
   findGroup,
   hasMembers,
   insertGroup,
-  isUniqueViolation,
   listGroupsQuery,
   lockGroup,
   setGroupDeleted,

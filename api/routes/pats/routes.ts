@@ -10,7 +10,7 @@ import { endpointOverlapsRoute, parseEndpoint } from '../../http/endpoints';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
-import { problems, type FieldError } from '../../problems';
+import { conflictOnDuplicate, problems, type FieldError } from '../../problems';
 
 const DAY_MS = 86_400_000;
 
@@ -160,10 +160,7 @@ export function patRoutes(options: PatRouteOptions): RouteDef[] {
           allowed_endpoints: body.allowedEndpoints ?? null,
           expires_at: new Date(Date.now() + days * DAY_MS),
           created_by: principal.name,
-        }).catch((error: { code?: string }) => {
-          if (error.code === '23505') throw problems.conflict(`A PAT named '${body.name}' already exists.`);
-          throw error;
-        });
+        }).catch(conflictOnDuplicate(`A PAT named '${body.name}' already exists.`));
         const pat = presentPat(row);
         await emitEvents(db, [
           { tenantId: principal.tenantId, type: 'pat.created', source: '/api/pats', subject: row.id, data: pat },

@@ -20,7 +20,7 @@ import { z } from '../../http/zod';
 import { BUILTIN_AUTHOR, BUILTIN_POLICIES } from '../../policies/builtin';
 import { checkExpression } from '../../policies/cel';
 import { evaluatePolicies } from '../../policies/evaluate';
-import { problems, type FieldError } from '../../problems';
+import { conflictOnDuplicate, problems, type FieldError } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 import { evaluateBody, evaluationSchema, policyBody, policyId, policyListQuery, policySchema, presentPolicy } from './schema';
 
@@ -65,10 +65,7 @@ async function checkPolicyBody(db: Db, tenantId: string, body: PolicyBody): Prom
   return { ...body, scope: [...new Set(body.scope)].sort() };
 }
 
-const uniqueName = (name: string) => (error: { code?: string }) => {
-  if (error.code === '23505') throw problems.conflict(`A policy named '${name}' already exists.`);
-  throw error;
-};
+const uniqueName = (name: string) => conflictOnDuplicate(`A policy named '${name}' already exists.`);
 
 /**
  * After a conditional UPDATE matched nothing: tell the caller why, or return the row

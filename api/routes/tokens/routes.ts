@@ -19,7 +19,7 @@ import type { Db } from '../../../db/connection';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
-import { problems } from '../../problems';
+import { conflictOnDuplicate, problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 
 const DEFAULT_TTL_SECONDS = 24 * 3600;
@@ -186,10 +186,7 @@ export function tokensRoutes(options: ResourceRouteOptions): RouteDef[] {
           token_max_uses: body.tokenMaxUses,
           max_active_tokens: body.maxActiveTokens,
           created_by: principal.name,
-        }).catch((error: { code?: string }) => {
-          if (error.code === '23505') throw problems.conflict(`A token pool named '${body.name}' already exists.`);
-          throw error;
-        });
+        }).catch(conflictOnDuplicate(`A token pool named '${body.name}' already exists.`));
         const pool = presentPool(row, 0);
         await emitEvents(db, [{ tenantId: principal.tenantId, type: 'token-pool.created', source: '/api/tokens/pools', subject: row.id, data: pool }]);
         return { status: 201, body: pool, resourceId: row.id, headers: { Location: `/api/tokens/pools/${row.id}` } };
