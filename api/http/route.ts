@@ -97,10 +97,39 @@ function authorize(def: RouteDef, principal: Principal, ctx: AppContext): void {
   }
 }
 
-/** The Koa middleware chain for one route: authenticate, authorize, validate, run, respond. */
-export function routeMiddleware(def: RouteDef, services: RouteServices) {
-  const writes = def.method !== 'get';
+/** Validates path, query and body against the route's schemas; every failure in one 400. */
+function validateInput(def: RouteDef, ctx: AppContext) {
+  const errors: FieldError[] = [];
+  const params = parse(def.params, ctx.params, 'path', errors);
+  const query = parse(def.query, ctx.query, 'query', errors);
+  const rawBody = (ctx.request as { body?: unknown }).body;
+  const bodyMissing = rawBody === undefined && def.body !== undefined && !def.body.safeParse(undefined).success;
+  if (bodyMissing) errors.push({ path: 'body', message: 'a JSON body is required' });
+  const body = bodyMissing ? undefined : parse(def.body, rawBody, 'body', errors);
+  if (errors.length > 0) throw problems.validation(errors);
+  return { params, query, body };
+}
 
+/** Status, headers, ETag (and 304 for a matching If-None-Match), body. */
+function respond(def: RouteDef, ctx: AppContext, result: RouteResult) {
+  for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
+  if (result.rowVersion !== undefined) {
+    const etag = etagOf(result.rowVersion);
+    ctx.set('ETag', etag);
+    if (def.method === 'get' && notModified(ctx, etag)) {
+      ctx.status = 304;
+      return;
+    }
+  }
+  ctx.status = result.status ?? def.response.status;
+  if (result.body !== undefined) {
+    if (def.response.contentType && !ctx.response.get('Content-Type')) ctx.type = def.response.contentType;
+    ctx.body = result.body;
+  }
+}
+
+/** The Koa middleware chain for one route: authenticate, authorize, read the body, validate, run, respond. */
+export function routeMiddleware(def: RouteDef, services: RouteServices) {
   async function authenticateCaller(ctx: AppContext, next: Next) {
     ctx.state.route = def.path;
     if (def.resource) ctx.state.resource = { type: def.resource };
@@ -112,48 +141,35 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
   }
 
   async function handle(ctx: AppContext) {
-    const errors: FieldError[] = [];
-    const params = parse(def.params, ctx.params, 'path', errors);
-    const query = parse(def.query, ctx.query, 'query', errors);
-    const rawBody = (ctx.request as { body?: unknown }).body;
-    const bodyMissing = rawBody === undefined && def.body !== undefined && !def.body.safeParse(undefined).success;
-    if (bodyMissing) errors.push({ path: 'body', message: 'a JSON body is required' });
-    const body = bodyMissing ? undefined : parse(def.body, rawBody, 'body', errors);
-    if (errors.length > 0) throw problems.validation(errors);
-    if (ctx.state.resource && typeof (params as { id?: unknown } | undefined)?.id === 'string') {
-      ctx.state.resource.id = (params as { id: string }).id;
-    }
+    const input = validateInput(def, ctx);
+    const resource = ctx.state.resource;
+    const pathId = (input.params as { id?: unknown } | undefined)?.id;
+    if (resource && typeof pathId === 'string') resource.id = pathId;
+    const noteResource = (result: RouteResult) => {
+      if (resource && result.resourceId) resource.id = result.resourceId;
+    };
 
     const committed: Array<() => void> = [];
     const afterCommit = (callback: () => void) => committed.push(callback);
     const run = (db: Knex | Knex.Transaction) =>
-      def.handler({ params, query, body, principal: ctx.state.principal!, db, ctx, afterCommit } as never);
-    const result = writes
-      ? await services.db.transaction(async (trx) => {
-          const result = await run(trx);
-          if (result.resourceId && ctx.state.resource) ctx.state.resource.id = result.resourceId;
-          await services.recordAudit(trx, ctx, result.status ?? def.response.status);
-          return result;
-        })
-      : await run(services.db);
-    if (writes) ctx.state.audited = true; // committed with the change
-    else if (result.resourceId && ctx.state.resource) ctx.state.resource.id = result.resourceId;
-    for (const callback of committed) callback();
+      def.handler({ ...input, principal: ctx.state.principal!, db, ctx, afterCommit } as never);
 
-    for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
-    if (result.rowVersion !== undefined) {
-      const etag = etagOf(result.rowVersion);
-      ctx.set('ETag', etag);
-      if (!writes && notModified(ctx, etag)) {
-        ctx.status = 304;
-        return;
-      }
+    let result: RouteResult;
+    if (def.method === 'get') {
+      result = await run(services.db);
+      noteResource(result);
+    } else {
+      // A write, its events and its audit row commit together or not at all.
+      result = await services.db.transaction(async (trx) => {
+        const result = await run(trx);
+        noteResource(result);
+        await services.recordAudit(trx, ctx, result.status ?? def.response.status);
+        return result;
+      });
+      ctx.state.audited = true;
+      for (const callback of committed) callback();
     }
-    ctx.status = result.status ?? def.response.status;
-    if (result.body !== undefined) {
-      if (def.response.contentType && !ctx.response.get('Content-Type')) ctx.type = def.response.contentType;
-      ctx.body = result.body;
-    }
+    respond(def, ctx, result);
   }
 
   return [authenticateCaller, services.parseBody, handle];
