@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import * as foundation from './20261122000000_foundation';
 import * as inventory from './20261122010000_inventory';
+import * as agentCa from './20261122020000_agent_ca';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -9,6 +10,7 @@ import * as inventory from './20261122010000_inventory';
 const migrations: Record<string, Knex.Migration> = {
   '20261122000000_foundation': foundation,
   '20261122010000_inventory': inventory,
+  '20261122020000_agent_ca': agentCa,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,79 @@
+import type { Db } from '../../db/connection';
+import { findAgentCertificate } from '../../db/repos/agent-certificates';
+import type { AgentCa } from './ca';
+import { AgentCertificateError, x509 } from './x509';
+
+export type CertificateRefusal =
+  | 'malformed'
+  | 'unknown-issuer'
+  | 'not-yet-valid'
+  | 'expired'
+  | 'not-an-agent-certificate'
+  | 'unknown-serial'
+  | 'revoked';
+export class CertificateRejectedError extends AgentCertificateError<CertificateRefusal> {}
+
+export interface AgentIdentity {
+  tenantId: string;
+  agentId: string;
+  serial: string;
+}
+
+const AGENT_URI = /^urn:fleet:agent:([^/]+)\/([0-9a-f-]{36})$/i;
+
+/**
+ * Maps the client certificate an agent presented (DER from `getPeerCertificate().raw`,
+ * or PEM) to the agent, if it is signed by our CA, within its validity, one we recorded
+ * issuing to that agent, and not revoked. Reads the database on every call, so a
+ * revocation is seen by the next handshake on any replica.
+ */
+export async function verifyAgentCertificate(
+  db: Db,
+  ca: AgentCa,
+  presented: string | Uint8Array,
+  now: Date = new Date(),
+): Promise<AgentIdentity> {
+  const certificate = parse(presented);
+  await checkIssuer(certificate, ca);
+  if (now < certificate.notBefore) throw new CertificateRejectedError('not-yet-valid', `the certificate is valid from ${certificate.notBefore.toISOString()}`);
+  if (now > certificate.notAfter) throw new CertificateRejectedError('expired', `the certificate expired at ${certificate.notAfter.toISOString()}`);
+  const identity = agentIdentity(certificate);
+  const row = await findAgentCertificate(db, identity.serial);
+  if (!row || row.tenant_id !== identity.tenantId || row.agent_id !== identity.agentId) {
+    throw new CertificateRejectedError('unknown-serial', `no certificate with serial ${identity.serial} was issued to this agent`);
+  }
+  if (row.revoked_at) throw new CertificateRejectedError('revoked', `the certificate ${identity.serial} was revoked at ${row.revoked_at.toISOString()}`);
+  return identity;
+}
+
+function parse(presented: string | Uint8Array): x509.X509Certificate {
+  try {
+    return new x509.X509Certificate(typeof presented === 'string' ? presented : Buffer.from(presented));
+  } catch {
+    throw new CertificateRejectedError('malformed', 'the client certificate is not a DER or PEM X.509 certificate');
+  }
+}
+
+async function checkIssuer(certificate: x509.X509Certificate, ca: AgentCa): Promise<void> {
+  let signed = false;
+  if (certificate.issuer === ca.certificate.subject) {
+    try {
+      signed = await certificate.verify({ publicKey: ca.certificate.publicKey, signatureOnly: true });
+    } catch {
+      signed = false;
+    }
+  }
+  if (!signed) throw new CertificateRejectedError('unknown-issuer', 'the certificate is not signed by the agent CA');
+}
+
+/** The identity is the URI SAN the server wrote (and the CN must agree with it). */
+function agentIdentity(certificate: x509.X509Certificate): AgentIdentity {
+  const san = certificate.getExtension(x509.SubjectAlternativeNameExtension);
+  const uris = san?.names.items.filter((n) => n.type === 'url').map((n) => AGENT_URI.exec(n.value)).filter((m) => m !== null) ?? [];
+  const cn = certificate.subjectName.getField('CN');
+  const match = uris.length === 1 ? uris[0]! : undefined;
+  if (!match || cn.length !== 1 || cn[0]!.toLowerCase() !== match[2]!.toLowerCase()) {
+    throw new CertificateRejectedError('not-an-agent-certificate', 'the certificate does not carry exactly one agent identity');
+  }
+  return { tenantId: match[1]!, agentId: match[2]!.toLowerCase(), serial: certificate.serialNumber.toLowerCase() };
+}
