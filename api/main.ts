@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { createAgentListener } from './opamp/listener';
 import { createDb } from '../db/connection';
 import { createApp } from './app';
 import { createLogger } from './logger';
@@ -16,6 +17,17 @@ async function main() {
   await new Promise<void>((resolve) => server.listen(settings.http.port, settings.http.host, resolve));
   logger.info({ url: settings.http.publicBaseUrl, port: settings.http.port, environment: settings.environment }, 'api listening');
 
+  // The agent listener speaks plain TCP, which the spec allows in Development only; TLS
+  // with client certificates is the next step of the agent gateway (issue 4).
+  const agents = settings.isDevelopment ? createAgentListener({ db, logger, settings }) : undefined;
+  if (agents) {
+    const [host, port] = [settings.agents.listen.slice(0, settings.agents.listen.lastIndexOf(':')), Number(settings.agents.listen.split(':').pop())];
+    await new Promise<void>((resolve) => agents.server.listen(port, host || '0.0.0.0', resolve));
+    logger.info({ listen: settings.agents.listen, path: '/v1/opamp' }, 'agent listener (OpAMP, plain TCP: Development only)');
+  } else {
+    logger.warn('agent listener not started: it needs TLS outside Development, which is not built yet');
+  }
+
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -32,6 +44,7 @@ async function main() {
     }, settings.http.shutdownTimeoutSeconds * 1000);
     await closed;
     clearTimeout(deadline);
+    await agents?.close();
     await app.close();
     await temporal.connection.close().catch(() => {});
     await db.destroy();

@@ -10,7 +10,8 @@ import type { ResourceRouteOptions } from '../options';
 import { labelFilter } from '../groups/schema';
 import { agentListQuery, agentSchema, moveBody, presentAgent } from './schema';
 
-const agentId = z.object({ id: z.uuid() });
+// An agent's id is its OpAMP instance uid: any 16 bytes, so any 8-4-4-4-12 hex, not only RFC UUIDs.
+const agentId = z.object({ id: z.guid() });
 
 /**
  * Both ways of moving an agent (`POST /api/agents/{id}/move`, `POST /api/groups/{id}/members`)

@@ -60,7 +60,7 @@ export const groupListQuery = z.object({
   includeDeleted: z.enum(['true', 'false']).optional().openapi({ description: 'Show soft-deleted groups too.' }),
 });
 
-export const memberBody = z.object({ agentId: z.uuid() }).strict().openapi('GroupMemberAdd');
+export const memberBody = z.object({ agentId: z.guid() }).strict().openapi('GroupMemberAdd');
 
 export function presentGroup(row: GroupRow, memberCount: number): z.infer<typeof groupSchema> {
   return {

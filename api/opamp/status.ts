@@ -1,0 +1,172 @@
+/**
+ * What an AgentToServer message changes on the agent row, and the ServerToAgent reply.
+ * OpAMP agents compress their status (an unchanged description or health is left out), so
+ * only fields present in the message are written; `last_seen_at` moves on every message.
+ */
+import { createHash } from 'node:crypto';
+import { create, toJson, type MessageInitShape } from '@bufbuild/protobuf';
+import type { Knex } from 'knex';
+import { applyAgentReport, markAgentOffline, type AgentReport } from '../../db/repos/agent-status';
+import type { AppliedStatus } from '../../db/repos/agents';
+import { emitEvents } from '../../db/repos/events';
+import { ServerCapability, ServerToAgentFlag, type AgentToServer } from './codec';
+import type { AnyValue, KeyValue } from './gen/anyvalue_pb';
+import {
+  ComponentHealthSchema,
+  RemoteConfigStatuses,
+  ServerToAgentSchema,
+  type AgentConfigMap,
+} from './gen/opamp_pb';
+import { OPAMP_SOURCE } from './enrollment';
+
+export const HEARTBEAT_INTERVAL_SECONDS = 30;
+
+export const SERVER_CAPABILITIES =
+  ServerCapability.AcceptsStatus | ServerCapability.AcceptsEffectiveConfig | ServerCapability.OffersConnectionSettings;
+
+// ---------------------------------------------------------------------------------------
+// AgentToServer → row
+
+export function reportFrom(message: AgentToServer): AgentReport {
+  const report: AgentReport = {};
+  const description = message.agentDescription;
+  if (description) {
+    report.description = attributes([...description.identifyingAttributes, ...description.nonIdentifyingAttributes]);
+    const serviceName = report.description['service.name'];
+    if (typeof serviceName === 'string' && serviceName) report.nameIfEmpty = serviceName;
+  }
+  if (message.capabilities !== 0n) report.capabilities = message.capabilities;
+  if (message.health) report.health = toJson(ComponentHealthSchema, message.health);
+  if (message.effectiveConfig?.configMap) report.effectiveConfigHash = configMapHash(message.effectiveConfig.configMap);
+  const remote = message.remoteConfigStatus;
+  if (remote) {
+    report.applied = {
+      hash: remote.lastRemoteConfigHash.length ? Buffer.from(remote.lastRemoteConfigHash).toString('hex') : null,
+      status: APPLIED[remote.status] ?? null,
+      error: remote.errorMessage || null,
+    };
+  }
+  return report;
+}
+
+/** UNSET is stored as null: the API's applied status is APPLYING / APPLIED / FAILED or nothing. */
+const APPLIED: Partial<Record<RemoteConfigStatuses, AppliedStatus>> = {
+  [RemoteConfigStatuses.RemoteConfigStatuses_APPLIED]: 'APPLIED',
+  [RemoteConfigStatuses.RemoteConfigStatuses_APPLYING]: 'APPLYING',
+  [RemoteConfigStatuses.RemoteConfigStatuses_FAILED]: 'FAILED',
+};
+
+/** Flat `{ key: value }`; a later key wins (non-identifying attributes come second). */
+function attributes(pairs: KeyValue[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const pair of pairs) out[pair.key] = anyValue(pair.value);
+  return out;
+}
+
+function anyValue(value: AnyValue | undefined): unknown {
+  if (!value) return null;
+  switch (value.value.case) {
+    case undefined:
+      return null;
+    case 'intValue': {
+      const n = value.value.value;
+      return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n.toString();
+    }
+    case 'doubleValue':
+      return Number.isFinite(value.value.value) ? value.value.value : String(value.value.value);
+    case 'arrayValue':
+      return value.value.value.values.map(anyValue);
+    case 'kvlistValue':
+      return attributes(value.value.value.values);
+    case 'bytesValue':
+      return Buffer.from(value.value.value).toString('base64');
+    default:
+      return value.value.value;
+  }
+}
+
+/**
+ * sha256 (hex) of the effective configuration: of the one file's body when there is one
+ * (the same hash a push of that content carries), else of every `name\0body\0` by name.
+ */
+export function configMapHash(map: AgentConfigMap): string {
+  const names = Object.keys(map.configMap).sort();
+  const hash = createHash('sha256');
+  if (names.length === 1) return hash.update(map.configMap[names[0]!]!.body).digest('hex');
+  for (const name of names) hash.update(name).update('\0').update(map.configMap[name]!.body).update('\0');
+  return hash.digest('hex');
+}
+
+/**
+ * Applies one message in a transaction; `agent.connected` when the agent was not online
+ * before or opened a new WebSocket session.
+ */
+export async function applyStatus(
+  db: Knex,
+  agentId: string,
+  message: AgentToServer,
+  options: { newSession: boolean; transport: 'websocket' | 'http' },
+): Promise<void> {
+  await db.transaction(async (trx) => {
+    const applied = await applyAgentReport(trx, agentId, { ...reportFrom(message), status: 'online' });
+    if (!applied) return;
+    if (applied.previous !== 'online' || options.newSession) {
+      await emitEvents(trx, [
+        { tenantId: applied.tenantId, type: 'agent.connected', source: OPAMP_SOURCE, subject: agentId, data: { agentId, transport: options.transport } },
+      ]);
+    }
+  });
+}
+
+export async function setOffline(db: Knex, agentId: string, reason: string): Promise<void> {
+  await db.transaction(async (trx) => {
+    const changed = await markAgentOffline(trx, agentId);
+    if (!changed) return;
+    await emitEvents(trx, [
+      { tenantId: changed.tenantId, type: 'agent.disconnected', source: OPAMP_SOURCE, subject: agentId, data: { agentId, reason } },
+    ]);
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Sequence numbers: a gap means the server may have missed a compressed status
+
+/** Last sequence number per agent, in this process only (a restart asks for full state once). */
+export class SequenceTracker {
+  private readonly last = new Map<string, bigint>();
+
+  /** Records `seq`; true when the agent should send its full state. */
+  record(agentId: string, seq: bigint, hasDescription: boolean): boolean {
+    const previous = this.last.get(agentId);
+    this.last.set(agentId, seq);
+    if (previous === undefined) return !hasDescription;
+    return seq !== previous + 1n;
+  }
+
+  forget(agentId: string): void {
+    this.last.delete(agentId);
+  }
+
+  has(agentId: string): boolean {
+    return this.last.has(agentId);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// ServerToAgent
+
+const HEARTBEAT_SETTINGS_HASH = createHash('sha256').update(`heartbeat=${HEARTBEAT_INTERVAL_SECONDS}`).digest();
+
+export function replyTo(
+  message: AgentToServer,
+  options: { first: boolean; reportFullState: boolean },
+): MessageInitShape<typeof ServerToAgentSchema> {
+  return create(ServerToAgentSchema, {
+    instanceUid: message.instanceUid,
+    capabilities: SERVER_CAPABILITIES,
+    flags: options.reportFullState ? ServerToAgentFlag.ReportFullState : 0n,
+    connectionSettings: options.first
+      ? { hash: HEARTBEAT_SETTINGS_HASH, opamp: { heartbeatIntervalSeconds: BigInt(HEARTBEAT_INTERVAL_SECONDS) } }
+      : undefined,
+  });
+}
