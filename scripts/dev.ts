@@ -162,6 +162,7 @@ async function main() {
     '',
     'Fleet Configuration Service is running (Ctrl-C stops everything).',
     `  API            http://localhost:${PORTS.api}/api    (OpenAPI: /api/openapi.json, explorer: http://localhost:${PORTS.api}/swagger)`,
+    `  Agents         ws://localhost:${PORTS.agents}/v1/opamp  (OpAMP over WebSocket or HTTP POST; enroll with a bootstrap token from POST /api/tokens)`,
     `  Temporal UI    ${temporal.uiUrl}`,
     `  Postgres       ${databaseUrl}`,
     `  Data           .dev-data/  (npm run dev -- --reset starts empty)`,
