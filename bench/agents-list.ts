@@ -10,21 +10,16 @@
  * share of each is visible.
  */
 import { randomUUID } from 'node:crypto';
-import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import type { Knex } from 'knex';
 import { generateToken, hashToken } from '../api/auth/secret-token';
-import { createDb, migrateLatest } from '../db/connection';
 import { insertAgents, listAgentsQuery, type NewAgent } from '../db/repos/agents';
 import { ensureDefaultGroup, insertGroup } from '../db/repos/groups';
 import { insertPat } from '../db/repos/pats';
 import { ensureTenant } from '../db/repos/tenants';
-import { startPostgres } from '../scripts/infra/postgres';
+import { runBench, startBenchDatabase, startBenchServers } from './support';
 
 const { values: args } = parseArgs({
   options: {
@@ -145,28 +140,17 @@ async function plan(db: Knex, query: Knex.QueryBuilder): Promise<string> {
 }
 
 async function main() {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'fleet-bench-agents-'));
-  chmodSync(dir, 0o755);
-  const postgres = await startPostgres({ dataDir: path.join(dir, 'pg'), port: 55437, disposable: true });
-  let server: ReturnType<typeof spawn> | undefined;
+  const database = await startBenchDatabase(55437);
+  let servers: Awaited<ReturnType<typeof startBenchServers>> | undefined;
   try {
-    await postgres.createDatabase('bench');
-    const url = postgres.url('bench');
-    const db = createDb(url, 2);
-    await migrateLatest(db);
+    const db = database.db;
     const seeding = Date.now();
     await seed(db);
     const seedSeconds = ((Date.now() - seeding) / 1000).toFixed(1);
     const token = await patFor(db);
 
-    server = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'platform-server.ts')], {
-      env: { ...process.env, Environment: 'Production', Database__Url: url, Secrets__EncryptionKey: Buffer.alloc(32, 1).toString('base64'), Logging__Level: 'silent' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    const ports = await new Promise<{ full: number }>((resolve) =>
-      readline.createInterface({ input: server!.stdout! }).once('line', (line) => resolve(JSON.parse(line))),
-    );
-    const base = `http://127.0.0.1:${ports.full}`;
+    servers = await startBenchServers({ Database__Url: database.url });
+    const base = servers.full;
     const cursor = await deepCursor(base, token, DEPTH);
     const deepAfter = (JSON.parse(Buffer.from(cursor, 'base64url').toString()) as string[])[0]!;
 
@@ -206,20 +190,9 @@ async function main() {
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
-    if (server && server.exitCode === null) {
-      const exited = new Promise((resolve) => server!.once('exit', resolve));
-      server.kill('SIGINT');
-      await exited;
-    }
-    await postgres.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await servers?.stop();
+    await database.stop();
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    process.stderr.write(`bench failed: ${(error as Error).stack}\n`);
-    process.exit(1);
-  },
-);
+runBench(main);

@@ -7,19 +7,14 @@
  * Real parts: embedded Postgres, the real OIDC issuer (oidc-provider), the servers in one
  * child process and the load generator (autocannon) in this one.
  */
-import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { generateToken, hashToken } from '../api/auth/secret-token';
-import { createDb, migrateLatest } from '../db/connection';
 import { insertPat } from '../db/repos/pats';
 import { ensureTenant } from '../db/repos/tenants';
-import { startPostgres } from '../scripts/infra/postgres';
 import { startOidcIssuer } from '../test/support/oidc-issuer';
+import { runBench, startBenchDatabase, startBenchServers } from './support';
 import { fetchToken, TEST_AUDIENCE } from '../test/support/tokens';
 
 const { values: args } = parseArgs({
@@ -48,16 +43,11 @@ async function load(url: string, token?: string): Promise<Figures> {
 }
 
 async function main() {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'fleet-bench-'));
-  chmodSync(dir, 0o755);
-  const postgres = await startPostgres({ dataDir: path.join(dir, 'pg'), port: 55433, disposable: true });
+  const database = await startBenchDatabase(55433);
   const issuer = await startOidcIssuer(55434);
-  let server: ReturnType<typeof spawn> | undefined;
+  let servers: Awaited<ReturnType<typeof startBenchServers>> | undefined;
   try {
-    await postgres.createDatabase('bench');
-    const url = postgres.url('bench');
-    const db = createDb(url, 2);
-    await migrateLatest(db);
+    const db = database.db;
     await ensureTenant(db, 'default');
     const pat = generateToken('svc-pat');
     for (let i = 0; i < 200; i++) {
@@ -67,28 +57,13 @@ async function main() {
         allowed_endpoints: null, expires_at: new Date(Date.now() + 86_400_000), created_by: 'bench',
       });
     }
-    await db.destroy();
     const oidc = await fetchToken(issuer.issuer, 'default.admin');
-
-    // BENCH_CPU_PROF=<dir> writes a CPU profile of the server process there.
-    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-    server = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(__dirname, 'platform-server.ts')], {
-      env: {
-        ...process.env,
-        Environment: 'Production',
-        Database__Url: url,
-        Authentication__Oidc__Authority: issuer.issuer,
-        Authentication__Oidc__Audience: TEST_AUDIENCE,
-        Secrets__EncryptionKey: Buffer.alloc(32, 1).toString('base64'),
-        Logging__Level: 'silent',
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
+    servers = await startBenchServers({
+      Database__Url: database.url,
+      Authentication__Oidc__Authority: issuer.issuer,
+      Authentication__Oidc__Audience: TEST_AUDIENCE,
     });
-    const ports = await new Promise<{ full: number; bare: number }>((resolve) =>
-      readline.createInterface({ input: server!.stdout! }).once('line', (line) => resolve(JSON.parse(line))),
-    );
-    const full = `http://127.0.0.1:${ports.full}`;
-    const bare = `http://127.0.0.1:${ports.bare}`;
+    const { full, bare } = servers;
 
     // Each configuration runs twice, in mirrored order (bare, PAT, OIDC, OIDC, PAT, bare),
     // so warm-up, the growing audit table and background work fall on all of them alike.
@@ -132,21 +107,10 @@ async function main() {
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
-    if (server && server.exitCode === null) {
-      const exited = new Promise((resolve) => server!.once('exit', resolve));
-      server.kill('SIGINT');
-      await exited;
-    }
+    await servers?.stop();
     await issuer.stop();
-    await postgres.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await database.stop();
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    process.stderr.write(`bench failed: ${(error as Error).stack}\n`);
-    process.exit(1);
-  },
-);
+runBench(main);

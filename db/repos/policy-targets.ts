@@ -1,4 +1,5 @@
 import type { Db } from '../connection';
+import type { AgentRow } from './agents';
 
 /**
  * The reads policy evaluation needs from the inventory tables (agents, groups,
@@ -22,20 +23,13 @@ export interface TargetVersionRow {
   author: string;
 }
 
-export interface TargetAgentRow {
-  id: string;
-  name: string;
-  group_id: string;
-  status: string;
-  labels: Record<string, unknown>;
-  desired_configuration_id: string | null;
-  desired_version: number | null;
-  desired_hash: string | null;
-  applied_configuration_id: string | null;
-  applied_version: number | null;
-  applied_hash: string | null;
-  applied_status: string | null;
-}
+/** What a policy sees of an agent. */
+export type TargetAgentRow = Pick<
+  AgentRow,
+  | 'id' | 'name' | 'group_id' | 'status' | 'labels'
+  | 'desired_configuration_id' | 'desired_version' | 'desired_hash'
+  | 'applied_configuration_id' | 'applied_version' | 'applied_hash' | 'applied_status'
+>;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

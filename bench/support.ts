@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { createDb, migrateLatest } from '../db/connection';
+import { startPostgres } from '../scripts/infra/postgres';
+
+/** A disposable embedded Postgres with a migrated `bench` database. */
+export async function startBenchDatabase(port: number) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'fleet-bench-'));
+  chmodSync(dir, 0o755); // the embedded server may run as the postgres user
+  const postgres = await startPostgres({ dataDir: path.join(dir, 'pg'), port, disposable: true });
+  await postgres.createDatabase('bench');
+  const url = postgres.url('bench');
+  const db = createDb(url, 2);
+  await migrateLatest(db);
+  return {
+    url,
+    db,
+    stop: async () => {
+      await db.destroy().catch(() => {});
+      await postgres.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * bench/platform-server.ts in a process of its own (the load generator stays in this one):
+ * the full app and the bare Koa routes. BENCH_CPU_PROF=<dir> writes its CPU profile there.
+ */
+export async function startBenchServers(env: Record<string, string>) {
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const server = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(__dirname, 'platform-server.ts')], {
+    env: {
+      ...process.env,
+      Environment: 'Production',
+      Secrets__EncryptionKey: Buffer.alloc(32, 1).toString('base64'),
+      Logging__Level: 'silent',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const ports = await new Promise<{ full: number; bare: number }>((resolve, reject) => {
+    readline.createInterface({ input: server.stdout! }).once('line', (line) => resolve(JSON.parse(line)));
+    server.once('exit', (code) => reject(new Error(`bench server exited (${code})`)));
+  });
+  return {
+    full: `http://127.0.0.1:${ports.full}`,
+    bare: `http://127.0.0.1:${ports.bare}`,
+    stop: async () => {
+      if (server.exitCode !== null) return;
+      const exited = new Promise((resolve) => server.once('exit', resolve));
+      server.kill('SIGINT'); // SIGINT lets --cpu-prof write its profile
+      await exited;
+    },
+  };
+}
+
+/** Runs a bench's main and exits with its outcome. */
+export function runBench(main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      process.stderr.write(`bench failed: ${(error as Error).stack}\n`);
+      process.exit(1);
+    },
+  );
+}
