@@ -20,6 +20,7 @@ import {
   lockAgentBinding,
   rebindAgentToken,
   tokenHasBoundAgents,
+  hasUsableCredential,
 } from '../../db/repos/agent-status';
 import { emitEvents } from '../../db/repos/events';
 import { ensureDefaultGroup } from '../../db/repos/groups';
@@ -36,7 +37,8 @@ export type RefusalReason =
   | 'exhausted'
   | 'bad-uid'
   | 'agent-revoked'
-  | 'foreign-agent';
+  | 'foreign-agent'
+  | 'uid-bound';
 
 export interface Refusal {
   ok: false;
@@ -129,6 +131,8 @@ async function enrolOrAdmit(db: Knex, credential: Credential, agentId: string, t
         // certificate was revoked); a uid of another tenant is never taken over.
         if (agent.tenant_id !== tenantId) throw new Refused('foreign-agent');
         if (agent.status === 'revoked' || agent.status === 'handed-over') throw new Refused('agent-revoked');
+        // Another token holder must not take over a uid whose agent can still prove itself.
+        if (await hasUsableCredential(trx, agent)) throw new Refused('uid-bound');
         await rebindAgentToken(trx, agentId, token.id);
         groupId = agent.group_id;
       } else {

@@ -10,6 +10,9 @@ export interface AgentBinding {
   name: string;
   status: AgentStatus;
   enrolled_with_token_id: string | null;
+  certificate_serial: string | null;
+  certificate_not_after: Date | null;
+  certificate_revoked_at: Date | null;
 }
 
 /** A bootstrap token by hash, whatever its state (the gateway decides what each state admits). */
@@ -30,10 +33,26 @@ export async function tokenHasBoundAgents(db: Db, tokenId: string): Promise<bool
 /** Locks the agent row (any tenant: the instance uid is global) for the rest of the transaction. */
 export async function lockAgentBinding(db: Db, id: string): Promise<AgentBinding | undefined> {
   return db('agents')
-    .select('id', 'tenant_id', 'group_id', 'name', 'status', 'enrolled_with_token_id')
+    .select('id', 'tenant_id', 'group_id', 'name', 'status', 'enrolled_with_token_id', 'certificate_serial', 'certificate_not_after', 'certificate_revoked_at')
     .where({ id })
     .forNoKeyUpdate()
     .first();
+}
+
+/**
+ * Can the agent still prove who it is: a live certificate, or the token it is bound to,
+ * unrevoked? Then nobody else may enroll under its uid.
+ */
+export async function hasUsableCredential(db: Db, agent: AgentBinding): Promise<boolean> {
+  const liveCertificate =
+    agent.certificate_serial !== null &&
+    agent.certificate_revoked_at === null &&
+    agent.certificate_not_after !== null &&
+    agent.certificate_not_after.getTime() > Date.now();
+  if (liveCertificate) return true;
+  if (!agent.enrolled_with_token_id) return false;
+  const token = await findBootstrapTokenById(db, agent.enrolled_with_token_id);
+  return token !== undefined && token.revoked_at === null;
 }
 
 /** Re-enrolment of a known agent with another token of its tenant: it now authenticates with that one. */

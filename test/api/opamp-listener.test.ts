@@ -154,6 +154,21 @@ describe('OpAMP listener: enrollment', () => {
     expect(await eventTypes(uidToUuid(uid))).toEqual(['agent.enrolled', 'agent.connected']);
   });
 
+  test("another token's holder cannot take over a uid whose agent can still prove itself", async () => {
+    const mine = await issueToken();
+    const theirs = await issueToken();
+    const uid = newInstanceUid();
+    expect((await postHttp(httpUrl, hello(uid), { token: mine.token })).status).toBe(200);
+    const hijack = await postHttp(httpUrl, hello(uid), { token: theirs.token });
+    expect(hijack.status).toBe(401);
+    expect((await tokenRow(theirs.id)).uses).toBe(0);
+    expect((await postHttp(httpUrl, { instanceUid: uid, sequenceNum: 2n }, { token: mine.token })).status).toBe(200);
+    // once its own token is revoked, the agent may enroll again with a new one
+    await t.call('POST', `/api/tokens/${mine.id}/revoke`, { token: operator });
+    expect((await postHttp(httpUrl, hello(uid), { token: theirs.token })).status).toBe(200);
+    expect(await agentsOf(theirs.id)).toEqual([uidToUuid(uid)]);
+  });
+
   test('an HTTP agent that says goodbye (agent_disconnect) goes offline', async () => {
     const issued = await issueToken();
     const uid = newInstanceUid();
