@@ -151,17 +151,32 @@ function parseJson(content: string): Parsed {
 }
 
 /** Parses content in its format; the message of a refusal names line and column. */
+/** Deeper documents are refused: no real configuration nests this far, and walking one could exhaust the stack. */
+export const MAX_NESTING = 256;
+
+/** How deep arrays and objects nest, counted without recursion. */
+function nestingDepth(root: unknown): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[root, 0]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value !== 'object' || value === null) continue;
+    deepest = Math.max(deepest, depth + 1);
+    if (deepest > MAX_NESTING) return deepest;
+    for (const child of Object.values(value)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
 export function parseContent(format: Format, content: string): Parsed {
   const unstorable = checkStorable(content);
   if (unstorable) return { ok: false, message: unstorable };
-  switch (format) {
-    case 'yaml':
-      return parseYaml(content);
-    case 'json':
-      return parseJson(content);
-    case 'text':
-      return { ok: true, value: content };
+  if (format === 'text') return { ok: true, value: content };
+  const parsed = format === 'yaml' ? parseYaml(content) : parseJson(content);
+  if (parsed.ok && nestingDepth(parsed.value) > MAX_NESTING) {
+    return { ok: false, message: `invalid ${format === 'yaml' ? 'YAML' : 'JSON'}: nested deeper than ${MAX_NESTING} levels` };
   }
+  return parsed;
 }
 
 export interface KeyChange {

@@ -19,6 +19,23 @@ function fromHttpError(error: { status?: number; expose?: boolean; message?: str
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
 
+/**
+ * A Postgres data exception (SQLSTATE class 22) is a value the caller sent that the column
+ * cannot hold: NUL in text, a number out of range. The detail never quotes the database's
+ * message, which carries the SQL.
+ */
+function fromDataException(error: { code?: string }): Problem | undefined {
+  const code = error.code;
+  if (typeof code !== 'string' || !/^22[0-9A-Z]{3}$/.test(code)) return undefined;
+  const detail =
+    code === '22P05' || code === '22021'
+      ? 'Text values must not contain NUL (\\u0000) characters.'
+      : code === '22003'
+        ? 'A number in the request is out of range.'
+        : 'A value in the request cannot be stored as given.';
+  return problems.validation([{ path: '', message: detail }]);
+}
+
 /** The database went away or is full: the caller should retry, it did nothing wrong. */
 function isDatabaseUnavailable(error: { code?: string; name?: string }): boolean {
   return error.name === 'KnexTimeoutError' || (error.code !== undefined && UNREACHABLE.has(error.code));
@@ -36,8 +53,11 @@ export function renderProblems(logger: Logger, errorsBaseUrl: string) {
       if (ctx.status !== 404 || ctx.body != null) return;
       problem = problems.noRoute(ctx.method, ctx.path);
     } catch (error) {
+      const refusedValue = error instanceof Problem ? undefined : fromDataException(error as object);
       if (error instanceof Problem) {
         problem = error;
+      } else if (refusedValue) {
+        problem = refusedValue;
       } else if (isDatabaseUnavailable(error as object)) {
         logger.warn({ err: error, requestId: ctx.state.requestId }, 'database unavailable');
         problem = problems.unavailable('The database is unavailable; retry shortly.');

@@ -27,6 +27,19 @@ export const SERVER_CAPABILITIES =
 // ---------------------------------------------------------------------------------------
 // AgentToServer → row
 
+/**
+ * Postgres text and jsonb cannot hold NUL; an agent's strings must not make its report
+ * unwritable (and so the agent unreachable), so NUL becomes U+FFFD.
+ */
+function storable<T>(value: T): T {
+  if (typeof value === 'string') return value.replaceAll('\u0000', '\uFFFD') as T;
+  if (Array.isArray(value)) return value.map(storable) as T;
+  if (value !== null && typeof value === 'object' && !(value instanceof Date) && !(value instanceof Uint8Array)) {
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [storable(key), storable(inner)])) as T;
+  }
+  return value;
+}
+
 export function reportFrom(message: AgentToServer): AgentReport {
   const report: AgentReport = {};
   const description = message.agentDescription;
@@ -108,7 +121,7 @@ export async function applyStatus(
   options: { newSession: boolean; transport: 'websocket' | 'http' },
 ): Promise<void> {
   await db.transaction(async (trx) => {
-    const applied = await applyAgentReport(trx, agentId, { ...reportFrom(message), status: 'online' });
+    const applied = await applyAgentReport(trx, agentId, { ...storable(reportFrom(message)), status: 'online' });
     if (!applied) return;
     if (applied.previous !== 'online' || options.newSession) {
       await emitEvents(trx, [

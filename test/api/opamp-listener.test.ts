@@ -169,6 +169,15 @@ describe('OpAMP listener: enrollment', () => {
     expect(await agentsOf(theirs.id)).toEqual([uidToUuid(uid)]);
   });
 
+  test('NUL in what an agent reports is stored as U+FFFD, not refused half-way through enrollment', async () => {
+    const issued = await issueToken();
+    const uid = newInstanceUid();
+    const res = await postHttp(httpUrl, hello(uid, { agentDescription: description({ 'service.name': 'a\u0000b' }) }), { token: issued.token });
+    expect(res.status).toBe(200);
+    expect((await getAgent(uidToUuid(uid))).body).toMatchObject({ name: 'a\uFFFDb', status: 'online' });
+    expect((await postHttp(httpUrl, { instanceUid: uid, sequenceNum: 2n }, { token: issued.token })).status).toBe(200);
+  });
+
   test('an HTTP agent that says goodbye (agent_disconnect) goes offline', async () => {
     const issued = await issueToken();
     const uid = newInstanceUid();

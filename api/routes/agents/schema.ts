@@ -35,7 +35,7 @@ export const agentListQuery = z.object({
   status: z.enum(AGENT_STATUSES).optional(),
   label: labelQuery,
   configurationId: z.uuid().optional().openapi({ description: 'Desired configuration.' }),
-  version: z.coerce.number().int().min(1).optional().openapi({ description: 'Desired version; requires `configurationId`.' }),
+  version: z.coerce.number().int().min(1).max(2_147_483_647).optional().openapi({ description: 'Desired version; requires `configurationId`.' }),
   q: z.string().min(1).max(100).optional().openapi({ description: 'Substring of the name, or a prefix of the id.' }),
 });
 

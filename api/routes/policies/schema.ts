@@ -81,7 +81,7 @@ const ids = (what: string) => z.array(z.uuid()).max(100_000).optional().openapi(
 export const evaluateBody = z
   .object({
     configurationId: z.uuid(),
-    version: z.number().int().min(1),
+    version: z.number().int().min(1).max(2_147_483_647),
     target: z
       .object({ groupIds: ids('Group'), agentIds: ids('Agent') })
       .strict()
