@@ -38,6 +38,7 @@ function orNameTaken(name: string) {
 }
 
 export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
+  const withDefault = new Set<string>();
   return [
     route({
       method: 'get',
@@ -48,7 +49,10 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
       query: pageQuery.extend(groupListQuery.shape).strict(),
       response: { status: 200, description: 'A page of groups, oldest first.', schema: pageOf(groupSchema) },
       handler: async ({ db, principal, query, ctx }) => {
-        await ensureDefaultGroup(db, principal.tenantId);
+        if (!withDefault.has(principal.tenantId)) {
+          await ensureDefaultGroup(db, principal.tenantId);
+          withDefault.add(principal.tenantId); // the default group cannot be deleted, so once is enough
+        }
         const filters = { q: query.q, labels: labelFilter(query.label), includeDeleted: query.includeDeleted === 'true' };
         const page = await paginate<GroupView>(listGroupsQuery(db, principal.tenantId, filters), query, {
           columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],

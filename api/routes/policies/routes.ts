@@ -120,6 +120,7 @@ async function refuseSelfApproval(db: Db, principal: Principal, row: PolicyRow, 
 }
 
 export function policiesRoutes(options: ResourceRouteOptions): RouteDef[] {
+  const seeded = new Set<string>();
   return [
     route({
       method: 'get',
@@ -130,7 +131,10 @@ export function policiesRoutes(options: ResourceRouteOptions): RouteDef[] {
       query: policyListQuery,
       response: { status: 200, description: 'A page of policies.', schema: pageOf(policySchema) },
       handler: async ({ db, principal, query, ctx }) => {
-        await ensureBuiltins(db, principal.tenantId);
+        if (!seeded.has(principal.tenantId)) {
+          await ensureBuiltins(db, principal.tenantId);
+          seeded.add(principal.tenantId); // once per tenant and process, not a write per list
+        }
         const page = await paginate<PolicyRow>(listPoliciesQuery(db, principal.tenantId, query), query, {
           columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
           direction: 'asc',
