@@ -14,6 +14,7 @@ import {
   type TargetVersionRow,
 } from '../../db/repos/policy-targets';
 import { Problem, problems } from '../problems';
+import { BudgetExceeded, withinBudget } from './budget';
 import { runExpression, type PolicyContext } from './cel';
 
 export interface EvaluationInput {
@@ -143,16 +144,34 @@ async function checkTarget(db: Db, tenantId: string, target: AgentTarget): Promi
 
 const applies = (policy: PolicyRow, agent: TargetAgentRow) => policy.scope.length === 0 || policy.scope.includes(agent.group_id);
 
-function judge(policies: PolicyRow[], context: PolicyContext, agent: TargetAgentRow): Verdict {
-  const deniedBy: Denial[] = [];
+/** How long one policy may take over one page (PAGE agents); typical CEL runs take microseconds. */
+const POLICY_PAGE_BUDGET_MS = 1_000;
+
+/**
+ * Runs each policy over a page of agents within a time budget. A policy that exceeds it
+ * denies every agent of the page it applies to, saying why, and stops stalling the API.
+ */
+function judgePage(policies: PolicyRow[], contexts: PolicyContext[], agents: TargetAgentRow[]): Verdict[] {
+  const deniedBy: Denial[][] = agents.map(() => []);
   for (const policy of policies) {
-    if (!applies(policy, agent)) continue;
-    const outcome = runExpression(policy.expression, context);
-    if (!outcome.allowed) {
-      deniedBy.push({ policyId: policy.id, name: policy.name, ...(outcome.error ? { error: outcome.error } : {}) });
+    const denials: Array<[number, Denial]> = [];
+    try {
+      withinBudget(() => {
+        agents.forEach((agent, i) => {
+          if (!applies(policy, agent)) return;
+          const outcome = runExpression(policy.expression, contexts[i]!);
+          if (!outcome.allowed) denials.push([i, { policyId: policy.id, name: policy.name, ...(outcome.error ? { error: outcome.error } : {}) }]);
+        });
+      }, POLICY_PAGE_BUDGET_MS);
+    } catch (error) {
+      if (!(error instanceof BudgetExceeded)) throw error;
+      denials.length = 0;
+      const denial = { policyId: policy.id, name: policy.name, error: `evaluation exceeded its time budget (${POLICY_PAGE_BUDGET_MS} ms for ${agents.length} agents)` };
+      agents.forEach((agent, i) => applies(policy, agent) && denials.push([i, denial]));
     }
+    for (const [i, denial] of denials) deniedBy[i]!.push(denial);
   }
-  return { agentId: agent.id, allowed: deniedBy.length === 0, deniedBy };
+  return agents.map((agent, i) => ({ agentId: agent.id, allowed: deniedBy[i]!.length === 0, deniedBy: deniedBy[i]! }));
 }
 
 /**
@@ -181,7 +200,7 @@ export async function evaluatePolicies(db: Db, tenantId: string, input: Evaluati
   let after: string | null = null;
   for (;;) {
     const agents = await targetAgentsPage(db, tenantId, target, after, PAGE);
-    for (const agent of agents) verdicts.push(judge(policies, { ...shared, agent: agentFacts(agent) }, agent));
+    verdicts.push(...judgePage(policies, agents.map((agent) => ({ ...shared, agent: agentFacts(agent) })), agents));
     if (agents.length < PAGE) break;
     after = agents[agents.length - 1]!.id;
   }

@@ -421,6 +421,21 @@ describe('evaluation', () => {
   // each test enforces its own policies
   afterEach(() => t.database.db('policies').where({ tenant_id: tenant }).update({ enabled: false }));
 
+  test('a runaway policy (catastrophic regex) is stopped by its time budget and denies, saying why', async () => {
+    await enforce('runaway', '"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!".matches("^(a+)+$") || true');
+    await enforce('sane', 'agent.status == "online" || true');
+    const started = Date.now();
+    const res = await evaluate({ configurationId, version: 1, target: { groupIds: [prod, dev] } });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(res.status).toBe(200);
+    expect(res.body.allowed).toBe(false);
+    for (const verdict of res.body.verdicts) {
+      expect(verdict.deniedBy).toEqual([expect.objectContaining({ name: 'runaway', error: expect.stringMatching(/exceeded its time budget/) })]);
+    }
+    // the stall is bounded: the API answers right after
+    expect((await t.call('GET', '/healthz')).status).toBe(200);
+  });
+
   test('with nothing enforced every agent is allowed', async () => {
     await create('only-a-draft', author, draft('only-a-draft', 'false'));
     const res = await evaluate({ configurationId, version: 1, target: { groupIds: [prod, dev] } });
