@@ -52,3 +52,12 @@ describe('values the database cannot hold are 400, never 500', () => {
     expect((await t.call('POST', `/api/configurations/${created.body.id}/versions`, { token: operator, body: { content: fine } })).status).toBe(201);
   });
 });
+
+test('every labelled list reads `label` alike: a key asked to equal two values is a 400', async () => {
+  for (const path of ['/api/agents', '/api/groups', '/api/configurations']) {
+    const res = await t.call('GET', `${path}?label=env:prod&label=env:dev`, { token: operator });
+    expect(res.status).toBe(400);
+    expect(res.body.errors[0]).toMatchObject({ path: 'query.label' });
+    expect((await t.call('GET', `${path}?label=env:prod&label=region:eu`, { token: operator })).status).toBe(200);
+  }
+});

@@ -7,7 +7,7 @@ import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
 import { problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
-import { labelFilter } from '../groups/schema';
+import { labelFilter } from '../../http/labels';
 import { agentListQuery, agentSchema, moveBody, presentAgent } from './schema';
 
 // An agent's id is its OpAMP instance uid: any 16 bytes, so any 8-4-4-4-12 hex, not only RFC UUIDs.

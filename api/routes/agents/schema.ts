@@ -1,6 +1,6 @@
 import { AGENT_STATUSES, APPLIED_STATUSES, type AgentRow } from '../../../db/repos/agents';
 import { z } from '../../http/zod';
-import { labelQuery } from '../groups/schema';
+import { labelQuery } from '../../http/labels';
 
 export const agentSchema = z
   .object({

@@ -18,6 +18,7 @@ import type { Principal } from '../../auth/principal';
 import { CONTENT_LIMIT_BYTES, contentBytes, contentHash, keyDiff, parseContent, unifiedDiff } from '../../configurations/content';
 import type { AppContext } from '../../http/context';
 import { ifMatchVersions } from '../../http/etag';
+import { labelFilter } from '../../http/labels';
 import { pageOf, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { Problem, conflictOnDuplicate, problems } from '../../problems';
@@ -28,7 +29,6 @@ import {
   configurationId,
   configurationSchema,
   createConfigurationBody,
-  labelsFilter,
   listConfigurationsQuery as listQuery,
   listVersionsQuery as versionsQuery,
   presentConfiguration,
@@ -103,7 +103,7 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
       query: listQuery,
       response: { status: 200, description: 'A page of configurations, newest first.', schema: pageOf(configurationSchema) },
       handler: async ({ db, principal, query, ctx }) => {
-        const filters = { q: query.q, format: query.format, labels: labelsFilter(query.label) };
+        const filters = { q: query.q, format: query.format, labels: labelFilter(query.label) };
         const page = await paginate<ConfigurationRow>(listConfigurationsQuery(db, principal.tenantId, filters), query, {
           columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
           direction: 'desc',

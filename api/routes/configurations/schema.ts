@@ -1,11 +1,8 @@
 import type { ConfigurationRow, VersionRow, VersionWithContent } from '../../../db/repos/configurations';
 import { FORMATS } from '../../configurations/content';
 import { pageQuery } from '../../http/pagination';
+import { labelQuery, labelsSchema } from '../../http/labels';
 import { z } from '../../http/zod';
-
-const labels = z
-  .record(z.string().regex(/^[A-Za-z0-9._\/-]{1,63}$/, 'label keys are 1-63 of A-Z a-z 0-9 . _ / -'), z.string().max(256))
-  .refine((value) => Object.keys(value).length <= 64, 'at most 64 labels');
 
 const name = z
   .string()
@@ -27,26 +24,21 @@ export const createConfigurationBody = z
     name,
     format: z.enum(FORMATS).openapi({ description: 'How versions are parsed: `yaml` and `json` must parse; `text` is anything. Fixed at creation.' }),
     description: z.string().max(2000).default(''),
-    labels: labels.default({}),
+    labels: labelsSchema.default({}),
   })
   .strict()
   .openapi('ConfigurationCreate');
 
 export const updateConfigurationBody = z
-  .object({ name, description: z.string().max(2000).default(''), labels: labels.default({}) })
+  .object({ name, description: z.string().max(2000).default(''), labels: labelsSchema.default({}) })
   .strict()
   .openapi('ConfigurationUpdate');
-
-const labelFilter = z.string().regex(/^[^:]+:.*$/, 'must look like key:value');
 
 export const listConfigurationsQuery = pageQuery
   .extend({
     q: z.string().min(1).max(200).optional().openapi({ description: 'Part of the name (case-insensitive).' }),
     format: z.enum(FORMATS).optional(),
-    label: z
-      .union([labelFilter, z.array(labelFilter).max(20)])
-      .optional()
-      .openapi({ description: '`key:value`; repeat for several, all must match.' }),
+    label: labelQuery,
   })
   .strict();
 
@@ -142,12 +134,3 @@ export function presentVersion(row: VersionWithContent): z.infer<typeof versionS
   return { ...presentVersionSummary(row), content: row.content };
 }
 
-/** `label=k:v` (once or repeated) as the object the jsonb containment filter wants. */
-export function labelsFilter(label: string | string[] | undefined): Record<string, string> | undefined {
-  if (label === undefined) return undefined;
-  const entries = (Array.isArray(label) ? label : [label]).map((pair) => {
-    const colon = pair.indexOf(':');
-    return [pair.slice(0, colon), pair.slice(colon + 1)] as const;
-  });
-  return Object.fromEntries(entries);
-}

@@ -17,12 +17,13 @@ import {
 import { ifMatchVersions } from '../../http/etag';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
+import { labelFilter } from '../../http/labels';
 import { z } from '../../http/zod';
 import { problems } from '../../problems';
 import { moveAndAnnounce } from '../agents/routes';
 import { agentSchema, presentAgent } from '../agents/schema';
 import type { ResourceRouteOptions } from '../options';
-import { groupBody, groupListQuery, groupSchema, labelFilter, memberBody, presentGroup, presentGroupView } from './schema';
+import { groupBody, groupListQuery, groupSchema, memberBody, presentGroup, presentGroupView } from './schema';
 
 const groupId = z.object({ id: z.uuid() });
 const SOURCE = '/api/groups';

@@ -3,11 +3,8 @@ import { findTenant, updateTenant, type TenantRow } from '../../../db/repos/tena
 import { problems } from '../../problems';
 import { ifMatchVersions } from '../../http/etag';
 import { route, type RouteDef } from '../../http/route';
+import { labelsSchema } from '../../http/labels';
 import { z } from '../../http/zod';
-
-const labels = z
-  .record(z.string().regex(/^[A-Za-z0-9._\/-]{1,63}$/, 'label keys are 1-63 of A-Z a-z 0-9 . _ / -'), z.string().max(256))
-  .refine((value) => Object.keys(value).length <= 64, 'at most 64 labels');
 
 const settings = z
   .object({
@@ -21,7 +18,7 @@ export const tenantBody = z
   .object({
     displayName: z.string().trim().min(1).max(200),
     description: z.string().max(2000).default(''),
-    labels: labels.default({}),
+    labels: labelsSchema.default({}),
     settings: settings.default({}),
   })
   .strict()
