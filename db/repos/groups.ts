@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
+import { updateVersioned } from '../versioned';
 
 export const DEFAULT_GROUP = 'default';
 
@@ -97,19 +98,14 @@ export async function updateGroup(
   changes: GroupChanges,
   versions?: number[],
 ): Promise<GroupRow | undefined> {
-  const query = db<GroupRow>('groups')
-    .where({ tenant_id: tenantId, id })
-    .whereNull('deleted_at')
-    .update({
-      ...changes,
-      labels: JSON.stringify(changes.labels),
-      row_version: db.raw('row_version + 1'),
-      updated_at: db.fn.now(),
-    } as never)
-    .returning('*');
-  if (versions) query.whereIn('row_version', versions);
-  const [row] = await query;
-  return row;
+  return updateVersioned<GroupRow>(
+    db,
+    'groups',
+    { tenant_id: tenantId, id },
+    versions,
+    { ...changes, labels: JSON.stringify(changes.labels) },
+    (query) => query.whereNull('deleted_at'),
+  );
 }
 
 /**

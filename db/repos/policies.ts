@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
+import { updateVersioned } from '../versioned';
 
 export type PolicyState = 'draft' | 'approved';
 
@@ -64,12 +65,8 @@ export async function enforcedPolicies(db: Db, tenantId: string): Promise<Policy
   ]);
 }
 
-/**
- * A conditional UPDATE: the If-Match versions and the state precondition are in its WHERE,
- * so of two writers holding the same ETag only the first to commit wins. Undefined when
- * no row matched; the caller then reads the row to tell 404, 412 and the rest apart.
- */
-async function updateWhere(
+/** `updateVersioned` on a policy of the tenant. */
+function updateWhere(
   db: Db,
   tenantId: string,
   id: string,
@@ -77,14 +74,7 @@ async function updateWhere(
   where: (query: Knex.QueryBuilder) => void,
   changes: Record<string, unknown>,
 ): Promise<PolicyRow | undefined> {
-  const query = db('policies')
-    .where({ tenant_id: tenantId, id })
-    .update({ ...changes, row_version: db.raw('row_version + 1'), updated_at: db.fn.now() })
-    .returning('*');
-  where(query);
-  if (versions) query.whereIn('row_version', versions);
-  const [row] = (await query) as PolicyRow[];
-  return row;
+  return updateVersioned<PolicyRow>(db, 'policies', { tenant_id: tenantId, id }, versions, changes, where);
 }
 
 /**

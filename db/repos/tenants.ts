@@ -1,4 +1,5 @@
 import type { Db } from '../connection';
+import { updateVersioned } from '../versioned';
 
 export interface TenantSettings {
   patDefaultTtlDays?: number;
@@ -42,17 +43,9 @@ export async function updateTenant(
   changes: TenantChanges,
   versions?: number[],
 ): Promise<TenantRow | undefined> {
-  const query = db<TenantRow>('tenants')
-    .where({ id })
-    .update({
-      ...changes,
-      labels: JSON.stringify(changes.labels),
-      settings: JSON.stringify(changes.settings),
-      row_version: db.raw('row_version + 1'),
-      updated_at: db.fn.now(),
-    } as never)
-    .returning('*');
-  if (versions) query.whereIn('row_version', versions);
-  const [row] = await query;
-  return row;
+  return updateVersioned<TenantRow>(db, 'tenants', { id }, versions, {
+    ...changes,
+    labels: JSON.stringify(changes.labels),
+    settings: JSON.stringify(changes.settings),
+  });
 }
