@@ -23,8 +23,8 @@ import {
   hasUsableCredential,
 } from '../../db/repos/agent-status';
 import { emitEvents } from '../../db/repos/events';
-import { ensureDefaultGroup } from '../../db/repos/groups';
-import { findLiveGroupId, type BootstrapTokenRow } from '../../db/repos/tokens';
+import { ensureDefaultGroup, liveGroupIds } from '../../db/repos/groups';
+import type { BootstrapTokenRow } from '../../db/repos/tokens';
 
 export const OPAMP_SOURCE = '/v1/opamp';
 
@@ -137,7 +137,9 @@ async function enrolOrAdmit(db: Knex, credential: Credential, agentId: string, t
         groupId = agent.group_id;
       } else {
         groupId =
-          (await findLiveGroupId(trx, tenantId, redeemed.token.group_id)) ?? (await ensureDefaultGroup(trx, tenantId)).id;
+          (await liveGroupIds(trx, tenantId, [redeemed.token.group_id])).has(redeemed.token.group_id)
+            ? redeemed.token.group_id
+            : (await ensureDefaultGroup(trx, tenantId)).id;
         await insertAgent(trx, { id: agentId, tenant_id: tenantId, group_id: groupId, status: 'enrolling', enrolled_with_token_id: token.id });
       }
       await emitEvents(trx, [

@@ -4,7 +4,6 @@ import { enforcedPolicies, type PolicyRow } from '../../db/repos/policies';
 import {
   countTargetAgents,
   existingAgentIds,
-  existingGroupIds,
   findTargetConfiguration,
   findTargetVersion,
   targetAgentsPage,
@@ -13,6 +12,7 @@ import {
   type TargetConfigurationRow,
   type TargetVersionRow,
 } from '../../db/repos/policy-targets';
+import { liveGroupIds } from '../../db/repos/groups';
 import { Problem, problems } from '../problems';
 import { BudgetExceeded, withinBudget } from './budget';
 import { runExpression, type PolicyContext } from './cel';
@@ -134,7 +134,7 @@ function versionFacts(configuration: TargetConfigurationRow, row: TargetVersionR
 
 /** Unknown (or other tenants') groups and agents are 404, as if they were a path. */
 async function checkTarget(db: Db, tenantId: string, target: AgentTarget): Promise<void> {
-  const groups = await existingGroupIds(db, tenantId, target.groupIds);
+  const groups = await liveGroupIds(db, tenantId, target.groupIds);
   const missingGroup = target.groupIds.find((id) => !groups.has(id));
   if (missingGroup) throw problems.notFound('group', missingGroup);
   const agents = await existingAgentIds(db, tenantId, target.agentIds);

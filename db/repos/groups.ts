@@ -152,3 +152,17 @@ export async function bumpGroupVersions(db: Db, ids: string[]): Promise<Map<stri
     .returning(['id', 'row_version']);
   return new Map(rows.map((r) => [r.id, r.row_version]));
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Which of `ids` are live (not soft-deleted) groups of the tenant; malformed ids are none. */
+export async function liveGroupIds(db: Db, tenantId: string, ids: string[]): Promise<Set<string>> {
+  const valid = ids.filter((id) => UUID.test(id));
+  if (valid.length === 0) return new Set();
+  const rows: Array<{ id: string }> = await db('groups')
+    .select('id')
+    .where({ tenant_id: tenantId })
+    .whereNull('deleted_at')
+    .whereRaw('id = ANY(?::uuid[])', [valid]);
+  return new Set(rows.map((row) => row.id));
+}

@@ -51,16 +51,6 @@ export async function findTargetVersion(db: Db, configurationId: string, version
 }
 
 /** Which of `ids` are live (not soft-deleted) groups of the tenant. */
-export async function existingGroupIds(db: Db, tenantId: string, ids: string[]): Promise<Set<string>> {
-  const valid = ids.filter((id) => UUID.test(id));
-  if (valid.length === 0) return new Set();
-  const rows: Array<{ id: string }> = await db('groups')
-    .select('id')
-    .where({ tenant_id: tenantId })
-    .whereNull('deleted_at')
-    .whereRaw('id = ANY(?::uuid[])', [valid]);
-  return new Set(rows.map((row) => row.id));
-}
 
 /** Which of `ids` are agents of the tenant. */
 export async function existingAgentIds(db: Db, tenantId: string, ids: string[]): Promise<Set<string>> {

@@ -135,9 +135,3 @@ export function listTokenPoolsQuery(db: Db, tenantId: string): Knex.QueryBuilder
     )
     .where({ tenant_id: tenantId });
 }
-
-/** A live group of the tenant (not soft-deleted), or undefined. */
-export async function findLiveGroupId(db: Db, tenantId: string, groupId: string): Promise<string | undefined> {
-  const row = await db('groups').select('id').where({ tenant_id: tenantId, id: groupId }).whereNull('deleted_at').first();
-  return row?.id;
-}

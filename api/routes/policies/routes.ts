@@ -10,7 +10,7 @@ import {
   setPolicyEnabled,
   type PolicyRow,
 } from '../../../db/repos/policies';
-import { existingGroupIds } from '../../../db/repos/policy-targets';
+import { liveGroupIds } from '../../../db/repos/groups';
 import type { Db } from '../../../db/connection';
 import type { Principal } from '../../auth/principal';
 import { ifMatchVersions } from '../../http/etag';
@@ -57,7 +57,7 @@ async function checkPolicyBody(db: Db, tenantId: string, body: PolicyBody): Prom
   const errors: FieldError[] = [];
   const checked = checkExpression(body.expression);
   if (!checked.ok) errors.push({ path: 'body.expression', message: checked.message });
-  const groups = await existingGroupIds(db, tenantId, body.scope);
+  const groups = await liveGroupIds(db, tenantId, body.scope);
   body.scope.forEach((id, i) => {
     if (!groups.has(id)) errors.push({ path: `body.scope.${i}`, message: `no group with id '${id}'` });
   });

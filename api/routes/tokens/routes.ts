@@ -1,9 +1,8 @@
 import { emitEvents } from '../../../db/repos/events';
-import { ensureDefaultGroup } from '../../../db/repos/groups';
+import { ensureDefaultGroup, liveGroupIds } from '../../../db/repos/groups';
 import {
   countActivePoolTokens,
   findBootstrapToken,
-  findLiveGroupId,
   findTokenPool,
   insertBootstrapToken,
   insertTokenPool,
@@ -120,9 +119,11 @@ function presentPool(row: TokenPoolRow & { active_tokens?: number }, activeToken
 /** The group a token enrolls into: a live group of the tenant, or the tenant's default group. */
 async function targetGroup(db: Db, tenantId: string, groupId: string | undefined): Promise<string> {
   if (!groupId) return (await ensureDefaultGroup(db, tenantId)).id;
-  const found = await findLiveGroupId(db, tenantId, groupId);
-  if (!found) throw problems.validation([{ path: 'body.groupId', message: 'no such group (or it is deleted)' }]);
-  return found;
+  const id = groupId.toLowerCase(); // as the database spells uuids
+  if (!(await liveGroupIds(db, tenantId, [id])).has(id)) {
+    throw problems.validation([{ path: 'body.groupId', message: 'no such group (or it is deleted)' }]);
+  }
+  return id;
 }
 
 async function issue(
