@@ -74,13 +74,28 @@ export interface AgentReport {
   applied?: { hash: string | null; status: AppliedStatus | null; error: string | null };
 }
 
+/** What a report leaves on the row that the gateway needs for its reply. */
+export interface ReportedAgent {
+  /** The status before this report (for connect events). */
+  previous: AgentStatus;
+  tenantId: string;
+  desired: { configurationId: string; version: number; hash: string } | null;
+  applied: { hash: string | null; status: AppliedStatus | null };
+  /** The report settled the desired configuration (APPLIED or FAILED for its hash), just now. */
+  settled: boolean;
+}
+
 /**
- * Applies one report and stamps `last_seen_at`; returns the status the row had before, so
- * the caller knows whether this was a transition (for events). Run it in a transaction:
- * the row is locked between the two statements. Undefined: no such agent.
+ * Applies one report and stamps `last_seen_at`. A `remote_config_status` for the desired
+ * configuration's hash also records which configuration version is applied. Run it in a
+ * transaction: the row is locked between the two statements. Undefined: no such agent.
  */
-export async function applyAgentReport(db: Db, id: string, report: AgentReport): Promise<{ previous: AgentStatus; tenantId: string } | undefined> {
-  const before = await db('agents').select('status', 'tenant_id').where({ id }).forNoKeyUpdate().first();
+export async function applyAgentReport(db: Db, id: string, report: AgentReport): Promise<ReportedAgent | undefined> {
+  const before = await db('agents')
+    .select('status', 'tenant_id', 'desired_configuration_id', 'desired_version', 'desired_hash', 'applied_hash', 'applied_status')
+    .where({ id })
+    .forNoKeyUpdate()
+    .first();
   if (!before) return undefined;
   const changes: Record<string, unknown> = { last_seen_at: db.fn.now(), updated_at: db.fn.now() };
   if (report.status) changes.status = report.status;
@@ -88,14 +103,67 @@ export async function applyAgentReport(db: Db, id: string, report: AgentReport):
   if (report.capabilities !== undefined) changes.capabilities = report.capabilities.toString();
   if (report.health !== undefined) changes.health = JSON.stringify(report.health);
   if (report.effectiveConfigHash !== undefined) changes.effective_config_hash = report.effectiveConfigHash;
+  const applied = { hash: before.applied_hash as string | null, status: before.applied_status as AppliedStatus | null };
+  let settled = false;
   if (report.applied) {
+    const forDesired = before.desired_hash !== null && report.applied.hash === before.desired_hash;
     changes.applied_hash = report.applied.hash;
     changes.applied_status = report.applied.status;
     changes.applied_error = report.applied.error;
+    if (forDesired) {
+      changes.applied_configuration_id = before.desired_configuration_id;
+      changes.applied_version = before.desired_version;
+    } else if (report.applied.hash !== before.applied_hash) {
+      // Some other configuration than the one we know of: we cannot name it.
+      changes.applied_configuration_id = null;
+      changes.applied_version = null;
+    }
+    const final = report.applied.status === 'APPLIED' || report.applied.status === 'FAILED';
+    settled = forDesired && final && (before.applied_hash !== report.applied.hash || before.applied_status !== report.applied.status);
+    applied.hash = report.applied.hash;
+    applied.status = report.applied.status;
   }
   if (report.nameIfEmpty) changes.name = db.raw("CASE WHEN name = '' THEN ? ELSE name END", [report.nameIfEmpty]);
   await db('agents').where({ id }).update(changes as never);
-  return { previous: before.status, tenantId: before.tenant_id };
+  return {
+    previous: before.status,
+    tenantId: before.tenant_id,
+    desired: before.desired_hash ? { configurationId: before.desired_configuration_id, version: before.desired_version, hash: before.desired_hash } : null,
+    applied,
+    settled,
+  };
+}
+
+/** The desired configuration of these agents (for a push notification: one query for the batch). */
+export async function findDesired(db: Db, ids: string[]): Promise<Array<{ id: string; configurationId: string; version: number; hash: string }>> {
+  const rows: Array<{ id: string; desired_configuration_id: string; desired_version: number; desired_hash: string }> = await db('agents')
+    .select('id', 'desired_configuration_id', 'desired_version', 'desired_hash')
+    .whereIn('id', ids)
+    .whereNotNull('desired_hash');
+  return rows.map((row) => ({ id: row.id, configurationId: row.desired_configuration_id, version: row.desired_version, hash: row.desired_hash }));
+}
+
+/** Stamps `last_seen_at` of agents whose WebSocket answered a ping (a silent agent is still there). */
+export async function touchAgents(db: Db, ids: string[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += 5000) {
+    await db('agents').whereIn('id', ids.slice(i, i + 5000)).where({ status: 'online' }).update({ last_seen_at: db.fn.now() } as never);
+  }
+}
+
+/** Online agents not heard of for `silenceSeconds` become offline; returns them. */
+export async function markSilentAgentsOffline(db: Db, silenceSeconds: number): Promise<Array<{ id: string; tenantId: string }>> {
+  const rows: Array<{ id: string; tenant_id: string }> = await db('agents')
+    .where({ status: 'online' })
+    .where('last_seen_at', '<', db.raw(`now() - make_interval(secs => ?)`, [silenceSeconds]))
+    .update({ status: 'offline', updated_at: db.fn.now() } as never)
+    .returning(['id', 'tenant_id']);
+  return rows.map((row) => ({ id: row.id, tenantId: row.tenant_id }));
+}
+
+/** Agents waiting for an operator's approval, installation-wide (a cap against floods). */
+export async function countPendingAgents(db: Db): Promise<number> {
+  const [row] = await db('agents').where({ status: 'pending-approval' }).count<Array<{ count: string }>>('* as count');
+  return Number(row?.count ?? 0);
 }
 
 /** Marks an agent offline (its socket closed, or it said goodbye); false when it already was. */
@@ -106,4 +174,19 @@ export async function markAgentOffline(db: Db, id: string): Promise<{ tenantId: 
     .update({ status: 'offline', updated_at: db.fn.now() } as never)
     .returning(['tenant_id']);
   return row && { tenantId: row.tenant_id };
+}
+
+/**
+ * Cuts agents off on every api replica: each agent listener LISTENs here and closes the
+ * live sessions the payload names. Sent inside the caller's transaction, so it is delivered
+ * at commit (and not at all on rollback).
+ */
+export const AGENT_CUTOFF_CHANNEL = 'fleet_agent_cutoff';
+
+export type AgentCutoff =
+  | { action: 'revoke' | 'reject' | 'approve'; agentId: string }
+  | { action: 'token-revoked'; tokenId: string };
+
+export async function notifyAgentCutoff(db: Db, cutoff: AgentCutoff): Promise<void> {
+  await db.raw('SELECT pg_notify(?, ?)', [AGENT_CUTOFF_CHANNEL, JSON.stringify(cutoff)]);
 }

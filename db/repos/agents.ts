@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
+import { revokeAgentCertificates } from './agent-certificates';
 import { bumpGroupVersions, likeLiteral, lockGroupsForMove, type GroupRow } from './groups';
 
 export const AGENT_STATUSES = ['pending-approval', 'enrolling', 'online', 'offline', 'revoked', 'handed-over'] as const;
@@ -29,16 +30,21 @@ export interface AgentRow {
   certificate_serial: string | null;
   certificate_not_after: Date | null;
   certificate_revoked_at: Date | null;
+  /** The last OpAMP ComponentHealth the agent reported, as protobuf JSON. */
+  health: Record<string, unknown> | null;
+  /** sha256 of the effective configuration the agent last reported. */
+  effective_config_hash: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
-/** The columns the API shows (never `health`, tokens or the row version). */
+/** The columns the API shows (never the enrollment token or the row version). */
 export const AGENT_COLUMNS = [
   'id', 'tenant_id', 'group_id', 'name', 'labels', 'status', 'last_seen_at', 'description', 'capabilities',
   'desired_configuration_id', 'desired_version', 'desired_hash',
   'applied_configuration_id', 'applied_version', 'applied_hash', 'applied_status', 'applied_error',
-  'certificate_serial', 'certificate_not_after', 'certificate_revoked_at', 'created_at', 'updated_at',
+  'certificate_serial', 'certificate_not_after', 'certificate_revoked_at', 'health', 'effective_config_hash',
+  'created_at', 'updated_at',
 ] as const;
 
 export type NewAgent = Pick<AgentRow, 'id' | 'tenant_id' | 'group_id'> &
@@ -60,6 +66,7 @@ function toInsert(agent: NewAgent) {
     ...agent,
     ...(agent.labels ? { labels: JSON.stringify(agent.labels) } : {}),
     ...(agent.description ? { description: JSON.stringify(agent.description) } : {}),
+    ...(agent.health ? { health: JSON.stringify(agent.health) } : {}),
   };
 }
 
@@ -140,4 +147,61 @@ export async function moveAgent(
   const moved = await setAgentGroup(db, agentId, groupId);
   const versions = await bumpGroupVersions(db, [agent.group_id, groupId]);
   return { kind: 'moved', agent: moved, fromGroupId: agent.group_id, group: { ...target, row_version: versions.get(groupId)! } };
+}
+
+export type RevokeOutcome =
+  | { kind: 'no-agent' }
+  | { kind: 'handed-over'; agent: AgentRow }
+  /** `changed` is false when the agent was already revoked and had nothing left to revoke. */
+  | { kind: 'revoked'; agent: AgentRow; serials: string[]; changed: boolean };
+
+/**
+ * Cuts an agent off: revokes every unrevoked certificate and marks it `revoked`. Its token
+ * binding is kept so the gateway refuses that token for this agent: only an enrollment with
+ * another bootstrap token brings it back.
+ * An agent without a certificate (a token-only agent) is revoked all the same. An agent
+ * handed over to another installation is not ours to revoke.
+ */
+export async function revokeAgent(db: Db, tenantId: string, id: string): Promise<RevokeOutcome> {
+  const agent: AgentRow | undefined = await db('agents')
+    .select([...AGENT_COLUMNS])
+    .where({ tenant_id: tenantId, id })
+    .forNoKeyUpdate()
+    .first();
+  if (!agent) return { kind: 'no-agent' };
+  if (agent.status === 'handed-over') return { kind: 'handed-over', agent };
+  const serials = await revokeAgentCertificates(db, tenantId, id);
+  const changed = serials.length > 0 || agent.status !== 'revoked';
+  if (!changed) return { kind: 'revoked', agent, serials, changed };
+  const [row] = await db('agents')
+    .where({ tenant_id: tenantId, id })
+    .update({
+      status: 'revoked',
+      // The certificate the agent shows is revoked too, even when no issuance row records it.
+      certificate_revoked_at: db.raw('CASE WHEN certificate_serial IS NULL THEN certificate_revoked_at ELSE coalesce(certificate_revoked_at, now()) END'),
+      row_version: db.raw('row_version + 1'),
+      updated_at: db.fn.now(),
+    } as never)
+    .returning([...AGENT_COLUMNS]);
+  return { kind: 'revoked', agent: row as AgentRow, serials, changed };
+}
+
+export type DecisionOutcome =
+  | { kind: 'no-agent' }
+  | { kind: 'not-pending'; agent: AgentRow }
+  | { kind: 'decided'; agent: AgentRow };
+
+/**
+ * An operator's decision on an agent held as `pending-approval`: approve (`enrolling`, it
+ * is admitted when it reconnects) or reject (`revoked`). Any other status is refused.
+ */
+export async function decidePendingAgent(db: Db, tenantId: string, id: string, status: 'enrolling' | 'revoked'): Promise<DecisionOutcome> {
+  const agent = await lockAgent(db, tenantId, id);
+  if (!agent) return { kind: 'no-agent' };
+  if (agent.status !== 'pending-approval') return { kind: 'not-pending', agent };
+  const [row] = await db('agents')
+    .where({ tenant_id: tenantId, id })
+    .update({ status, row_version: db.raw('row_version + 1'), updated_at: db.fn.now() } as never)
+    .returning([...AGENT_COLUMNS]);
+  return { kind: 'decided', agent: row as AgentRow };
 }

@@ -73,6 +73,8 @@ describe('agent detail', () => {
       desired: { configurationId, version: 3, hash: 'abc' },
       applied: { configurationId, version: 2, hash: 'def', status: 'FAILED', error: 'bad yaml' },
       certificate: { serial: '01ff', notAfter: '2027-11-22T00:00:00.000Z', revokedAt: null },
+      health: null,
+      effectiveConfigHash: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

@@ -1,5 +1,14 @@
-import { findAgent, listAgentsQuery, moveAgent, type AgentRow, type MoveOutcome } from '../../../db/repos/agents';
+import {
+  decidePendingAgent,
+  findAgent,
+  listAgentsQuery,
+  moveAgent,
+  revokeAgent,
+  type AgentRow,
+  type MoveOutcome,
+} from '../../../db/repos/agents';
 import type { Db } from '../../../db/connection';
+import { notifyAgentCutoff } from '../../../db/repos/agent-status';
 import { emitEvents } from '../../../db/repos/events';
 import type { GroupRow } from '../../../db/repos/groups';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
@@ -7,6 +16,7 @@ import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
 import { problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
+import type { Principal } from '../../auth/principal';
 import { labelFilter } from '../../http/labels';
 import { agentListQuery, agentSchema, moveBody, presentAgent } from './schema';
 
@@ -49,6 +59,50 @@ export async function moveAndAnnounce(
       ]);
       return outcome;
   }
+}
+
+/**
+ * Revokes the agent's certificates and its token binding (see revokeAgent), announces it
+ * and closes its live sessions on every replica at commit. A repeat changes nothing and
+ * emits nothing, but still sends the cut-off.
+ */
+async function revokeAndAnnounce(db: Db, tenantId: string, agentId: string): Promise<AgentRow> {
+  const outcome = await revokeAgent(db, tenantId, agentId);
+  if (outcome.kind === 'no-agent') throw problems.notFound('agent', agentId);
+  if (outcome.kind === 'handed-over') {
+    throw problems.invalidTransition(`Agent '${agentId}' is handed-over to another installation; it is no longer this one's to revoke.`);
+  }
+  if (outcome.changed) {
+    await emitEvents(db, [
+      { tenantId, type: 'agent.cert-revoked', source: '/api/agents', subject: agentId, data: { agentId, serials: outcome.serials } },
+    ]);
+  }
+  await notifyAgentCutoff(db, { action: 'revoke', agentId });
+  return outcome.agent;
+}
+
+const decisions = {
+  approve: { status: 'enrolling', event: 'agent.approved', by: 'approvedBy' },
+  reject: { status: 'revoked', event: 'agent.rejected', by: 'rejectedBy' },
+} as const;
+
+/**
+ * Approves or rejects an agent held as `pending-approval`; any other status is 409
+ * `invalid-state-transition`. Either way the held session is closed at commit: an approved
+ * agent reconnects and is admitted, a rejected one is refused.
+ */
+async function decideAndAnnounce(db: Db, principal: Principal, agentId: string, decision: keyof typeof decisions): Promise<AgentRow> {
+  const { status, event, by } = decisions[decision];
+  const outcome = await decidePendingAgent(db, principal.tenantId, agentId, status);
+  if (outcome.kind === 'no-agent') throw problems.notFound('agent', agentId);
+  if (outcome.kind === 'not-pending') {
+    throw problems.invalidTransition(`Agent '${agentId}' is ${outcome.agent.status}; only a pending-approval agent can be ${decision}d.`);
+  }
+  await emitEvents(db, [
+    { tenantId: principal.tenantId, type: event, source: '/api/agents', subject: agentId, data: { agentId, [by]: principal.name } },
+  ]);
+  await notifyAgentCutoff(db, { action: decision, agentId });
+  return outcome.agent;
 }
 
 export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
@@ -102,6 +156,53 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
         const { agent } = await moveAndAnnounce(db, principal.tenantId, { agentId: params.id, groupId: body.groupId }, '/api/agents');
         return { body: presentAgent(agent) };
       },
+    }),
+    route({
+      method: 'post',
+      path: '/api/agents/{id}/revoke-cert',
+      summary: "Revoke the agent's certificates and cut it off",
+      tag: 'agents',
+      permission: 'admin',
+      resource: 'agent',
+      params: agentId,
+      response: {
+        status: 200,
+        description:
+          'The agent, now `revoked`: every certificate revoked, its bootstrap token unbound, its live connections closed. ' +
+          'It must enroll again with a new bootstrap token. Idempotent. 409 `invalid-state-transition` for a handed-over agent.',
+        schema: agentSchema,
+      },
+      handler: async ({ db, principal, params }) => ({ body: presentAgent(await revokeAndAnnounce(db, principal.tenantId, params.id)) }),
+    }),
+    route({
+      method: 'post',
+      path: '/api/agents/{id}/approve',
+      summary: 'Approve an agent held as pending-approval',
+      tag: 'agents',
+      permission: 'operate',
+      resource: 'agent',
+      params: agentId,
+      response: {
+        status: 200,
+        description: 'The agent, now `enrolling`; it is admitted when it reconnects. 409 `invalid-state-transition` unless it was `pending-approval`.',
+        schema: agentSchema,
+      },
+      handler: async ({ db, principal, params }) => ({ body: presentAgent(await decideAndAnnounce(db, principal, params.id, 'approve')) }),
+    }),
+    route({
+      method: 'post',
+      path: '/api/agents/{id}/reject',
+      summary: 'Reject an agent held as pending-approval',
+      tag: 'agents',
+      permission: 'operate',
+      resource: 'agent',
+      params: agentId,
+      response: {
+        status: 200,
+        description: 'The agent, now `revoked`; its held connection is closed. 409 `invalid-state-transition` unless it was `pending-approval`.',
+        schema: agentSchema,
+      },
+      handler: async ({ db, principal, params }) => ({ body: presentAgent(await decideAndAnnounce(db, principal, params.id, 'reject')) }),
     }),
   ];
 }

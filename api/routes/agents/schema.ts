@@ -25,6 +25,20 @@ export const agentSchema = z
       })
       .nullable(),
     certificate: z.object({ serial: z.string(), notAfter: z.string().nullable(), revokedAt: z.string().nullable() }).nullable(),
+    health: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .openapi({
+        description:
+          'The last OpAMP ComponentHealth the agent reported, in protobuf JSON form: `healthy`, `startTimeUnixNano`, ' +
+          '`statusTimeUnixNano` (decimal strings), `status`, `lastError` and `componentHealthMap` (the same shape per ' +
+          'component). Null until the agent reports health.',
+        example: { healthy: true, startTimeUnixNano: '1763798400000000000', status: 'StatusOK', componentHealthMap: {} },
+      }),
+    effectiveConfigHash: z
+      .string()
+      .nullable()
+      .openapi({ description: 'sha256 (hex) of the effective configuration the agent last reported; null until it reports one.' }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -69,6 +83,8 @@ export function presentAgent(row: AgentRow): z.infer<typeof agentSchema> {
     certificate: row.certificate_serial
       ? { serial: row.certificate_serial, notAfter: iso(row.certificate_not_after), revokedAt: iso(row.certificate_revoked_at) }
       : null,
+    health: row.health ?? null,
+    effectiveConfigHash: row.effective_config_hash ?? null,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };

@@ -1,3 +1,4 @@
+import { notifyAgentCutoff } from '../../../db/repos/agent-status';
 import { emitEvents } from '../../../db/repos/events';
 import { ensureDefaultGroup, liveGroupIds } from '../../../db/repos/groups';
 import {
@@ -306,6 +307,7 @@ export function tokensRoutes(options: ResourceRouteOptions): RouteDef[] {
         if (!row) throw problems.notFound('bootstrap token', params.id);
         const token = presentToken(row);
         await emitEvents(db, [{ tenantId: principal.tenantId, type: 'bootstrap-token.revoked', source: '/api/tokens', subject: row.id, data: token }]);
+        await notifyAgentCutoff(db, { action: 'token-revoked', tokenId: row.id });
         return { body: token };
       },
     }),
