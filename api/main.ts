@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import { createAgentListener } from './opamp/listener';
+import { createAgentGateway, listenAddress } from './opamp/gateway';
 import { createDb } from '../db/connection';
 import { createApp } from './app';
 import { createLogger } from './logger';
@@ -17,16 +17,14 @@ async function main() {
   await new Promise<void>((resolve) => server.listen(settings.http.port, settings.http.host, resolve));
   logger.info({ url: settings.http.publicBaseUrl, port: settings.http.port, environment: settings.environment }, 'api listening');
 
-  // The agent listener speaks plain TCP, which the spec allows in Development only; TLS
-  // with client certificates is the next step of the agent gateway (issue 4).
-  const agents = settings.isDevelopment ? createAgentListener({ db, logger, settings }) : undefined;
-  if (agents) {
-    const [host, port] = [settings.agents.listen.slice(0, settings.agents.listen.lastIndexOf(':')), Number(settings.agents.listen.split(':').pop())];
-    await new Promise<void>((resolve) => agents.server.listen(port, host || '0.0.0.0', resolve));
-    logger.info({ listen: settings.agents.listen, path: '/v1/opamp' }, 'agent listener (OpAMP, plain TCP: Development only)');
-  } else {
-    logger.warn('agent listener not started: it needs TLS outside Development, which is not built yet');
-  }
+  const gateway = await createAgentGateway({ db, logger, settings });
+  const agents = gateway.listener;
+  const { host, port } = listenAddress(settings.agents.listen);
+  await new Promise<void>((resolve) => agents.server.listen(port, host, resolve));
+  logger.info(
+    { listen: settings.agents.listen, path: '/v1/opamp', tls: gateway.tls !== undefined, enrollment: settings.agents.enrollment.mode },
+    gateway.tls ? 'agent listener (OpAMP over TLS, client certificates accepted)' : 'agent listener (OpAMP, plain TCP: Development only)',
+  );
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -44,7 +42,7 @@ async function main() {
     }, settings.http.shutdownTimeoutSeconds * 1000);
     await closed;
     clearTimeout(deadline);
-    await agents?.close();
+    await agents.close();
     await app.close();
     await temporal.connection.close().catch(() => {});
     await db.destroy();

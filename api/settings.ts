@@ -43,6 +43,16 @@ const definitions = {
   'Secrets:EncryptionKey': base64Key.optional(),
   'Agents:Listen': z.string().regex(/^[^\s]*:\d+$/, 'must be host:port').default('0.0.0.0:4320'),
   'Agents:CertificateTtlHours': positiveInt.default(24),
+  'Agents:HeartbeatSeconds': positiveInt.max(3600).default(30),
+  'Agents:Plaintext': bool.default(false),
+  'Agents:Tls:CertificateFile': z.string().min(1).optional(),
+  'Agents:Tls:KeyFile': z.string().min(1).optional(),
+  'Agents:Tls:Hostnames': z.string().min(1).default('localhost,127.0.0.1,::1'),
+  'Agents:Ca:CertificateFile': z.string().min(1).optional(),
+  'Agents:Ca:KeyFile': z.string().min(1).optional(),
+  'Agents:Enrollment:Mode': z.enum(['token', 'approval']).default('token'),
+  'Agents:Enrollment:ApprovalTenant': z.string().min(1).default('default'),
+  'Agents:Enrollment:MaxPending': positiveInt.default(1000),
   'Git:DefaultPollIntervalSeconds': positiveInt.default(60),
   'Events:RetentionDays': positiveInt.default(7),
   'Logging:Level': z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -70,7 +80,19 @@ export interface Settings {
   pat: { defaultTtlDays: number };
   errorsBaseUrl: string;
   encryptionKey?: Buffer;
-  agents: { listen: string; certificateTtlHours: number };
+  agents: {
+    listen: string;
+    certificateTtlHours: number;
+    /** Offered to agents; an agent silent for three intervals is offline. */
+    heartbeatSeconds: number;
+    /** Plain TCP instead of TLS: Development only. */
+    plaintext: boolean;
+    /** The listener's own certificate from files; else one issued by the agents' CA for `hostnames`. */
+    tls: { certificateFile?: string; keyFile?: string; hostnames: string[] };
+    /** The agents' CA from files; else created on first start and kept encrypted in the database. */
+    ca?: { certificateFile: string; keyFile: string };
+    enrollment: { mode: 'token' | 'approval'; approvalTenant: string; maxPending: number };
+  };
   git: { defaultPollIntervalSeconds: number };
   events: { retentionDays: number };
   logLevel: Raw['Logging:Level'];
@@ -167,11 +189,37 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Readonly<Set
     pat: { defaultTtlDays: raw['Authentication:Pat:DefaultTtlDays'] },
     errorsBaseUrl: raw['Errors:BaseUrl'] ?? `${publicBaseUrl}/errors`,
     encryptionKey: key ? Buffer.from(key, 'base64') : undefined,
-    agents: { listen: raw['Agents:Listen'], certificateTtlHours: raw['Agents:CertificateTtlHours'] },
+    agents: agentSettings(raw, isDevelopment),
     git: { defaultPollIntervalSeconds: raw['Git:DefaultPollIntervalSeconds'] },
     events: { retentionDays: raw['Events:RetentionDays'] },
     logLevel: raw['Logging:Level'],
   });
+}
+
+function agentSettings(raw: Raw, isDevelopment: boolean): Settings['agents'] {
+  if (raw['Agents:Plaintext'] && !isDevelopment) {
+    throw new SettingsError('Invalid setting Agents:Plaintext: plain TCP for agents is allowed only in Development');
+  }
+  const pair = (cert: string | undefined, key: string | undefined, prefix: string) => {
+    if ((cert === undefined) !== (key === undefined)) {
+      throw new SettingsError(`Invalid setting ${prefix}:${cert === undefined ? 'CertificateFile' : 'KeyFile'}: is required when ${prefix}:${cert === undefined ? 'KeyFile' : 'CertificateFile'} is set`);
+    }
+    return cert !== undefined && key !== undefined ? { certificateFile: cert, keyFile: key } : undefined;
+  };
+  const serverFiles = pair(raw['Agents:Tls:CertificateFile'], raw['Agents:Tls:KeyFile'], 'Agents:Tls');
+  return {
+    listen: raw['Agents:Listen'],
+    certificateTtlHours: raw['Agents:CertificateTtlHours'],
+    heartbeatSeconds: raw['Agents:HeartbeatSeconds'],
+    plaintext: raw['Agents:Plaintext'],
+    tls: { ...serverFiles, hostnames: raw['Agents:Tls:Hostnames'].split(',').map((h) => h.trim()).filter(Boolean) },
+    ca: pair(raw['Agents:Ca:CertificateFile'], raw['Agents:Ca:KeyFile'], 'Agents:Ca'),
+    enrollment: {
+      mode: raw['Agents:Enrollment:Mode'],
+      approvalTenant: raw['Agents:Enrollment:ApprovalTenant'],
+      maxPending: raw['Agents:Enrollment:MaxPending'],
+    },
+  };
 }
 
 /** For entry points: load settings or print the one-line reason and exit. */

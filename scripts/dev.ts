@@ -94,6 +94,19 @@ async function waitForReady(url: string, timeoutMs: number): Promise<void> {
 }
 
 /** The first start of an empty data directory issues an admin PAT and shows it once. */
+/** The agents' CA certificate (public), for agents and `npm run agents -- --ca`, once the api created it. */
+async function writeAgentCa(databaseUrl: string): Promise<string> {
+  const db = createDb(databaseUrl, 1);
+  try {
+    const row = await db('agent_ca').select('certificate_pem').where({ active: true }).first();
+    const file = path.join(DATA, 'agent-ca.pem');
+    writeFileSync(file, row?.certificate_pem ?? '');
+    return path.relative(process.cwd(), file);
+  } finally {
+    await db.destroy();
+  }
+}
+
 async function firstAdminToken(databaseUrl: string): Promise<string | undefined> {
   const db = createDb(databaseUrl, 2);
   try {
@@ -157,12 +170,15 @@ async function main() {
   startService('api', 'api/main.ts', env);
   startService('worker', 'worker/main.ts', env);
   await waitForReady(`http://localhost:${PORTS.api}/readyz`, 60_000);
+  const caFile = await writeAgentCa(databaseUrl);
 
   const lines = [
     '',
     'Fleet Configuration Service is running (Ctrl-C stops everything).',
     `  API            http://localhost:${PORTS.api}/api    (OpenAPI: /api/openapi.json, explorer: http://localhost:${PORTS.api}/swagger)`,
-    `  Agents         ws://localhost:${PORTS.agents}/v1/opamp  (OpAMP over WebSocket or HTTP POST; enroll with a bootstrap token from POST /api/tokens)`,
+    `  Agents         wss://localhost:${PORTS.agents}/v1/opamp  (OpAMP over WebSocket or HTTPS POST, TLS; trust ${caFile})`,
+    `                 enroll with a bootstrap token from POST /api/tokens, then e.g.`,
+    `                 npm run agents -- --count 10 --ca ${caFile} --token <svc-bt…>`,
     `  Temporal UI    ${temporal.uiUrl}`,
     `  Postgres       ${databaseUrl}`,
     `  Data           .dev-data/  (npm run dev -- --reset starts empty)`,

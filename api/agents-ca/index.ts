@@ -3,3 +3,4 @@ export { checkCsr, CsrRejectedError, type CheckedCsr, type CsrRefusal } from './
 export { issueLeafCertificate, agentUri, type IssuedLeaf } from './leaf';
 export { verifyAgentCertificate, CertificateRejectedError, type AgentIdentity, type CertificateRefusal } from './verify';
 export { AgentCertificateError } from './x509';
+export { issueServerCertificate, readServerCertificate, type ServerCertificate } from './server-certificate';

@@ -1,8 +1,12 @@
 /**
- * Who may speak OpAMP: a bootstrap token (header or `?token=`) and, once an agent has
- * enrolled with it, the pair (token, instance uid). Two steps, because a WebSocket knows its
- * token at the upgrade but its instance uid only with the first message:
+ * Who may speak OpAMP. Three credentials:
+ * - a client certificate our CA issued (mTLS; checked at the TLS handshake by the listener);
+ * - a bootstrap token (header or `?token=`) and, once an agent has enrolled with it, the
+ *   pair (token, instance uid);
+ * - nothing at all, over TLS, in approval mode: the agent is held until an operator approves it.
  *
+ * Two steps, because a connection knows its credential at once but the agent's instance
+ * uid only with the first message:
  * 1. `checkCredential` at the upgrade / before an HTTP body is read: refuses missing,
  *    malformed, unknown and revoked tokens; an expired or spent token passes only when some
  *    agent is bound to it (only that agent will get through step 2).
@@ -13,6 +17,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Knex } from 'knex';
 import { redeemBootstrapToken } from '../auth/bootstrap-tokens';
 import { hashToken, isWellFormed } from '../auth/secret-token';
+import type { AgentIdentity } from '../agents-ca';
 import { insertAgent } from '../../db/repos/agents';
 import {
   findBootstrapTokenByHash,
@@ -21,7 +26,10 @@ import {
   rebindAgentToken,
   tokenHasBoundAgents,
   hasUsableCredential,
+  countPendingAgents,
+  type AgentBinding,
 } from '../../db/repos/agent-status';
+import { ensureTenant } from '../../db/repos/tenants';
 import { emitEvents } from '../../db/repos/events';
 import { ensureDefaultGroup, liveGroupIds } from '../../db/repos/groups';
 import type { BootstrapTokenRow } from '../../db/repos/tokens';
@@ -38,16 +46,26 @@ export type RefusalReason =
   | 'bad-uid'
   | 'agent-revoked'
   | 'foreign-agent'
-  | 'uid-bound';
+  | 'uid-bound'
+  | 'certificate-mismatch'
+  | 'unknown-agent'
+  | 'too-many-pending';
 
 export interface Refusal {
   ok: false;
   reason: RefusalReason;
 }
 
-export interface Credential {
-  token: string;
-  row: BootstrapTokenRow;
+export type Credential =
+  | { kind: 'token'; token: string; row: BootstrapTokenRow }
+  | { kind: 'certificate'; identity: AgentIdentity }
+  /** No credential, over TLS, in approval mode. */
+  | { kind: 'none' };
+
+/** How agents that arrive with no credential are treated (Agents:Enrollment). */
+export interface ApprovalMode {
+  tenantId: string;
+  maxPending: number;
 }
 
 /** The bearer token of the request, or its `token` query parameter. */
@@ -61,7 +79,7 @@ export function tokenFromRequest(req: IncomingMessage): string | undefined {
   return query ?? undefined;
 }
 
-export async function checkCredential(db: Knex, token: string | undefined): Promise<{ ok: true; credential: Credential } | Refusal> {
+export async function checkCredential(db: Knex, token: string | undefined): Promise<{ ok: true; credential: Credential & { kind: 'token' } } | Refusal> {
   if (token === undefined) return { ok: false, reason: 'missing' };
   // The CRC check refuses typos and probes without touching the database.
   if (!isWellFormed('svc-bt', token)) return { ok: false, reason: 'malformed' };
@@ -70,7 +88,7 @@ export async function checkCredential(db: Knex, token: string | undefined): Prom
   if (row.revoked_at) return { ok: false, reason: 'revoked' };
   const spent = inactiveReason(row);
   if (spent && !(await tokenHasBoundAgents(db, row.id))) return { ok: false, reason: spent };
-  return { ok: true, credential: { token, row } };
+  return { ok: true, credential: { kind: 'token', token, row } };
 }
 
 function inactiveReason(row: BootstrapTokenRow): 'expired' | 'exhausted' | undefined {
@@ -86,7 +104,19 @@ export function agentIdFromUid(uid: Uint8Array): string | undefined {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-export type Admission = { ok: true; agentId: string; enrolled: boolean } | Refusal;
+export interface Admitted {
+  ok: true;
+  agentId: string;
+  tenantId: string;
+  /** A new agent row (or a new binding) was written. */
+  enrolled: boolean;
+  /** Held for approval: gets neither configuration nor certificate. */
+  pending: boolean;
+}
+
+export type Admission = Admitted | Refusal;
+
+const CUT_OFF: ReadonlySet<string> = new Set(['revoked', 'handed-over']);
 
 class Refused extends Error {
   constructor(readonly reason: RefusalReason) {
@@ -99,28 +129,85 @@ class Refused extends Error {
  * of the token, the row created `enrolling` in the token's group, `agent.enrolled`). All in
  * one transaction: a refusal after the redemption rolls the use back.
  */
-export async function admitAgent(db: Knex, credential: Credential, uid: Uint8Array, transport: 'websocket' | 'http'): Promise<Admission> {
+export async function admitAgent(
+  db: Knex,
+  credential: Credential,
+  uid: Uint8Array,
+  transport: 'websocket' | 'http',
+  approval?: ApprovalMode,
+): Promise<Admission> {
   const agentId = agentIdFromUid(uid);
   if (!agentId) return { ok: false, reason: 'bad-uid' };
+  const attempt = () => {
+    switch (credential.kind) {
+      case 'certificate':
+        return admitByCertificate(db, credential.identity, agentId);
+      case 'none':
+        return approval ? holdForApproval(db, approval, agentId, transport) : Promise.resolve({ ok: false as const, reason: 'missing' as const });
+      case 'token':
+        return enrolOrAdmit(db, credential, agentId, transport);
+    }
+  };
   try {
-    return await enrolOrAdmit(db, credential, agentId, transport);
+    return await attempt();
   } catch (error) {
     // Two first messages of one new agent at once (an HTTP retry racing its original): the
-    // loser's insert hits the primary key and rolls back; again, it finds the bound row.
+    // loser's insert hits the primary key and rolls back; again, it finds the row.
     if ((error as { code?: string }).code !== '23505') throw error;
-    return enrolOrAdmit(db, credential, agentId, transport);
+    return attempt();
   }
 }
 
-async function enrolOrAdmit(db: Knex, credential: Credential, agentId: string, transport: 'websocket' | 'http'): Promise<Admission> {
+/** The certificate (checked at the handshake) names the agent; its uid must be that agent's. */
+async function admitByCertificate(db: Knex, identity: AgentIdentity, agentId: string): Promise<Admission> {
+  if (agentId !== identity.agentId) return { ok: false, reason: 'certificate-mismatch' };
+  const agent: Pick<AgentBinding, 'tenant_id' | 'status'> | undefined = await db('agents').select('tenant_id', 'status').where({ id: agentId }).first();
+  if (!agent || agent.tenant_id !== identity.tenantId) return { ok: false, reason: 'unknown-agent' };
+  if (CUT_OFF.has(agent.status) || agent.status === 'pending-approval') return { ok: false, reason: 'agent-revoked' };
+  return { ok: true, agentId, tenantId: agent.tenant_id, enrolled: false, pending: false };
+}
+
+/**
+ * Approval mode: an unknown agent arriving with no credential is recorded
+ * `pending-approval` in the approval tenant's default group. Once approved, it is admitted
+ * by its uid until it holds a certificate (then it must present it) — the operator's
+ * approval is what vouches for it.
+ */
+async function holdForApproval(db: Knex, approval: ApprovalMode, agentId: string, transport: 'websocket' | 'http'): Promise<Admission> {
+  try {
+    return await db.transaction(async (trx) => {
+      const agent = await lockAgentBinding(trx, agentId);
+      if (agent) {
+        if (agent.status === 'pending-approval') return { ok: true as const, agentId, tenantId: agent.tenant_id, enrolled: false, pending: true };
+        if (CUT_OFF.has(agent.status)) throw new Refused('agent-revoked');
+        if (agent.enrolled_with_token_id || (await hasUsableCredential(trx, agent))) throw new Refused('uid-bound');
+        return { ok: true as const, agentId, tenantId: agent.tenant_id, enrolled: false, pending: false };
+      }
+      if ((await countPendingAgents(trx)) >= approval.maxPending) throw new Refused('too-many-pending');
+      await ensureTenant(trx, approval.tenantId);
+      const group = await ensureDefaultGroup(trx, approval.tenantId);
+      await insertAgent(trx, { id: agentId, tenant_id: approval.tenantId, group_id: group.id, status: 'pending-approval' });
+      await emitEvents(trx, [
+        { tenantId: approval.tenantId, type: 'agent.pending-approval', source: OPAMP_SOURCE, subject: agentId, data: { agentId, groupId: group.id, transport } },
+      ]);
+      return { ok: true as const, agentId, tenantId: approval.tenantId, enrolled: true, pending: true };
+    });
+  } catch (error) {
+    if (error instanceof Refused) return { ok: false, reason: error.reason };
+    throw error;
+  }
+}
+
+async function enrolOrAdmit(db: Knex, credential: Credential & { kind: 'token' }, agentId: string, transport: 'websocket' | 'http'): Promise<Admission> {
   try {
     return await db.transaction(async (trx) => {
       const agent = await lockAgentBinding(trx, agentId);
       const token = await findBootstrapTokenById(trx, credential.row.id);
       if (!token || token.revoked_at) throw new Refused('revoked');
       if (agent && agent.enrolled_with_token_id === token.id) {
-        if (agent.status === 'revoked' || agent.status === 'handed-over') throw new Refused('agent-revoked');
-        return { ok: true as const, agentId, enrolled: false };
+        // A revoked agent must enroll again with another token than the one it was bound to.
+        if (CUT_OFF.has(agent.status)) throw new Refused('agent-revoked');
+        return { ok: true as const, agentId, tenantId: agent.tenant_id, enrolled: false, pending: agent.status === 'pending-approval' };
       }
       const redeemed = await redeemBootstrapToken(trx, credential.token);
       if (!redeemed.ok) throw new Refused(redeemed.reason);
@@ -130,9 +217,10 @@ async function enrolOrAdmit(db: Knex, credential: Credential, agentId: string, t
         // A known agent enrolling again with a new token of its own tenant (e.g. after its
         // certificate was revoked); a uid of another tenant is never taken over.
         if (agent.tenant_id !== tenantId) throw new Refused('foreign-agent');
-        if (agent.status === 'revoked' || agent.status === 'handed-over') throw new Refused('agent-revoked');
-        // Another token holder must not take over a uid whose agent can still prove itself.
-        if (await hasUsableCredential(trx, agent)) throw new Refused('uid-bound');
+        if (agent.status === 'handed-over') throw new Refused('agent-revoked');
+        // Another token holder must not take over a uid whose agent can still prove itself
+        // (a revoked agent cannot: revocation is what sends it back to enrolment).
+        if (agent.status !== 'revoked' && (await hasUsableCredential(trx, agent))) throw new Refused('uid-bound');
         await rebindAgentToken(trx, agentId, token.id);
         groupId = agent.group_id;
       } else {
@@ -151,7 +239,7 @@ async function enrolOrAdmit(db: Knex, credential: Credential, agentId: string, t
           data: { agentId, tokenId: token.id, groupId, transport },
         },
       ]);
-      return { ok: true as const, agentId, enrolled: true };
+      return { ok: true as const, agentId, tenantId, enrolled: true, pending: false };
     });
   } catch (error) {
     if (error instanceof Refused) return { ok: false, reason: error.reason };

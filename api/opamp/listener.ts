@@ -1,16 +1,19 @@
 /**
  * The agent port: OpAMP at `/v1/opamp` over WebSocket (binary frames, 0x00 header) and over
- * plain HTTP POST of `application/x-protobuf` (optionally gzip). Plain TCP only for now;
- * TLS and client certificates come with the internal CA.
+ * HTTP POST of `application/x-protobuf` (optionally gzip). TLS, with an optional client
+ * certificate signed by the agents' CA (mTLS); plain TCP only in Development.
  *
  * No listen here (habit 1): `main.ts` calls `server.listen(...)` on `Agents:Listen`.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Settings } from '../settings';
+import { CsrRejectedError, verifyAgentCertificate, type AgentCa, type AgentIdentity, type CheckedCsr, type ServerCertificate } from '../agents-ca';
 import {
   acceptsGzip,
   decodeAgentToServer,
@@ -23,7 +26,9 @@ import {
   unframeWebSocket,
   type AgentToServer,
 } from './codec';
-import { admitAgent, agentIdFromUid, checkCredential, tokenFromRequest, type Credential, type RefusalReason } from './enrollment';
+import { answerCertificateRequest, checkCertificateRequest, csrOf, MIN_REISSUE_SECONDS } from './certificate-request';
+import { admitAgent, agentIdFromUid, checkCredential, tokenFromRequest, type ApprovalMode, type Credential, type RefusalReason } from './enrollment';
+import { AgentSessions, type WsSession } from './sessions';
 import { applyStatus, replyTo, SequenceTracker, setOffline } from './status';
 
 export const OPAMP_PATH = '/v1/opamp';
@@ -32,10 +37,19 @@ export interface AgentListenerDeps {
   db: Knex;
   logger: Logger;
   settings: Readonly<Settings>;
+  /** Verifies client certificates and signs agents' CSRs. */
+  ca: AgentCa;
+  /** The listener's certificate; undefined: plain TCP (Development only, `Agents:Plaintext`). */
+  tls?: ServerCertificate;
+  /** For tests: how soon an agent may be issued another certificate (default MIN_REISSUE_SECONDS). */
+  minReissueSeconds?: number;
 }
 
 export interface AgentListener {
   server: Server;
+  sessions: AgentSessions;
+  /** Starts the LISTEN connection and the liveness sweep; call before `server.listen`. */
+  start(): Promise<void>;
   /** Closes every session (agents go offline), then the server. */
   close(): Promise<void>;
 }
@@ -49,6 +63,7 @@ const CLOSE = {
   policyViolation: 1008,
   tooBig: 1009,
   internalError: 1011,
+  tryAgainLater: 1013,
 } as const;
 
 const FRAME_CLOSE: Record<OpampFrameError['reason'], number> = {
@@ -69,16 +84,31 @@ const FRAME_STATUS: Record<OpampFrameError['reason'], number> = {
   'unsupported-encoding': 415,
 };
 
-const refusalStatus = (reason: RefusalReason) => (reason === 'bad-uid' ? 400 : 401);
-const refusalClose = (reason: RefusalReason) => (reason === 'bad-uid' ? CLOSE.invalidPayload : CLOSE.policyViolation);
+type Refusal = { reason: RefusalReason | 'bad-csr'; detail?: string };
 
-export function createAgentListener({ db, logger: parentLogger }: AgentListenerDeps): AgentListener {
-  const logger = parentLogger.child({ component: 'opamp' });
+const refusalStatus = ({ reason }: Refusal) =>
+  reason === 'bad-uid' || reason === 'bad-csr' ? 400 : reason === 'too-many-pending' ? 503 : 401;
+const refusalClose = ({ reason }: Refusal) =>
+  reason === 'bad-uid' ? CLOSE.invalidPayload : reason === 'too-many-pending' ? CLOSE.tryAgainLater : CLOSE.policyViolation;
+const refusalText = (refusal: Refusal) =>
+  refusal.reason === 'bad-uid' ? 'instance uid must be 16 bytes' : refusal.reason === 'bad-csr' ? `CSR refused: ${refusal.detail}` : `refused: ${refusal.reason}`;
+
+export function createAgentListener(deps: AgentListenerDeps): AgentListener {
+  const { db, ca, settings } = deps;
+  const logger = deps.logger.child({ component: 'opamp' });
+  const tls = deps.tls !== undefined;
+  const heartbeatSeconds = settings.agents.heartbeatSeconds;
+  const approval: ApprovalMode | undefined =
+    settings.agents.enrollment.mode === 'approval' && tls
+      ? { tenantId: settings.agents.enrollment.approvalTenant, maxPending: settings.agents.enrollment.maxPending }
+      : undefined;
+  const certificateOptions = { ttlHours: settings.agents.certificateTtlHours, minReissueSeconds: deps.minReissueSeconds ?? MIN_REISSUE_SECONDS };
   const sequences = new SequenceTracker();
-  /** The live WebSocket of each agent; an older one is closed when a newer one is admitted. */
-  const sessions = new Map<string, WebSocket>();
+  const sessions = new AgentSessions(db, logger, { databaseUrl: settings.database.url, heartbeatSeconds, tls });
   /** Offline updates still running, so close() can wait for them. */
   const pending = new Set<Promise<unknown>>();
+  /** The agent a TLS connection's client certificate names (checked once per connection). */
+  const certificateIdentity = new WeakMap<TLSSocket, Promise<AgentIdentity | undefined>>();
   const wss = new WebSocketServer({ noServer: true, maxPayload: OPAMP_MAX_MESSAGE_BYTES + 10 });
 
   const track = (work: Promise<unknown>) => {
@@ -86,21 +116,89 @@ export function createAgentListener({ db, logger: parentLogger }: AgentListenerD
     pending.add(tracked);
   };
 
-  /** Admission, status, reply: the same for both transports. */
-  async function serve(credential: Credential, message: AgentToServer, transport: 'websocket' | 'http', newSession: boolean) {
-    const admission = await admitAgent(db, credential, message.instanceUid, transport);
+  // -------------------------------------------------------------------------------------
+  // Credentials
+
+  /** A client certificate wins over a token; no credential at all is for approval mode. */
+  async function credentialOf(req: IncomingMessage): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string }> {
+    const identity = await certificateIdentity.get(req.socket as TLSSocket);
+    if (identity) return { ok: true, credential: { kind: 'certificate', identity } };
+    if (req.socket.destroyed) return { ok: false, reason: 'certificate refused' };
+    const token = tokenFromRequest(req);
+    if (token === undefined && approval) return { ok: true, credential: { kind: 'none' } };
+    return checkCredential(db, token);
+  }
+
+  /** At the handshake: a certificate of another CA closes the connection; ours is mapped to its agent. */
+  function onSecureConnection(socket: TLSSocket) {
+    const peer = socket.getPeerCertificate();
+    if (!peer?.raw) return;
+    if (!socket.authorized) {
+      logger.info({ reason: socket.authorizationError }, 'agent certificate refused at the handshake');
+      socket.destroy();
+      return;
+    }
+    const identity = verifyAgentCertificate(db, ca, peer.raw).then(
+      (found) => {
+        sessions.trackCertificateSocket(found.agentId, socket);
+        return found;
+      },
+      (error: Error) => {
+        logger.info({ reason: (error as { reason?: string }).reason ?? error.message }, 'agent certificate refused');
+        socket.destroy();
+        return undefined;
+      },
+    );
+    certificateIdentity.set(socket, identity);
+  }
+
+  // -------------------------------------------------------------------------------------
+  // One message, either transport
+
+  interface Served {
+    ok: true;
+    agentId: string;
+    pending: boolean;
+    reply: ReturnType<typeof replyTo>;
+  }
+
+  async function serve(
+    credential: Credential,
+    message: AgentToServer,
+    transport: 'websocket' | 'http',
+    session: { newSession: boolean; sentHash: string | undefined; remember(hash: string): void },
+  ): Promise<Served | ({ ok: false } & Refusal)> {
+    // A bad CSR is refused before anything of the message is stored.
+    const csrBytes = tls ? csrOf(message) : undefined;
+    let csr: CheckedCsr | undefined;
+    if (csrBytes) {
+      const uid = agentIdFromUid(message.instanceUid);
+      if (!uid) return { ok: false, reason: 'bad-uid' };
+      try {
+        csr = await checkCertificateRequest(csrBytes, uid);
+      } catch (error) {
+        if (error instanceof CsrRejectedError) return { ok: false, reason: 'bad-csr', detail: error.message };
+        throw error;
+      }
+    }
+    const admission = await admitAgent(db, credential, message.instanceUid, transport, approval);
     if (!admission.ok) return admission;
-    const { agentId } = admission;
-    const first = newSession || !sequences.has(agentId);
+    const { agentId, tenantId, pending: held } = admission;
+    const first = session.newSession || !sequences.has(agentId);
     const reportFullState = sequences.record(agentId, message.sequenceNum, message.agentDescription !== undefined) && !admission.enrolled;
+    const replyOptions = { tls, first, heartbeatSeconds, reportFullState };
     if (message.agentDisconnect && transport === 'http') {
       await setOffline(db, agentId, 'agent-disconnect');
       sequences.forget(agentId);
-    } else {
-      await applyStatus(db, agentId, message, { newSession, transport });
+      return { ok: true, agentId, pending: held, reply: replyTo(message, replyOptions) };
     }
-    if (admission.enrolled) logger.info({ agentId, tokenId: credential.row.id, transport }, 'agent enrolled');
-    return { ok: true as const, agentId, reply: replyTo(message, { first, reportFullState }) };
+    const certificate = csr && !held ? await answerCertificateRequest(db, ca, certificateOptions, { tenantId, agentId }, csr) : undefined;
+    const reported = await applyStatus(db, agentId, message, { newSession: session.newSession, transport, pending: held });
+    const remoteConfig = reported && !held ? await sessions.remoteConfigFor(reported.desired, reported.applied, session.sentHash) : undefined;
+    if (remoteConfig && reported?.desired) session.remember(reported.desired.hash);
+    if (admission.enrolled) logger.info({ agentId, transport, pending: held }, held ? 'agent held for approval' : 'agent enrolled');
+    if (certificate) logger.info({ agentId }, 'agent certificate issued');
+    return { ok: true, agentId, pending: held, reply: replyTo(message, { ...replyOptions, remoteConfig, certificate }) };
   }
 
   // -------------------------------------------------------------------------------------
@@ -109,7 +207,7 @@ export function createAgentListener({ db, logger: parentLogger }: AgentListenerD
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     socket.on('error', () => socket.destroy());
     if (pathOf(req) !== OPAMP_PATH) return rejectUpgrade(socket, 404, 'Not Found');
-    const checked = await checkCredential(db, tokenFromRequest(req));
+    const checked = await credentialOf(req);
     if (!checked.ok) {
       logger.info({ reason: checked.reason, transport: 'websocket' }, 'agent connection refused');
       return rejectUpgrade(socket, 401, 'Unauthorized', 'WWW-Authenticate: Bearer\r\n');
@@ -118,10 +216,22 @@ export function createAgentListener({ db, logger: parentLogger }: AgentListenerD
   }
 
   function runSession(ws: WebSocket, credential: Credential) {
-    let agentId: string | undefined;
     let queue = Promise.resolve();
+    const session: WsSession = {
+      ws,
+      credential,
+      pending: false,
+      alive: true,
+      run(work) {
+        // One message at a time per agent, in order (sequence numbers, row updates, pushes).
+        queue = queue.then(work).catch((error) => {
+          logger.error({ err: error, agentId: session.agentId }, 'opamp message failed');
+          if (ws.readyState === ws.OPEN) ws.close(CLOSE.internalError, 'internal error');
+        });
+      },
+    };
     const refuse = (code: number, reason: string) => {
-      logger.info({ agentId, code, reason }, 'agent session closed by the server');
+      logger.info({ agentId: session.agentId, code, reason }, 'agent session closed by the server');
       ws.close(code, reason.slice(0, 120));
     };
 
@@ -136,32 +246,28 @@ export function createAgentListener({ db, logger: parentLogger }: AgentListenerD
         throw error;
       }
       const uid = agentIdFromUid(message.instanceUid);
-      if (agentId && uid !== agentId) return refuse(CLOSE.policyViolation, 'instance uid changed within the session');
-      const served = await serve(credential, message, 'websocket', agentId === undefined);
-      if (!served.ok) return refuse(refusalClose(served.reason), `refused: ${served.reason}`);
-      if (!agentId) {
-        agentId = served.agentId;
-        const older = sessions.get(agentId);
-        sessions.set(agentId, ws);
-        if (older && older !== ws) older.close(CLOSE.policyViolation, 'replaced by a newer connection');
+      if (session.agentId && uid !== session.agentId) return refuse(CLOSE.policyViolation, 'instance uid changed within the session');
+      const served = await serve(credential, message, 'websocket', {
+        newSession: session.agentId === undefined,
+        sentHash: session.sentHash,
+        remember: (hash) => (session.sentHash = hash),
+      });
+      if (!served.ok) return refuse(refusalClose(served), refusalText(served));
+      session.pending = served.pending;
+      if (!session.agentId) {
+        session.agentId = served.agentId;
+        session.uid = message.instanceUid;
+        sessions.adopt(session as WsSession & { agentId: string });
       }
       if (ws.readyState === ws.OPEN) ws.send(frameWebSocket(encodeServerToAgent(served.reply)));
     }
 
-    ws.on('message', (data, isBinary) => {
-      // One message at a time per agent, in order (sequence numbers, row updates).
-      queue = queue
-        .then(() => onMessage(data, isBinary))
-        .catch((error) => {
-          logger.error({ err: error, agentId }, 'opamp message failed');
-          if (ws.readyState === ws.OPEN) ws.close(CLOSE.internalError, 'internal error');
-        });
-    });
-    ws.on('error', (error) => logger.info({ err: error, agentId }, 'agent socket error'));
+    ws.on('message', (data, isBinary) => session.run(() => onMessage(data, isBinary)));
+    ws.on('pong', () => (session.alive = true));
+    ws.on('error', (error) => logger.info({ err: error, agentId: session.agentId }, 'agent socket error'));
     ws.on('close', (code) => {
-      if (!agentId || sessions.get(agentId) !== ws) return;
-      const id = agentId;
-      sessions.delete(id);
+      if (!sessions.release(session)) return;
+      const id = session.agentId!;
       sequences.forget(id);
       track(queue.then(() => setOffline(db, id, `websocket closed (${code})`)));
     });
@@ -173,9 +279,10 @@ export function createAgentListener({ db, logger: parentLogger }: AgentListenerD
   async function onRequest(req: IncomingMessage, res: ServerResponse) {
     if (pathOf(req) !== OPAMP_PATH) return reply(res, 404, 'not found');
     if (req.method !== 'POST') return reply(res, 405, 'POST application/x-protobuf, or a WebSocket upgrade', { allow: 'POST' });
-    const checked = await checkCredential(db, tokenFromRequest(req));
+    const checked = await credentialOf(req);
     if (!checked.ok) {
       logger.info({ reason: checked.reason, transport: 'http' }, 'agent request refused');
+      if (req.socket.destroyed) return;
       return reply(res, 401, 'unauthorized', { 'www-authenticate': 'Bearer' });
     }
     const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -189,8 +296,16 @@ export function createAgentListener({ db, logger: parentLogger }: AgentListenerD
       if (error instanceof OpampFrameError) return reply(res, FRAME_STATUS[error.reason], error.message);
       throw error;
     }
-    const served = await serve(checked.credential, message, 'http', false);
-    if (!served.ok) return reply(res, refusalStatus(served.reason), served.reason === 'bad-uid' ? 'instance uid must be 16 bytes' : 'unauthorized');
+    const agentKey = agentIdFromUid(message.instanceUid) ?? '';
+    const served = await serve(checked.credential, message, 'http', {
+      newSession: false,
+      sentHash: sessions.httpSent.get(agentKey),
+      remember: (hash) => sessions.httpSent.set(agentKey, hash),
+    });
+    if (!served.ok) {
+      logger.info({ reason: served.reason, transport: 'http' }, 'agent request refused');
+      return reply(res, refusalStatus(served), refusalText(served));
+    }
     const out = encodeHttpBody(encodeServerToAgent(served.reply), acceptsGzip(header(req, 'accept-encoding')));
     res.writeHead(200, {
       'content-type': 'application/x-protobuf',
@@ -200,13 +315,29 @@ export function createAgentListener({ db, logger: parentLogger }: AgentListenerD
     res.end(out.body);
   }
 
-  const server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     onRequest(req, res).catch((error) => {
       logger.error({ err: error }, 'opamp request failed');
       if (!res.headersSent) reply(res, 500, 'internal error');
       else res.destroy();
     });
-  });
+  };
+  const server: Server = deps.tls
+    ? createTlsServer(
+        {
+          cert: deps.tls.certificatePem,
+          key: deps.tls.keyPem,
+          ca: ca.certificatePem,
+          requestCert: true,
+          // Agents without a certificate (enrolling with a token) are let through here and
+          // judged per request; a certificate of another CA is refused in onSecureConnection.
+          rejectUnauthorized: false,
+          minVersion: 'TLSv1.2',
+        },
+        handle,
+      )
+    : createServer(handle);
+  if (deps.tls) server.on('secureConnection', onSecureConnection);
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     onUpgrade(req, socket, head).catch((error) => {
       logger.error({ err: error }, 'opamp upgrade failed');
@@ -216,10 +347,13 @@ export function createAgentListener({ db, logger: parentLogger }: AgentListenerD
 
   return {
     server,
+    sessions,
+    start: () => sessions.start(),
     async close() {
       for (const ws of wss.clients) ws.close(CLOSE.goingAway, 'server shutting down');
       await waitForClients(wss);
       await Promise.all([...pending]);
+      await sessions.close();
       wss.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto';
 import { create, toJson, type MessageInitShape } from '@bufbuild/protobuf';
 import type { Knex } from 'knex';
-import { applyAgentReport, markAgentOffline, type AgentReport } from '../../db/repos/agent-status';
+import { applyAgentReport, markAgentOffline, type AgentReport, type ReportedAgent } from '../../db/repos/agent-status';
+import type { AgentStatus } from '../../db/repos/agents';
 import type { AppliedStatus } from '../../db/repos/agents';
 import { emitEvents } from '../../db/repos/events';
 import { ServerCapability, ServerToAgentFlag, type AgentToServer } from './codec';
@@ -16,13 +17,19 @@ import {
   RemoteConfigStatuses,
   ServerToAgentSchema,
   type AgentConfigMap,
+  type AgentRemoteConfigSchema,
 } from './gen/opamp_pb';
 import { OPAMP_SOURCE } from './enrollment';
 
-export const HEARTBEAT_INTERVAL_SECONDS = 30;
-
-export const SERVER_CAPABILITIES =
-  ServerCapability.AcceptsStatus | ServerCapability.AcceptsEffectiveConfig | ServerCapability.OffersConnectionSettings;
+/** What the server offers; certificates (AcceptsConnectionSettingsRequest) only over TLS. */
+export function serverCapabilities(tls: boolean): bigint {
+  const base =
+    ServerCapability.AcceptsStatus |
+    ServerCapability.OffersRemoteConfig |
+    ServerCapability.AcceptsEffectiveConfig |
+    ServerCapability.OffersConnectionSettings;
+  return tls ? base | ServerCapability.AcceptsConnectionSettingsRequest : base;
+}
 
 // ---------------------------------------------------------------------------------------
 // AgentToServer → row
@@ -110,24 +117,30 @@ export function configMapHash(map: AgentConfigMap): string {
   return hash.digest('hex');
 }
 
+/** Announced (payload: the agent id) when an agent reports APPLIED or FAILED for its desired configuration. */
+export const AGENT_CONFIG_STATUS_CHANNEL = 'fleet_agent_config_status';
+
 /**
  * Applies one message in a transaction; `agent.connected` when the agent was not online
- * before or opened a new WebSocket session.
+ * before or opened a new WebSocket session. A pending agent stays `pending-approval`.
  */
 export async function applyStatus(
   db: Knex,
   agentId: string,
   message: AgentToServer,
-  options: { newSession: boolean; transport: 'websocket' | 'http' },
-): Promise<void> {
-  await db.transaction(async (trx) => {
-    const applied = await applyAgentReport(trx, agentId, { ...storable(reportFrom(message)), status: 'online' });
-    if (!applied) return;
-    if (applied.previous !== 'online' || options.newSession) {
+  options: { newSession: boolean; transport: 'websocket' | 'http'; pending: boolean },
+): Promise<ReportedAgent | undefined> {
+  return db.transaction(async (trx) => {
+    const status: AgentStatus = options.pending ? 'pending-approval' : 'online';
+    const applied = await applyAgentReport(trx, agentId, { ...storable(reportFrom(message)), status });
+    if (!applied) return undefined;
+    if (!options.pending && (applied.previous !== 'online' || options.newSession)) {
       await emitEvents(trx, [
         { tenantId: applied.tenantId, type: 'agent.connected', source: OPAMP_SOURCE, subject: agentId, data: { agentId, transport: options.transport } },
       ]);
     }
+    if (applied.settled) await trx.raw('SELECT pg_notify(?, ?)', [AGENT_CONFIG_STATUS_CHANNEL, agentId]);
+    return applied;
   });
 }
 
@@ -168,18 +181,42 @@ export class SequenceTracker {
 // ---------------------------------------------------------------------------------------
 // ServerToAgent
 
-const HEARTBEAT_SETTINGS_HASH = createHash('sha256').update(`heartbeat=${HEARTBEAT_INTERVAL_SECONDS}`).digest();
+export interface ReplyOptions {
+  tls: boolean;
+  /** Offer the heartbeat interval (first message of a session). */
+  first: boolean;
+  heartbeatSeconds: number;
+  reportFullState: boolean;
+  remoteConfig?: MessageInitShape<typeof AgentRemoteConfigSchema>;
+  /** A leaf certificate answering the agent's CSR. */
+  certificate?: { certificatePem: string; caPem: string };
+}
 
-export function replyTo(
-  message: AgentToServer,
-  options: { first: boolean; reportFullState: boolean },
-): MessageInitShape<typeof ServerToAgentSchema> {
+export function replyTo(message: AgentToServer, options: ReplyOptions): MessageInitShape<typeof ServerToAgentSchema> {
+  const offer = options.first || options.certificate;
   return create(ServerToAgentSchema, {
     instanceUid: message.instanceUid,
-    capabilities: SERVER_CAPABILITIES,
+    capabilities: serverCapabilities(options.tls),
     flags: options.reportFullState ? ServerToAgentFlag.ReportFullState : 0n,
-    connectionSettings: options.first
-      ? { hash: HEARTBEAT_SETTINGS_HASH, opamp: { heartbeatIntervalSeconds: BigInt(HEARTBEAT_INTERVAL_SECONDS) } }
+    remoteConfig: options.remoteConfig,
+    connectionSettings: offer
+      ? {
+          hash: connectionSettingsHash(options),
+          opamp: {
+            heartbeatIntervalSeconds: BigInt(options.heartbeatSeconds),
+            certificate: options.certificate && {
+              cert: Buffer.from(options.certificate.certificatePem),
+              caCert: Buffer.from(options.certificate.caPem),
+            },
+          },
+        }
       : undefined,
   });
+}
+
+/** Identifies the offered settings, so an agent can tell a new offer from one it has applied. */
+function connectionSettingsHash(options: ReplyOptions): Uint8Array {
+  const hash = createHash('sha256').update(`heartbeat=${options.heartbeatSeconds}`);
+  if (options.certificate) hash.update('\0').update(options.certificate.certificatePem);
+  return hash.digest();
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import * as foundation from './20261122000000_foundation';
 import * as inventory from './20261122010000_inventory';
 import * as agentCa from './20261122020000_agent_ca';
+import * as agentGateway from './20261122030000_agent_gateway';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -11,6 +12,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122000000_foundation': foundation,
   '20261122010000_inventory': inventory,
   '20261122020000_agent_ca': agentCa,
+  '20261122030000_agent_gateway': agentGateway,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,29 +1,25 @@
-import type { AddressInfo } from 'node:net';
-import pino from 'pino';
 import { AgentCapability, OPAMP_MAX_MESSAGE_BYTES, ServerCapability, ServerToAgentFlag, hasBits } from '../../api/opamp/codec';
 import { RemoteConfigStatuses } from '../../api/opamp/gen/opamp_pb';
-import { createAgentListener, type AgentListener } from '../../api/opamp/listener';
+import { startTestGateway, type TestGateway } from '../support/agent-gateway';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 import { connectWs, description, newInstanceUid, postHttp, uidToUuid, UpgradeRefused, type AgentMessage } from '../support/opamp-client';
 
 let t: TestApp;
 let operator: string;
-let listener: AgentListener;
+let gateway: TestGateway;
 let wsUrl: string;
 let httpUrl: string;
 
 beforeAll(async () => {
   t = await startTestApp();
   operator = await t.token('default.operator');
-  listener = createAgentListener({ db: t.database.db, logger: pino({ level: 'silent' }), settings: t.settings });
-  await new Promise<void>((resolve) => listener.server.listen(0, '127.0.0.1', resolve));
-  const { port } = listener.server.address() as AddressInfo;
-  wsUrl = `ws://127.0.0.1:${port}/v1/opamp`;
-  httpUrl = `http://127.0.0.1:${port}/v1/opamp`;
+  // This file covers the protocol over plain TCP (Development); TLS and mTLS: agent-gateway-tls.test.ts.
+  gateway = await startTestGateway(t, { plaintext: true });
+  ({ wsUrl, httpUrl } = gateway);
 });
 afterAll(async () => {
-  await listener?.close();
+  await gateway?.close();
   await t?.close();
 });
 

@@ -1,0 +1,49 @@
+/**
+ * An admitted agent's CSR (`connection_settings_request.opamp.certificate_request.csr`)
+ * answered with a client certificate our CA signs: the agent then reconnects with mTLS.
+ * The same path renews a certificate: an agent sends a new CSR before its leaf expires.
+ */
+import type { Knex } from 'knex';
+import { checkCsr, issueLeafCertificate, type AgentCa, type CheckedCsr } from '../agents-ca';
+import type { AgentToServer } from './codec';
+
+/** By default one certificate per agent per minute; a CSR sooner is left unanswered (not refused). */
+export const MIN_REISSUE_SECONDS = 60;
+
+export function csrOf(message: AgentToServer): Uint8Array | undefined {
+  const csr = message.connectionSettingsRequest?.opamp?.certificateRequest?.csr;
+  return csr && csr.length > 0 ? csr : undefined;
+}
+
+/**
+ * Checks the CSR for this agent (before anything about the message is stored); throws
+ * CsrRejectedError for a bad one, and the caller closes the connection.
+ */
+export function checkCertificateRequest(csrBytes: Uint8Array, agentId: string): Promise<CheckedCsr> {
+  return checkCsr(csrBytes, agentId);
+}
+
+/**
+ * Signs a checked CSR for the admitted agent; undefined when the agent was issued a
+ * certificate within the last `minReissueSeconds` (a retry, or a CSR loop).
+ */
+export async function answerCertificateRequest(
+  db: Knex,
+  ca: AgentCa,
+  options: { ttlHours: number; minReissueSeconds: number },
+  agent: { tenantId: string; agentId: string },
+  csr: CheckedCsr,
+): Promise<{ certificatePem: string; caPem: string } | undefined> {
+  return db.transaction(async (trx) => {
+    // Serialises CSRs of one agent, so two at once cannot both pass the rate check.
+    await trx('agents').select('id').where({ id: agent.agentId }).forNoKeyUpdate().first();
+    const recent = await trx('agent_certificates')
+      .select('serial')
+      .where({ tenant_id: agent.tenantId, agent_id: agent.agentId })
+      .where('created_at', '>', trx.raw(`now() - make_interval(secs => ?)`, [options.minReissueSeconds]))
+      .first();
+    if (recent) return undefined;
+    const leaf = await issueLeafCertificate(trx, ca, { tenantId: agent.tenantId, agentId: agent.agentId, csr, ttlHours: options.ttlHours });
+    return { certificatePem: leaf.certificatePem, caPem: ca.certificatePem };
+  });
+}

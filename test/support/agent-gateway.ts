@@ -1,0 +1,56 @@
+/**
+ * A real agent listener for tests, next to a test app (same database): TLS with a server
+ * certificate from the agents' CA (the default), or plain TCP (Development) when asked.
+ */
+import type { AddressInfo } from 'node:net';
+import pino from 'pino';
+import { issueServerCertificate, loadOrCreateAgentCa, type AgentCa } from '../../api/agents-ca';
+import { createAgentListener, type AgentListener } from '../../api/opamp/listener';
+import type { Settings } from '../../api/settings';
+import { testSettings, type TestApp } from './app';
+
+export interface TestGateway {
+  listener: AgentListener;
+  ca: AgentCa;
+  settings: Readonly<Settings>;
+  /** ws:// or wss:// …/v1/opamp */
+  wsUrl: string;
+  /** http:// or https:// …/v1/opamp */
+  httpUrl: string;
+  close(): Promise<void>;
+}
+
+export async function startTestGateway(
+  t: TestApp,
+  options: { plaintext?: boolean; env?: Record<string, string>; minReissueSeconds?: number } = {},
+): Promise<TestGateway> {
+  const settings = testSettings(t.database.url, {
+    Environment: 'Development',
+    // The same key as the app's, so both read the one CA row.
+    Secrets__EncryptionKey: t.settings.encryptionKey!.toString('base64'),
+    ...(options.plaintext ? { Agents__Plaintext: 'true' } : {}),
+    ...options.env,
+  });
+  const ca = await loadOrCreateAgentCa(t.database.db, settings.encryptionKey!);
+  const tls = options.plaintext ? undefined : await issueServerCertificate(ca, ['localhost', '127.0.0.1']);
+  const listener = createAgentListener({
+    db: t.database.db,
+    logger: pino({ level: 'silent' }),
+    settings,
+    ca,
+    tls,
+    minReissueSeconds: options.minReissueSeconds,
+  });
+  await listener.start();
+  await new Promise<void>((resolve) => listener.server.listen(0, '127.0.0.1', resolve));
+  const { port } = listener.server.address() as AddressInfo;
+  const secure = tls ? 's' : '';
+  return {
+    listener,
+    ca,
+    settings,
+    wsUrl: `ws${secure}://127.0.0.1:${port}/v1/opamp`,
+    httpUrl: `http${secure}://127.0.0.1:${port}/v1/opamp`,
+    close: () => listener.close(),
+  };
+}
