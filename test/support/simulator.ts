@@ -1,0 +1,877 @@
+/**
+ * Agent simulator (issue 4 item 6): OpAMP agents in one process, over WebSocket or HTTP.
+ *
+ * Each `SimulatedAgent` enrolls with a bootstrap token, sends a CSR once admitted, moves to
+ * mTLS when the server returns a certificate, applies remote configurations (through a hook
+ * that can fail them) and reports status. `runFleet` starts N of them sharing one connect
+ * limiter and one keep-alive HTTP(S) agent. Used by tests (test/api/simulator.test.ts),
+ * by `scripts/agents.ts` and by benches. docs/agent-simulator.md describes the behaviour.
+ */
+import { EventEmitter } from 'node:events';
+import http from 'node:http';
+import https from 'node:https';
+import WebSocket from 'ws';
+import {
+  AgentCapability,
+  decodeHttpBody,
+  decodeServerToAgent,
+  encodeAgentToServer,
+  frameWebSocket,
+  hasBits,
+  OPAMP_MAX_MESSAGE_BYTES,
+  ServerToAgentFlag,
+  unframeWebSocket,
+  type ServerToAgent,
+} from '../../api/opamp/codec';
+import { RemoteConfigStatuses, type AgentConfigFile, type TLSCertificate } from '../../api/opamp/gen/opamp_pb';
+import { webcrypto, x509 } from '../../api/agents-ca/x509';
+import { description, newInstanceUid, uidToUuid, type AgentMessage } from './opamp-client';
+
+export const SIMULATOR_CAPABILITIES =
+  AgentCapability.ReportsStatus |
+  AgentCapability.AcceptsRemoteConfig |
+  AgentCapability.ReportsEffectiveConfig |
+  AgentCapability.AcceptsOpAMPConnectionSettings |
+  AgentCapability.ReportsHealth |
+  AgentCapability.ReportsRemoteConfig |
+  AgentCapability.ReportsHeartbeat;
+
+const DEFAULT_HEARTBEAT_SECONDS = 30;
+/** Close codes and HTTP statuses by which the server refuses an agent: never reconnect. */
+const REFUSAL_CLOSE = 1008;
+const REFUSAL_STATUSES = new Set([400, 401, 403]);
+
+export type Transport = 'ws' | 'http';
+export type AppliedStatus = 'APPLYING' | 'APPLIED' | 'FAILED';
+
+/** A remote configuration as the apply hook sees it. */
+export interface RemoteConfig {
+  /** config_hash, hex. */
+  hash: string;
+  /** config_map: file name → UTF-8 body and content type. */
+  files: Record<string, { body: string; contentType: string }>;
+}
+
+/** Returns undefined when the configuration applies, or the failure message. */
+export type ApplyHook = (agent: SimulatedAgent, config: RemoteConfig) => string | undefined | Promise<string | undefined>;
+
+export interface AgentCertificate {
+  certPem: string;
+  keyPem: string;
+  /** ca_cert of the offer: the agents' CA (not used to verify the server). */
+  caPem: string;
+  serial: string;
+  notBefore: Date;
+  notAfter: Date;
+}
+
+export interface Refusal {
+  /** WebSocket close code (1008), when refused after the upgrade. */
+  code?: number;
+  /** HTTP status (upgrade or poll), when refused by HTTP. */
+  status?: number;
+  reason: string;
+}
+
+export interface AgentState {
+  id: string;
+  transport: Transport;
+  connected: boolean;
+  /** Admitted by the server at least once. */
+  enrolled: boolean;
+  /** The current connection presents a client certificate. */
+  mtls: boolean;
+  certificate?: AgentCertificate;
+  /** A CSR was sent and no certificate has answered it yet. */
+  csrPending: boolean;
+  heartbeatSeconds: number;
+  lastConfigHash?: string;
+  appliedStatus?: AppliedStatus;
+  appliedError?: string;
+  configsApplied: number;
+  configsFailed: number;
+  refused?: Refusal;
+  lastClose?: { code: number; reason: string };
+  lastHttpStatus?: number;
+  connects: number;
+  errors: number;
+  lastError?: string;
+  stopped: boolean;
+}
+
+export interface SimulatedAgentOptions {
+  /** ws://, wss://, http:// or https:// … /v1/opamp. TLS schemes mean TLS. */
+  endpoint: string;
+  /** Default: from the endpoint's scheme; otherwise the scheme is converted (ws ↔ http). */
+  transport?: Transport;
+  /** Bootstrap token (svc-bt.…), sent until the agent has a certificate. */
+  token?: string;
+  /** Send the token as `?token=` instead of `Authorization: Bearer`. */
+  tokenInUrl?: boolean;
+  /** PEM of the CA that signed the server's certificate. */
+  ca?: string | Buffer;
+  /** Endpoint for mTLS when the enrolment endpoint is plain (default: the server's destination_endpoint, else `endpoint` when TLS). */
+  mtlsEndpoint?: string;
+  /** Ask for a client certificate once admitted (default true). */
+  csr?: boolean;
+  /** Fraction of the certificate's lifetime after which a new CSR is sent (default 2/3; 0 for tests). */
+  renewAtFraction?: number;
+  /** Overrides the server's heartbeat_interval_seconds. */
+  heartbeatSeconds?: number;
+  apply?: ApplyHook;
+  /** Probability (0..1) that a configuration fails ("simulated failure"), after `apply`. */
+  failRate?: number;
+  instanceUid?: Uint8Array;
+  serviceName?: string;
+  /** Extra non-identifying attributes (host.name defaults to sim-<id prefix>). */
+  attributes?: Record<string, string>;
+  /** Reconnect backoff: min × 2^attempt up to max, jittered to 50–100 %. */
+  reconnectMinMs?: number;
+  reconnectMaxMs?: number;
+  requestTimeoutMs?: number;
+  /** Shared by a fleet; a lone agent makes its own. */
+  shared?: SharedResources;
+}
+
+// ---------------------------------------------------------------------------------------
+// Shared resources: connect limiter and keep-alive agents
+
+/** Bounds concurrent connection attempts (a reconnect storm of 10,000 agents). */
+export class ConnectLimiter {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+  constructor(readonly limit: number) {}
+
+  async acquire(): Promise<() => void> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.active++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.waiting.shift();
+      if (next) next(); // the slot passes on
+      else this.active--;
+    };
+  }
+}
+
+export interface SharedResources {
+  limiter: ConnectLimiter;
+  httpAgent: http.Agent;
+  /** Pools are keyed by ca/cert/key, so one agent serves every client certificate. */
+  httpsAgent: https.Agent;
+  destroy(): void;
+}
+
+export function createSharedResources(connectConcurrency = 200): SharedResources {
+  const httpAgent = new http.Agent({ keepAlive: true });
+  const httpsAgent = new https.Agent({ keepAlive: true });
+  return {
+    limiter: new ConnectLimiter(connectConcurrency),
+    httpAgent,
+    httpsAgent,
+    destroy: () => {
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// CSR
+
+export interface GeneratedCsr {
+  csrPem: string;
+  keyPem: string;
+  /** SubjectPublicKeyInfo DER of the key, to match the certificate that answers. */
+  spki: Buffer;
+}
+
+/** A PKCS#10 CSR `CN=<agent id>` for a fresh EC P-256 key; the key as PKCS#8 PEM. */
+export async function generateCsr(agentId: string): Promise<GeneratedCsr> {
+  const algorithm = { name: 'ECDSA', namedCurve: 'P-256' };
+  const keys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: `CN=${agentId}`,
+    keys,
+    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+  });
+  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
+  const spki = Buffer.from(await webcrypto.subtle.exportKey('spki', keys.publicKey));
+  return { csrPem: csr.toString('pem'), keyPem: x509.PemConverter.encode(pkcs8, 'PRIVATE KEY'), spki };
+}
+
+// ---------------------------------------------------------------------------------------
+// One agent
+
+interface Pending {
+  full: boolean;
+  remoteStatus: boolean;
+  csr: boolean;
+  disconnect: boolean;
+}
+
+interface StoredConfig {
+  hash: Uint8Array;
+  status: RemoteConfigStatuses;
+  error: string;
+}
+
+const text = (bytes: Uint8Array) => Buffer.from(bytes).toString('utf8');
+const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
+const isTls = (url: string) => /^(wss|https):/i.test(url);
+const STATUS_NAMES: Partial<Record<RemoteConfigStatuses, AppliedStatus>> = {
+  [RemoteConfigStatuses.RemoteConfigStatuses_APPLYING]: 'APPLYING',
+  [RemoteConfigStatuses.RemoteConfigStatuses_APPLIED]: 'APPLIED',
+  [RemoteConfigStatuses.RemoteConfigStatuses_FAILED]: 'FAILED',
+};
+
+/**
+ * Events: 'change' (any state change), 'connected', 'enrolled', 'config' ({ hash, status,
+ * error }), 'certificate' (AgentCertificate), 'refused' (Refusal), 'closed' ({ code, reason }),
+ * 'failure' (Error: network errors, bad replies; never 'error', so nothing throws unheard),
+ * 'message' (ServerToAgent).
+ */
+export class SimulatedAgent extends EventEmitter {
+  readonly options: Readonly<SimulatedAgentOptions>;
+  readonly state: AgentState;
+  /** When to renew (fraction of the lifetime); settable so a test can make renewal due now. */
+  renewAtFraction: number;
+  private uid: Uint8Array;
+  private sequence = 0n;
+  private readonly startNanos = BigInt(Date.now()) * 1_000_000n;
+  private readonly shared: SharedResources;
+  private readonly ownsShared: boolean;
+  private pending: Pending = { full: false, remoteStatus: false, csr: false, disconnect: false };
+  private remote?: StoredConfig;
+  private effective?: Record<string, AgentConfigFile>;
+  private csr?: GeneratedCsr;
+  private csrGenerating = false;
+  private csrSentOnConnection = false;
+  private offeredEndpoint?: string;
+  private ws?: WebSocket;
+  private switchingToMtls = false;
+  /** Whether the open WebSocket presents a client certificate (state.mtls once admitted). */
+  private wsMtls = false;
+  private httpInFlight?: Promise<boolean>;
+  private httpSessionFresh = true;
+  private timer?: NodeJS.Timeout;
+  private reconnectAttempt = 0;
+  private firstSettled?: () => void;
+
+  constructor(options: SimulatedAgentOptions) {
+    super();
+    this.setMaxListeners(100); // tests may wait on one agent many times
+    this.options = options;
+    this.uid = options.instanceUid ?? newInstanceUid();
+    this.renewAtFraction = options.renewAtFraction ?? 2 / 3;
+    this.ownsShared = !options.shared;
+    this.shared = options.shared ?? createSharedResources(1);
+    this.state = {
+      id: uidToUuid(this.uid),
+      transport: options.transport ?? (/^wss?:/i.test(options.endpoint) ? 'ws' : 'http'),
+      connected: false,
+      enrolled: false,
+      mtls: false,
+      csrPending: false,
+      heartbeatSeconds: options.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS,
+      configsApplied: 0,
+      configsFailed: 0,
+      connects: 0,
+      errors: 0,
+      stopped: false,
+    };
+  }
+
+  get id(): string {
+    return this.state.id;
+  }
+
+  /** Connects; resolves when the first attempt is settled (admitted, refused or failed). */
+  start(): Promise<void> {
+    const settled = new Promise<void>((resolve) => (this.firstSettled = resolve));
+    this.state.stopped = false;
+    void this.connect();
+    return settled;
+  }
+
+  /** Says goodbye (agent_disconnect), closes cleanly, stops every timer. */
+  async stop(): Promise<void> {
+    if (this.state.stopped) return;
+    this.state.stopped = true;
+    this.clearTimer();
+    if (this.state.transport === 'ws') await this.stopWebSocket();
+    else await this.stopHttp();
+    this.settleFirst();
+    if (this.ownsShared) this.shared.destroy();
+    this.changed();
+  }
+
+  /** Resolves when `predicate(state)` holds; rejects after `timeoutMs` with the state. */
+  waitFor(predicate: (state: AgentState) => boolean, timeoutMs = 10_000): Promise<AgentState> {
+    if (predicate(this.state)) return Promise.resolve(this.state);
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (!predicate(this.state)) return;
+        cleanup();
+        resolve(this.state);
+      };
+      const timeout = setTimeout(() => {
+        cleanup();
+        reject(new Error(`agent ${this.id}: condition not met within ${timeoutMs} ms; state ${describeState(this.state)}`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timeout);
+        this.off('change', check);
+      };
+      this.on('change', check);
+    });
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Connections
+
+  private async connect(): Promise<void> {
+    if (this.state.stopped || this.state.refused) return;
+    const release = await this.shared.limiter.acquire();
+    if (this.state.stopped) return release();
+    this.state.connects++;
+    this.csrSentOnConnection = false;
+    if (this.state.transport === 'ws') this.openWebSocket(release);
+    else {
+      this.httpSessionFresh = true;
+      this.pending.full = true;
+      await this.poll(release);
+    }
+  }
+
+  /** The URL and credentials of the next connection: mTLS once a certificate is held and a TLS endpoint is known. */
+  private target(): { url: URL; headers: Record<string, string>; tls: { ca?: string | Buffer; cert?: string; key?: string }; mtls: boolean } {
+    const certificate = this.state.certificate;
+    const mtlsUrl = this.options.mtlsEndpoint ?? (this.offeredEndpoint && isTls(this.offeredEndpoint) ? this.offeredEndpoint : undefined) ?? (isTls(this.options.endpoint) ? this.options.endpoint : undefined);
+    const mtls = Boolean(certificate && mtlsUrl);
+    const url = new URL(withScheme(mtls ? mtlsUrl! : this.options.endpoint, this.state.transport));
+    const headers: Record<string, string> = {};
+    const tls: { ca?: string | Buffer; cert?: string; key?: string } = { ca: this.options.ca };
+    if (mtls) {
+      tls.cert = certificate!.certPem;
+      tls.key = certificate!.keyPem;
+    } else if (this.options.token) {
+      if (this.options.tokenInUrl) url.searchParams.set('token', this.options.token);
+      else headers.authorization = `Bearer ${this.options.token}`;
+    }
+    return { url, headers, tls, mtls };
+  }
+
+  private openWebSocket(release: () => void): void {
+    const { url, headers, tls, mtls } = this.target();
+    const ws = new WebSocket(url, { headers, ...tls, handshakeTimeout: this.options.requestTimeoutMs ?? 10_000, perMessageDeflate: false });
+    this.ws = ws;
+    let answered = false; // an HTTP answer to the upgrade is reported once, not again as an error
+    ws.on('unexpected-response', (_req, res) => {
+      answered = true;
+      const status = res.statusCode ?? 0;
+      this.state.lastHttpStatus = status;
+      res.resume();
+      if (REFUSAL_STATUSES.has(status)) this.refuse({ status, reason: `WebSocket upgrade refused with HTTP ${status}` });
+      else this.fail(new Error(`WebSocket upgrade answered HTTP ${status}`));
+      ws.terminate();
+    });
+    ws.on('error', (error) => {
+      if (!answered && !this.state.refused && !this.state.stopped) this.fail(error);
+    });
+    ws.on('open', () => {
+      release();
+      this.wsMtls = mtls;
+      this.pending.full = true;
+      this.flush();
+      this.restartHeartbeat();
+      this.changed();
+    });
+    ws.on('message', (data, isBinary) => {
+      if (!isBinary) return this.fail(new Error('text frame from the server'));
+      let reply: ServerToAgent;
+      try {
+        reply = decodeServerToAgent(unframeWebSocket(data as Buffer));
+      } catch (error) {
+        return this.fail(error as Error);
+      }
+      this.onReply(reply);
+    });
+    ws.on('close', (code, reasonBuffer) => {
+      release();
+      if (this.ws === ws) this.ws = undefined;
+      const reason = reasonBuffer.toString();
+      this.state.connected = false;
+      this.state.mtls = false;
+      this.state.lastClose = { code, reason };
+      this.clearTimer();
+      this.emit('closed', { code, reason });
+      if (code === REFUSAL_CLOSE && !this.state.stopped) this.refuse({ code, reason });
+      this.settleFirst();
+      this.changed();
+      if (this.state.stopped || this.state.refused) return;
+      if (this.switchingToMtls) {
+        this.switchingToMtls = false;
+        void this.connect();
+      } else this.scheduleReconnect();
+    });
+  }
+
+  private async stopWebSocket(): Promise<void> {
+    const ws = this.ws;
+    if (!ws) return;
+    const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+    if (ws.readyState === WebSocket.OPEN) {
+      this.pending.disconnect = true;
+      this.sendWebSocket(ws);
+      ws.close(1000, 'agent stopping');
+    } else ws.terminate();
+    const guard = setTimeout(() => ws.terminate(), 2_000);
+    await closed;
+    clearTimeout(guard);
+  }
+
+  private sendWebSocket(ws: WebSocket): void {
+    ws.send(frameWebSocket(encodeAgentToServer(this.nextMessage())));
+  }
+
+  /** HTTP: one request in flight; anything pending goes at once, otherwise the next poll is a heartbeat. */
+  private async poll(release?: () => void): Promise<void> {
+    if (this.httpInFlight || this.state.stopped || this.state.refused) return release?.();
+    this.clearTimer();
+    const run = this.postOnce().finally(() => {
+      release?.();
+      this.httpInFlight = undefined;
+    });
+    this.httpInFlight = run;
+    const ok = await run;
+    if (this.state.stopped || this.state.refused) return;
+    if (!ok) return this.scheduleReconnect();
+    if (this.hasPending()) void this.poll();
+    else this.timer = setTimeout(() => void this.poll(), this.state.heartbeatSeconds * 1000);
+  }
+
+  /** Sends one message; true when the server answered 200 with a valid reply. */
+  private async postOnce(): Promise<boolean> {
+    const { url, headers, tls, mtls } = this.target();
+    const message = this.nextMessage();
+    try {
+      const response = await postProtobuf(url, encodeAgentToServer(message), {
+        headers,
+        tls,
+        agent: url.protocol === 'https:' ? this.shared.httpsAgent : this.shared.httpAgent,
+        timeoutMs: this.options.requestTimeoutMs ?? 30_000,
+      });
+      this.state.lastHttpStatus = response.status;
+      if (REFUSAL_STATUSES.has(response.status)) {
+        this.state.connected = false;
+        this.refuse({ status: response.status, reason: response.body.toString('utf8').slice(0, 200) || `HTTP ${response.status}` });
+        return false;
+      }
+      if (response.status !== 200) throw new Error(`HTTP ${response.status}: ${response.body.toString('utf8').slice(0, 200)}`);
+      const reply = decodeServerToAgent(decodeHttpBody(response.body, response.encoding));
+      if (!this.state.connected) this.emit('connected');
+      this.state.connected = !message.agentDisconnect;
+      this.state.mtls = mtls && this.state.connected;
+      this.httpSessionFresh = false;
+      this.onReply(reply);
+      return true;
+    } catch (error) {
+      this.state.connected = false;
+      this.state.mtls = false;
+      this.fail(error as Error);
+      this.settleFirst();
+      return false;
+    }
+  }
+
+  private async stopHttp(): Promise<void> {
+    await this.httpInFlight;
+    if (!this.state.connected || this.state.refused) return;
+    this.pending.disconnect = true;
+    await this.postOnce();
+    this.state.connected = false;
+    this.state.mtls = false;
+  }
+
+  private scheduleReconnect(): void {
+    const min = this.options.reconnectMinMs ?? 250;
+    const max = this.options.reconnectMaxMs ?? 10_000;
+    const ceiling = Math.min(max, min * 2 ** this.reconnectAttempt++);
+    const delay = ceiling * (0.5 + Math.random() / 2);
+    this.clearTimer();
+    this.timer = setTimeout(() => void this.connect(), delay);
+  }
+
+  private restartHeartbeat(): void {
+    if (this.state.transport !== 'ws') return;
+    this.clearTimer();
+    this.timer = setInterval(() => {
+      if (this.ws?.readyState === WebSocket.OPEN) this.flush();
+      this.maybeRenew();
+    }, this.state.heartbeatSeconds * 1000);
+  }
+
+  private clearTimer(): void {
+    if (this.timer) clearTimeout(this.timer); // clears intervals too
+    this.timer = undefined;
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Messages
+
+  private hasPending(): boolean {
+    const p = this.pending;
+    return p.full || p.remoteStatus || p.csr || p.disconnect;
+  }
+
+  /** Sends what is pending now (WebSocket), or at the next free request (HTTP). */
+  private flush(): void {
+    if (this.state.transport === 'ws') {
+      if (this.ws?.readyState === WebSocket.OPEN) this.sendWebSocket(this.ws);
+    } else if (!this.httpInFlight && this.state.connected && !this.state.stopped) void this.poll();
+  }
+
+  /** Builds the next AgentToServer from what is pending, and clears it. */
+  private nextMessage(): AgentMessage {
+    const p = this.pending;
+    const message: AgentMessage = { instanceUid: this.uid, sequenceNum: this.sequence++ };
+    if (p.full) {
+      message.agentDescription = description(
+        { 'service.name': this.options.serviceName ?? 'otelcol-sim', 'service.instance.id': this.id },
+        { 'host.name': `sim-${this.id.slice(-12)}`, 'os.type': 'linux', ...this.options.attributes },
+      );
+      message.capabilities = SIMULATOR_CAPABILITIES;
+      message.health = { healthy: true, status: 'StatusOK', startTimeUnixNano: this.startNanos, statusTimeUnixNano: BigInt(Date.now()) * 1_000_000n };
+    }
+    if ((p.full || p.remoteStatus) && this.remote) {
+      message.remoteConfigStatus = { lastRemoteConfigHash: this.remote.hash, status: this.remote.status, errorMessage: this.remote.error };
+    }
+    if ((p.full || p.remoteStatus) && this.effective) message.effectiveConfig = { configMap: { configMap: this.effective } };
+    if (p.csr && this.csr) {
+      message.connectionSettingsRequest = { opamp: { certificateRequest: { csr: Buffer.from(this.csr.csrPem) } } };
+    }
+    if (p.disconnect) message.agentDisconnect = {};
+    this.pending = { full: false, remoteStatus: false, csr: false, disconnect: false };
+    return message;
+  }
+
+  private onReply(reply: ServerToAgent): void {
+    this.reconnectAttempt = 0;
+    if (this.state.transport === 'ws' && !this.state.connected) {
+      // Connected means admitted: the first reply of the session.
+      this.state.connected = true;
+      this.state.mtls = this.wsMtls;
+      this.emit('connected');
+    }
+    this.emit('message', reply);
+    if (!this.state.enrolled) {
+      this.state.enrolled = true;
+      this.emit('enrolled');
+    }
+    if (reply.agentIdentification?.newInstanceUid.length === 16) {
+      this.uid = reply.agentIdentification.newInstanceUid;
+    }
+    if (reply.errorResponse) this.fail(new Error(`server error response: ${reply.errorResponse.errorMessage}`));
+    const opamp = reply.connectionSettings?.opamp;
+    if (opamp) {
+      if (opamp.destinationEndpoint) this.offeredEndpoint = opamp.destinationEndpoint;
+      const seconds = Number(opamp.heartbeatIntervalSeconds);
+      if (seconds > 0 && this.options.heartbeatSeconds === undefined && seconds !== this.state.heartbeatSeconds) {
+        this.state.heartbeatSeconds = seconds;
+        if (this.ws) this.restartHeartbeat();
+      }
+      if (opamp.certificate?.cert.length) void this.onCertificate(opamp.certificate);
+    }
+    if (hasBits(reply.flags, ServerToAgentFlag.ReportFullState)) this.pending.full = true;
+    if (reply.remoteConfig) void this.onRemoteConfig(reply.remoteConfig.configHash, reply.remoteConfig.config?.configMap ?? {});
+    if (this.options.csr !== false) {
+      // A CSR not yet answered goes again on each new connection (once per connection).
+      if (this.csr) {
+        if (!this.csrSentOnConnection) this.sendCsr();
+      } else if (!this.state.certificate) void this.requestCertificate();
+      else this.maybeRenew();
+    }
+    if (this.pending.full || this.pending.csr) this.flush();
+    this.settleFirst();
+    this.changed();
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Certificates
+
+  private async requestCertificate(): Promise<void> {
+    if (this.csrGenerating) return;
+    this.csrGenerating = true;
+    try {
+      this.csr = await generateCsr(this.id);
+    } finally {
+      this.csrGenerating = false;
+    }
+    this.sendCsr();
+  }
+
+  private sendCsr(): void {
+    if (this.state.stopped || !this.state.connected) return;
+    this.csrSentOnConnection = true;
+    this.state.csrPending = true;
+    this.pending.csr = true;
+    this.flush();
+    this.changed();
+  }
+
+  /** At 2/3 (renewAtFraction) of the certificate's lifetime, a new CSR (new key) goes on the live connection. */
+  private maybeRenew(): void {
+    const certificate = this.state.certificate;
+    if (!certificate || this.options.csr === false || this.csr || this.csrGenerating || !this.state.connected) return;
+    const from = certificate.notBefore.getTime();
+    const renewAt = from + (certificate.notAfter.getTime() - from) * this.renewAtFraction;
+    if (Date.now() >= renewAt) void this.requestCertificate();
+  }
+
+  private async onCertificate(offer: TLSCertificate): Promise<void> {
+    try {
+      const cert = new x509.X509Certificate(text(offer.cert));
+      let keyPem: string;
+      if (offer.privateKey.length) keyPem = text(offer.privateKey);
+      else {
+        if (!this.csr) throw new Error('certificate offered without a CSR pending and without a private key');
+        if (!Buffer.from(cert.publicKey.rawData).equals(this.csr.spki)) throw new Error('offered certificate does not match the CSR key');
+        keyPem = this.csr.keyPem;
+      }
+      const first = !this.state.certificate;
+      this.state.certificate = {
+        certPem: text(offer.cert),
+        keyPem,
+        caPem: text(offer.caCert),
+        serial: cert.serialNumber,
+        notBefore: cert.notBefore,
+        notAfter: cert.notAfter,
+      };
+      this.csr = undefined;
+      this.state.csrPending = false;
+      this.emit('certificate', this.state.certificate);
+      this.changed();
+      // Renewal: the new certificate is used from the next connection on.
+      if (first && !this.state.mtls) this.switchToMtls();
+    } catch (error) {
+      this.fail(error as Error);
+    }
+  }
+
+  private switchToMtls(): void {
+    if (!this.target().mtls) return; // no TLS endpoint known: keep the certificate, stay connected
+    if (this.state.transport === 'ws') {
+      this.switchingToMtls = true;
+      this.ws?.close(1000, 'switching to mTLS');
+    } else {
+      this.pending.full = true; // a new connection: full state
+      this.flush();
+    }
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Remote configuration
+
+  private async onRemoteConfig(hash: Uint8Array, map: Record<string, AgentConfigFile>): Promise<void> {
+    if (!hash.length || (this.remote && Buffer.from(this.remote.hash).equals(hash))) return; // already handled
+    this.setRemote(hash, RemoteConfigStatuses.RemoteConfigStatuses_APPLYING, '');
+    const files = Object.fromEntries(Object.entries(map).map(([name, file]) => [name, { body: text(file.body), contentType: file.contentType }]));
+    let error: string | undefined;
+    try {
+      error = await this.options.apply?.(this, { hash: hex(hash), files });
+    } catch (thrown) {
+      error = thrown instanceof Error ? thrown.message : String(thrown);
+    }
+    if (error === undefined && this.options.failRate && Math.random() < this.options.failRate) error = 'simulated failure';
+    if (!this.remote || !Buffer.from(this.remote.hash).equals(hash)) return; // a newer configuration arrived meanwhile
+    if (error === undefined) {
+      this.effective = map;
+      this.state.configsApplied++;
+      this.setRemote(hash, RemoteConfigStatuses.RemoteConfigStatuses_APPLIED, '');
+    } else {
+      this.state.configsFailed++;
+      this.setRemote(hash, RemoteConfigStatuses.RemoteConfigStatuses_FAILED, error);
+    }
+  }
+
+  private setRemote(hash: Uint8Array, status: RemoteConfigStatuses, error: string): void {
+    this.remote = { hash, status, error };
+    this.state.lastConfigHash = hex(hash);
+    this.state.appliedStatus = STATUS_NAMES[status];
+    this.state.appliedError = error || undefined;
+    this.pending.remoteStatus = true;
+    this.flush();
+    this.emit('config', { hash: hex(hash), status: this.state.appliedStatus, error: this.state.appliedError });
+    this.changed();
+  }
+
+  // -------------------------------------------------------------------------------------
+
+  private refuse(refusal: Refusal): void {
+    if (this.state.refused) return;
+    this.state.refused = refusal;
+    this.clearTimer();
+    this.emit('refused', refusal);
+    this.settleFirst();
+    this.changed();
+  }
+
+  private fail(error: Error): void {
+    this.state.errors++;
+    this.state.lastError = error.message;
+    if (this.listenerCount('failure')) this.emit('failure', error);
+    this.changed();
+  }
+
+  private settleFirst(): void {
+    this.firstSettled?.();
+    this.firstSettled = undefined;
+  }
+
+  private changed(): void {
+    this.emit('change', this.state);
+  }
+}
+
+function withScheme(endpoint: string, transport: Transport): string {
+  const tls = isTls(endpoint);
+  const scheme = transport === 'ws' ? (tls ? 'wss' : 'ws') : tls ? 'https' : 'http';
+  return endpoint.replace(/^[a-z]+:/i, `${scheme}:`);
+}
+
+export function describeState(state: AgentState): string {
+  const { certificate, ...rest } = state;
+  return JSON.stringify({ ...rest, certificate: certificate ? { serial: certificate.serial, notAfter: certificate.notAfter } : undefined });
+}
+
+interface PostResult {
+  status: number;
+  body: Buffer;
+  encoding?: string;
+}
+
+function postProtobuf(
+  url: URL,
+  payload: Uint8Array,
+  options: { headers: Record<string, string>; tls: { ca?: string | Buffer; cert?: string; key?: string }; agent: http.Agent; timeoutMs: number },
+): Promise<PostResult> {
+  const request = url.protocol === 'https:' ? https.request : http.request;
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent: options.agent,
+        timeout: options.timeoutMs,
+        headers: {
+          ...options.headers,
+          'content-type': 'application/x-protobuf',
+          'content-length': payload.length,
+          'accept-encoding': 'gzip',
+        },
+        ...(url.protocol === 'https:' ? options.tls : {}),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > OPAMP_MAX_MESSAGE_BYTES) return req.destroy(new Error('reply larger than the OpAMP limit'));
+          chunks.push(chunk);
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), encoding: res.headers['content-encoding'] }));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no reply within ${options.timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// A fleet
+
+export interface FleetOptions extends Omit<SimulatedAgentOptions, 'instanceUid' | 'shared'> {
+  count: number;
+  /** Connection attempts in flight at once (default 200). */
+  connectConcurrency?: number;
+  /** Per-agent overrides (service name, apply hook…). */
+  agentOptions?: (index: number) => Partial<SimulatedAgentOptions>;
+}
+
+export interface FleetStats {
+  agents: number;
+  connected: number;
+  enrolled: number;
+  mtls: number;
+  certificates: number;
+  configsApplied: number;
+  configsFailed: number;
+  refused: number;
+  errors: number;
+}
+
+export interface Fleet {
+  agents: SimulatedAgent[];
+  /** Resolves once each agent's first connection attempt is settled (admitted, refused or failed). */
+  ready: Promise<void>;
+  stats(): FleetStats;
+  /** Resolves when every agent satisfies `predicate`. */
+  waitForAll(predicate: (state: AgentState) => boolean, timeoutMs?: number): Promise<void>;
+  /** agent_disconnect and a clean close for every agent (`connectConcurrency` at a time). */
+  stop(): Promise<void>;
+}
+
+/** Starts `count` agents through one connect limiter; returns at once (see `ready`). */
+export function startFleet(options: FleetOptions): Fleet {
+  const { count, connectConcurrency = 200, agentOptions, ...common } = options;
+  const shared = createSharedResources(connectConcurrency);
+  const agents = Array.from({ length: count }, (_, index) => new SimulatedAgent({ ...common, ...agentOptions?.(index), shared }));
+  const ready = Promise.all(agents.map((agent) => agent.start())).then(() => undefined);
+  return {
+    agents,
+    ready,
+    stats: () => fleetStats(agents),
+    waitForAll: async (predicate, timeoutMs = 10_000) => {
+      await Promise.all(agents.map((agent) => agent.waitFor(predicate, timeoutMs)));
+    },
+    stop: async () => {
+      await inBatches(agents, connectConcurrency, (agent) => agent.stop());
+      shared.destroy();
+    },
+  };
+}
+
+/** `startFleet`, resolved once the fleet is ready. */
+export async function runFleet(options: FleetOptions): Promise<Fleet> {
+  const fleet = startFleet(options);
+  await fleet.ready;
+  return fleet;
+}
+
+export function fleetStats(agents: SimulatedAgent[]): FleetStats {
+  const stats: FleetStats = { agents: agents.length, connected: 0, enrolled: 0, mtls: 0, certificates: 0, configsApplied: 0, configsFailed: 0, refused: 0, errors: 0 };
+  for (const { state } of agents) {
+    stats.connected += Number(state.connected);
+    stats.enrolled += Number(state.enrolled);
+    stats.mtls += Number(state.mtls);
+    stats.certificates += Number(Boolean(state.certificate));
+    stats.configsApplied += state.configsApplied;
+    stats.configsFailed += state.configsFailed;
+    stats.refused += Number(Boolean(state.refused));
+    stats.errors += state.errors;
+  }
+  return stats;
+}
+
+async function inBatches<T>(items: T[], width: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
+}
