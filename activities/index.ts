@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { createEventActivities } from './events';
+import { createRolloutActivities } from './rollouts';
 
 export interface ActivityDeps {
   db: Knex;
@@ -9,6 +10,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createEventActivities(deps.db),
+    ...createRolloutActivities(deps.db),
   };
 }
 

@@ -22,6 +22,7 @@ import { auditRoutes } from './routes/audit/routes';
 import { configurationsRoutes } from './routes/configurations/routes';
 import { groupsRoutes } from './routes/groups/routes';
 import { policiesRoutes } from './routes/policies/routes';
+import { rolloutsRoutes } from './routes/rollouts/routes';
 import { tokensRoutes } from './routes/tokens/routes';
 import { patRoutes } from './routes/pats/routes';
 import { systemRoutes } from './routes/system/routes';
@@ -90,6 +91,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     ...configurationsRoutes(resources),
     ...policiesRoutes(resources),
     ...tokensRoutes(resources),
+    ...rolloutsRoutes({ ...resources, temporal: deps.temporal }),
   );
 
   // Paths are case-sensitive: `/API/TENANT` is no route (and so cannot slip past the audit).

@@ -8,3 +8,83 @@ export interface OutboxRetentionInput {
   retentionDays: number;
   intervalSeconds: number;
 }
+
+// ---------------------------------------------------------------------------------------
+// Rollouts
+
+export const rolloutWorkflowId = (rolloutId: string) => `rollout:${rolloutId}`;
+
+export const ROLLOUT_STATES = ['pending', 'running', 'paused', 'completed', 'failed', 'aborted', 'rolling-back', 'rolled-back'] as const;
+export type RolloutState = (typeof ROLLOUT_STATES)[number];
+
+export const ROLLOUT_OPERATIONS = ['start', 'pause', 'resume', 'abort', 'rollback'] as const;
+export type RolloutOperation = (typeof ROLLOUT_OPERATIONS)[number];
+
+/** Where each operation may start from, and where it leads (DESIGN.md, Rollout). */
+export const ROLLOUT_TRANSITIONS: Record<RolloutOperation, { from: readonly RolloutState[]; to: RolloutState }> = {
+  start: { from: ['pending'], to: 'running' },
+  pause: { from: ['running'], to: 'paused' },
+  resume: { from: ['paused'], to: 'running' },
+  abort: { from: ['pending', 'running', 'paused'], to: 'aborted' },
+  rollback: { from: ['running', 'paused', 'completed', 'failed', 'aborted'], to: 'rolling-back' },
+};
+
+/** For messages: "A completed rollout cannot be paused." */
+export const ROLLOUT_OPERATION_PAST: Record<RolloutOperation, string> = {
+  start: 'started',
+  pause: 'paused',
+  resume: 'resumed',
+  abort: 'aborted',
+  rollback: 'rolled back',
+};
+
+/** States in which the workflow has nothing left to do (only a rollback starts it again). */
+export const FINAL_ROLLOUT_STATES: readonly RolloutState[] = ['completed', 'failed', 'aborted', 'rolled-back'];
+
+/** The outbox event type of entering each state. */
+export const ROLLOUT_STATE_EVENTS: Record<RolloutState, string> = {
+  pending: 'rollout.created',
+  running: 'rollout.started',
+  paused: 'rollout.paused',
+  completed: 'rollout.completed',
+  failed: 'rollout.failed',
+  aborted: 'rollout.aborted',
+  'rolling-back': 'rollout.rolling-back',
+  'rolled-back': 'rollout.rolled-back',
+};
+
+export interface RolloutWorkflowInput {
+  rolloutId: string;
+  tenantId: string;
+}
+
+export interface RolloutOperationRequest {
+  operation: RolloutOperation;
+  /** Row versions If-Match accepts; undefined: unconditional. */
+  versions?: number[];
+  /** Who asked (the principal's name), for the event. */
+  actor: string;
+}
+
+export interface RolloutOperationResult {
+  state: RolloutState;
+  rowVersion: number;
+}
+
+/** Failure types an operation can end with (the API maps them to 409 and 412). */
+export const ROLLOUT_FAILURES = { invalidTransition: 'invalid-state-transition', preconditionFailed: 'precondition-failed' } as const;
+
+export interface RolloutStatus {
+  state: RolloutState | 'loading';
+  currentBatch: number;
+  rowVersion: number;
+  lastBatch?: BatchOutcome;
+}
+
+export interface BatchOutcome {
+  batch: number;
+  pushed: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+}

@@ -1,2 +1,3 @@
 // Every workflow the worker registers. Workflows import only activity *types*.
 export { outboxRetentionWorkflow } from './outbox-retention';
+export { rolloutWorkflow } from './rollout';

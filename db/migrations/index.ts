@@ -3,6 +3,7 @@ import * as foundation from './20261122000000_foundation';
 import * as inventory from './20261122010000_inventory';
 import * as agentCa from './20261122020000_agent_ca';
 import * as agentGateway from './20261122030000_agent_gateway';
+import * as rollouts from './20261122040000_rollouts';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -13,6 +14,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122010000_inventory': inventory,
   '20261122020000_agent_ca': agentCa,
   '20261122030000_agent_gateway': agentGateway,
+  '20261122040000_rollouts': rollouts,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -12,6 +12,7 @@ export const SEARCH_ATTRIBUTES = {
   TenantId: 'Keyword',
   RolloutId: 'Keyword',
   ConfigurationId: 'Keyword',
+  RolloutState: 'Keyword',
   GitSourceId: 'Keyword',
 } as const;
 

@@ -5,6 +5,7 @@ import pino from 'pino';
 import { createApp, type FleetApp } from '../../api/app';
 import type { Role } from '../../api/auth/roles';
 import { generateToken, hashToken } from '../../api/auth/secret-token';
+import type { Client } from '@temporalio/client';
 import { loadSettings, type Settings } from '../../api/settings';
 import { insertPat } from '../../db/repos/pats';
 import { ensureTenant } from '../../db/repos/tenants';
@@ -69,10 +70,11 @@ async function send(baseUrl: string, method: string, path: string, call: Call = 
   return { status: response.status, headers: response.headers, body: parsed };
 }
 
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+/** `temporal`: a Temporal client for the routes that start and operate workflows (rollouts). */
+export async function startTestApp(env: Record<string, string> = {}, options: { temporal?: Client } = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const settings = testSettings(database.url, env);
-  const app = await createApp({ settings, db: database.db, logger: pino({ level: 'silent' }) });
+  const app = await createApp({ settings, db: database.db, logger: pino({ level: 'silent' }), temporal: options.temporal });
   const server: Server = createServer(app.koa.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

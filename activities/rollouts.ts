@@ -1,0 +1,260 @@
+/**
+ * The rollout workflow's hands: every database read and write, every push. Each activity
+ * is idempotent (a retry after a worker crash finds the batch assigned, the agents claimed,
+ * the results settled), so a rollout resumes with no agent pushed twice and none skipped.
+ */
+import { heartbeat, sleep } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Knex } from 'knex';
+import { pushConfiguration, PushError } from '../api/opamp/push';
+import { evaluatePolicies, violationsOf } from '../api/policies/evaluate';
+import { emitEvents, type NewEvent } from '../db/repos/events';
+import {
+  addTargetAgents,
+  assignBatch,
+  batchOutcome,
+  batchWaiting,
+  claimBatchForPush,
+  claimRollback,
+  countRolloutAgents,
+  failRollbackAgents,
+  finishAgents,
+  findRolloutById,
+  rollbackWaiting,
+  rolloutProgress,
+  setCurrentBatch,
+  setRolloutState,
+  settleBatch,
+  settleRollback,
+  type RolloutRow,
+  type SettledAgent,
+} from '../db/repos/rollouts';
+import type { BatchOutcome, RolloutState } from '../workflows/definitions';
+import { ROLLOUT_STATE_EVENTS } from '../workflows/definitions';
+
+/** How often a waiting activity looks for agents' reports (and heartbeats). */
+const POLL_MS = 250;
+
+export interface LoadedRollout {
+  tenantId: string;
+  state: RolloutState;
+  rowVersion: number;
+  currentBatch: number;
+  strategy: RolloutRow['strategy'];
+}
+
+export type TransitionResult =
+  | { ok: true; state: RolloutState; rowVersion: number }
+  | { ok: false; why: 'precondition' | 'state' | 'missing'; state?: RolloutState; rowVersion?: number };
+
+const source = (id: string) => `/api/rollouts/${id}`;
+
+export function createRolloutActivities(db: Knex) {
+  async function load(rolloutId: string): Promise<RolloutRow> {
+    const row = await findRolloutById(db, rolloutId);
+    if (!row) throw new Error(`rollout ${rolloutId} does not exist`);
+    return row;
+  }
+
+  type AgentResult = { agent_id: string; state: SettledAgent['state'] | 'skipped'; error: string | null };
+
+  function agentEvents(rollout: RolloutRow, settled: AgentResult[], extra: Record<string, unknown> = {}): NewEvent[] {
+    return settled.map((agent) => ({
+      tenantId: rollout.tenant_id,
+      type: 'rollout.agent-updated',
+      source: source(rollout.id),
+      subject: agent.agent_id,
+      data: { rolloutId: rollout.id, agentId: agent.agent_id, state: agent.state, error: agent.error, ...extra },
+    }));
+  }
+
+  return {
+    /**
+     * The rollout as the workflow needs it. The api starts the workflow inside the create's
+     * transaction, so the row may not be visible yet: missing is a retryable failure, and
+     * the workflow gives up (the create never committed) after its retries.
+     */
+    async loadRollout(rolloutId: string): Promise<LoadedRollout> {
+      const row = await findRolloutById(db, rolloutId);
+      if (!row) throw ApplicationFailure.retryable(`rollout ${rolloutId} is not in the database (yet)`, 'rollout-missing');
+      return { tenantId: row.tenant_id, state: row.state, rowVersion: Number(row.row_version), currentBatch: row.current_batch, strategy: row.strategy };
+    },
+
+    /**
+     * The one writer of a rollout's state: a conditional UPDATE (state, and If-Match
+     * versions when an operator asked) and its `rollout.*` event, in one transaction.
+     */
+    async transitionRollout(change: {
+      rolloutId: string;
+      from: RolloutState[];
+      to: RolloutState;
+      versions?: number[];
+      reason?: string | null;
+      actor?: string;
+    }): Promise<TransitionResult> {
+      return db.transaction(async (trx) => {
+        const before = await findRolloutById(trx, change.rolloutId);
+        if (!before) return { ok: false as const, why: 'missing' as const };
+        const row = await setRolloutState(trx, { id: change.rolloutId, from: change.from, to: change.to, versions: change.versions, reason: change.reason });
+        if (!row) {
+          const why = change.from.includes(before.state) ? 'precondition' : 'state';
+          return { ok: false as const, why, state: before.state, rowVersion: Number(before.row_version) };
+        }
+        const type = change.to === 'running' && before.state === 'paused' ? 'rollout.resumed' : ROLLOUT_STATE_EVENTS[change.to];
+        await emitEvents(trx, [
+          {
+            tenantId: row.tenant_id,
+            type,
+            source: source(row.id),
+            subject: row.id,
+            data: { rolloutId: row.id, from: before.state, state: row.state, reason: row.reason, actor: change.actor ?? 'workflow' },
+          },
+        ]);
+        return { ok: true as const, state: row.state, rowVersion: Number(row.row_version) };
+      });
+    },
+
+    /**
+     * Batch `batch`: first the agents that joined the target since (a later batch includes
+     * them), then the next agents by id, `batchSize` or `batchPercent` of the current total;
+     * then the policies judge the batch again, and denied agents fail with the policy's name.
+     */
+    async prepareBatch(input: { rolloutId: string; batch: number }): Promise<{ agents: number; denied: number }> {
+      const rollout = await load(input.rolloutId);
+      await addTargetAgents(db, rollout, { joining: true });
+      const total = await countRolloutAgents(db, rollout.id);
+      const { batchSize, batchPercent } = rollout.strategy;
+      const size = batchSize ?? Math.max(1, Math.ceil((total * (batchPercent ?? 100)) / 100));
+      const agentIds = await assignBatch(db, rollout.id, input.batch, size);
+      await setCurrentBatch(db, rollout.id, input.batch);
+      if (agentIds.length === 0) return { agents: 0, denied: 0 };
+      const evaluation = await evaluatePolicies(db, rollout.tenant_id, {
+        configurationId: rollout.configuration_id,
+        version: rollout.version,
+        target: { agentIds },
+        rollout: { batchSize, batchPercent },
+      });
+      const denials = new Map<string, string>();
+      for (const violation of violationsOf(evaluation)) {
+        if (!denials.has(violation.agentId)) denials.set(violation.agentId, `policy '${violation.name}' denied the push${violation.error ? `: ${violation.error}` : ''}`);
+      }
+      await db.transaction(async (trx) => {
+        const settled: SettledAgent[] = [];
+        for (const [agentId, error] of denials) {
+          const done = await finishAgents(trx, rollout.id, [agentId], 'failed', error);
+          settled.push(...done.map((id) => ({ agent_id: id, state: 'failed' as const, error })));
+        }
+        await emitEvents(trx, agentEvents(rollout, settled, { batch: input.batch }));
+      });
+      return { agents: agentIds.length, denied: denials.size };
+    },
+
+    /** Pushes the batch's pending agents (claimed and pushed in one transaction). */
+    async pushBatch(input: { rolloutId: string; batch: number }): Promise<{ pushed: number; skipped: number }> {
+      const rollout = await load(input.rolloutId);
+      return db.transaction(async (trx) => {
+        const { push, skipped } = await claimBatchForPush(trx, rollout.id, input.batch);
+        const unreachable = 'the agent can no longer receive configurations';
+        await emitEvents(trx, agentEvents(rollout, skipped.map((id) => ({ agent_id: id, state: 'skipped' as const, error: unreachable })), { batch: input.batch }));
+        if (push.length > 0) {
+          try {
+            await pushConfiguration(trx, { tenantId: rollout.tenant_id, agentIds: push, configurationId: rollout.configuration_id, version: rollout.version });
+          } catch (error) {
+            if (error instanceof PushError) throw ApplicationFailure.nonRetryable(error.message, 'push-failed');
+            throw error;
+          }
+        }
+        return { pushed: push.length, skipped: skipped.length };
+      });
+    },
+
+    /**
+     * Waits for the batch's agents to report APPLIED or FAILED on the rollout's hash, up to
+     * `applyTimeoutSeconds` from the push (a restarted worker keeps the same deadline);
+     * agents still silent then fail. One `rollout.agent-updated` per agent, one
+     * `rollout.progress` per batch.
+     */
+    async awaitBatch(input: { rolloutId: string; batch: number }): Promise<BatchOutcome & { totals: { succeeded: number; failed: number; done: number } }> {
+      const rollout = await load(input.rolloutId);
+      const timeoutMs = rollout.strategy.applyTimeoutSeconds * 1000;
+      for (;;) {
+        await db.transaction(async (trx) => {
+          const settled = await settleBatch(trx, rollout.id, input.batch, rollout.content_hash);
+          await emitEvents(trx, agentEvents(rollout, settled, { batch: input.batch }));
+        });
+        const waiting = await batchWaiting(db, rollout.id, input.batch);
+        if (waiting.applying.length === 0) break;
+        if (waiting.pushedAt && Date.now() - waiting.pushedAt.getTime() >= timeoutMs) {
+          const error = `no APPLIED or FAILED report within ${rollout.strategy.applyTimeoutSeconds} s`;
+          await db.transaction(async (trx) => {
+            const timedOut = await finishAgents(trx, rollout.id, waiting.applying, 'failed', error);
+            await emitEvents(trx, agentEvents(rollout, timedOut.map((id) => ({ agent_id: id, state: 'failed' as const, error })), { batch: input.batch }));
+          });
+          break;
+        }
+        heartbeat(waiting.applying.length);
+        await sleep(POLL_MS); // Context cancellation (abort) interrupts the sleep
+      }
+      const outcome = await batchOutcome(db, rollout.id, input.batch);
+      const { progress } = await rolloutProgress(db, rollout.id);
+      await emitEvents(db, [
+        {
+          tenantId: rollout.tenant_id,
+          type: 'rollout.progress',
+          source: source(rollout.id),
+          subject: rollout.id,
+          data: { rolloutId: rollout.id, batch: input.batch, progress },
+        },
+      ]);
+      return {
+        batch: input.batch,
+        pushed: outcome.succeeded + outcome.failed,
+        succeeded: outcome.succeeded,
+        failed: outcome.failed,
+        skipped: outcome.skipped,
+        totals: { succeeded: progress.succeeded, failed: progress.failed, done: progress.succeeded + progress.failed },
+      };
+    },
+
+    /** Pushes to every touched agent the configuration version it had before. */
+    async startRollback(input: { rolloutId: string }): Promise<{ pushed: number }> {
+      const rollout = await load(input.rolloutId);
+      return db.transaction(async (trx) => {
+        let pushed = 0;
+        for (const group of await claimRollback(trx, rollout.id)) {
+          try {
+            const result = await pushConfiguration(trx, { tenantId: rollout.tenant_id, agentIds: group.agentIds, configurationId: group.configurationId, version: group.version });
+            pushed += result.agentIds.length;
+            const unreachable = group.agentIds.filter((id) => !result.agentIds.includes(id));
+            await failRollbackAgents(trx, rollout.id, unreachable, 'the agent can no longer receive configurations');
+          } catch (error) {
+            if (!(error instanceof PushError)) throw error;
+            await failRollbackAgents(trx, rollout.id, group.agentIds, error.message);
+          }
+        }
+        return { pushed };
+      });
+    },
+
+    /** Waits for the rollback's reports, like awaitBatch (timeout from the rollback's start). */
+    async awaitRollback(input: { rolloutId: string }): Promise<{ waitingAfterTimeout: number }> {
+      const rollout = await load(input.rolloutId);
+      const started = Date.now();
+      const timeoutMs = rollout.strategy.applyTimeoutSeconds * 1000;
+      for (;;) {
+        await db.transaction(async (trx) => {
+          const settled = await settleRollback(trx, rollout.id);
+          await emitEvents(trx, agentEvents(rollout, settled, { rollback: true }));
+        });
+        const waiting = await rollbackWaiting(db, rollout.id);
+        if (waiting.length === 0) return { waitingAfterTimeout: 0 };
+        if (Date.now() - started >= timeoutMs) {
+          await failRollbackAgents(db, rollout.id, waiting, `no report within ${rollout.strategy.applyTimeoutSeconds} s`);
+          return { waitingAfterTimeout: waiting.length };
+        }
+        heartbeat(waiting.length);
+        await sleep(POLL_MS);
+      }
+    },
+  };
+}

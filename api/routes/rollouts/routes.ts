@@ -1,0 +1,200 @@
+import type { Client } from '@temporalio/client';
+import { isUniqueViolation } from '../../../db/errors';
+import { emitEvents } from '../../../db/repos/events';
+import { findConfiguration, findVersion } from '../../../db/repos/configurations';
+import {
+  activeRolloutOfAny,
+  addTargetAgents,
+  findRollout,
+  insertRollout,
+  listRolloutsQuery,
+  rolloutAgentIds,
+  rolloutAgentsQuery,
+  rolloutProgress,
+  type RolloutAgentRow,
+  type RolloutRow,
+} from '../../../db/repos/rollouts';
+import { liveGroupIds } from '../../../db/repos/groups';
+import { existingAgentIds } from '../../../db/repos/policy-targets';
+import { ROLLOUT_OPERATION_PAST, ROLLOUT_OPERATIONS, ROLLOUT_TRANSITIONS, type RolloutOperation } from '../../../workflows/definitions';
+import { ifMatchVersions } from '../../http/etag';
+import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
+import { route, type RouteDef } from '../../http/route';
+import { z } from '../../http/zod';
+import { assertPolicies } from '../../policies/evaluate';
+import { problems } from '../../problems';
+import { RolloutWorkflows } from '../../rollouts/workflow-client';
+import type { ResourceRouteOptions } from '../options';
+import {
+  createRolloutBody,
+  presentRollout,
+  presentRolloutAgent,
+  presentRolloutSummary,
+  rolloutAgentQuery,
+  rolloutAgentSchema,
+  rolloutListQuery,
+  rolloutSchema,
+  rolloutSummarySchema,
+} from './schema';
+
+const rolloutId = z.object({ id: z.uuid() });
+const SOURCE = '/api/rollouts';
+
+const DESCRIPTIONS: Record<RolloutOperation, string> = {
+  start: 'Start: the approved policies judge every target agent first (422 policy-denied, the rollout stays pending); then the batches run.',
+  pause: 'Pause: the batch being applied finishes, the next one waits.',
+  resume: 'Resume a paused rollout.',
+  abort: 'Abort: no further batch is pushed; agents already pushed keep their configuration.',
+  rollback: 'Roll back: every agent this rollout pushed to gets the configuration version it had before.',
+};
+
+export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Client }): RouteDef[] {
+  const workflows = new RolloutWorkflows(options.temporal, options.settings);
+
+  async function detail(db: ResourceRouteOptions['db'], row: RolloutRow) {
+    return presentRollout(row, await rolloutProgress(db, row.id));
+  }
+
+  const operations = ROLLOUT_OPERATIONS.map((operation) =>
+    route({
+      method: 'post',
+      path: `/api/rollouts/{id}/${operation}`,
+      summary: `${operation[0]!.toUpperCase()}${operation.slice(1)} the rollout`,
+      tag: 'rollouts',
+      permission: 'operate',
+      resource: 'rollout',
+      etag: true,
+      params: rolloutId,
+      response: { status: 200, description: `${DESCRIPTIONS[operation]} Answers the rollout in its new state, with its new ETag.`, schema: rolloutSchema },
+      handler: async ({ db, principal, params, ctx }) => {
+        const row = await findRollout(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('rollout', params.id);
+        // Answer what is plainly refused here; the workflow checks again, atomically.
+        const versions = ifMatchVersions(ctx);
+        if (versions && !versions.includes(Number(row.row_version))) throw problems.preconditionFailed('rollout', row.id);
+        if (!ROLLOUT_TRANSITIONS[operation].from.includes(row.state)) {
+          throw problems.invalidTransition(`A ${row.state} rollout cannot be ${ROLLOUT_OPERATION_PAST[operation]}.`);
+        }
+        if (operation === 'start') {
+          await assertPolicies(db, principal.tenantId, {
+            configurationId: row.configuration_id,
+            version: row.version,
+            target: { agentIds: await rolloutAgentIds(db, row.id) },
+            rollout: { batchSize: row.strategy.batchSize, batchPercent: row.strategy.batchPercent },
+          });
+        }
+        const result = await workflows.operate(row, { operation, versions, actor: principal.name });
+        const updated = (await findRollout(db, principal.tenantId, row.id))!;
+        return { body: await detail(db, updated), rowVersion: result.rowVersion };
+      },
+    }),
+  );
+
+  return [
+    route({
+      method: 'get',
+      path: '/api/rollouts',
+      summary: 'List rollouts',
+      tag: 'rollouts',
+      permission: 'read',
+      query: pageQuery.extend(rolloutListQuery.shape).strict(),
+      response: { status: 200, description: 'A page of rollouts, newest first.', schema: pageOf(rolloutSummarySchema) },
+      handler: async ({ db, principal, query, ctx }) => {
+        const page = await paginate<RolloutRow>(listRolloutsQuery(db, principal.tenantId, query), query, {
+          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
+          direction: 'desc',
+        });
+        return { body: respondPage(ctx, options.baseUrl, page, presentRolloutSummary) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/api/rollouts',
+      summary: 'Create a rollout',
+      tag: 'rollouts',
+      permission: 'operate',
+      resource: 'rollout',
+      etag: true,
+      body: createRolloutBody,
+      response: { status: 201, description: 'The rollout, pending; its workflow is started and waits for `start`.', schema: rolloutSchema },
+      handler: async ({ db, principal, body }) => {
+        const tenantId = principal.tenantId;
+        const configuration = await findConfiguration(db, tenantId, body.configurationId);
+        if (!configuration) throw problems.notFound('configuration', body.configurationId);
+        const version = await findVersion(db, configuration.id, body.version);
+        if (!version) throw problems.notFound('configuration version', `${configuration.id}/${body.version}`);
+        if (version.state !== 'published') throw problems.conflict(`Version ${body.version} of configuration '${configuration.name}' is a draft; publish it before rolling it out.`);
+        const target = { ...body.target, groupIds: [...new Set(body.target.groupIds)], agentIds: [...new Set(body.target.agentIds.map((id) => id.toLowerCase()))] };
+        const groups = await liveGroupIds(db, tenantId, target.groupIds);
+        const missingGroup = target.groupIds.find((id) => !groups.has(id));
+        if (missingGroup) throw problems.notFound('group', missingGroup);
+        const agents = await existingAgentIds(db, tenantId, target.agentIds);
+        const missingAgent = target.agentIds.find((id) => !agents.has(id));
+        if (missingAgent) throw problems.notFound('agent', missingAgent);
+
+        const row = await insertRollout(db, {
+          tenant_id: tenantId,
+          configuration_id: configuration.id,
+          version: body.version,
+          content_hash: version.content_hash,
+          target,
+          strategy: body.strategy,
+          created_by: principal.name,
+        });
+        try {
+          // A savepoint, so a conflict leaves the transaction usable to name the rollout in the way.
+          await db.transaction((savepoint) => addTargetAgents(savepoint, row, { joining: false }));
+        } catch (error) {
+          if (!isUniqueViolation(error)) throw error;
+          const other = await activeRolloutOfAny(db, row.id);
+          throw problems.conflict(
+            other
+              ? `Agent ${other.agentId} is already in active rollout ${other.rolloutId}; an agent is in at most one active rollout.`
+              : 'A target agent is already in another active rollout; an agent is in at most one active rollout.',
+          );
+        }
+        const body201 = await detail(db, row);
+        await emitEvents(db, [{ tenantId, type: 'rollout.created', source: SOURCE, subject: row.id, data: body201 }]);
+        await workflows.start(row);
+        return { status: 201, body: body201, rowVersion: Number(row.row_version), resourceId: row.id, headers: { Location: `/api/rollouts/${row.id}` } };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/rollouts/{id}',
+      summary: 'One rollout: state, progress, batches',
+      tag: 'rollouts',
+      permission: 'read',
+      resource: 'rollout',
+      etag: true,
+      params: rolloutId,
+      response: { status: 200, description: 'The rollout.', schema: rolloutSchema },
+      handler: async ({ db, principal, params }) => {
+        const row = await findRollout(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('rollout', params.id);
+        return { body: await detail(db, row), rowVersion: Number(row.row_version) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/rollouts/{id}/agents',
+      summary: "The rollout's agents and their results",
+      tag: 'rollouts',
+      permission: 'read',
+      resource: 'rollout',
+      params: rolloutId,
+      query: pageQuery.extend(rolloutAgentQuery.shape).strict(),
+      response: { status: 200, description: 'A page of the agents, by id.', schema: pageOf(rolloutAgentSchema) },
+      handler: async ({ db, principal, params, query, ctx }) => {
+        const row = await findRollout(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('rollout', params.id);
+        const page = await paginate<RolloutAgentRow>(rolloutAgentsQuery(db, row.id, query), query, {
+          columns: [{ column: 'agent_id', type: 'uuid' }],
+          direction: 'asc',
+        });
+        return { body: respondPage(ctx, options.baseUrl, page, presentRolloutAgent) };
+      },
+    }),
+    ...operations,
+  ];
+}

@@ -1,0 +1,153 @@
+import type { BatchProgress, Progress, RollbackProgress, RolloutAgentRow, RolloutRow } from '../../../db/repos/rollouts';
+import { ROLLOUT_STATES } from '../../../workflows/definitions';
+import { labelsSchema } from '../../http/labels';
+import { z } from '../../http/zod';
+
+const MAX_TARGET_IDS = 10_000;
+
+const targetSchema = z
+  .object({
+    groupIds: z.array(z.uuid()).max(MAX_TARGET_IDS).default([]),
+    agentIds: z.array(z.guid()).max(MAX_TARGET_IDS).default([]),
+    labelSelector: labelsSchema
+      .refine((labels) => Object.keys(labels).length > 0, 'must name at least one label (an empty selector would match every agent)')
+      .nullable()
+      .default(null)
+      .openapi({ description: 'Agents whose labels include every pair.' }),
+  })
+  .strict()
+  .refine((t) => t.groupIds.length > 0 || t.agentIds.length > 0 || t.labelSelector !== null, 'name at least one group, agent or label selector')
+  .openapi('RolloutTarget', { description: 'Agents in any of the groups, the agents listed, and agents matching the label selector (union). Agents that join a target group or start matching while the rollout runs are included in a later batch.' });
+
+const strategySchema = z
+  .object({
+    batchSize: z.number().int().min(1).max(1_000_000).optional(),
+    batchPercent: z.number().min(0.01).max(100).optional(),
+    bakeSeconds: z.number().int().min(0).max(7 * 86_400).default(0),
+    applyTimeoutSeconds: z.number().int().min(1).max(86_400).default(300),
+    maxFailurePercent: z.number().min(0).max(100).default(0),
+    onFailure: z.enum(['pause', 'rollback']).default('pause'),
+  })
+  .strict()
+  .refine((s) => (s.batchSize === undefined) !== (s.batchPercent === undefined), 'give exactly one of batchSize and batchPercent')
+  .openapi('RolloutStrategy');
+
+export const createRolloutBody = z
+  .object({
+    configurationId: z.uuid(),
+    version: z.number().int().min(1).max(2_147_483_647),
+    target: targetSchema,
+    strategy: strategySchema,
+  })
+  .strict()
+  .openapi('RolloutCreate');
+
+const progressSchema = z.object({
+  total: z.number().int(),
+  pending: z.number().int(),
+  applying: z.number().int(),
+  succeeded: z.number().int(),
+  failed: z.number().int(),
+  skipped: z.number().int(),
+});
+
+export const rolloutSchema = z
+  .object({
+    id: z.string(),
+    configurationId: z.string(),
+    version: z.number().int(),
+    contentHash: z.string(),
+    target: z.object({ groupIds: z.array(z.string()), agentIds: z.array(z.string()), labelSelector: z.record(z.string(), z.string()).nullable() }),
+    strategy: z.object({
+      batchSize: z.number().int().optional(),
+      batchPercent: z.number().optional(),
+      bakeSeconds: z.number().int(),
+      applyTimeoutSeconds: z.number().int(),
+      maxFailurePercent: z.number(),
+      onFailure: z.enum(['pause', 'rollback']),
+    }),
+    state: z.enum(ROLLOUT_STATES),
+    reason: z.string().nullable(),
+    progress: progressSchema,
+    currentBatch: z.number().int(),
+    batches: z.array(progressSchema.extend({ batch: z.number().int() })),
+    rollback: z
+      .object({ pending: z.number().int(), applying: z.number().int(), succeeded: z.number().int(), failed: z.number().int(), skipped: z.number().int() })
+      .nullable()
+      .openapi({ description: 'Progress of the rollback, once one started.' }),
+    createdBy: z.string(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    startedAt: z.string().nullable(),
+    finishedAt: z.string().nullable(),
+  })
+  .openapi('Rollout');
+
+export const rolloutSummarySchema = rolloutSchema.omit({ progress: true, batches: true, rollback: true }).openapi('RolloutSummary');
+
+export const rolloutListQuery = z.object({
+  state: z.enum(ROLLOUT_STATES).optional(),
+  configurationId: z.uuid().optional(),
+  createdBy: z.string().min(1).max(200).optional(),
+});
+
+export const ROLLOUT_AGENT_STATES = ['pending', 'applying', 'succeeded', 'failed', 'skipped'] as const;
+
+export const rolloutAgentQuery = z.object({
+  state: z.enum(ROLLOUT_AGENT_STATES).optional(),
+  batch: z.coerce.number().int().min(1).max(2_147_483_647).optional(),
+});
+
+export const rolloutAgentSchema = z
+  .object({
+    agentId: z.string(),
+    batch: z.number().int().nullable(),
+    state: z.enum(ROLLOUT_AGENT_STATES),
+    error: z.string().nullable(),
+    previous: z.object({ configurationId: z.string(), version: z.number().int() }).nullable(),
+    rollback: z.object({ state: z.string(), error: z.string().nullable() }).nullable(),
+    pushedAt: z.string().nullable(),
+    finishedAt: z.string().nullable(),
+  })
+  .openapi('RolloutAgent');
+
+const iso = (date: Date | null) => date?.toISOString() ?? null;
+
+export function presentRolloutSummary(row: RolloutRow): z.infer<typeof rolloutSummarySchema> {
+  return {
+    id: row.id,
+    configurationId: row.configuration_id,
+    version: row.version,
+    contentHash: row.content_hash,
+    target: row.target,
+    strategy: row.strategy,
+    state: row.state,
+    reason: row.reason,
+    currentBatch: row.current_batch,
+    createdBy: row.created_by,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    startedAt: iso(row.started_at),
+    finishedAt: iso(row.finished_at),
+  };
+}
+
+export function presentRollout(
+  row: RolloutRow,
+  counts: { progress: Progress; batches: BatchProgress[]; rollback: RollbackProgress | null },
+): z.infer<typeof rolloutSchema> {
+  return { ...presentRolloutSummary(row), progress: counts.progress, batches: counts.batches, rollback: counts.rollback };
+}
+
+export function presentRolloutAgent(row: RolloutAgentRow): z.infer<typeof rolloutAgentSchema> {
+  return {
+    agentId: row.agent_id,
+    batch: row.batch,
+    state: row.state,
+    error: row.error,
+    previous: row.previous_configuration_id && row.previous_version !== null ? { configurationId: row.previous_configuration_id, version: row.previous_version } : null,
+    rollback: row.rollback_state ? { state: row.rollback_state, error: row.rollback_error } : null,
+    pushedAt: iso(row.pushed_at),
+    finishedAt: iso(row.finished_at),
+  };
+}

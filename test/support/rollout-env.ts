@@ -1,0 +1,80 @@
+/**
+ * Everything a rollout test needs, real: the api (with a Temporal client), the agent
+ * gateway over TLS, a worker on the suite's Temporal dev server (own task queue), and
+ * simulated agents enrolled in a group of their own.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { startWorker, type WorkerHandle } from '../../worker/run';
+import { startTestGateway, type TestGateway } from './agent-gateway';
+import { startTestApp, testSettings, type TestApp } from './app';
+import { testInfra } from './infra-env';
+import { runFleet, type Fleet, type FleetOptions } from './simulator';
+
+export interface RolloutEnv {
+  t: TestApp;
+  gateway: TestGateway;
+  client: Client;
+  taskQueue: string;
+  operator: string;
+  /** Starts the worker (again, after stopWorker). */
+  startWorker(): Promise<void>;
+  /** Stops the worker at once, as a crash would look to Temporal (running activities are abandoned). */
+  stopWorker(): Promise<void>;
+  /** A group with `count` simulated agents enrolled in it (WebSocket, TLS, no CSR). */
+  fleet(count: number, options?: Partial<FleetOptions>): Promise<{ groupId: string; fleet: Fleet; ids: string[] }>;
+  close(): Promise<void>;
+}
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+
+export async function startRolloutEnv(): Promise<RolloutEnv> {
+  if (!Runtime._instance) Runtime.install({ logger: new DefaultLogger('WARN') });
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') });
+  const taskQueue = `rollouts-${randomBytes(4).toString('hex')}`;
+  const connection = await Connection.connect({ address: testInfra().temporalAddress });
+  const client = new Client({ connection });
+  const t = await startTestApp({ Temporal__TaskQueue: taskQueue }, { temporal: client });
+  const gateway = await startTestGateway(t);
+  const operator = await t.token('default.operator');
+  const workerSettings = testSettings(t.database.url, { Temporal__TaskQueue: taskQueue });
+  let worker: WorkerHandle | undefined;
+  const fleets: Fleet[] = [];
+
+  const env: RolloutEnv = {
+    t,
+    gateway,
+    client,
+    taskQueue,
+    operator,
+    async startWorker() {
+      worker = await startWorker(workerSettings, t.database.db, await bundle!);
+    },
+    async stopWorker() {
+      const stopping = worker;
+      worker = undefined;
+      if (!stopping) return;
+      stopping.worker.shutdown();
+      await stopping.running;
+      await stopping.connection.close();
+    },
+    async fleet(count, options = {}) {
+      const group = await t.call('POST', '/api/groups', { token: operator, body: { name: `g-${randomUUID().slice(0, 8)}` } });
+      const token = await t.call('POST', '/api/tokens', { token: operator, body: { name: `t-${randomUUID().slice(0, 8)}`, groupId: group.body.id, maxUses: count } });
+      const fleet = await runFleet({ count, endpoint: gateway.wsUrl, token: token.body.token, ca: gateway.ca.certificatePem, csr: false, ...options });
+      fleets.push(fleet);
+      await fleet.waitForAll((state) => state.enrolled && state.connected, 15_000);
+      return { groupId: group.body.id, fleet, ids: fleet.agents.map((agent) => agent.id).sort() };
+    },
+    async close() {
+      await Promise.all(fleets.map((fleet) => fleet.stop().catch(() => {})));
+      await env.stopWorker();
+      await gateway.close();
+      await t.close();
+      await connection.close();
+    },
+  };
+  await env.startWorker();
+  return env;
+}

@@ -1,0 +1,178 @@
+/**
+ * One workflow per rollout (`rollout:<id>`). It owns the rollout's state: operators'
+ * operations arrive as Updates and every transition is a conditional write by the
+ * `transitionRollout` activity, so the API's answer is the transition the workflow
+ * accepted. Per-agent work lives in activities and the database; the history holds a few
+ * events per batch, and the workflow continues as new before it grows long.
+ *
+ * The workflow reads its state from the database when it starts, so any run can pick up:
+ * a rollback of a finished rollout starts a new run (update-with-start), and a
+ * continued-as-new run goes on with the next batch.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineUpdate,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import {
+  FINAL_ROLLOUT_STATES,
+  ROLLOUT_FAILURES,
+  ROLLOUT_OPERATION_PAST,
+  ROLLOUT_TRANSITIONS,
+  type BatchOutcome,
+  type RolloutOperationRequest,
+  type RolloutOperationResult,
+  type RolloutState,
+  type RolloutStatus,
+  type RolloutWorkflowInput,
+} from './definitions';
+import { rolloutStateKey } from './search-attributes';
+
+export const operateRollout = defineUpdate<RolloutOperationResult, [RolloutOperationRequest]>('operate');
+export const rolloutStatusQuery = defineQuery<RolloutStatus>('status');
+
+const quick = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+/** Waiting activities heartbeat; a worker that dies is noticed within the heartbeat timeout. */
+const waiting = proxyActivities<Activities>({
+  startToCloseTimeout: '2 days',
+  heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+});
+
+/** The first read may come before the creating transaction commits; ~30 s of retries. */
+const loader = proxyActivities<Activities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 12 },
+});
+
+/** Continue as new after this many events even when the server does not suggest it yet. */
+const HISTORY_LIMIT = 1000;
+
+export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void> {
+  let state: RolloutState | 'loading' = 'loading';
+  let rowVersion = 0;
+  let currentBatch = 0;
+  let lastBatch: BatchOutcome | undefined;
+  let transitioning = false;
+
+  setHandler(rolloutStatusQuery, () => ({ state, currentBatch, rowVersion, lastBatch }));
+
+  /** Transitions one at a time: the main loop and operators' updates never interleave. */
+  async function transition(to: RolloutState, options: { from?: RolloutState[]; versions?: number[]; reason?: string | null; actor?: string } = {}) {
+    await condition(() => !transitioning);
+    transitioning = true;
+    try {
+      const from = options.from ?? [state as RolloutState];
+      const result = await quick.transitionRollout({ rolloutId: input.rolloutId, from, to, versions: options.versions, reason: options.reason, actor: options.actor });
+      if (result.ok) {
+        state = result.state;
+        rowVersion = result.rowVersion;
+        upsertSearchAttributes([{ key: rolloutStateKey, value: state }]);
+      } else if (result.state) {
+        state = result.state;
+        rowVersion = result.rowVersion ?? rowVersion;
+      }
+      return result;
+    } finally {
+      transitioning = false;
+    }
+  }
+
+  setHandler(operateRollout, async (request) => {
+    await condition(() => state !== 'loading' && !transitioning);
+    const rule = ROLLOUT_TRANSITIONS[request.operation];
+    const current = state as RolloutState;
+    if (!rule.from.includes(current)) {
+      throw ApplicationFailure.nonRetryable(`A ${current} rollout cannot be ${ROLLOUT_OPERATION_PAST[request.operation]}.`, ROLLOUT_FAILURES.invalidTransition, { state: current });
+    }
+    const reason = request.operation === 'rollback' ? `rolled back by ${request.actor}` : request.operation === 'abort' ? `aborted by ${request.actor}` : null;
+    const result = await transition(rule.to, { from: [current], versions: request.versions, reason, actor: request.actor });
+    if (!result.ok) {
+      const type = result.why === 'precondition' ? ROLLOUT_FAILURES.preconditionFailed : ROLLOUT_FAILURES.invalidTransition;
+      throw ApplicationFailure.nonRetryable(`The rollout is ${state}; the ${request.operation} was not applied.`, type, { state });
+    }
+    return { state: result.state, rowVersion: result.rowVersion };
+  });
+
+  let loaded;
+  try {
+    loaded = await loader.loadRollout(input.rolloutId);
+  } catch (error) {
+    if (error instanceof ActivityFailure) return; // the create that started this workflow never committed
+    throw error;
+  }
+  state = loaded.state;
+  rowVersion = loaded.rowVersion;
+  currentBatch = loaded.currentBatch;
+  const strategy = loaded.strategy;
+
+  for (;;) {
+    switch (state) {
+      case 'pending':
+      case 'paused':
+        await condition(() => state !== 'pending' && state !== 'paused');
+        break;
+      case 'running':
+        try {
+          await runNextBatch();
+        } catch (error) {
+          // An activity that cannot succeed by retrying (e.g. the version is no longer
+          // pushable): the rollout fails with the reason rather than retrying for ever.
+          if (!(error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.nonRetryable)) throw error;
+          await transition('failed', { from: ['running', 'paused'], reason: error.cause.message });
+        }
+        break;
+      case 'rolling-back':
+        await waiting.startRollback({ rolloutId: input.rolloutId });
+        await waiting.awaitRollback({ rolloutId: input.rolloutId });
+        await transition('rolled-back', { from: ['rolling-back'] });
+        break;
+      default:
+        // A final state: let an operation that is still running (e.g. a rollback that
+        // arrived with this run's start) finish, then end unless it moved us on.
+        await condition(allHandlersFinished);
+        if (FINAL_ROLLOUT_STATES.includes(state as RolloutState)) return;
+    }
+    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_LIMIT) {
+      await condition(() => allHandlersFinished() && !transitioning);
+      await continueAsNew<typeof rolloutWorkflow>(input);
+    }
+  }
+
+  async function runNextBatch() {
+    const batch = currentBatch + 1;
+    const prepared = await quick.prepareBatch({ rolloutId: input.rolloutId, batch });
+    currentBatch = batch;
+    if (prepared.agents === 0) {
+      await transition('completed', { from: ['running'] });
+      return;
+    }
+    await waiting.pushBatch({ rolloutId: input.rolloutId, batch });
+    const outcome = await waiting.awaitBatch({ rolloutId: input.rolloutId, batch });
+    lastBatch = outcome;
+    const { failed, done } = outcome.totals;
+    const failedPercent = done === 0 ? 0 : (failed * 100) / done;
+    if (failed > 0 && failedPercent > strategy.maxFailurePercent) {
+      const reason = `${failed} of ${done} agents failed (${failedPercent.toFixed(1)}% > maxFailurePercent ${strategy.maxFailurePercent})`;
+      // Only a rollout still running reacts: an operator may have paused or aborted it meanwhile.
+      await transition(strategy.onFailure === 'rollback' ? 'rolling-back' : 'paused', { from: ['running'], reason });
+      return;
+    }
+    if (strategy.bakeSeconds > 0 && state === 'running') {
+      await condition(() => state !== 'running', strategy.bakeSeconds * 1000);
+    }
+  }
+}
