@@ -40,6 +40,7 @@ export async function answerCertificateRequest(
     const recent = await trx('agent_certificates')
       .select('serial')
       .where({ tenant_id: agent.tenantId, agent_id: agent.agentId })
+      .whereNull('revoked_at') // an agent re-enrolled after a revocation gets a certificate at once
       .where('created_at', '>', trx.raw(`now() - make_interval(secs => ?)`, [options.minReissueSeconds]))
       .first();
     if (recent) return undefined;

@@ -194,6 +194,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     }
     const certificate = csr && !held ? await answerCertificateRequest(db, ca, certificateOptions, { tenantId, agentId }, csr) : undefined;
     const reported = await applyStatus(db, agentId, message, { newSession: session.newSession, transport, pending: held });
+    if (reported?.cutOff) return { ok: false, reason: 'agent-revoked' };
     const remoteConfig = reported && !held ? await sessions.remoteConfigFor(reported.desired, reported.applied, session.sentHash) : undefined;
     if (remoteConfig && reported?.desired) session.remember(reported.desired.hash);
     if (admission.enrolled) logger.info({ agentId, transport, pending: held }, held ? 'agent held for approval' : 'agent enrolled');
@@ -269,7 +270,8 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       if (!sessions.release(session)) return;
       const id = session.agentId!;
       sequences.forget(id);
-      track(queue.then(() => setOffline(db, id, `websocket closed (${code})`)));
+      // A held agent was never online: its close changes nothing (approval closes it on purpose).
+      if (!session.pending) track(queue.then(() => setOffline(db, id, `websocket closed (${code})`)));
     });
   }
 

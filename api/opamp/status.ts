@@ -133,8 +133,8 @@ export async function applyStatus(
   return db.transaction(async (trx) => {
     const status: AgentStatus = options.pending ? 'pending-approval' : 'online';
     const applied = await applyAgentReport(trx, agentId, { ...storable(reportFrom(message)), status });
-    if (!applied) return undefined;
-    if (!options.pending && (applied.previous !== 'online' || options.newSession)) {
+    if (!applied || applied.cutOff) return applied;
+    if (!options.pending && applied.previous !== 'pending-approval' && (applied.previous !== 'online' || options.newSession)) {
       await emitEvents(trx, [
         { tenantId: applied.tenantId, type: 'agent.connected', source: OPAMP_SOURCE, subject: agentId, data: { agentId, transport: options.transport } },
       ]);

@@ -83,6 +83,8 @@ export interface ReportedAgent {
   applied: { hash: string | null; status: AppliedStatus | null };
   /** The report settled the desired configuration (APPLIED or FAILED for its hash), just now. */
   settled: boolean;
+  /** The agent was revoked (or handed over) since it was admitted: nothing but `last_seen_at` was written. */
+  cutOff: boolean;
 }
 
 /**
@@ -98,7 +100,13 @@ export async function applyAgentReport(db: Db, id: string, report: AgentReport):
     .first();
   if (!before) return undefined;
   const changes: Record<string, unknown> = { last_seen_at: db.fn.now(), updated_at: db.fn.now() };
-  if (report.status) changes.status = report.status;
+  // The row is locked now; an operator's decision taken since the agent was admitted wins.
+  if (before.status === 'revoked' || before.status === 'handed-over') {
+    await db('agents').where({ id }).update(changes as never);
+    return { previous: before.status, tenantId: before.tenant_id, desired: null, applied: { hash: null, status: null }, settled: false, cutOff: true };
+  }
+  const held = report.status === 'pending-approval';
+  if (report.status && held === (before.status === 'pending-approval')) changes.status = report.status;
   if (report.description) changes.description = JSON.stringify(report.description);
   if (report.capabilities !== undefined) changes.capabilities = report.capabilities.toString();
   if (report.health !== undefined) changes.health = JSON.stringify(report.health);
@@ -131,6 +139,7 @@ export async function applyAgentReport(db: Db, id: string, report: AgentReport):
     desired: before.desired_hash ? { configurationId: before.desired_configuration_id, version: before.desired_version, hash: before.desired_hash } : null,
     applied,
     settled,
+    cutOff: false,
   };
 }
 

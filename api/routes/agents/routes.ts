@@ -168,8 +168,8 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
       response: {
         status: 200,
         description:
-          'The agent, now `revoked`: every certificate revoked, its bootstrap token unbound, its live connections closed. ' +
-          'It must enroll again with a new bootstrap token. Idempotent. 409 `invalid-state-transition` for a handed-over agent.',
+          'The agent, now `revoked`: every certificate revoked, its live connections closed, and the bootstrap token it enrolled with refused to it. ' +
+          'It must enroll again with another bootstrap token. Idempotent. 409 `invalid-state-transition` for a handed-over agent.',
         schema: agentSchema,
       },
       handler: async ({ db, principal, params }) => ({ body: presentAgent(await revokeAndAnnounce(db, principal.tenantId, params.id)) }),
