@@ -56,6 +56,8 @@ export const ROLLOUT_STATE_EVENTS: Record<RolloutState, string> = {
 export interface RolloutWorkflowInput {
   rolloutId: string;
   tenantId: string;
+  /** Carried over continue-as-new: the bake still running (workflow time, ms). */
+  bakeUntil?: number;
 }
 
 export interface RolloutOperationRequest {

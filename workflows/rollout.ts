@@ -67,6 +67,8 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
   let currentBatch = 0;
   let lastBatch: BatchOutcome | undefined;
   let transitioning = false;
+  /** Workflow time until which the last batch bakes; a pause keeps what is left of it. */
+  let bakeUntil = input.bakeUntil ?? 0;
 
   setHandler(rolloutStatusQuery, () => ({ state, currentBatch, rowVersion, lastBatch }));
 
@@ -148,11 +150,16 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
     }
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_LIMIT) {
       await condition(() => allHandlersFinished() && !transitioning);
-      await continueAsNew<typeof rolloutWorkflow>(input);
+      await continueAsNew<typeof rolloutWorkflow>({ ...input, bakeUntil });
     }
   }
 
   async function runNextBatch() {
+    if (bakeUntil > Date.now()) {
+      await condition(() => state !== 'running', bakeUntil - Date.now());
+      if (state !== 'running') return;
+    }
+    bakeUntil = 0;
     const batch = currentBatch + 1;
     const prepared = await quick.prepareBatch({ rolloutId: input.rolloutId, batch });
     currentBatch = batch;
@@ -171,8 +178,6 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
       await transition(strategy.onFailure === 'rollback' ? 'rolling-back' : 'paused', { from: ['running'], reason });
       return;
     }
-    if (strategy.bakeSeconds > 0 && state === 'running') {
-      await condition(() => state !== 'running', strategy.bakeSeconds * 1000);
-    }
+    bakeUntil = Date.now() + strategy.bakeSeconds * 1000;
   }
 }

@@ -95,45 +95,45 @@ export function listRolloutsQuery(db: Db, tenantId: string, filters: RolloutFilt
 // ---------------------------------------------------------------------------------------
 // Target agents
 
+/** The agents a target names now, as SQL over `agents a` (group members, listed agents, label matches). */
+function targetCondition(rollout: Pick<RolloutRow, 'tenant_id' | 'target'>): { sql: string; bindings: Knex.Value[] } {
+  const { groupIds, agentIds, labelSelector } = rollout.target;
+  const selector = labelSelector ? JSON.stringify(labelSelector) : null;
+  return {
+    sql: `a.tenant_id = ? AND a.status <> ALL(?::text[])
+          AND (a.group_id = ANY(?::uuid[]) OR a.id = ANY(?::uuid[]) OR (?::jsonb IS NOT NULL AND a.labels @> ?::jsonb))`,
+    bindings: [rollout.tenant_id, UNPUSHABLE, groupIds, agentIds, selector, selector],
+  };
+}
+
 /**
- * Adds the agents the target names now (group members, listed agents, label matches)
- * that are not yet in the rollout. `joining`: agents in another active rollout are left
- * out quietly (a later joiner); otherwise such an agent fails the insert (23505), which
- * the caller turns into a 409. Returns how many were added.
+ * Adds the agents the target names now that are not yet in the rollout. `joining`: agents
+ * in another active rollout are left out quietly (a later joiner); otherwise such an agent
+ * fails the insert (23505), which the caller turns into a 409. Returns how many were added.
  */
 export async function addTargetAgents(db: Db, rollout: Pick<RolloutRow, 'id' | 'tenant_id' | 'target'>, options: { joining: boolean }): Promise<number> {
-  const { groupIds, agentIds, labelSelector } = rollout.target;
+  const target = targetCondition(rollout);
   const result = await db.raw(
     `INSERT INTO rollout_agents (rollout_id, agent_id)
      SELECT ?, a.id FROM agents a
-      WHERE a.tenant_id = ?
-        AND a.status <> ALL(?::text[])
-        AND (a.group_id = ANY(?::uuid[]) OR a.id = ANY(?::uuid[]) OR (?::jsonb IS NOT NULL AND a.labels @> ?::jsonb))
+      WHERE ${target.sql}
         AND NOT EXISTS (SELECT 1 FROM rollout_agents mine WHERE mine.rollout_id = ? AND mine.agent_id = a.id)
      ${options.joining ? 'ON CONFLICT DO NOTHING' : ''}`,
-    [
-      rollout.id,
-      rollout.tenant_id,
-      UNPUSHABLE,
-      groupIds,
-      agentIds,
-      labelSelector ? JSON.stringify(labelSelector) : null,
-      labelSelector ? JSON.stringify(labelSelector) : null,
-      rollout.id,
-    ],
+    [rollout.id, ...target.bindings, rollout.id],
   );
   return result.rowCount ?? 0;
 }
 
-/** An active rollout (other than `rolloutId`) that holds one of these agents, for a 409 that names it. */
-export async function activeRolloutOfAny(db: Db, rolloutId: string): Promise<{ agentId: string; rolloutId: string } | undefined> {
-  const row = await db('rollout_agents as mine')
-    .join('rollout_agents as other', 'other.agent_id', 'mine.agent_id')
-    .where('mine.rollout_id', rolloutId)
-    .where('other.active', true)
-    .whereNot('other.rollout_id', rolloutId)
-    .select('other.agent_id', 'other.rollout_id')
-    .first();
+/** An active rollout other than this one that holds one of the target's agents, for a 409 that names it. */
+export async function activeRolloutInTarget(db: Db, rollout: Pick<RolloutRow, 'id' | 'tenant_id' | 'target'>): Promise<{ agentId: string; rolloutId: string } | undefined> {
+  const target = targetCondition(rollout);
+  const { rows } = await db.raw(
+    `SELECT ra.agent_id, ra.rollout_id FROM rollout_agents ra JOIN agents a ON a.id = ra.agent_id
+      WHERE ra.active AND ra.rollout_id <> ? AND ${target.sql}
+      ORDER BY ra.agent_id LIMIT 1`,
+    [rollout.id, ...target.bindings],
+  );
+  const row = rows[0] as { agent_id: string; rollout_id: string } | undefined;
   return row && { agentId: row.agent_id, rolloutId: row.rollout_id };
 }
 

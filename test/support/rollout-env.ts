@@ -22,8 +22,10 @@ export interface RolloutEnv {
   startWorker(): Promise<void>;
   /** Stops the worker at once, as a crash would look to Temporal (running activities are abandoned). */
   stopWorker(): Promise<void>;
-  /** A group with `count` simulated agents enrolled in it (WebSocket, TLS, no CSR). */
-  fleet(count: number, options?: Partial<FleetOptions>): Promise<{ groupId: string; fleet: Fleet; ids: string[] }>;
+  /** `count` simulated agents enrolled in a new group, or in `groupId` (WebSocket, TLS, no CSR). */
+  fleet(count: number, options?: Partial<FleetOptions> & { groupId?: string }): Promise<{ groupId: string; fleet: Fleet; ids: string[] }>;
+  /** Settings for a worker process of this environment (worker/main.ts). */
+  workerEnv(): Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -59,14 +61,22 @@ export async function startRolloutEnv(): Promise<RolloutEnv> {
       await stopping.running;
       await stopping.connection.close();
     },
-    async fleet(count, options = {}) {
-      const group = await t.call('POST', '/api/groups', { token: operator, body: { name: `g-${randomUUID().slice(0, 8)}` } });
-      const token = await t.call('POST', '/api/tokens', { token: operator, body: { name: `t-${randomUUID().slice(0, 8)}`, groupId: group.body.id, maxUses: count } });
+    async fleet(count, { groupId: existing, ...options } = {}) {
+      const groupId = existing ?? (await t.call('POST', '/api/groups', { token: operator, body: { name: `g-${randomUUID().slice(0, 8)}` } })).body.id;
+      const token = await t.call('POST', '/api/tokens', { token: operator, body: { name: `t-${randomUUID().slice(0, 8)}`, groupId, maxUses: count } });
       const fleet = await runFleet({ count, endpoint: gateway.wsUrl, token: token.body.token, ca: gateway.ca.certificatePem, csr: false, ...options });
       fleets.push(fleet);
       await fleet.waitForAll((state) => state.enrolled && state.connected, 15_000);
-      return { groupId: group.body.id, fleet, ids: fleet.agents.map((agent) => agent.id).sort() };
+      return { groupId, fleet, ids: fleet.agents.map((agent) => agent.id).sort() };
     },
+    workerEnv: () => ({
+      Environment: 'Production',
+      Database__Url: t.database.url,
+      Temporal__Address: testInfra().temporalAddress,
+      Temporal__TaskQueue: taskQueue,
+      Secrets__EncryptionKey: t.settings.encryptionKey!.toString('base64'),
+      Logging__Level: 'warn',
+    }),
     async close() {
       await Promise.all(fleets.map((fleet) => fleet.stop().catch(() => {})));
       await env.stopWorker();

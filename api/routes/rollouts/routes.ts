@@ -3,7 +3,7 @@ import { isUniqueViolation } from '../../../db/errors';
 import { emitEvents } from '../../../db/repos/events';
 import { findConfiguration, findVersion } from '../../../db/repos/configurations';
 import {
-  activeRolloutOfAny,
+  activeRolloutInTarget,
   addTargetAgents,
   findRollout,
   insertRollout,
@@ -146,7 +146,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
           await db.transaction((savepoint) => addTargetAgents(savepoint, row, { joining: false }));
         } catch (error) {
           if (!isUniqueViolation(error)) throw error;
-          const other = await activeRolloutOfAny(db, row.id);
+          const other = await activeRolloutInTarget(db, row);
           throw problems.conflict(
             other
               ? `Agent ${other.agentId} is already in active rollout ${other.rolloutId}; an agent is in at most one active rollout.`
