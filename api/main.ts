@@ -12,11 +12,7 @@ async function main() {
   const db = createDb(settings.database.url, settings.database.poolMax);
   const temporal = createTemporal(settings);
   const app = await createApp({ settings, db, logger, temporal: temporal.client, temporalHealthy: temporal.healthy });
-  const server = createServer(app.koa.callback());
-  server.keepAliveTimeout = 65_000; // longer than common load-balancer idle timeouts
-  await new Promise<void>((resolve) => server.listen(settings.http.port, settings.http.host, resolve));
-  logger.info({ url: settings.http.publicBaseUrl, port: settings.http.port, environment: settings.environment }, 'api listening');
-
+  // The agent port first: once /readyz answers, the agents' CA exists and agents can connect.
   const gateway = await createAgentGateway({ db, logger, settings });
   const agents = gateway.listener;
   const { host, port } = listenAddress(settings.agents.listen);
@@ -25,6 +21,11 @@ async function main() {
     { listen: settings.agents.listen, path: '/v1/opamp', tls: gateway.tls !== undefined, enrollment: settings.agents.enrollment.mode },
     gateway.tls ? 'agent listener (OpAMP over TLS, client certificates accepted)' : 'agent listener (OpAMP, plain TCP: Development only)',
   );
+
+  const server = createServer(app.koa.callback());
+  server.keepAliveTimeout = 65_000; // longer than common load-balancer idle timeouts
+  await new Promise<void>((resolve) => server.listen(settings.http.port, settings.http.host, resolve));
+  logger.info({ url: settings.http.publicBaseUrl, port: settings.http.port, environment: settings.environment }, 'api listening');
 
   let stopping = false;
   const shutdown = async (signal: string) => {

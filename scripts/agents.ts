@@ -10,7 +10,7 @@ import { startFleet, type Fleet, type FleetOptions, type FleetStats } from '../t
 const USAGE = `usage: npm run agents -- --token svc-bt.… [options]
   --count N              agents to run (default 1)
   --token T              bootstrap token (svc-bt.…), required
-  --endpoint URL         ws:// wss:// http:// https:// …/v1/opamp (default ws://127.0.0.1:4320/v1/opamp)
+  --endpoint URL         ws:// wss:// http:// https:// …/v1/opamp (default wss://localhost:4320/v1/opamp)
   --transport ws|http    default: from the endpoint's scheme
   --ca FILE              PEM of the CA that signed the server's certificate (TLS endpoints)
   --mtls-endpoint URL    TLS endpoint to reconnect to with the client certificate
@@ -32,7 +32,7 @@ function parse(argv: string[]): { fleet: FleetOptions } | 'help' {
     options: {
       count: { type: 'string', default: '1' },
       token: { type: 'string' },
-      endpoint: { type: 'string', default: 'ws://127.0.0.1:4320/v1/opamp' },
+      endpoint: { type: 'string', default: 'wss://localhost:4320/v1/opamp' },
       transport: { type: 'string' },
       ca: { type: 'string' },
       'mtls-endpoint': { type: 'string' },

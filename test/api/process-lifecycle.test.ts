@@ -50,6 +50,7 @@ beforeAll(async () => {
     Authentication__Oidc__Audience: TEST_AUDIENCE,
     Secrets__EncryptionKey: randomBytes(32).toString('base64'),
     Http__ShutdownDelaySeconds: '1',
+    Agents__Listen: `127.0.0.1:${await freePort()}`,
   });
   api.stdout!.on('data', (d) => (stdout += d));
   api.stderr!.on('data', (d) => (stdout += d));
