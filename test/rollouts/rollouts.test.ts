@@ -100,6 +100,17 @@ test('pause between batches, then resume; 409 on resume of a running rollout; 41
   expect(await eventTypes(rollout.id)).toEqual(
     expect.arrayContaining(['rollout.created', 'rollout.started', 'rollout.paused', 'rollout.resumed', 'rollout.aborted']),
   );
+  // Every operation is in the audit trail, refused ones too.
+  const audited = await env.t.database.db('audit_events').where({ method: 'POST', resource_type: 'rollout', resource_id: rollout.id }).orderBy('seq').select('route', 'status');
+  expect(audited.map((row) => `${row.route} ${row.status}`)).toEqual([
+    '/api/rollouts 201',
+    '/api/rollouts/{id}/start 200',
+    '/api/rollouts/{id}/resume 409',
+    '/api/rollouts/{id}/pause 200',
+    '/api/rollouts/{id}/resume 412',
+    '/api/rollouts/{id}/resume 200',
+    '/api/rollouts/{id}/abort 200',
+  ]);
 }, 60_000);
 
 test('rollback after completion restores the previous version on every agent', async () => {
