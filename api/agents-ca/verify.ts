@@ -46,6 +46,40 @@ export async function verifyAgentCertificate(
   return identity;
 }
 
+/** What Node's TLS layer reports of a peer certificate (`tls.PeerCertificate`), the parts we read. */
+export interface VerifiedPeer {
+  serialNumber: string;
+  subject?: { CN?: string | string[] };
+  subjectaltname?: string;
+}
+
+/**
+ * The fast path for a client certificate OpenSSL has already verified against our CA
+ * (`socket.authorized`: signature, chain and validity): no re-parse, no signature check in
+ * JavaScript, only the identity the server wrote and the revocation row. Undefined when the
+ * certificate does not look like one of ours; the caller then runs verifyAgentCertificate.
+ */
+export async function verifyAuthorizedPeer(db: Db, peer: VerifiedPeer): Promise<AgentIdentity | undefined> {
+  const uris = (peer.subjectaltname ?? '')
+    .split(', ')
+    .filter((name) => name.startsWith('URI:'))
+    .map((name) => AGENT_URI.exec(name.slice(4)))
+    .filter((match) => match !== null);
+  const cn = peer.subject?.CN;
+  const match = uris.length === 1 ? uris[0]! : undefined;
+  if (!match || typeof cn !== 'string' || cn.toLowerCase() !== match[2]!.toLowerCase()) return undefined;
+  let serial = peer.serialNumber.toLowerCase();
+  if (serial.length % 2 === 1) serial = `0${serial}`;
+  const identity = { tenantId: match[1]!, agentId: match[2]!.toLowerCase(), serial };
+  const row = await findAgentCertificate(db, serial);
+  if (!row) return undefined;
+  if (row.tenant_id !== identity.tenantId || row.agent_id !== identity.agentId) {
+    throw new CertificateRejectedError('unknown-serial', `no certificate with serial ${serial} was issued to this agent`);
+  }
+  if (row.revoked_at) throw new CertificateRejectedError('revoked', `the certificate ${serial} was revoked at ${row.revoked_at.toISOString()}`);
+  return identity;
+}
+
 function parse(presented: string | Uint8Array): x509.X509Certificate {
   try {
     return new x509.X509Certificate(typeof presented === 'string' ? presented : Buffer.from(presented));

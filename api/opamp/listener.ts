@@ -13,7 +13,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Settings } from '../settings';
-import { CsrRejectedError, verifyAgentCertificate, type AgentCa, type AgentIdentity, type CheckedCsr, type ServerCertificate } from '../agents-ca';
+import { CsrRejectedError, verifyAgentCertificate, verifyAuthorizedPeer, type AgentCa, type AgentIdentity, type CheckedCsr, type ServerCertificate } from '../agents-ca';
 import {
   acceptsGzip,
   decodeAgentToServer,
@@ -27,9 +27,9 @@ import {
   type AgentToServer,
 } from './codec';
 import { answerCertificateRequest, checkCertificateRequest, csrOf, MIN_REISSUE_SECONDS } from './certificate-request';
-import { admitAgent, agentIdFromUid, checkCredential, tokenFromRequest, type ApprovalMode, type Credential, type RefusalReason } from './enrollment';
+import { admitAgent, agentIdFromUid, checkCredential, tokenFromRequest, type Admitted, type ApprovalMode, type Credential, type RefusalReason } from './enrollment';
 import { AgentSessions, type WsSession } from './sessions';
-import { applyStatus, replyTo, SequenceTracker, setOffline } from './status';
+import { applyRoutineStatus, applyStatus, replyTo, SequenceTracker, setOffline } from './status';
 
 export const OPAMP_PATH = '/v1/opamp';
 
@@ -138,17 +138,20 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       socket.destroy();
       return;
     }
-    const identity = verifyAgentCertificate(db, ca, peer.raw).then(
-      (found) => {
-        sessions.trackCertificateSocket(found.agentId, socket);
-        return found;
-      },
-      (error: Error) => {
-        logger.info({ reason: (error as { reason?: string }).reason ?? error.message }, 'agent certificate refused');
-        socket.destroy();
-        return undefined;
-      },
-    );
+    // OpenSSL has checked chain and validity; the full check runs only for what the fast one cannot read.
+    const identity = verifyAuthorizedPeer(db, peer)
+      .then((found) => found ?? verifyAgentCertificate(db, ca, peer.raw))
+      .then(
+        (found) => {
+          sessions.trackCertificateSocket(found.agentId, socket);
+          return found;
+        },
+        (error: Error) => {
+          logger.info({ reason: (error as { reason?: string }).reason ?? error.message }, 'agent certificate refused');
+          socket.destroy();
+          return undefined;
+        },
+      );
     certificateIdentity.set(socket, identity);
   }
 
@@ -158,6 +161,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   interface Served {
     ok: true;
     agentId: string;
+    admission: Admitted;
     pending: boolean;
     reply: ReturnType<typeof replyTo>;
   }
@@ -166,7 +170,13 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     credential: Credential,
     message: AgentToServer,
     transport: 'websocket' | 'http',
-    session: { newSession: boolean; sentHash: string | undefined; remember(hash: string): void },
+    session: {
+      newSession: boolean;
+      sentHash: string | undefined;
+      remember(hash: string): void;
+      /** A WebSocket is admitted once: its credential and uid cannot change, and cut-offs close it. */
+      admitted?: Admitted;
+    },
   ): Promise<Served | ({ ok: false } & Refusal)> {
     // A bad CSR is refused before anything of the message is stored.
     const csrBytes = tls ? csrOf(message) : undefined;
@@ -181,7 +191,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         throw error;
       }
     }
-    const admission = await admitAgent(db, credential, message.instanceUid, transport, approval);
+    const admission = session.admitted ?? (await admitAgent(db, credential, message.instanceUid, transport, approval));
     if (!admission.ok) return admission;
     const { agentId, tenantId, pending: held } = admission;
     const first = session.newSession || !sequences.has(agentId);
@@ -190,16 +200,19 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     if (message.agentDisconnect && transport === 'http') {
       await setOffline(db, agentId, 'agent-disconnect');
       sequences.forget(agentId);
-      return { ok: true, agentId, pending: held, reply: replyTo(message, replyOptions) };
+      return { ok: true, agentId, admission, pending: held, reply: replyTo(message, replyOptions) };
     }
     const certificate = csr && !held ? await answerCertificateRequest(db, ca, certificateOptions, { tenantId, agentId }, csr) : undefined;
-    const reported = await applyStatus(db, agentId, message, { newSession: session.newSession, transport, pending: held });
+    const routine = !session.newSession && !held && !admission.enrolled && !message.agentDescription;
+    const reported =
+      (routine ? await applyRoutineStatus(db, agentId, message) : undefined) ??
+      (await applyStatus(db, agentId, message, { newSession: session.newSession, transport, pending: held }));
     if (reported?.cutOff) return { ok: false, reason: 'agent-revoked' };
     const remoteConfig = reported && !held ? await sessions.remoteConfigFor(reported.desired, reported.applied, session.sentHash) : undefined;
     if (remoteConfig && reported?.desired) session.remember(reported.desired.hash);
     if (admission.enrolled) logger.info({ agentId, transport, pending: held }, held ? 'agent held for approval' : 'agent enrolled');
     if (certificate) logger.info({ agentId }, 'agent certificate issued');
-    return { ok: true, agentId, pending: held, reply: replyTo(message, { ...replyOptions, remoteConfig, certificate }) };
+    return { ok: true, agentId, admission, pending: held, reply: replyTo(message, { ...replyOptions, remoteConfig, certificate }) };
   }
 
   // -------------------------------------------------------------------------------------
@@ -252,9 +265,11 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         newSession: session.agentId === undefined,
         sentHash: session.sentHash,
         remember: (hash) => (session.sentHash = hash),
+        admitted: session.admitted,
       });
       if (!served.ok) return refuse(refusalClose(served), refusalText(served));
       session.pending = served.pending;
+      session.admitted = { ...served.admission, enrolled: false };
       if (!session.agentId) {
         session.agentId = served.agentId;
         session.uid = message.instanceUid;

@@ -19,7 +19,7 @@ import {
 import { emitEvents } from '../../db/repos/events';
 import { PgListener } from '../events/pg-listener';
 import { encodeServerToAgent, frameWebSocket } from './codec';
-import type { Credential } from './enrollment';
+import type { Admitted, Credential } from './enrollment';
 import { OPAMP_SOURCE } from './enrollment';
 import { ServerToAgentSchema } from './gen/opamp_pb';
 import { AGENT_PUSH_CHANNEL, RemoteConfigCache, type Desired } from './push';
@@ -34,6 +34,8 @@ export interface WsSession {
   agentId?: string;
   uid?: Uint8Array;
   pending: boolean;
+  /** The admission of the session's first message, reused for the rest. */
+  admitted?: Admitted;
   /** config_hash of the last remote_config sent in this session. */
   sentHash?: string;
   /** Answered the last ping. */

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { create, toJson, type MessageInitShape } from '@bufbuild/protobuf';
 import type { Knex } from 'knex';
-import { applyAgentReport, markAgentOffline, type AgentReport, type ReportedAgent } from '../../db/repos/agent-status';
+import { applyAgentReport, applyReportIfOnline, markAgentOffline, type AgentReport, type ReportedAgent } from '../../db/repos/agent-status';
 import type { AgentStatus } from '../../db/repos/agents';
 import type { AppliedStatus } from '../../db/repos/agents';
 import { emitEvents } from '../../db/repos/events';
@@ -142,6 +142,17 @@ export async function applyStatus(
     if (applied.settled) await trx.raw('SELECT pg_notify(?, ?)', [AGENT_CONFIG_STATUS_CHANNEL, agentId]);
     return applied;
   });
+}
+
+/**
+ * The hot path for an online agent's routine message (heartbeat, config status, health):
+ * one statement, no transaction. Undefined when the agent is not online (or gone, or cut
+ * off): then `applyStatus` does it properly, with its events.
+ */
+export async function applyRoutineStatus(db: Knex, agentId: string, message: AgentToServer): Promise<ReportedAgent | undefined> {
+  const applied = await applyReportIfOnline(db, agentId, storable(reportFrom(message)));
+  if (applied?.settled) await db.raw('SELECT pg_notify(?, ?)', [AGENT_CONFIG_STATUS_CHANNEL, agentId]);
+  return applied;
 }
 
 export async function setOffline(db: Knex, agentId: string, reason: string): Promise<void> {

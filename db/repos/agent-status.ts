@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Db } from '../connection';
 import type { AgentStatus, AppliedStatus } from './agents';
 import type { BootstrapTokenRow } from './tokens';
@@ -87,60 +88,105 @@ export interface ReportedAgent {
   cutOff: boolean;
 }
 
+/** The row as it was before a report, as the statement below returns it. */
+interface BeforeReport {
+  status: AgentStatus;
+  tenant_id: string;
+  desired_configuration_id: string | null;
+  desired_version: number | null;
+  desired_hash: string | null;
+  applied_hash: string | null;
+  applied_status: AppliedStatus | null;
+  updated: boolean;
+}
+
 /**
- * Applies one report and stamps `last_seen_at`. A `remote_config_status` for the desired
- * configuration's hash also records which configuration version is applied. Run it in a
- * transaction: the row is locked between the two statements. Undefined: no such agent.
+ * One statement that locks the agent row, applies the report and returns the row as it was
+ * before: one round trip per agent message. `onlyIfOnline`: change nothing unless the agent
+ * is online already (the hot path of heartbeats and config reports; a transition to online
+ * needs its event, so the caller then takes the transactional path).
+ *
+ * An operator's decision taken since the agent was admitted wins: a revoked or handed-over
+ * agent's row is left alone (cutOff), and a report never moves an agent into or out of
+ * `pending-approval` behind an approval or a rejection.
  */
-export async function applyAgentReport(db: Db, id: string, report: AgentReport): Promise<ReportedAgent | undefined> {
-  const before = await db('agents')
-    .select('status', 'tenant_id', 'desired_configuration_id', 'desired_version', 'desired_hash', 'applied_hash', 'applied_status')
-    .where({ id })
-    .forNoKeyUpdate()
-    .first();
-  if (!before) return undefined;
-  const changes: Record<string, unknown> = { last_seen_at: db.fn.now(), updated_at: db.fn.now() };
-  // The row is locked now; an operator's decision taken since the agent was admitted wins.
-  if (before.status === 'revoked' || before.status === 'handed-over') {
-    await db('agents').where({ id }).update(changes as never);
-    return { previous: before.status, tenantId: before.tenant_id, desired: null, applied: { hash: null, status: null }, settled: false, cutOff: true };
+function reportStatement(db: Db, id: string, report: AgentReport, options: { onlyIfOnline: boolean }) {
+  const sets = ['last_seen_at = now()', 'updated_at = now()'];
+  const bindings: Knex.Value[] = [id];
+  const set = (sql: string, ...values: Knex.Value[]) => {
+    sets.push(sql);
+    bindings.push(...values);
+  };
+  if (report.status) {
+    const held = report.status === 'pending-approval';
+    set(`status = CASE WHEN ?::boolean = (b.status = 'pending-approval') THEN ? ELSE a.status END`, held, report.status);
   }
-  const held = report.status === 'pending-approval';
-  if (report.status && held === (before.status === 'pending-approval')) changes.status = report.status;
-  if (report.description) changes.description = JSON.stringify(report.description);
-  if (report.capabilities !== undefined) changes.capabilities = report.capabilities.toString();
-  if (report.health !== undefined) changes.health = JSON.stringify(report.health);
-  if (report.effectiveConfigHash !== undefined) changes.effective_config_hash = report.effectiveConfigHash;
-  const applied = { hash: before.applied_hash as string | null, status: before.applied_status as AppliedStatus | null };
-  let settled = false;
+  if (report.description) set('description = ?::jsonb', JSON.stringify(report.description));
+  if (report.capabilities !== undefined) set('capabilities = ?', report.capabilities.toString());
+  if (report.health !== undefined) set('health = ?::jsonb', JSON.stringify(report.health));
+  if (report.effectiveConfigHash !== undefined) set('effective_config_hash = ?', report.effectiveConfigHash);
   if (report.applied) {
-    const forDesired = before.desired_hash !== null && report.applied.hash === before.desired_hash;
-    changes.applied_hash = report.applied.hash;
-    changes.applied_status = report.applied.status;
-    changes.applied_error = report.applied.error;
-    if (forDesired) {
-      changes.applied_configuration_id = before.desired_configuration_id;
-      changes.applied_version = before.desired_version;
-    } else if (report.applied.hash !== before.applied_hash) {
-      // Some other configuration than the one we know of: we cannot name it.
-      changes.applied_configuration_id = null;
-      changes.applied_version = null;
+    const { hash, status, error } = report.applied;
+    set('applied_hash = ?, applied_status = ?, applied_error = ?', hash, status, error);
+    // The desired configuration's hash names the version applied; another hash we cannot name.
+    for (const column of ['configuration_id', 'version']) {
+      set(
+        `applied_${column} = CASE WHEN b.desired_hash IS NOT NULL AND b.desired_hash = ? THEN b.desired_${column}
+                                 WHEN b.applied_hash IS DISTINCT FROM ? THEN NULL ELSE a.applied_${column} END`,
+        hash,
+        hash,
+      );
     }
+  }
+  if (report.nameIfEmpty) set(`name = CASE WHEN a.name = '' THEN ? ELSE a.name END`, report.nameIfEmpty);
+  const onlineOnly = options.onlyIfOnline ? `AND b.status = 'online'` : '';
+  return db.raw(
+    `WITH b AS (
+       SELECT id, status, tenant_id, desired_configuration_id, desired_version, desired_hash, applied_hash, applied_status
+         FROM agents WHERE id = ? FOR NO KEY UPDATE
+     ), u AS (
+       UPDATE agents a SET ${sets.join(', ')}
+         FROM b WHERE a.id = b.id AND b.status NOT IN ('revoked', 'handed-over') ${onlineOnly}
+       RETURNING a.id
+     )
+     SELECT b.*, EXISTS (SELECT 1 FROM u) AS updated FROM b`,
+    bindings,
+  );
+}
+
+function reported(before: BeforeReport, report: AgentReport): ReportedAgent {
+  const cutOff = before.status === 'revoked' || before.status === 'handed-over';
+  const applied = { hash: before.applied_hash, status: before.applied_status };
+  let settled = false;
+  if (report.applied && !cutOff) {
+    const forDesired = before.desired_hash !== null && report.applied.hash === before.desired_hash;
     const final = report.applied.status === 'APPLIED' || report.applied.status === 'FAILED';
     settled = forDesired && final && (before.applied_hash !== report.applied.hash || before.applied_status !== report.applied.status);
     applied.hash = report.applied.hash;
     applied.status = report.applied.status;
   }
-  if (report.nameIfEmpty) changes.name = db.raw("CASE WHEN name = '' THEN ? ELSE name END", [report.nameIfEmpty]);
-  await db('agents').where({ id }).update(changes as never);
-  return {
-    previous: before.status,
-    tenantId: before.tenant_id,
-    desired: before.desired_hash ? { configurationId: before.desired_configuration_id, version: before.desired_version, hash: before.desired_hash } : null,
-    applied,
-    settled,
-    cutOff: false,
-  };
+  const desired =
+    before.desired_hash && !cutOff
+      ? { configurationId: before.desired_configuration_id!, version: before.desired_version!, hash: before.desired_hash }
+      : null;
+  return { previous: before.status, tenantId: before.tenant_id, desired, applied, settled, cutOff };
+}
+
+/**
+ * Applies one report and stamps `last_seen_at`; returns the row as it was (for events) and
+ * what the reply needs. Undefined: no such agent.
+ */
+export async function applyAgentReport(db: Db, id: string, report: AgentReport): Promise<ReportedAgent | undefined> {
+  const { rows } = await reportStatement(db, id, report, { onlyIfOnline: false });
+  const before = rows[0] as BeforeReport | undefined;
+  return before && reported(before, report);
+}
+
+/** The hot path: applies the report only if the agent is online (no transition, no event); undefined otherwise. */
+export async function applyReportIfOnline(db: Db, id: string, report: AgentReport): Promise<ReportedAgent | undefined> {
+  const { rows } = await reportStatement(db, id, report, { onlyIfOnline: true });
+  const before = rows[0] as BeforeReport | undefined;
+  return before?.updated ? reported(before, report) : undefined;
 }
 
 /** The desired configuration of these agents (for a push notification: one query for the batch). */
