@@ -4,7 +4,8 @@
  * `remote_config` at once. Agents that are not connected, and HTTP agents, get it in the
  * reply to their next message (see `remoteConfigFor`). The agent's answer
  * (`remote_config_status`, matched by `config_hash` = sha256 of the content) lands on the
- * row as `applied_*` and is announced on AGENT_CONFIG_STATUS_CHANNEL.
+ * row as `applied_*`; whoever waits reads `configOutcomes` (no NOTIFY per agent: every
+ * notifying commit takes a cluster-wide lock, too dear for 10,000 reports a second).
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Db } from '../../db/connection';
@@ -13,7 +14,6 @@ import type { AgentRemoteConfigSchema } from './gen/opamp_pb';
 
 /** Payload: `<agent id>,<agent id>,…` (at most PUSH_IDS_PER_NOTIFY ids, under the 8,000-byte limit). */
 export const AGENT_PUSH_CHANNEL = 'fleet_agent_push';
-export { AGENT_CONFIG_STATUS_CHANNEL } from './status';
 const PUSH_IDS_PER_NOTIFY = 200;
 
 /** Statuses that keep an agent from receiving configurations. */

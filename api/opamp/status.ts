@@ -117,9 +117,6 @@ export function configMapHash(map: AgentConfigMap): string {
   return hash.digest('hex');
 }
 
-/** Announced (payload: the agent id) when an agent reports APPLIED or FAILED for its desired configuration. */
-export const AGENT_CONFIG_STATUS_CHANNEL = 'fleet_agent_config_status';
-
 /**
  * Applies one message in a transaction; `agent.connected` when the agent was not online
  * before or opened a new WebSocket session. A pending agent stays `pending-approval`.
@@ -139,7 +136,6 @@ export async function applyStatus(
         { tenantId: applied.tenantId, type: 'agent.connected', source: OPAMP_SOURCE, subject: agentId, data: { agentId, transport: options.transport } },
       ]);
     }
-    if (applied.settled) await trx.raw('SELECT pg_notify(?, ?)', [AGENT_CONFIG_STATUS_CHANNEL, agentId]);
     return applied;
   });
 }
@@ -150,9 +146,7 @@ export async function applyStatus(
  * off): then `applyStatus` does it properly, with its events.
  */
 export async function applyRoutineStatus(db: Knex, agentId: string, message: AgentToServer): Promise<ReportedAgent | undefined> {
-  const applied = await applyReportIfOnline(db, agentId, storable(reportFrom(message)));
-  if (applied?.settled) await db.raw('SELECT pg_notify(?, ?)', [AGENT_CONFIG_STATUS_CHANNEL, agentId]);
-  return applied;
+  return applyReportIfOnline(db, agentId, storable(reportFrom(message)));
 }
 
 export async function setOffline(db: Knex, agentId: string, reason: string): Promise<void> {

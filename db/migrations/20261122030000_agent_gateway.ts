@@ -1,14 +1,16 @@
 import type { Knex } from 'knex';
 
 /**
- * The agent gateway's sweep for silent agents (`status = 'online' AND last_seen_at < …`)
- * reads only online agents, through a small partial index, on every replica every
- * heartbeat interval.
+ * Every agent message updates its row (`last_seen_at`, status fields): room on each page
+ * lets Postgres do those as HOT updates (no index touched), since none of the columns a
+ * heartbeat or a config report writes is indexed. The liveness sweep reads online agents
+ * without an index on `last_seen_at` on purpose: such an index would make every heartbeat
+ * a non-HOT update of all the table's indexes.
  */
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`CREATE INDEX agents_online_last_seen ON agents (last_seen_at) WHERE status = 'online'`);
+  await knex.raw('ALTER TABLE agents SET (fillfactor = 80)');
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw('DROP INDEX IF EXISTS agents_online_last_seen');
+  await knex.raw('ALTER TABLE agents RESET (fillfactor)');
 }
