@@ -28,6 +28,7 @@ import {
 } from './codec';
 import { answerCertificateRequest, checkCertificateRequest, csrOf, MIN_REISSUE_SECONDS } from './certificate-request';
 import { admitAgent, agentIdFromUid, checkCredential, tokenFromRequest, type Admitted, type ApprovalMode, type Credential, type RefusalReason } from './enrollment';
+import { ReportBatcher } from './report-batcher';
 import { AgentSessions, type WsSession } from './sessions';
 import { applyRoutineStatus, applyStatus, replyTo, SequenceTracker, setOffline } from './status';
 
@@ -104,6 +105,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       : undefined;
   const certificateOptions = { ttlHours: settings.agents.certificateTtlHours, minReissueSeconds: deps.minReissueSeconds ?? MIN_REISSUE_SECONDS };
   const sequences = new SequenceTracker();
+  const reports = new ReportBatcher(db);
   const sessions = new AgentSessions(db, logger, { databaseUrl: settings.database.url, heartbeatSeconds, tls });
   /** Offline updates still running, so close() can wait for them. */
   const pending = new Set<Promise<unknown>>();
@@ -205,7 +207,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     const certificate = csr && !held ? await answerCertificateRequest(db, ca, certificateOptions, { tenantId, agentId }, csr) : undefined;
     const routine = !session.newSession && !held && !admission.enrolled && !message.agentDescription;
     const reported =
-      (routine ? await applyRoutineStatus(db, agentId, message) : undefined) ??
+      (routine ? await applyRoutineStatus(reports, agentId, message) : undefined) ??
       (await applyStatus(db, agentId, message, { newSession: session.newSession, transport, pending: held }));
     if (reported?.cutOff) return { ok: false, reason: 'agent-revoked' };
     const remoteConfig = reported && !held ? await sessions.remoteConfigFor(reported.desired, reported.applied, session.sentHash) : undefined;

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { create, toJson, type MessageInitShape } from '@bufbuild/protobuf';
 import type { Knex } from 'knex';
-import { applyAgentReport, applyReportIfOnline, markAgentOffline, type AgentReport, type ReportedAgent } from '../../db/repos/agent-status';
+import { applyAgentReport, markAgentOffline, type AgentReport, type ReportedAgent } from '../../db/repos/agent-status';
 import type { AgentStatus } from '../../db/repos/agents';
 import type { AppliedStatus } from '../../db/repos/agents';
 import { emitEvents } from '../../db/repos/events';
@@ -20,6 +20,7 @@ import {
   type AgentRemoteConfigSchema,
 } from './gen/opamp_pb';
 import { OPAMP_SOURCE } from './enrollment';
+import type { ReportBatcher } from './report-batcher';
 
 /** What the server offers; certificates (AcceptsConnectionSettingsRequest) only over TLS. */
 export function serverCapabilities(tls: boolean): bigint {
@@ -142,11 +143,11 @@ export async function applyStatus(
 
 /**
  * The hot path for an online agent's routine message (heartbeat, config status, health):
- * one statement, no transaction. Undefined when the agent is not online (or gone, or cut
- * off): then `applyStatus` does it properly, with its events.
+ * written with other agents' in one statement, no transaction. Undefined when the agent is
+ * not online (or gone, or cut off): then `applyStatus` does it properly, with its events.
  */
-export async function applyRoutineStatus(db: Knex, agentId: string, message: AgentToServer): Promise<ReportedAgent | undefined> {
-  return applyReportIfOnline(db, agentId, storable(reportFrom(message)));
+export function applyRoutineStatus(batcher: ReportBatcher, agentId: string, message: AgentToServer): Promise<ReportedAgent | undefined> {
+  return batcher.submit(agentId, storable(reportFrom(message)));
 }
 
 export async function setOffline(db: Knex, agentId: string, reason: string): Promise<void> {

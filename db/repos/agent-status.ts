@@ -102,15 +102,13 @@ interface BeforeReport {
 
 /**
  * One statement that locks the agent row, applies the report and returns the row as it was
- * before: one round trip per agent message. `onlyIfOnline`: change nothing unless the agent
- * is online already (the hot path of heartbeats and config reports; a transition to online
- * needs its event, so the caller then takes the transactional path).
+ * before. (Routine reports of online agents go through applyReportsIfOnline, many at once.)
  *
  * An operator's decision taken since the agent was admitted wins: a revoked or handed-over
  * agent's row is left alone (cutOff), and a report never moves an agent into or out of
  * `pending-approval` behind an approval or a rejection.
  */
-function reportStatement(db: Db, id: string, report: AgentReport, options: { onlyIfOnline: boolean }) {
+function reportStatement(db: Db, id: string, report: AgentReport) {
   const sets = ['last_seen_at = now()', 'updated_at = now()'];
   const bindings: Knex.Value[] = [id];
   const set = (sql: string, ...values: Knex.Value[]) => {
@@ -139,14 +137,13 @@ function reportStatement(db: Db, id: string, report: AgentReport, options: { onl
     }
   }
   if (report.nameIfEmpty) set(`name = CASE WHEN a.name = '' THEN ? ELSE a.name END`, report.nameIfEmpty);
-  const onlineOnly = options.onlyIfOnline ? `AND b.status = 'online'` : '';
   return db.raw(
     `WITH b AS (
        SELECT id, status, tenant_id, desired_configuration_id, desired_version, desired_hash, applied_hash, applied_status
          FROM agents WHERE id = ? FOR NO KEY UPDATE
      ), u AS (
        UPDATE agents a SET ${sets.join(', ')}
-         FROM b WHERE a.id = b.id AND b.status NOT IN ('revoked', 'handed-over') ${onlineOnly}
+         FROM b WHERE a.id = b.id AND b.status NOT IN ('revoked', 'handed-over')
        RETURNING a.id
      )
      SELECT b.*, EXISTS (SELECT 1 FROM u) AS updated FROM b`,
@@ -177,16 +174,99 @@ function reported(before: BeforeReport, report: AgentReport): ReportedAgent {
  * what the reply needs. Undefined: no such agent.
  */
 export async function applyAgentReport(db: Db, id: string, report: AgentReport): Promise<ReportedAgent | undefined> {
-  const { rows } = await reportStatement(db, id, report, { onlyIfOnline: false });
+  const { rows } = await reportStatement(db, id, report);
   const before = rows[0] as BeforeReport | undefined;
   return before && reported(before, report);
 }
 
-/** The hot path: applies the report only if the agent is online (no transition, no event); undefined otherwise. */
-export async function applyReportIfOnline(db: Db, id: string, report: AgentReport): Promise<ReportedAgent | undefined> {
-  const { rows } = await reportStatement(db, id, report, { onlyIfOnline: true });
-  const before = rows[0] as BeforeReport | undefined;
-  return before?.updated ? reported(before, report) : undefined;
+/** One routine report in a batch (see applyReportsIfOnline). */
+export interface BatchedReport {
+  id: string;
+  report: AgentReport;
+}
+
+/**
+ * The hot path for many agents at once: one statement applies the routine reports of online
+ * agents (ids unique within the batch), locking the rows in id order so concurrent batches
+ * cannot deadlock. Returns, per id, the row as it was when the report was applied, or
+ * undefined for an agent that was not online (the caller takes the transactional path).
+ */
+const REPORTS_SQL = `WITH i AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
+      id uuid, has_description boolean, description jsonb, capabilities bigint, has_health boolean, health jsonb,
+      has_effective boolean, effective_config_hash text, has_applied boolean, applied_hash text, applied_status text,
+      applied_error text, name_if_empty text)
+  ), b AS (
+    SELECT a.id, a.status, a.tenant_id, a.desired_configuration_id, a.desired_version, a.desired_hash, a.applied_hash, a.applied_status
+      FROM agents a WHERE a.id IN (SELECT id FROM i) ORDER BY a.id FOR NO KEY UPDATE
+  ), u AS (
+    UPDATE agents a SET
+      last_seen_at = now(),
+      updated_at = now(),
+      description = CASE WHEN i.has_description THEN i.description ELSE a.description END,
+      capabilities = coalesce(i.capabilities, a.capabilities),
+      health = CASE WHEN i.has_health THEN i.health ELSE a.health END,
+      effective_config_hash = CASE WHEN i.has_effective THEN i.effective_config_hash ELSE a.effective_config_hash END,
+      applied_hash = CASE WHEN i.has_applied THEN i.applied_hash ELSE a.applied_hash END,
+      applied_status = CASE WHEN i.has_applied THEN i.applied_status ELSE a.applied_status END,
+      applied_error = CASE WHEN i.has_applied THEN i.applied_error ELSE a.applied_error END,
+      applied_configuration_id = CASE
+        WHEN NOT i.has_applied THEN a.applied_configuration_id
+        WHEN b.desired_hash IS NOT NULL AND b.desired_hash = i.applied_hash THEN b.desired_configuration_id
+        WHEN b.applied_hash IS DISTINCT FROM i.applied_hash THEN NULL
+        ELSE a.applied_configuration_id END,
+      applied_version = CASE
+        WHEN NOT i.has_applied THEN a.applied_version
+        WHEN b.desired_hash IS NOT NULL AND b.desired_hash = i.applied_hash THEN b.desired_version
+        WHEN b.applied_hash IS DISTINCT FROM i.applied_hash THEN NULL
+        ELSE a.applied_version END,
+      name = CASE WHEN a.name = '' AND i.name_if_empty IS NOT NULL THEN i.name_if_empty ELSE a.name END
+      FROM i JOIN b ON b.id = i.id
+     WHERE a.id = i.id AND b.status = 'online'
+    RETURNING a.id
+  )
+  SELECT b.*, EXISTS (SELECT 1 FROM u WHERE u.id = b.id) AS updated FROM b`;
+
+/**
+ * Runs a statement by name on a pooled connection, so Postgres parses and plans it once per
+ * connection: on the hot path the planning of this statement cost more than its execution.
+ */
+async function runPrepared<Row>(db: Db, name: string, text: string, values: unknown[]): Promise<Row[]> {
+  const client = (db as Knex).client as { acquireConnection(): Promise<PgConnection>; releaseConnection(connection: PgConnection): Promise<void> };
+  const connection = await client.acquireConnection();
+  try {
+    return (await connection.query({ name, text, values })).rows as Row[];
+  } finally {
+    await client.releaseConnection(connection);
+  }
+}
+
+interface PgConnection {
+  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+}
+
+export async function applyReportsIfOnline(db: Db, batch: BatchedReport[]): Promise<Map<string, ReportedAgent | undefined>> {
+  const input = batch.map(({ id, report }) => ({
+    id,
+    has_description: report.description !== undefined,
+    description: report.description ?? null,
+    capabilities: report.capabilities?.toString() ?? null,
+    has_health: report.health !== undefined,
+    health: report.health ?? null,
+    has_effective: report.effectiveConfigHash !== undefined,
+    effective_config_hash: report.effectiveConfigHash ?? null,
+    has_applied: report.applied !== undefined,
+    applied_hash: report.applied?.hash ?? null,
+    applied_status: report.applied?.status ?? null,
+    applied_error: report.applied?.error ?? null,
+    name_if_empty: report.nameIfEmpty ?? null,
+  }));
+  const rows = await runPrepared<BeforeReport & { id: string }>(db, 'fleet_agent_reports', REPORTS_SQL, [JSON.stringify(input)]);
+  const byId = new Map((rows as Array<BeforeReport & { id: string }>).map((row) => [row.id, row]));
+  return new Map(batch.map(({ id, report }) => {
+    const before = byId.get(id);
+    return [id, before?.updated ? reported(before, report) : undefined];
+  }));
 }
 
 /** The desired configuration of these agents (for a push notification: one query for the batch). */
