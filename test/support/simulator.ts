@@ -231,7 +231,7 @@ const STATUS_NAMES: Partial<Record<RemoteConfigStatuses, AppliedStatus>> = {
  * Events: 'change' (any state change), 'connected', 'enrolled', 'config' ({ hash, status,
  * error }), 'certificate' (AgentCertificate), 'refused' (Refusal), 'closed' ({ code, reason }),
  * 'failure' (Error: network errors, bad replies; never 'error', so nothing throws unheard),
- * 'message' (ServerToAgent).
+ * 'message' (ServerToAgent), 'sent' (each AgentToServer as it goes out; benches time replies).
  */
 export class SimulatedAgent extends EventEmitter {
   readonly options: Readonly<SimulatedAgentOptions>;
@@ -259,6 +259,8 @@ export class SimulatedAgent extends EventEmitter {
   private timer?: NodeJS.Timeout;
   private reconnectAttempt = 0;
   private firstSettled?: () => void;
+  /** Set by setHeartbeatSeconds: wins over the option and the server's offer. */
+  private heartbeatOverride?: number;
 
   constructor(options: SimulatedAgentOptions) {
     super();
@@ -327,6 +329,17 @@ export class SimulatedAgent extends EventEmitter {
       };
       this.on('change', check);
     });
+  }
+
+  /**
+   * Changes the heartbeat interval from now on (the WebSocket timer restarts at once), over
+   * the option and the server's offer. Benches use it for a window of frequent heartbeats.
+   */
+  setHeartbeatSeconds(seconds: number): void {
+    this.heartbeatOverride = seconds;
+    this.state.heartbeatSeconds = seconds;
+    if (this.ws?.readyState === WebSocket.OPEN) this.restartHeartbeat();
+    this.changed();
   }
 
   // -------------------------------------------------------------------------------------
@@ -434,7 +447,9 @@ export class SimulatedAgent extends EventEmitter {
   }
 
   private sendWebSocket(ws: WebSocket): void {
-    ws.send(frameWebSocket(encodeAgentToServer(this.nextMessage())));
+    const message = this.nextMessage();
+    ws.send(frameWebSocket(encodeAgentToServer(message)));
+    this.emit('sent', message);
   }
 
   /** HTTP: one request in flight; anything pending goes at once, otherwise the next poll is a heartbeat. */
@@ -457,6 +472,7 @@ export class SimulatedAgent extends EventEmitter {
   private async postOnce(): Promise<boolean> {
     const { url, headers, tls, mtls } = this.target();
     const message = this.nextMessage();
+    this.emit('sent', message);
     try {
       const response = await postProtobuf(url, encodeAgentToServer(message), {
         headers,
@@ -579,7 +595,7 @@ export class SimulatedAgent extends EventEmitter {
     if (opamp) {
       if (opamp.destinationEndpoint) this.offeredEndpoint = opamp.destinationEndpoint;
       const seconds = Number(opamp.heartbeatIntervalSeconds);
-      if (seconds > 0 && this.options.heartbeatSeconds === undefined && seconds !== this.state.heartbeatSeconds) {
+      if (seconds > 0 && this.options.heartbeatSeconds === undefined && this.heartbeatOverride === undefined && seconds !== this.state.heartbeatSeconds) {
         this.state.heartbeatSeconds = seconds;
         if (this.ws) this.restartHeartbeat();
       }

@@ -1,0 +1,71 @@
+/**
+ * The agent gateway measured by bench/agent-gateway.ts, alone in its own process, so that
+ * its resident memory is the api's: settings from the environment, `createAgentGateway`,
+ * listen on Agents:Listen. Sends `{ type: 'listening', port }` over IPC once listening and
+ * answers `{ type: 'stats', reset? }` with its memory (peak RSS sampled every second), CPU
+ * time, event-loop delay since the last reset, and the number of live WebSocket sessions.
+ */
+import type { AddressInfo } from 'node:net';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import pino from 'pino';
+import { createAgentGateway, listenAddress } from '../api/opamp/gateway';
+import { loadSettings } from '../api/settings';
+import { createDb } from '../db/connection';
+
+export interface GatewayStats {
+  type: 'stats';
+  rss: number;
+  peakRss: number;
+  heapUsed: number;
+  external: number;
+  /** CPU seconds (user + system) since the process started. */
+  cpuSeconds: number;
+  /** Event-loop delay since the last reset, ms. */
+  loopDelay: { p50: number; p99: number; max: number };
+  sessions: number;
+}
+
+async function main() {
+  const settings = loadSettings(process.env);
+  const db = createDb(settings.database.url, settings.database.poolMax);
+  const gateway = await createAgentGateway({ db, logger: pino({ level: settings.logLevel }), settings });
+  const { host, port } = listenAddress(settings.agents.listen);
+  const server = gateway.listener.server;
+  await new Promise<void>((resolve) => server.listen({ port, host, backlog: 4096 }, resolve));
+
+  let peakRss = process.memoryUsage().rss;
+  setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 1000).unref();
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+
+  process.on('message', (message: { type: string; reset?: boolean }) => {
+    if (message.type !== 'stats') return;
+    const memory = process.memoryUsage();
+    peakRss = Math.max(peakRss, memory.rss);
+    const cpu = process.cpuUsage();
+    const stats: GatewayStats = {
+      type: 'stats',
+      rss: memory.rss,
+      peakRss,
+      heapUsed: memory.heapUsed,
+      external: memory.external,
+      cpuSeconds: (cpu.user + cpu.system) / 1e6,
+      loopDelay: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
+      sessions: gateway.listener.sessions.byAgent.size,
+    };
+    if (message.reset) loop.reset();
+    process.send!(stats);
+  });
+  process.on('SIGTERM', () => {
+    void gateway.listener
+      .close()
+      .catch(() => {})
+      .finally(() => db.destroy().finally(() => process.exit(0)));
+  });
+  process.send!({ type: 'listening', port: (server.address() as AddressInfo).port });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`agent gateway failed to start: ${(error as Error).stack}\n`);
+  process.exit(1);
+});

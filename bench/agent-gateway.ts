@@ -1,0 +1,393 @@
+/**
+ * 10,000 simulated agents on one agent gateway over TLS WebSocket: time to enroll and to be
+ * connected over mTLS, an mTLS reconnect of all, p50/p99 heartbeat round trip, one push
+ * until every agent's row says APPLIED, and the gateway process's resident memory.
+ *
+ *   npm run bench:gateway -- [--count 10000] [--per-token 0] [--concurrency 200]
+ *                            [--heartbeat 5] [--window 20] [--pool 10] [--timeout 900]
+ *
+ * Real parts: embedded Postgres, the gateway (bench/agent-gateway-server.ts) alone in a
+ * child process (its RSS is the api's share for agents), the simulator
+ * (test/support/simulator.ts) in this one. Each agent enrolls with a bootstrap token, sends
+ * a CSR, gets its certificate and reconnects with it (mTLS). `--per-token N` issues one
+ * token per N agents (0: one token for all) to spread the lock on the token row; `--pool N`
+ * is the gateway's Database:PoolMax.
+ * 10,000 TLS sockets need more than 10,000 open files on both sides (`ulimit -n`).
+ * BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there.
+ */
+import { fork } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Knex } from 'knex';
+import { generateToken, hashToken } from '../api/auth/secret-token';
+import { pushConfiguration } from '../api/opamp/push';
+import { insertConfiguration, insertDraft, publishDraft } from '../db/repos/configurations';
+import { insertGroup } from '../db/repos/groups';
+import { ensureTenant } from '../db/repos/tenants';
+import { insertBootstrapToken } from '../db/repos/tokens';
+import { startFleet, type Fleet, type SimulatedAgent } from '../test/support/simulator';
+import type { AgentMessage } from '../test/support/opamp-client';
+import type { GatewayStats } from './agent-gateway-server';
+import { runBench, startBenchDatabase } from './support';
+
+const { values: args } = parseArgs({
+  options: {
+    count: { type: 'string', default: '10000' },
+    'per-token': { type: 'string', default: '0' },
+    concurrency: { type: 'string', default: '200' },
+    heartbeat: { type: 'string', default: '5' },
+    window: { type: 'string', default: '20' },
+    timeout: { type: 'string', default: '900' },
+    pool: { type: 'string', default: '10' },
+  },
+});
+const count = Number(args.count);
+const perToken = Number(args['per-token']) || count;
+const concurrency = Number(args.concurrency);
+const heartbeatSeconds = Number(args.heartbeat);
+const windowSeconds = Number(args.window);
+const timeoutMs = Number(args.timeout) * 1000;
+const poolMax = Number(args.pool);
+const TENANT = 'default';
+const SERVER_HEARTBEAT_SECONDS = 30;
+const MiB = 1024 * 1024;
+
+// ---------------------------------------------------------------------------------------
+// The gateway process
+
+interface Gateway {
+  port: number;
+  stats(reset?: boolean): Promise<GatewayStats>;
+  stop(): Promise<void>;
+}
+
+async function startGateway(databaseUrl: string): Promise<Gateway> {
+  const child = fork(path.join(__dirname, 'agent-gateway-server.ts'), [], {
+    // BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there (as bench/support.ts does)
+    execArgv: [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), '--import', 'tsx'],
+    env: {
+      ...process.env,
+      Environment: 'Development',
+      Database__Url: databaseUrl,
+      Secrets__EncryptionKey: Buffer.alloc(32, 7).toString('base64'),
+      Agents__Listen: '127.0.0.1:0',
+      Agents__HeartbeatSeconds: String(SERVER_HEARTBEAT_SECONDS),
+      Database__PoolMax: String(poolMax),
+      Logging__Level: 'silent',
+    },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (message: { type: string; port: number }) => resolve(message.port));
+    child.once('exit', (code) => reject(new Error(`agent gateway exited (${code})`)));
+  });
+  return {
+    port,
+    stats: (reset = false) =>
+      new Promise((resolve) => {
+        const onMessage = (message: GatewayStats) => {
+          if (message.type !== 'stats') return;
+          child.off('message', onMessage);
+          resolve(message);
+        };
+        child.on('message', onMessage);
+        child.send({ type: 'stats', reset });
+      }),
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const guard = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(guard);
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Seed: tenant, group, bootstrap tokens, one published configuration
+
+async function seedTokens(db: Knex): Promise<{ tokens: string[]; groupId: string }> {
+  await ensureTenant(db, TENANT);
+  const group = await insertGroup(db, TENANT, { name: 'bench-gateway', description: '', labels: {} });
+  const tokens: string[] = [];
+  for (let i = 0; i < Math.ceil(count / perToken); i++) {
+    const token = generateToken('svc-bt');
+    await insertBootstrapToken(db, {
+      tenant_id: TENANT, name: `bench-${i}`, token_hash: hashToken(token), group_id: group.id, pool_id: null,
+      expires_at: new Date(Date.now() + 86_400_000), max_uses: perToken, created_by: 'bench',
+    });
+    tokens.push(token);
+  }
+  return { tokens, groupId: group.id };
+}
+
+async function publishVersion(db: Knex): Promise<{ configurationId: string; version: number; hash: string }> {
+  const content = `receivers:\n  otlp:\n    protocols:\n      grpc: {}\nexporters:\n  debug: {}\nservice:\n  pipelines:\n    traces:\n      receivers: [otlp]\n      exporters: [debug]\n# bench ${Date.now()}\n`;
+  const hash = createHash('sha256').update(content, 'utf8').digest('hex');
+  return db.transaction(async (trx) => {
+    const configuration = await insertConfiguration(trx, { tenant_id: TENANT, name: 'bench-collector', description: '', format: 'yaml', labels: {} });
+    const { version } = await insertDraft(trx, configuration.id, { content, content_hash: hash, author: 'bench' });
+    await publishDraft(trx, configuration.id, version.version, 'bench');
+    return { configurationId: configuration.id, version: version.version, hash };
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Measuring
+
+/** CPU seconds of this machine's postgres processes (the embedded server is the only one). */
+function postgresCpuSeconds(): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
+      const fields = stat.slice(close + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ticks / 100; // USER_HZ
+}
+
+const benchCpuSeconds = () => {
+  const cpu = process.cpuUsage();
+  return (cpu.user + cpu.system) / 1e6;
+};
+
+/** CPU seconds spent by each party during a phase. */
+interface PhaseCpu {
+  gateway: number;
+  postgres: number;
+  simulator: number;
+  ms: number;
+}
+
+async function cpuOf<T>(gateway: Gateway, work: () => Promise<T>): Promise<{ result: T; cpu: PhaseCpu }> {
+  const before = { gateway: (await gateway.stats()).cpuSeconds, postgres: postgresCpuSeconds(), simulator: benchCpuSeconds() };
+  const started = Date.now();
+  const result = await work();
+  const ms = Date.now() - started;
+  const after = { gateway: (await gateway.stats()).cpuSeconds, postgres: postgresCpuSeconds(), simulator: benchCpuSeconds() };
+  return {
+    result,
+    cpu: { gateway: after.gateway - before.gateway, postgres: after.postgres - before.postgres, simulator: after.simulator - before.simulator, ms },
+  };
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const mib = (bytes: number) => `${(bytes / MiB).toFixed(0)} MiB`;
+const progress = (text: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${text}\n`);
+
+/** Polls `done` every `everyMs`; the time from `since` when it first holds. */
+async function until(what: string, done: () => boolean | Promise<boolean>, since: number, everyMs = 100, report?: () => string): Promise<number> {
+  let lastReport = Date.now();
+  for (;;) {
+    if (await done()) return Date.now() - since;
+    if (Date.now() - since > timeoutMs) throw new Error(`${what}: not within ${timeoutMs / 1000} s${report ? ` (${report()})` : ''}`);
+    if (report && Date.now() - lastReport >= 5000) {
+      progress(`${what}: ${report()}`);
+      lastReport = Date.now();
+    }
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+function fleetLine(fleet: Fleet): string {
+  const s = fleet.stats();
+  return `enrolled=${s.enrolled} connected=${s.connected} mtls=${s.mtls} certificates=${s.certificates} refused=${s.refused} errors=${s.errors}`;
+}
+
+const connectedOverMtls = (fleet: Fleet) => fleet.agents.every((agent) => agent.state.mtls && agent.state.connected);
+
+/**
+ * Heartbeat round trips: every agent switches to `heartbeatSeconds`, at a random moment
+ * within one interval (so they stay spread), then for `windowSeconds` each heartbeat is
+ * timed from send to reply. Replies come one per message, in order, so a FIFO of send
+ * times per agent pairs them (no push runs meanwhile).
+ */
+async function heartbeatWindow(fleet: Fleet): Promise<{ samples: number[]; offered: number; windowMs: number; drainMs: number }> {
+  const switching = fleet.agents.map(
+    (agent) => new Promise<void>((resolve) => setTimeout(() => (agent.setHeartbeatSeconds(heartbeatSeconds), resolve()), Math.random() * heartbeatSeconds * 1000)),
+  );
+  await Promise.all(switching);
+  await new Promise((resolve) => setTimeout(resolve, heartbeatSeconds * 1000)); // one full interval at the new pace
+  const samples: number[] = [];
+  let offered = 0;
+  let measuring = true;
+  const detach: Array<() => void> = [];
+  const queues: Array<unknown[]> = [];
+  for (const agent of fleet.agents) {
+    const sent: Array<{ at: number; heartbeat: boolean }> = [];
+    const onSent = (message: AgentMessage) => {
+      const heartbeat = isHeartbeat(message);
+      if (heartbeat && measuring) offered++;
+      sent.push({ at: performance.now(), heartbeat: heartbeat && measuring });
+    };
+    const onMessage = () => {
+      const request = sent.shift();
+      if (request?.heartbeat) samples.push(performance.now() - request.at);
+    };
+    queues.push(sent);
+    agent.on('sent', onSent);
+    agent.on('message', onMessage);
+    detach.push(() => (agent.off('sent', onSent), agent.off('message', onMessage)));
+  }
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, windowSeconds * 1000));
+  measuring = false;
+  const windowMs = performance.now() - started;
+  // Back to the server's pace, then wait until every message sent has its reply: a backlog
+  // left on the gateway would otherwise be measured as part of the push.
+  for (const agent of fleet.agents) agent.setHeartbeatSeconds(SERVER_HEARTBEAT_SECONDS);
+  const drainStarted = Date.now();
+  const drainMs = await until('heartbeat backlog', () => queues.every((queue) => queue.length === 0), drainStarted, 200, () => `${queues.reduce((n, q) => n + q.length, 0)} replies outstanding`);
+  for (const off of detach) off();
+  return { samples, offered, windowMs, drainMs };
+}
+
+/** The agents' last errors, most frequent first (network errors are followed by a reconnect). */
+function errorTally(fleet: Fleet): string {
+  const tally = new Map<string, number>();
+  for (const { state } of fleet.agents) if (state.lastError) tally.set(state.lastError, (tally.get(state.lastError) ?? 0) + 1);
+  return [...tally].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([error, n]) => `${n}× ${error}`).join('; ');
+}
+
+function isHeartbeat(message: AgentMessage): boolean {
+  return !message.agentDescription && !message.remoteConfigStatus && !message.connectionSettingsRequest && !message.agentDisconnect && !message.effectiveConfig;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! : NaN;
+}
+
+function openFilesLimit(): number {
+  const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+  return Number(line?.split(/\s+/)[3]);
+}
+
+// ---------------------------------------------------------------------------------------
+
+async function main() {
+  const fds = openFilesLimit();
+  if (fds < count + 1000) throw new Error(`open files limit ${fds} is too low for ${count} agents: raise it (ulimit -n ${count + 2000}) in the shell that runs the bench`);
+  const database = await startBenchDatabase(55438);
+  let gateway: Gateway | undefined;
+  let fleet: Fleet | undefined;
+  try {
+    const db = database.db;
+    const { tokens } = await seedTokens(db);
+    gateway = await startGateway(database.url);
+    const gw = gateway;
+    const idle = await gw.stats(true);
+    const ca = ((await db('agent_ca').select('certificate_pem').where({ active: true }).first()) as { certificate_pem: string }).certificate_pem;
+    const endpoint = `wss://127.0.0.1:${gw.port}/v1/opamp`;
+    progress(`gateway on ${endpoint}, rss ${mib(idle.rss)}; starting ${count} agents (${tokens.length} token(s), concurrency ${concurrency})`);
+
+    // 1. enrol (token + CSR) and reconnect with the certificate
+    const connecting = await cpuOf(gw, async () => {
+      const started = Date.now();
+      fleet = startFleet({ count, endpoint, ca, connectConcurrency: concurrency, agentOptions: (i) => ({ token: tokens[i % tokens.length] }) });
+      const f = fleet;
+      const enrolledMs = await until('enrolment', () => f.agents.every((a) => a.state.enrolled || a.state.refused), started, 200, () => fleetLine(f));
+      const mtlsMs = await until('mTLS', () => connectedOverMtls(f), started, 200, () => fleetLine(f));
+      return { enrolledMs, mtlsMs };
+    });
+    const f = fleet!;
+    const afterConnect = await gw.stats(true);
+    const connectStats = f.stats();
+    const connectErrors = errorTally(f);
+    const dbEnrolled = Number(((await db('agents').count({ n: '*' }).where({ status: 'online' }).first()) as { n: string }).n);
+    progress(`all connected over mTLS: ${fleetLine(f)}; rss ${mib(afterConnect.rss)}`);
+
+    // 2. everyone away, then back with the certificate only (a reconnect storm after a restart)
+    const stopStarted = Date.now();
+    await Promise.all(f.agents.map((agent) => agent.stop()));
+    const stopMs = Date.now() - stopStarted;
+    await until('offline', async () => Number(((await db('agents').count({ n: '*' }).where({ status: 'online' }).first()) as { n: string }).n) === 0, stopStarted, 500);
+    const reconnecting = await cpuOf(gw, async () => {
+      const started = Date.now();
+      void Promise.all(f.agents.map((agent: SimulatedAgent) => agent.start()));
+      return until('mTLS reconnect', () => connectedOverMtls(f), started, 200, () => fleetLine(f));
+    });
+    const afterReconnect = await gw.stats(true);
+    progress(`reconnected over mTLS in ${seconds(reconnecting.result)}; heartbeat window (${heartbeatSeconds} s, ${windowSeconds} s)`);
+
+    // 3. heartbeats
+    const heartbeats = await cpuOf(gw, () => heartbeatWindow(f));
+    const afterHeartbeats = await gw.stats(true);
+    const rtt = [...heartbeats.result.samples].sort((a, b) => a - b);
+
+    // 4. one push to all
+    const { configurationId, version, hash } = await publishVersion(db);
+    const ids = f.agents.map((agent) => agent.id);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await gw.stats(true);
+    progress(`pushing ${hash.slice(0, 12)} to ${ids.length} agents`);
+    const pushing = await cpuOf(gw, async () => {
+      const started = Date.now();
+      const pushed = await db.transaction((trx) => pushConfiguration(trx, { tenantId: TENANT, agentIds: ids, configurationId, version }));
+      const committedMs = Date.now() - started;
+      let clientMs = 0;
+      const appliedMs = await until(
+        'push',
+        async () => {
+          if (!clientMs && f.agents.every((a) => a.state.lastConfigHash === hash && a.state.appliedStatus === 'APPLIED')) clientMs = Date.now() - started;
+          const row = (await db('agents').count({ n: '*' }).where({ applied_hash: hash, applied_status: 'APPLIED' }).first()) as { n: string };
+          return Number(row.n) === count;
+        },
+        started,
+        100,
+        () => `agents applied (client side): ${f.agents.filter((a) => a.state.appliedStatus === 'APPLIED').length}`,
+      );
+      return { pushed: pushed.agentIds.length, committedMs, clientMs: clientMs || appliedMs, appliedMs };
+    });
+    const afterPush = await gw.stats(true);
+
+    // 5. goodbye
+    const stopAllStarted = Date.now();
+    await f.stop();
+    const stopAllMs = Date.now() - stopAllStarted;
+
+    // CPU seconds of each party over the phase, and as a share of one core (200 % = both cores)
+    const share = (used: number, ms: number) => `${used.toFixed(1)} (${((used / ms) * 100_000).toFixed(0)} %)`;
+    const cpu = (c: PhaseCpu) =>
+      `CPU s over ${seconds(c.ms)}: gateway ${share(c.gateway, c.ms)}, postgres ${share(c.postgres, c.ms)}, simulator ${share(c.simulator, c.ms)}`;
+    const loop = (s: GatewayStats) => `gateway event-loop delay p99 ${s.loopDelay.p99.toFixed(0)} ms, max ${s.loopDelay.max.toFixed(0)} ms`;
+    const { enrolledMs, mtlsMs } = connecting.result;
+    const hb = heartbeats.result;
+    const lines = [
+      `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process, ${os.cpus().length} cores, node ${process.version}`,
+      `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds}`,
+      `(${tokens.length} bootstrap token(s); gateway pool ${poolMax} connections (Database:PoolMax); open files limit ${fds}; the simulator runs in the bench process on the same cores)`,
+      '',
+      `enrol (token, first message, CSR → certificate)   all ${count} in ${seconds(enrolledMs)}  (${(count / (enrolledMs / 1000)).toFixed(0)} agents/s)`,
+      `connected over mTLS (incl. enrolment)             all in ${seconds(mtlsMs)}  (${(count / (mtlsMs / 1000)).toFixed(0)} agents/s); online rows ${dbEnrolled}, errors ${connectStats.errors}, refused ${connectStats.refused}`,
+      `  ${cpu(connecting.cpu)}; ${loop(afterConnect)}`,
+      ...(connectErrors ? [`  agents' last errors: ${connectErrors}`] : []),
+      `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s)`,
+      `  ${cpu(reconnecting.cpu)}; ${loop(afterReconnect)}`,
+      `heartbeat every ${heartbeatSeconds} s, ${(hb.windowMs / 1000).toFixed(0)} s window: ${rtt.length} of ${hb.offered} answered, ${(rtt.length / (hb.windowMs / 1000)).toFixed(0)} heartbeats/s` +
+        ` (offered ${(count / heartbeatSeconds).toFixed(0)}/s; backlog drained ${seconds(hb.drainMs)} after the window); round trip p50 ${percentile(rtt, 0.5).toFixed(1)} ms, p99 ${percentile(rtt, 0.99).toFixed(1)} ms, max ${rtt.length ? rtt[rtt.length - 1]!.toFixed(1) : '-'} ms`,
+      `  ${cpu(heartbeats.cpu)}; ${loop(afterHeartbeats)}`,
+      `push to ${pushing.result.pushed}: committed in ${pushing.result.committedMs} ms, all APPLIED on the agents in ${seconds(pushing.result.clientMs)}, all APPLIED in the database in ${seconds(pushing.result.appliedMs)}`,
+      `  ${cpu(pushing.cpu)}; ${loop(afterPush)}`,
+      `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (heap ${mib(afterConnect.heapUsed)}), after the push ${mib(afterPush.rss)}, peak ${mib(afterPush.peakRss)} (sampled every second)`,
+      `stop all (agent_disconnect, close): ${seconds(stopAllMs)}`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    if (fleet) await Promise.race([fleet.stop(), new Promise((resolve) => setTimeout(resolve, 30_000))]);
+    await gateway?.stop();
+    await database.stop();
+  }
+}
+
+runBench(main);
