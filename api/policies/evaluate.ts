@@ -132,8 +132,8 @@ function versionFacts(configuration: TargetConfigurationRow, row: TargetVersionR
   };
 }
 
-/** Unknown (or other tenants') groups and agents are 404, as if they were a path. */
-async function checkTarget(db: Db, tenantId: string, target: AgentTarget): Promise<void> {
+/** Unknown, deleted or other tenants' groups and agents are 404, as if they were a path. */
+export async function checkTarget(db: Db, tenantId: string, target: AgentTarget): Promise<void> {
   const groups = await liveGroupIds(db, tenantId, target.groupIds);
   const missingGroup = target.groupIds.find((id) => !groups.has(id));
   if (missingGroup) throw problems.notFound('group', missingGroup);

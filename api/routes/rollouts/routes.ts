@@ -14,14 +14,12 @@ import {
   type RolloutAgentRow,
   type RolloutRow,
 } from '../../../db/repos/rollouts';
-import { liveGroupIds } from '../../../db/repos/groups';
-import { existingAgentIds } from '../../../db/repos/policy-targets';
 import { ROLLOUT_OPERATION_PAST, ROLLOUT_OPERATIONS, ROLLOUT_TRANSITIONS, type RolloutOperation } from '../../../workflows/definitions';
 import { ifMatchVersions } from '../../http/etag';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
-import { assertPolicies } from '../../policies/evaluate';
+import { assertPolicies, checkTarget } from '../../policies/evaluate';
 import { problems } from '../../problems';
 import { RolloutWorkflows } from '../../rollouts/workflow-client';
 import type { ResourceRouteOptions } from '../options';
@@ -125,12 +123,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
         if (!version) throw problems.notFound('configuration version', `${configuration.id}/${body.version}`);
         if (version.state !== 'published') throw problems.conflict(`Version ${body.version} of configuration '${configuration.name}' is a draft; publish it before rolling it out.`);
         const target = { ...body.target, groupIds: [...new Set(body.target.groupIds)], agentIds: [...new Set(body.target.agentIds.map((id) => id.toLowerCase()))] };
-        const groups = await liveGroupIds(db, tenantId, target.groupIds);
-        const missingGroup = target.groupIds.find((id) => !groups.has(id));
-        if (missingGroup) throw problems.notFound('group', missingGroup);
-        const agents = await existingAgentIds(db, tenantId, target.agentIds);
-        const missingAgent = target.agentIds.find((id) => !agents.has(id));
-        if (missingAgent) throw problems.notFound('agent', missingAgent);
+        await checkTarget(db, tenantId, target);
 
         const row = await insertRollout(db, {
           tenant_id: tenantId,
