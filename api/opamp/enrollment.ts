@@ -209,9 +209,7 @@ async function enrolOrAdmit(db: Knex, credential: Credential & { kind: 'token' }
         if (CUT_OFF.has(agent.status)) throw new Refused('agent-revoked');
         return { ok: true as const, agentId, tenantId: agent.tenant_id, enrolled: false, pending: agent.status === 'pending-approval' };
       }
-      const redeemed = await redeemBootstrapToken(trx, credential.token);
-      if (!redeemed.ok) throw new Refused(redeemed.reason);
-      const tenantId = redeemed.token.tenant_id;
+      const tenantId = token.tenant_id;
       let groupId: string;
       if (agent) {
         // A known agent enrolling again with a new token of its own tenant (e.g. after its
@@ -225,8 +223,8 @@ async function enrolOrAdmit(db: Knex, credential: Credential & { kind: 'token' }
         groupId = agent.group_id;
       } else {
         groupId =
-          (await liveGroupIds(trx, tenantId, [redeemed.token.group_id])).has(redeemed.token.group_id)
-            ? redeemed.token.group_id
+          (await liveGroupIds(trx, tenantId, [token.group_id])).has(token.group_id)
+            ? token.group_id
             : (await ensureDefaultGroup(trx, tenantId)).id;
         await insertAgent(trx, { id: agentId, tenant_id: tenantId, group_id: groupId, status: 'enrolling', enrolled_with_token_id: token.id });
       }
@@ -239,6 +237,11 @@ async function enrolOrAdmit(db: Knex, credential: Credential & { kind: 'token' }
           data: { agentId, tokenId: token.id, groupId, transport },
         },
       ]);
+      // The use is spent last: the token row stays locked only until the commit, so agents
+      // enrolling with one token (a whole fleet's) wait for each other that long and no longer.
+      // A refusal here (spent, expired) rolls back everything above.
+      const redeemed = await redeemBootstrapToken(trx, credential.token);
+      if (!redeemed.ok) throw new Refused(redeemed.reason);
       return { ok: true as const, agentId, tenantId, enrolled: true, pending: false };
     });
   } catch (error) {

@@ -16,7 +16,7 @@ import { decodeServerToAgent, encodeAgentToServer, frameWebSocket, unframeWebSoc
 import { notifyAgentCutoff } from '../../db/repos/agent-status';
 import { revokeAgent } from '../../db/repos/agents';
 import { configOutcomes, pushConfiguration, type PushResult } from '../../api/opamp/push';
-import { startTestGateway, type TestGateway } from '../support/agent-gateway';
+import { issueBootstrapToken, startTestGateway, type TestGateway } from '../support/agent-gateway';
 import { startTestApp, type TestApp } from '../support/app';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
 import { eventually } from '../support/eventually';
@@ -46,17 +46,7 @@ afterAll(async () => {
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-interface Issued {
-  id: string;
-  token: string;
-  groupId: string;
-}
-
-async function issueToken(body: Record<string, unknown> = {}): Promise<Issued> {
-  const res = await t.call('POST', '/api/tokens', { token: operator, body: { name: `tls-${randomUUID().slice(0, 8)}`, ...body } });
-  expect(res.status).toBe(201);
-  return res.body;
-}
+const issueToken = (body: Record<string, unknown> = {}) => issueBootstrapToken(t, operator, body);
 
 const getAgent = (id: string) => t.call('GET', `/api/agents/${id}`, { token: operator });
 const agentRow = (id: string) => t.database.db('agents').where({ id }).first();

@@ -1,6 +1,6 @@
 import { AgentCapability, OPAMP_MAX_MESSAGE_BYTES, ServerCapability, ServerToAgentFlag, hasBits } from '../../api/opamp/codec';
 import { RemoteConfigStatuses } from '../../api/opamp/gen/opamp_pb';
-import { startTestGateway, type TestGateway } from '../support/agent-gateway';
+import { issueBootstrapToken, startTestGateway, type TestGateway } from '../support/agent-gateway';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 import { connectWs, description, newInstanceUid, postHttp, uidToUuid, UpgradeRefused, type AgentMessage } from '../support/opamp-client';
@@ -23,17 +23,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-interface Issued {
-  id: string;
-  token: string;
-  groupId: string;
-}
-
-async function issueToken(body: Record<string, unknown> = {}): Promise<Issued> {
-  const res = await t.call('POST', '/api/tokens', { token: operator, body: { name: `t-${Math.random()}`, ...body } });
-  expect(res.status).toBe(201);
-  return res.body;
-}
+const issueToken = (body: Record<string, unknown> = {}) => issueBootstrapToken(t, operator, body);
 
 const getAgent = (id: string) => t.call('GET', `/api/agents/${id}`, { token: operator });
 const tokenRow = (id: string) => t.database.db('bootstrap_tokens').where({ id }).first();

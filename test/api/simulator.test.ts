@@ -4,7 +4,7 @@
  */
 import { checkCsr } from '../../api/agents-ca/csr';
 import { x509 } from '../../api/agents-ca/x509';
-import { startTestGateway, type TestGateway } from '../support/agent-gateway';
+import { issueBootstrapToken, startTestGateway, type TestGateway } from '../support/agent-gateway';
 import { pushConfiguration } from '../../api/opamp/push';
 import { startTestApp, type TestApp } from '../support/app';
 import { publishConfiguration } from '../support/configurations';
@@ -33,11 +33,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function issueToken(body: Record<string, unknown> = {}): Promise<{ id: string; token: string; groupId: string }> {
-  const res = await t.call('POST', '/api/tokens', { token: operator, body: { name: `sim-${Math.random()}`, ...body } });
-  expect(res.status).toBe(201);
-  return res.body;
-}
+const issueToken = (body: Record<string, unknown> = {}) => issueBootstrapToken(t, operator, body);
 
 const getAgent = (id: string) => t.call('GET', `/api/agents/${id}`, { token: operator });
 

@@ -7,6 +7,7 @@ import pino from 'pino';
 import { issueServerCertificate, loadOrCreateAgentCa, type AgentCa } from '../../api/agents-ca';
 import { createAgentListener, type AgentListener } from '../../api/opamp/listener';
 import type { Settings } from '../../api/settings';
+import { randomUUID } from 'node:crypto';
 import { testSettings, type TestApp } from './app';
 
 export interface TestGateway {
@@ -53,4 +54,17 @@ export async function startTestGateway(
     httpUrl: `http${secure}://127.0.0.1:${port}/v1/opamp`,
     close: () => listener.close(),
   };
+}
+
+export interface IssuedToken {
+  id: string;
+  token: string;
+  groupId: string;
+}
+
+/** A bootstrap token issued through the API (`POST /api/tokens`) with `operatorToken`. */
+export async function issueBootstrapToken(t: TestApp, operatorToken: string, body: Record<string, unknown> = {}): Promise<IssuedToken> {
+  const res = await t.call('POST', '/api/tokens', { token: operatorToken, body: { name: `t-${randomUUID().slice(0, 8)}`, ...body } });
+  if (res.status !== 201) throw new Error(`POST /api/tokens answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body as IssuedToken;
 }

@@ -7,7 +7,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { startWorker, type WorkerHandle } from '../../worker/run';
-import { startTestGateway, type TestGateway } from './agent-gateway';
+import { issueBootstrapToken, startTestGateway, type TestGateway } from './agent-gateway';
 import { startTestApp, testSettings, type TestApp } from './app';
 import { testInfra } from './infra-env';
 import { runFleet, type Fleet, type FleetOptions } from './simulator';
@@ -63,8 +63,8 @@ export async function startRolloutEnv(): Promise<RolloutEnv> {
     },
     async fleet(count, { groupId: existing, ...options } = {}) {
       const groupId = existing ?? (await t.call('POST', '/api/groups', { token: operator, body: { name: `g-${randomUUID().slice(0, 8)}` } })).body.id;
-      const token = await t.call('POST', '/api/tokens', { token: operator, body: { name: `t-${randomUUID().slice(0, 8)}`, groupId, maxUses: count } });
-      const fleet = await runFleet({ count, endpoint: gateway.wsUrl, token: token.body.token, ca: gateway.ca.certificatePem, csr: false, ...options });
+      const token = await issueBootstrapToken(t, operator, { groupId, maxUses: count });
+      const fleet = await runFleet({ count, endpoint: gateway.wsUrl, token: token.token, ca: gateway.ca.certificatePem, csr: false, ...options });
       fleets.push(fleet);
       await fleet.waitForAll((state) => state.enrolled && state.connected, 15_000);
       return { groupId, fleet, ids: fleet.agents.map((agent) => agent.id).sort() };
