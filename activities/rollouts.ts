@@ -17,9 +17,12 @@ import {
   claimBatchForPush,
   claimRollback,
   countRolloutAgents,
+  failApplying,
   failRollbackAgents,
   finishAgents,
   findRolloutById,
+  lockRollout,
+  lockRolloutState,
   rollbackWaiting,
   rolloutProgress,
   setCurrentBatch,
@@ -93,8 +96,12 @@ export function createRolloutActivities(db: Knex) {
       actor?: string;
     }): Promise<TransitionResult> {
       return db.transaction(async (trx) => {
-        const before = await findRolloutById(trx, change.rolloutId);
+        const before = await lockRollout(trx, change.rolloutId);
         if (!before) return { ok: false as const, why: 'missing' as const };
+        // A retry after the first attempt committed finds the rollout where it was sent.
+        if (before.state === change.to && !change.from.includes(before.state)) {
+          return { ok: true as const, state: before.state, rowVersion: Number(before.row_version) };
+        }
         const row = await setRolloutState(trx, { id: change.rolloutId, from: change.from, to: change.to, versions: change.versions, reason: change.reason });
         if (!row) {
           const why = change.from.includes(before.state) ? 'precondition' : 'state';
@@ -117,42 +124,60 @@ export function createRolloutActivities(db: Knex) {
     /**
      * Batch `batch`: first the agents that joined the target since (a later batch includes
      * them), then the next agents by id, `batchSize` or `batchPercent` of the current total;
-     * then the policies judge the batch again, and denied agents fail with the policy's name.
+     * then the policies judge the batch again (with the rollout's batch facts), and denied
+     * agents fail with the policy's name. Nothing happens unless the rollout is running: the
+     * row is locked against transitions meanwhile, so an abort cannot leave joined agents
+     * behind in an aborted rollout.
      */
-    async prepareBatch(input: { rolloutId: string; batch: number }): Promise<{ agents: number; denied: number }> {
+    async prepareBatch(input: { rolloutId: string; batch: number }): Promise<{ running: boolean; agents: number; denied: number }> {
       const rollout = await load(input.rolloutId);
-      await addTargetAgents(db, rollout, { joining: true });
-      const total = await countRolloutAgents(db, rollout.id);
-      const { batchSize, batchPercent } = rollout.strategy;
-      const size = batchSize ?? Math.max(1, Math.ceil((total * (batchPercent ?? 100)) / 100));
-      const agentIds = await assignBatch(db, rollout.id, input.batch, size);
-      await setCurrentBatch(db, rollout.id, input.batch);
-      if (agentIds.length === 0) return { agents: 0, denied: 0 };
+      const prepared = await db.transaction(async (trx) => {
+        if ((await lockRolloutState(trx, rollout.id)) !== 'running') return undefined;
+        await addTargetAgents(trx, rollout, { joining: true });
+        const total = await countRolloutAgents(trx, rollout.id);
+        const { batchSize, batchPercent } = rollout.strategy;
+        const size = batchSize ?? Math.max(1, Math.ceil((total * (batchPercent ?? 100)) / 100));
+        const agentIds = await assignBatch(trx, rollout.id, input.batch, size);
+        await setCurrentBatch(trx, rollout.id, input.batch);
+        return { total, agentIds };
+      });
+      if (!prepared) return { running: false, agents: 0, denied: 0 };
+      const { total, agentIds } = prepared;
+      if (agentIds.length === 0) return { running: true, agents: 0, denied: 0 };
       const evaluation = await evaluatePolicies(db, rollout.tenant_id, {
         configurationId: rollout.configuration_id,
         version: rollout.version,
         target: { agentIds },
-        rollout: { batchSize, batchPercent },
+        rollout: { batchSize: rollout.strategy.batchSize, batchPercent: rollout.strategy.batchPercent },
+        totalTargetCount: total,
       });
-      const denials = new Map<string, string>();
+      // Agents denied for the same reason fail in one statement.
+      const byReason = new Map<string, Set<string>>();
       for (const violation of violationsOf(evaluation)) {
-        if (!denials.has(violation.agentId)) denials.set(violation.agentId, `policy '${violation.name}' denied the push${violation.error ? `: ${violation.error}` : ''}`);
+        const error = `policy '${violation.name}' denied the push${violation.error ? `: ${violation.error}` : ''}`;
+        if ([...byReason.values()].some((ids) => ids.has(violation.agentId))) continue;
+        if (!byReason.has(error)) byReason.set(error, new Set());
+        byReason.get(error)!.add(violation.agentId);
       }
+      let denied = 0;
       await db.transaction(async (trx) => {
-        const settled: SettledAgent[] = [];
-        for (const [agentId, error] of denials) {
-          const done = await finishAgents(trx, rollout.id, [agentId], 'failed', error);
-          settled.push(...done.map((id) => ({ agent_id: id, state: 'failed' as const, error })));
+        for (const [error, ids] of byReason) {
+          const done = await finishAgents(trx, rollout.id, [...ids], 'failed', error);
+          denied += done.length;
+          await emitEvents(trx, agentEvents(rollout, done.map((id) => ({ agent_id: id, state: 'failed' as const, error })), { batch: input.batch }));
         }
-        await emitEvents(trx, agentEvents(rollout, settled, { batch: input.batch }));
       });
-      return { agents: agentIds.length, denied: denials.size };
+      return { running: true, agents: agentIds.length, denied };
     },
 
-    /** Pushes the batch's pending agents (claimed and pushed in one transaction). */
+    /**
+     * Pushes the batch's pending agents (claimed and pushed in one transaction), unless the
+     * rollout is no longer running (then nothing).
+     */
     async pushBatch(input: { rolloutId: string; batch: number }): Promise<{ pushed: number; skipped: number }> {
       const rollout = await load(input.rolloutId);
       return db.transaction(async (trx) => {
+        if ((await lockRolloutState(trx, rollout.id)) !== 'running') return { pushed: 0, skipped: 0 };
         const { push, skipped } = await claimBatchForPush(trx, rollout.id, input.batch);
         const unreachable = 'the agent can no longer receive configurations';
         await emitEvents(trx, agentEvents(rollout, skipped.map((id) => ({ agent_id: id, state: 'skipped' as const, error: unreachable })), { batch: input.batch }));
@@ -168,32 +193,43 @@ export function createRolloutActivities(db: Knex) {
       });
     },
 
+    /** Gives up on the batch's agents still applying (the rollout was aborted while waiting). */
+    async abandonBatch(input: { rolloutId: string; batch: number; reason: string }): Promise<number> {
+      const rollout = await load(input.rolloutId);
+      return db.transaction(async (trx) => {
+        const abandoned = await failApplying(trx, rollout.id, input.batch, input.reason);
+        await emitEvents(trx, agentEvents(rollout, abandoned.map((id) => ({ agent_id: id, state: 'failed' as const, error: input.reason })), { batch: input.batch }));
+        return abandoned.length;
+      });
+    },
+
     /**
      * Waits for the batch's agents to report APPLIED or FAILED on the rollout's hash, up to
      * `applyTimeoutSeconds` from the push (a restarted worker keeps the same deadline);
      * agents still silent then fail. One `rollout.agent-updated` per agent, one
      * `rollout.progress` per batch.
      */
-    async awaitBatch(input: { rolloutId: string; batch: number }): Promise<BatchOutcome & { totals: { succeeded: number; failed: number; done: number } }> {
+    async awaitBatch(input: { rolloutId: string; batch: number }): Promise<BatchOutcome & { awaited: number }> {
       const rollout = await load(input.rolloutId);
       const timeoutMs = rollout.strategy.applyTimeoutSeconds * 1000;
+      const awaited = (await batchWaiting(db, rollout.id, input.batch)).applying;
       for (;;) {
         await db.transaction(async (trx) => {
           const settled = await settleBatch(trx, rollout.id, input.batch, rollout.content_hash);
           await emitEvents(trx, agentEvents(rollout, settled, { batch: input.batch }));
         });
         const waiting = await batchWaiting(db, rollout.id, input.batch);
-        if (waiting.applying.length === 0) break;
+        if (waiting.applying === 0) break;
         if (waiting.pushedAt && Date.now() - waiting.pushedAt.getTime() >= timeoutMs) {
           const error = `no APPLIED or FAILED report within ${rollout.strategy.applyTimeoutSeconds} s`;
           await db.transaction(async (trx) => {
-            const timedOut = await finishAgents(trx, rollout.id, waiting.applying, 'failed', error);
+            const timedOut = await failApplying(trx, rollout.id, input.batch, error);
             await emitEvents(trx, agentEvents(rollout, timedOut.map((id) => ({ agent_id: id, state: 'failed' as const, error })), { batch: input.batch }));
           });
           break;
         }
-        heartbeat(waiting.applying.length);
-        await sleep(POLL_MS); // Context cancellation (abort) interrupts the sleep
+        heartbeat(waiting.applying);
+        await sleep(POLL_MS); // a cancelled activity (abort, rollback) ends here: heartbeats deliver the cancellation
       }
       const outcome = await batchOutcome(db, rollout.id, input.batch);
       const { progress } = await rolloutProgress(db, rollout.id);
@@ -212,7 +248,7 @@ export function createRolloutActivities(db: Knex) {
         succeeded: outcome.succeeded,
         failed: outcome.failed,
         skipped: outcome.skipped,
-        totals: { succeeded: progress.succeeded, failed: progress.failed, done: progress.succeeded + progress.failed },
+        awaited,
       };
     },
 
@@ -221,11 +257,13 @@ export function createRolloutActivities(db: Knex) {
       const rollout = await load(input.rolloutId);
       return db.transaction(async (trx) => {
         let pushed = 0;
-        for (const group of await claimRollback(trx, rollout.id)) {
+        for (const group of await claimRollback(trx, rollout.id, rollout.content_hash)) {
+          heartbeat();
           try {
             const result = await pushConfiguration(trx, { tenantId: rollout.tenant_id, agentIds: group.agentIds, configurationId: group.configurationId, version: group.version });
             pushed += result.agentIds.length;
-            const unreachable = group.agentIds.filter((id) => !result.agentIds.includes(id));
+            const reached = new Set(result.agentIds);
+            const unreachable = group.agentIds.filter((id) => !reached.has(id));
             await failRollbackAgents(trx, rollout.id, unreachable, 'the agent can no longer receive configurations');
           } catch (error) {
             if (!(error instanceof PushError)) throw error;

@@ -58,6 +58,8 @@ export interface RolloutWorkflowInput {
   tenantId: string;
   /** Carried over continue-as-new: the bake still running (workflow time, ms). */
   bakeUntil?: number;
+  /** Set by the create: this run may start before the rollout's row is committed. */
+  created?: boolean;
 }
 
 export interface RolloutOperationRequest {

@@ -12,7 +12,9 @@
 import {
   ActivityFailure,
   ApplicationFailure,
+  CancellationScope,
   allHandlersFinished,
+  isCancellation,
   condition,
   continueAsNew,
   defineQuery,
@@ -67,59 +69,85 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
   let currentBatch = 0;
   let lastBatch: BatchOutcome | undefined;
   let transitioning = false;
-  /** Workflow time until which the last batch bakes; a pause keeps what is left of it. */
+  /** Workflow time until which the last batch bakes (an absolute deadline, also across a pause). */
   let bakeUntil = input.bakeUntil ?? 0;
+  /** The wait for the batch in flight; an abort or a rollback cancels it. */
+  let batchWait: CancellationScope | undefined;
 
   setHandler(rolloutStatusQuery, () => ({ state, currentBatch, rowVersion, lastBatch }));
+  /** The state now (handlers change it while the main loop awaits; TypeScript's narrowing cannot know). */
+  const stateNow = (): RolloutState | 'loading' => state;
 
-  /** Transitions one at a time: the main loop and operators' updates never interleave. */
-  async function transition(to: RolloutState, options: { from?: RolloutState[]; versions?: number[]; reason?: string | null; actor?: string } = {}) {
-    await condition(() => !transitioning);
+  /** One transition at a time: the main loop and operators' updates never interleave. */
+  async function exclusively<T>(work: () => Promise<T>): Promise<T> {
+    // Several waiters can be released by one change, so each re-checks after it wakes.
+    while (transitioning || state === 'loading') await condition(() => !transitioning && state !== 'loading');
     transitioning = true;
     try {
-      const from = options.from ?? [state as RolloutState];
-      const result = await quick.transitionRollout({ rolloutId: input.rolloutId, from, to, versions: options.versions, reason: options.reason, actor: options.actor });
-      if (result.ok) {
-        state = result.state;
-        rowVersion = result.rowVersion;
-        upsertSearchAttributes([{ key: rolloutStateKey, value: state }]);
-      } else if (result.state) {
-        state = result.state;
-        rowVersion = result.rowVersion ?? rowVersion;
-      }
-      return result;
+      return await work();
     } finally {
       transitioning = false;
     }
   }
 
-  setHandler(operateRollout, async (request) => {
-    await condition(() => state !== 'loading' && !transitioning);
-    const rule = ROLLOUT_TRANSITIONS[request.operation];
-    const current = state as RolloutState;
-    if (!rule.from.includes(current)) {
-      throw ApplicationFailure.nonRetryable(`A ${current} rollout cannot be ${ROLLOUT_OPERATION_PAST[request.operation]}.`, ROLLOUT_FAILURES.invalidTransition, { state: current });
+  async function transition(to: RolloutState, options: { from: RolloutState[]; versions?: number[]; reason?: string | null; actor?: string }) {
+    const result = await quick.transitionRollout({ rolloutId: input.rolloutId, to, ...options });
+    if (result.ok) {
+      state = result.state;
+      rowVersion = result.rowVersion;
+      upsertSearchAttributes([{ key: rolloutStateKey, value: state }]);
+      if (state === 'aborted' || state === 'rolling-back') batchWait?.cancel();
+    } else if (result.state) {
+      state = result.state;
+      rowVersion = result.rowVersion ?? rowVersion;
     }
-    const reason = request.operation === 'rollback' ? `rolled back by ${request.actor}` : request.operation === 'abort' ? `aborted by ${request.actor}` : null;
-    const result = await transition(rule.to, { from: [current], versions: request.versions, reason, actor: request.actor });
-    if (!result.ok) {
-      const type = result.why === 'precondition' ? ROLLOUT_FAILURES.preconditionFailed : ROLLOUT_FAILURES.invalidTransition;
-      throw ApplicationFailure.nonRetryable(`The rollout is ${state}; the ${request.operation} was not applied.`, type, { state });
-    }
-    return { state: result.state, rowVersion: result.rowVersion };
-  });
+    return result;
+  }
+
+  /** The workflow's own transitions: only from where it believes the rollout is. */
+  const move = (to: RolloutState, from: RolloutState[], reason?: string) =>
+    exclusively(() => (from.includes(state as RolloutState) ? transition(to, { from, reason }) : Promise.resolve(undefined)));
+
+  setHandler(
+    operateRollout,
+    (request) =>
+      exclusively(async () => {
+        const rule = ROLLOUT_TRANSITIONS[request.operation];
+        const current = state as RolloutState;
+        if (!rule.from.includes(current)) {
+          throw ApplicationFailure.nonRetryable(`A ${current} rollout cannot be ${ROLLOUT_OPERATION_PAST[request.operation]}.`, ROLLOUT_FAILURES.invalidTransition, { state: current });
+        }
+        const reason = request.operation === 'rollback' ? `rolled back by ${request.actor}` : request.operation === 'abort' ? `aborted by ${request.actor}` : null;
+        const result = await transition(rule.to, { from: [current], versions: request.versions, reason, actor: request.actor });
+        if (!result.ok) {
+          const type = result.why === 'precondition' ? ROLLOUT_FAILURES.preconditionFailed : ROLLOUT_FAILURES.invalidTransition;
+          throw ApplicationFailure.nonRetryable(`The rollout is ${state}; the ${request.operation} was not applied.`, type, { state });
+        }
+        return { state: result.state, rowVersion: result.rowVersion };
+      }),
+    {
+      // Refused before it enters history: an operation that does not exist.
+      validator: (request) => {
+        if (!request || !Object.hasOwn(ROLLOUT_TRANSITIONS, request.operation)) throw new Error(`unknown operation ${String(request?.operation)}`);
+      },
+    },
+  );
 
   let loaded;
   try {
-    loaded = await loader.loadRollout(input.rolloutId);
+    // A run started with the create may come before its transaction commits: it waits a
+    // little, then gives up (the create failed). Any later run keeps retrying.
+    loaded = await (input.created ? loader : quick).loadRollout(input.rolloutId);
   } catch (error) {
-    if (error instanceof ActivityFailure) return; // the create that started this workflow never committed
+    if (error instanceof ActivityFailure) return;
     throw error;
   }
   state = loaded.state;
   rowVersion = loaded.rowVersion;
   currentBatch = loaded.currentBatch;
   const strategy = loaded.strategy;
+  /** A run that starts mid-rollout first finishes the batch it finds (push and wait are idempotent). */
+  let unfinishedBatch = currentBatch > 0;
 
   for (;;) {
     switch (state) {
@@ -134,13 +162,13 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
           // An activity that cannot succeed by retrying (e.g. the version is no longer
           // pushable): the rollout fails with the reason rather than retrying for ever.
           if (!(error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.nonRetryable)) throw error;
-          await transition('failed', { from: ['running', 'paused'], reason: error.cause.message });
+          await move('failed', ['running'], error.cause.message);
         }
         break;
       case 'rolling-back':
         await waiting.startRollback({ rolloutId: input.rolloutId });
         await waiting.awaitRollback({ rolloutId: input.rolloutId });
-        await transition('rolled-back', { from: ['rolling-back'] });
+        await move('rolled-back', ['rolling-back']);
         break;
       default:
         // A final state: let an operation that is still running (e.g. a rollback that
@@ -150,11 +178,16 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
     }
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_LIMIT) {
       await condition(() => allHandlersFinished() && !transitioning);
-      await continueAsNew<typeof rolloutWorkflow>({ ...input, bakeUntil });
+      await continueAsNew<typeof rolloutWorkflow>({ rolloutId: input.rolloutId, tenantId: input.tenantId, bakeUntil });
     }
   }
 
   async function runNextBatch() {
+    if (unfinishedBatch) {
+      unfinishedBatch = false;
+      await pushAndAwait(currentBatch, { resumed: true });
+      return;
+    }
     if (bakeUntil > Date.now()) {
       await condition(() => state !== 'running', bakeUntil - Date.now());
       if (state !== 'running') return;
@@ -162,20 +195,40 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
     bakeUntil = 0;
     const batch = currentBatch + 1;
     const prepared = await quick.prepareBatch({ rolloutId: input.rolloutId, batch });
+    if (!prepared.running) return; // an operator moved it meanwhile; the loop follows the new state
     currentBatch = batch;
     if (prepared.agents === 0) {
-      await transition('completed', { from: ['running'] });
+      await move('completed', ['running']);
       return;
     }
-    await waiting.pushBatch({ rolloutId: input.rolloutId, batch });
-    const outcome = await waiting.awaitBatch({ rolloutId: input.rolloutId, batch });
+    await pushAndAwait(batch);
+  }
+
+  async function pushAndAwait(batch: number, options: { resumed?: boolean } = {}) {
+    const { pushed } = await waiting.pushBatch({ rolloutId: input.rolloutId, batch });
+    if (stateNow() !== 'running') return;
+    let outcome;
+    try {
+      batchWait = new CancellationScope();
+      outcome = await batchWait.run(() => waiting.awaitBatch({ rolloutId: input.rolloutId, batch }));
+    } catch (error) {
+      if (!isCancellation(error)) throw error;
+      // Aborted: the agents that have not answered are given up. Rolling back: they are rolled back.
+      if (stateNow() === 'aborted') await quick.abandonBatch({ rolloutId: input.rolloutId, batch, reason: 'the rollout was aborted before the agent reported' });
+      return;
+    } finally {
+      batchWait = undefined;
+    }
     lastBatch = outcome;
-    const { failed, done } = outcome.totals;
+    // A batch a previous run had already judged is not judged again (a resume would re-pause).
+    if (options.resumed && pushed === 0 && outcome.awaited === 0) return;
+    const { failed } = outcome;
+    const done = outcome.succeeded + outcome.failed;
     const failedPercent = done === 0 ? 0 : (failed * 100) / done;
     if (failed > 0 && failedPercent > strategy.maxFailurePercent) {
-      const reason = `${failed} of ${done} agents failed (${failedPercent.toFixed(1)}% > maxFailurePercent ${strategy.maxFailurePercent})`;
+      const reason = `${failed} of ${done} agents of batch ${batch} failed (${failedPercent.toFixed(1)}% > maxFailurePercent ${strategy.maxFailurePercent})`;
       // Only a rollout still running reacts: an operator may have paused or aborted it meanwhile.
-      await transition(strategy.onFailure === 'rollback' ? 'rolling-back' : 'paused', { from: ['running'], reason });
+      await move(strategy.onFailure === 'rollback' ? 'rolling-back' : 'paused', ['running'], reason);
       return;
     }
     bakeUntil = Date.now() + strategy.bakeSeconds * 1000;

@@ -50,7 +50,7 @@ export async function pushConfiguration(
   if (push.agentIds.length === 0) return { hash: version.content_hash, agentIds: [] };
   const rows: Array<{ id: string }> = await db('agents')
     .where({ tenant_id: push.tenantId })
-    .whereIn('id', push.agentIds as string[])
+    .whereRaw('id = ANY(?::uuid[])', [push.agentIds as string[]]) // one parameter, however many agents
     .whereNotIn('status', UNREACHABLE_STATUSES as unknown as string[])
     .update({
       desired_configuration_id: push.configurationId,
@@ -78,7 +78,7 @@ export async function configOutcomes(db: Db, tenantId: string, agentIds: readonl
   const rows: Array<{ id: string; applied_hash: string | null; applied_status: string | null; applied_error: string | null }> = await db('agents')
     .select('id', 'applied_hash', 'applied_status', 'applied_error')
     .where({ tenant_id: tenantId })
-    .whereIn('id', agentIds as string[]);
+    .whereRaw('id = ANY(?::uuid[])', [agentIds as string[]]);
   const byId = new Map(rows.map((row) => [row.id, row]));
   return agentIds.map((agentId) => {
     const row = byId.get(agentId);

@@ -23,6 +23,11 @@ export interface EvaluationInput {
   target: { groupIds?: string[]; agentIds?: string[] };
   /** The push's batch size, as a percentage of the target and/or a count (see rolloutFacts). */
   rollout?: { batchPercent?: number; batchSize?: number };
+  /**
+   * How many agents the whole push targets, when `target` is only a part of it (a rollout's
+   * batch is judged with the rollout's batch facts, not as a push of its own).
+   */
+  totalTargetCount?: number;
 }
 
 export interface Denial {
@@ -189,7 +194,7 @@ export async function evaluatePolicies(db: Db, tenantId: string, input: Evaluati
   await checkTarget(db, tenantId, target);
 
   const policies = await enforcedPolicies(db, tenantId);
-  const targetCount = await countTargetAgents(db, tenantId, target);
+  const targetCount = input.totalTargetCount ?? (await countTargetAgents(db, tenantId, target));
   const shared = {
     configuration: configurationFacts(configuration),
     version: versionFacts(configuration, version, policies.length > 0),

@@ -27,8 +27,8 @@ export class RolloutWorkflows {
     private readonly settings: Pick<Settings, 'temporal'>,
   ) {}
 
-  private startOptions(rollout: RolloutRow) {
-    const args: [RolloutWorkflowInput] = [{ rolloutId: rollout.id, tenantId: rollout.tenant_id }];
+  private startOptions(rollout: RolloutRow, created = false) {
+    const args: [RolloutWorkflowInput] = [{ rolloutId: rollout.id, tenantId: rollout.tenant_id, ...(created ? { created } : {}) }];
     return {
       workflowId: rolloutWorkflowId(rollout.id),
       taskQueue: this.settings.temporal.taskQueue,
@@ -51,7 +51,7 @@ export class RolloutWorkflows {
   /** Starts the rollout's workflow (idempotent: an existing one is kept). */
   async start(rollout: RolloutRow): Promise<void> {
     const client = this.temporal();
-    await client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () => client.workflow.start('rolloutWorkflow', this.startOptions(rollout))).catch(unavailable);
+    await client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () => client.workflow.start('rolloutWorkflow', this.startOptions(rollout, true))).catch(unavailable);
   }
 
   async operate(rollout: RolloutRow, request: RolloutOperationRequest): Promise<RolloutOperationResult> {

@@ -78,6 +78,11 @@ export async function findRolloutById(db: Db, id: string): Promise<RolloutRow | 
   return db<RolloutRow>('rollouts').where({ id }).first();
 }
 
+/** The rollout, locked for the rest of the transaction (transitions are serialised on it). */
+export async function lockRollout(db: Db, id: string): Promise<RolloutRow | undefined> {
+  return db<RolloutRow>('rollouts').where({ id }).forUpdate().first();
+}
+
 export interface RolloutFilters {
   state?: RolloutState;
   configurationId?: string;
@@ -243,8 +248,18 @@ export async function setRolloutState(
 
 const FINAL = new Set<RolloutState>(['completed', 'failed', 'aborted', 'rolled-back']);
 
+/**
+ * A new batch changes what GET shows, so it is a new row version (ETag): a client polling
+ * with If-None-Match sees each batch. (Counts move within a batch without a new ETag.)
+ */
 export async function setCurrentBatch(db: Db, id: string, batch: number): Promise<void> {
-  await db('rollouts').where({ id }).update({ current_batch: batch, updated_at: db.fn.now() });
+  await db('rollouts').where({ id }).whereNot({ current_batch: batch }).update({ current_batch: batch, row_version: db.raw('row_version + 1'), updated_at: db.fn.now() });
+}
+
+/** Locks the rollout row against transitions for the rest of the transaction; its state. */
+export async function lockRolloutState(db: Db, id: string): Promise<RolloutState | undefined> {
+  const row = await db('rollouts').select('state').where({ id }).forShare().first();
+  return row?.state;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -279,7 +294,7 @@ export async function finishAgents(db: Db, rolloutId: string, agentIds: string[]
   if (agentIds.length === 0) return [];
   return db('rollout_agents')
     .where({ rollout_id: rolloutId })
-    .whereIn('agent_id', agentIds)
+    .whereRaw('agent_id = ANY(?::uuid[])', [agentIds])
     .whereIn('state', ['pending', 'applying'])
     .update({ state, error, finished_at: db.fn.now() })
     .returning('agent_id')
@@ -345,12 +360,20 @@ export async function settleBatch(db: Db, rolloutId: string, batch: number, hash
 }
 
 /** The batch's agents still applying, and when the first of them was pushed (the apply timeout runs from then). */
-export async function batchWaiting(db: Db, rolloutId: string, batch: number): Promise<{ applying: string[]; pushedAt: Date | null }> {
-  const rows: Array<{ agent_id: string; pushed_at: Date | null }> = await db('rollout_agents')
+export async function batchWaiting(db: Db, rolloutId: string, batch: number): Promise<{ applying: number; pushedAt: Date | null }> {
+  const row = await db('rollout_agents')
     .where({ rollout_id: rolloutId, batch, state: 'applying' })
-    .select('agent_id', 'pushed_at');
-  const times = rows.map((row) => row.pushed_at?.getTime() ?? Date.now());
-  return { applying: rows.map((row) => row.agent_id), pushedAt: times.length ? new Date(Math.min(...times)) : null };
+    .first(db.raw('count(*)::int AS applying'), db.raw('min(pushed_at) AS pushed_at'));
+  return { applying: row?.applying ?? 0, pushedAt: row?.pushed_at ?? null };
+}
+
+/** Fails the batch's agents still applying (their deadline passed, or the batch was abandoned); returns them. */
+export async function failApplying(db: Db, rolloutId: string, batch: number, error: string): Promise<string[]> {
+  const rows: Array<{ agent_id: string }> = await db('rollout_agents')
+    .where({ rollout_id: rolloutId, batch, state: 'applying' })
+    .update({ state: 'failed', error, finished_at: db.fn.now() })
+    .returning('agent_id');
+  return rows.map((row) => row.agent_id);
 }
 
 export async function batchOutcome(db: Db, rolloutId: string, batch: number): Promise<Record<AgentRolloutState, number>> {
@@ -371,7 +394,15 @@ export async function batchOutcome(db: Db, rolloutId: string, batch: number): Pr
  * version each had before; agents that had none are `skipped` (nothing to restore).
  * Idempotent: agents already claimed are not returned again.
  */
-export async function claimRollback(db: Db, rolloutId: string): Promise<Array<{ configurationId: string; version: number; agentIds: string[] }>> {
+export async function claimRollback(db: Db, rolloutId: string, hash: string): Promise<Array<{ configurationId: string; version: number; agentIds: string[] }>> {
+  // An agent a later push moved on from this rollout's configuration is that push's now.
+  await db.raw(
+    `UPDATE rollout_agents ra SET rollback_state = 'skipped', rollback_error = 'a later push replaced this rollout''s configuration'
+       FROM agents a
+      WHERE ra.rollout_id = ? AND ra.state IN ('applying', 'succeeded', 'failed') AND ra.rollback_state IS NULL
+        AND a.id = ra.agent_id AND a.desired_hash IS DISTINCT FROM ?`,
+    [rolloutId, hash],
+  );
   const rows: Array<{ agent_id: string; previous_configuration_id: string | null; previous_version: number | null }> = (
     await db.raw(
       `SELECT agent_id, previous_configuration_id, previous_version FROM rollout_agents
@@ -400,12 +431,12 @@ export async function claimRollback(db: Db, rolloutId: string): Promise<Array<{ 
   }
   const claimed = [...groups.values()].flatMap((group) => group.agentIds);
   if (claimed.length) {
-    await db('rollout_agents').where({ rollout_id: rolloutId }).whereIn('agent_id', claimed).update({ rollback_state: 'applying' });
+    await db('rollout_agents').where({ rollout_id: rolloutId }).whereRaw('agent_id = ANY(?::uuid[])', [claimed]).update({ rollback_state: 'applying' });
   }
   if (nothing.length) {
     await db('rollout_agents')
       .where({ rollout_id: rolloutId })
-      .whereIn('agent_id', nothing)
+      .whereRaw('agent_id = ANY(?::uuid[])', [nothing])
       .update({ rollback_state: 'skipped', rollback_error: 'the agent had no configuration before this rollout' });
   }
   return [...groups.values()];
@@ -435,6 +466,6 @@ export async function failRollbackAgents(db: Db, rolloutId: string, agentIds: st
   if (agentIds.length === 0) return;
   await db('rollout_agents')
     .where({ rollout_id: rolloutId, rollback_state: 'applying' })
-    .whereIn('agent_id', agentIds)
+    .whereRaw('agent_id = ANY(?::uuid[])', [agentIds])
     .update({ rollback_state: 'failed', rollback_error: error });
 }

@@ -152,7 +152,7 @@ test('failures above maxFailurePercent pause the rollout (onFailure pause), nami
   });
   await call('POST', `/api/rollouts/${rollout.id}/start`);
   const paused = await waitForState(rollout.id, 'paused');
-  expect(paused.body.reason).toMatch(/2 of 2 agents failed/);
+  expect(paused.body.reason).toMatch(/2 of 2 agents of batch 1 failed/);
   expect(paused.body.progress).toMatchObject({ failed: 2, pending: 2, succeeded: 0 });
   const failed = await call('GET', `/api/rollouts/${rollout.id}/agents?state=failed`);
   expect(failed.body.items).toHaveLength(2);
@@ -307,4 +307,39 @@ test('the Temporal UI finds the rollout by its search attributes and the status 
     for await (const execution of env.client.workflow.list({ query: `RolloutId = "${rollout.id}" AND RolloutState = "completed"` })) found.push(execution.workflowId);
     expect(found).toEqual([`rollout:${rollout.id}`]);
   });
+}, 60_000);
+
+test('abort while a batch is being applied: the wait ends at once and the silent agents are given up', async () => {
+  const { groupId } = await env.fleet(2, { apply: () => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 20_000)) });
+  const [v1] = await publishConfiguration(env.t, env.operator, ['slow: true\n']);
+  const rollout = await createRollout({ configurationId: v1!.configurationId, version: 1, target: { groupIds: [groupId] }, strategy: { batchSize: 2 } });
+  await call('POST', `/api/rollouts/${rollout.id}/start`);
+  await eventually(async () => expect((await call('GET', `/api/rollouts/${rollout.id}`)).body.progress.applying).toBe(2), 15_000);
+  expect((await call('POST', `/api/rollouts/${rollout.id}/abort`)).body.state).toBe('aborted');
+  const agents = await eventually(async () => {
+    const res = await call('GET', `/api/rollouts/${rollout.id}/agents`);
+    expect(res.body.items.map((a: { state: string }) => a.state)).toEqual(['failed', 'failed']);
+    return res.body.items;
+  });
+  expect(agents[0].error).toBe('the rollout was aborted before the agent reported');
+  await eventually(async () => expect((await env.client.workflow.getHandle(`rollout:${rollout.id}`).describe()).status.name).toBe('COMPLETED'));
+}, 60_000);
+
+test('rolling back an older rollout leaves the agents a later rollout moved on', async () => {
+  const { groupId, fleet } = await env.fleet(2);
+  const [v1, v2] = await publishConfiguration(env.t, env.operator, ['gen: 1\n', 'gen: 2\n']);
+  const target = { groupIds: [groupId] };
+  const older = await createRollout({ configurationId: v1!.configurationId, version: 1, target, strategy: { batchPercent: 100 } });
+  await call('POST', `/api/rollouts/${older.id}/start`);
+  await waitForState(older.id, 'completed');
+  const newer = await createRollout({ configurationId: v2!.configurationId, version: 2, target, strategy: { batchPercent: 100 } });
+  await call('POST', `/api/rollouts/${newer.id}/start`);
+  await waitForState(newer.id, 'completed');
+
+  expect((await call('POST', `/api/rollouts/${older.id}/rollback`)).status).toBe(200);
+  const rolledBack = await waitForState(older.id, 'rolled-back');
+  expect(rolledBack.body.rollback).toMatchObject({ skipped: 2, succeeded: 0 });
+  const agents = await call('GET', `/api/rollouts/${older.id}/agents`);
+  expect(agents.body.items[0].rollback).toEqual({ state: 'skipped', error: "a later push replaced this rollout's configuration" });
+  for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v2!.contentHash);
 }, 60_000);

@@ -122,7 +122,8 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
         const version = await findVersion(db, configuration.id, body.version);
         if (!version) throw problems.notFound('configuration version', `${configuration.id}/${body.version}`);
         if (version.state !== 'published') throw problems.conflict(`Version ${body.version} of configuration '${configuration.name}' is a draft; publish it before rolling it out.`);
-        const target = { ...body.target, groupIds: [...new Set(body.target.groupIds)], agentIds: [...new Set(body.target.agentIds.map((id) => id.toLowerCase()))] };
+        const ids = (list: string[]) => [...new Set(list.map((id) => id.toLowerCase()))];
+        const target = { ...body.target, groupIds: ids(body.target.groupIds), agentIds: ids(body.target.agentIds) };
         await checkTarget(db, tenantId, target);
 
         const row = await insertRollout(db, {
