@@ -81,9 +81,10 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
             rollout: { batchSize: row.strategy.batchSize, batchPercent: row.strategy.batchPercent },
           });
         }
-        const result = await workflows.operate(row, { operation, versions, actor: principal.name });
+        await workflows.operate(row, { operation, versions, actor: principal.name });
+        // The body and its ETag from one read (the workflow may have moved on since it answered).
         const updated = (await findRollout(db, principal.tenantId, row.id))!;
-        return { body: await detail(db, updated), rowVersion: result.rowVersion };
+        return { body: await detail(db, updated), rowVersion: Number(updated.row_version) };
       },
     }),
   );
