@@ -1,23 +1,27 @@
 /**
  * 10,000 simulated agents on one agent gateway over TLS WebSocket: time to enroll and to be
  * connected over mTLS, an mTLS reconnect of all, p50/p99 heartbeat round trip, one push
- * until every agent's row says APPLIED, and the gateway process's resident memory.
+ * until every agent's row says APPLIED, the gateway process's resident memory, and then a
+ * rollout of the next version to all of them through the api and the rollout workflow
+ * (bench/rollout.ts: time to `completed`, history length).
  *
  *   npm run bench:gateway -- [--count 10000] [--per-token 0] [--concurrency 200]
  *                            [--heartbeat 5] [--window 20] [--pool 10] [--timeout 900]
+ *                            [--rollout 10]
  *
  * Real parts: embedded Postgres, the gateway (bench/agent-gateway-server.ts) alone in a
  * child process (its RSS is the api's share for agents), the simulator
  * (test/support/simulator.ts) in this one. Each agent enrolls with a bootstrap token, sends
  * a CSR, gets its certificate and reconnects with it (mTLS). `--per-token N` issues one
  * token per N agents (0: one token for all) to spread the lock on the token row; `--pool N`
- * is the gateway's Database:PoolMax.
+ * is the gateway's Database:PoolMax; `--rollout P` rolls out in batches of P % (0: no
+ * rollout phase).
  * 10,000 TLS sockets need more than 10,000 open files on both sides (`ulimit -n`).
  * BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there.
  */
 import { fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,7 +35,8 @@ import { insertBootstrapToken } from '../db/repos/tokens';
 import { startFleet, type Fleet, type SimulatedAgent } from '../test/support/simulator';
 import type { AgentMessage } from '../test/support/opamp-client';
 import type { GatewayStats } from './agent-gateway-server';
-import { runBench, startBenchDatabase } from './support';
+import { rolloutPhase } from './rollout';
+import { cpuSecondsOf, runBench, startBenchDatabase } from './support';
 
 const { values: args } = parseArgs({
   options: {
@@ -42,6 +47,7 @@ const { values: args } = parseArgs({
     window: { type: 'string', default: '20' },
     timeout: { type: 'string', default: '900' },
     pool: { type: 'string', default: '10' },
+    rollout: { type: 'string', default: '10' },
   },
 });
 const count = Number(args.count);
@@ -51,6 +57,7 @@ const heartbeatSeconds = Number(args.heartbeat);
 const windowSeconds = Number(args.window);
 const timeoutMs = Number(args.timeout) * 1000;
 const poolMax = Number(args.pool);
+const rolloutPercent = Number(args.rollout);
 const TENANT = 'default';
 const SERVER_HEARTBEAT_SECONDS = 30;
 const MiB = 1024 * 1024;
@@ -140,22 +147,7 @@ async function publishVersion(db: Knex): Promise<{ configurationId: string; vers
 // Measuring
 
 /** CPU seconds of this machine's postgres processes (the embedded server is the only one). */
-function postgresCpuSeconds(): number {
-  let ticks = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
-      const fields = stat.slice(close + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return ticks / 100; // USER_HZ
-}
+const postgresCpuSeconds = () => cpuSecondsOf({ name: 'postgres' });
 
 const benchCpuSeconds = () => {
   const cpu = process.cpuUsage();
@@ -283,7 +275,7 @@ async function main() {
   let fleet: Fleet | undefined;
   try {
     const db = database.db;
-    const { tokens } = await seedTokens(db);
+    const { tokens, groupId } = await seedTokens(db);
     gateway = await startGateway(database.url);
     const gw = gateway;
     const idle = await gw.stats(true);
@@ -351,7 +343,23 @@ async function main() {
     });
     const afterPush = await gw.stats(true);
 
-    // 5. goodbye
+    // 5. a rollout of the next version to all, batch by batch (bench/rollout.ts)
+    const rolloutLines =
+      rolloutPercent > 0
+        ? await rolloutPhase({
+            databaseUrl: database.url,
+            db,
+            fleet: f,
+            groupId,
+            configurationId,
+            batchPercent: rolloutPercent,
+            timeoutMs,
+            gatewayCpuSeconds: async () => (await gw.stats()).cpuSeconds,
+            progress,
+          })
+        : [];
+
+    // 6. goodbye
     const stopAllStarted = Date.now();
     await f.stop();
     const stopAllMs = Date.now() - stopAllStarted;
@@ -365,7 +373,7 @@ async function main() {
     const hb = heartbeats.result;
     const lines = [
       `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process, ${os.cpus().length} cores, node ${process.version}`,
-      `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds}`,
+      `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds} --rollout ${rolloutPercent}`,
       `(${tokens.length} bootstrap token(s); gateway pool ${poolMax} connections (Database:PoolMax); open files limit ${fds}; the simulator runs in the bench process on the same cores)`,
       '',
       `enrol (token, first message, CSR → certificate)   all ${count} in ${seconds(enrolledMs)}  (${(count / (enrolledMs / 1000)).toFixed(0)} agents/s)`,
@@ -379,7 +387,8 @@ async function main() {
       `  ${cpu(heartbeats.cpu)}; ${loop(afterHeartbeats)}`,
       `push to ${pushing.result.pushed}: committed in ${pushing.result.committedMs} ms, all APPLIED on the agents in ${seconds(pushing.result.clientMs)}, all APPLIED in the database in ${seconds(pushing.result.appliedMs)}`,
       `  ${cpu(pushing.cpu)}; ${loop(afterPush)}`,
-      `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (heap ${mib(afterConnect.heapUsed)}), after the push ${mib(afterPush.rss)}, peak ${mib(afterPush.peakRss)} (sampled every second)`,
+      `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (heap ${mib(afterConnect.heapUsed)}), after the reconnect ${mib(afterReconnect.rss)} (${afterReconnect.sessions} sessions), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second)`,
+      ...rolloutLines,
       `stop all (agent_disconnect, close): ${seconds(stopAllMs)}`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);

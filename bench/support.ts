@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -56,6 +57,40 @@ export async function startBenchServers(env: Record<string, string>) {
       await exited;
     },
   };
+}
+
+/** A TCP port free on 127.0.0.1 right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * CPU seconds (user + system) from /proc: of one process (`pid`), or of every process of
+ * this machine with that command name (`name`, e.g. all `postgres` processes), each with its
+ * exited children's: Postgres backends come and go with the pools' connections, and the
+ * postmaster keeps the time of those that exited.
+ */
+export function cpuSecondsOf(which: { pid: number } | { name: string }): number {
+  const pids = 'pid' in which ? [String(which.pid)] : readdirSync('/proc').filter((entry) => /^\d+$/.test(entry));
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      if ('name' in which && stat.slice(stat.indexOf('(') + 1, close) !== which.name) continue;
+      const fields = stat.slice(close + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]); // utime, stime, cutime, cstime
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ticks / 100; // USER_HZ
 }
 
 /** Runs a bench's main and exits with its outcome. */
