@@ -40,6 +40,8 @@ async function main() {
 
   process.on('message', (message: { type: string; reset?: boolean }) => {
     if (message.type !== 'stats') return;
+    // BENCH_GC=1: collect garbage first, to tell memory still in use from garbage not yet collected.
+    (globalThis as { gc?: () => void }).gc?.();
     const memory = process.memoryUsage();
     peakRss = Math.max(peakRss, memory.rss);
     const cpu = process.cpuUsage();

@@ -74,7 +74,12 @@ interface Gateway {
 async function startGateway(databaseUrl: string): Promise<Gateway> {
   const child = fork(path.join(__dirname, 'agent-gateway-server.ts'), [], {
     // BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there (as bench/support.ts does)
-    execArgv: [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), '--import', 'tsx'],
+    execArgv: [
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      ...(process.env.BENCH_GC ? ['--expose-gc'] : []),
+      '--import',
+      'tsx',
+    ],
     env: {
       ...process.env,
       Environment: 'Development',
