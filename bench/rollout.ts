@@ -26,6 +26,7 @@ import { loadSettings } from '../api/settings';
 import { createTemporal } from '../api/temporal';
 import { createDb } from '../db/connection';
 import { insertPat } from '../db/repos/pats';
+import type { Progress } from '../db/repos/rollouts';
 import { ensureTemporalCli, startTemporal, type RunningTemporal } from '../scripts/infra/temporal';
 import type { Fleet } from '../test/support/simulator';
 import { rolloutWorkflowId } from '../workflows/definitions';
@@ -152,15 +153,6 @@ async function startWorkerProcess(env: Record<string, string>): Promise<{ pid: n
 // The rollout
 
 type Reply = { status: number; body: any; ms: number };
-
-interface Progress {
-  total: number;
-  pending: number;
-  applying: number;
-  succeeded: number;
-  failed: number;
-  skipped: number;
-}
 
 /** What the bench reads of `GET /api/rollouts/{id}`. */
 interface RolloutBody {
