@@ -6,7 +6,7 @@
  * (bench/rollout.ts: time to `completed`, history length).
  *
  *   npm run bench:gateway -- [--count 10000] [--per-token 0] [--concurrency 200]
- *                            [--heartbeat 5] [--window 20] [--pool 10] [--timeout 900]
+ *                            [--heartbeat 5] [--window 20] [--reconnects 1] [--pool 10] [--timeout 900]
  *                            [--rollout 10]
  *
  * Real parts: embedded Postgres, the gateway (bench/agent-gateway-server.ts) alone in a
@@ -45,6 +45,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '200' },
     heartbeat: { type: 'string', default: '5' },
     window: { type: 'string', default: '20' },
+    reconnects: { type: 'string', default: '1' },
     timeout: { type: 'string', default: '900' },
     pool: { type: 'string', default: '10' },
     rollout: { type: 'string', default: '10' },
@@ -55,6 +56,8 @@ const perToken = Number(args['per-token']) || count;
 const concurrency = Number(args.concurrency);
 const heartbeatSeconds = Number(args.heartbeat);
 const windowSeconds = Number(args.window);
+/** How many times every agent goes away and reconnects (memory after each round is printed). */
+const reconnectRounds = Math.max(1, Number(args.reconnects));
 const timeoutMs = Number(args.timeout) * 1000;
 const poolMax = Number(args.pool);
 const rolloutPercent = Number(args.rollout);
@@ -305,16 +308,26 @@ async function main() {
     progress(`all connected over mTLS: ${fleetLine(f)}; rss ${mib(afterConnect.rss)}`);
 
     // 2. everyone away, then back with the certificate only (a reconnect storm after a restart)
-    const stopStarted = Date.now();
-    await Promise.all(f.agents.map((agent) => agent.stop()));
-    const stopMs = Date.now() - stopStarted;
-    await until('offline', async () => Number(((await db('agents').count({ n: '*' }).where({ status: 'online' }).first()) as { n: string }).n) === 0, stopStarted, 500);
-    const reconnecting = await cpuOf(gw, async () => {
-      const started = Date.now();
-      void Promise.all(f.agents.map((agent: SimulatedAgent) => agent.start()));
-      return until('mTLS reconnect', () => connectedOverMtls(f), started, 200, () => fleetLine(f));
-    });
-    const afterReconnect = await gw.stats(true);
+    const rssAfterRounds: number[] = [];
+    let stopMs = 0;
+    let reconnecting!: Awaited<ReturnType<typeof reconnectAll>>;
+    let afterReconnect!: GatewayStats;
+    async function reconnectAll() {
+      const stopStarted = Date.now();
+      await Promise.all(f.agents.map((agent) => agent.stop()));
+      stopMs = Date.now() - stopStarted;
+      await until('offline', async () => Number(((await db('agents').count({ n: '*' }).where({ status: 'online' }).first()) as { n: string }).n) === 0, stopStarted, 500);
+      return cpuOf(gw, async () => {
+        const started = Date.now();
+        void Promise.all(f.agents.map((agent: SimulatedAgent) => agent.start()));
+        return until('mTLS reconnect', () => connectedOverMtls(f), started, 200, () => fleetLine(f));
+      });
+    }
+    for (let round = 0; round < reconnectRounds; round++) {
+      reconnecting = await reconnectAll();
+      afterReconnect = await gw.stats(true);
+      rssAfterRounds.push(afterReconnect.rss);
+    }
     progress(`reconnected over mTLS in ${seconds(reconnecting.result)}; heartbeat window (${heartbeatSeconds} s, ${windowSeconds} s)`);
 
     // 3. heartbeats
@@ -378,7 +391,7 @@ async function main() {
     const hb = heartbeats.result;
     const lines = [
       `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process, ${os.cpus().length} cores, node ${process.version}`,
-      `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds} --rollout ${rolloutPercent}`,
+      `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds} --reconnects ${reconnectRounds} --rollout ${rolloutPercent}`,
       `(${tokens.length} bootstrap token(s); gateway pool ${poolMax} connections (Database:PoolMax); open files limit ${fds}; the simulator runs in the bench process on the same cores)`,
       '',
       `enrol (token, first message, CSR → certificate)   all ${count} in ${seconds(enrolledMs)}  (${(count / (enrolledMs / 1000)).toFixed(0)} agents/s)`,
@@ -392,7 +405,7 @@ async function main() {
       `  ${cpu(heartbeats.cpu)}; ${loop(afterHeartbeats)}`,
       `push to ${pushing.result.pushed}: committed in ${pushing.result.committedMs} ms, all APPLIED on the agents in ${seconds(pushing.result.clientMs)}, all APPLIED in the database in ${seconds(pushing.result.appliedMs)}`,
       `  ${cpu(pushing.cpu)}; ${loop(afterPush)}`,
-      `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (heap ${mib(afterConnect.heapUsed)}), after the reconnect ${mib(afterReconnect.rss)} (${afterReconnect.sessions} sessions), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second)`,
+      `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (heap ${mib(afterConnect.heapUsed)}), after the reconnect ${rssAfterRounds.map(mib).join(' → ')} (${afterReconnect.sessions} sessions), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second)`,
       ...rolloutLines,
       `stop all (agent_disconnect, close): ${seconds(stopAllMs)}`,
     ];
