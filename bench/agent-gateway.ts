@@ -213,7 +213,7 @@ const connectedOverMtls = (fleet: Fleet) => fleet.agents.every((agent) => agent.
  * timed from send to reply. Replies come one per message, in order, so a FIFO of send
  * times per agent pairs them (no push runs meanwhile).
  */
-async function heartbeatWindow(fleet: Fleet): Promise<{ samples: number[]; offered: number; windowMs: number; drainMs: number }> {
+async function heartbeatWindow(fleet: Fleet): Promise<{ samples: number[]; offered: number; windowMs: number; drainMs: number; lostToCloses: number }> {
   const switching = fleet.agents.map(
     (agent) => new Promise<void>((resolve) => setTimeout(() => (agent.setHeartbeatSeconds(heartbeatSeconds), resolve()), Math.random() * heartbeatSeconds * 1000)),
   );
@@ -221,6 +221,7 @@ async function heartbeatWindow(fleet: Fleet): Promise<{ samples: number[]; offer
   await new Promise((resolve) => setTimeout(resolve, heartbeatSeconds * 1000)); // one full interval at the new pace
   const samples: number[] = [];
   let offered = 0;
+  let lostToCloses = 0;
   let measuring = true;
   const detach: Array<() => void> = [];
   const queues: Array<unknown[]> = [];
@@ -235,10 +236,16 @@ async function heartbeatWindow(fleet: Fleet): Promise<{ samples: number[]; offer
       const request = sent.shift();
       if (request?.heartbeat) samples.push(performance.now() - request.at);
     };
+    // A closed connection answers nothing more: its outstanding messages are dropped (and counted).
+    const onClosed = () => {
+      lostToCloses += sent.length;
+      sent.length = 0;
+    };
     queues.push(sent);
     agent.on('sent', onSent);
     agent.on('message', onMessage);
-    detach.push(() => (agent.off('sent', onSent), agent.off('message', onMessage)));
+    agent.on('closed', onClosed);
+    detach.push(() => (agent.off('sent', onSent), agent.off('message', onMessage), agent.off('closed', onClosed)));
   }
   const started = performance.now();
   await new Promise((resolve) => setTimeout(resolve, windowSeconds * 1000));
@@ -250,7 +257,7 @@ async function heartbeatWindow(fleet: Fleet): Promise<{ samples: number[]; offer
   const drainStarted = Date.now();
   const drainMs = await until('heartbeat backlog', () => queues.every((queue) => queue.length === 0), drainStarted, 200, () => `${queues.reduce((n, q) => n + q.length, 0)} replies outstanding`);
   for (const off of detach) off();
-  return { samples, offered, windowMs, drainMs };
+  return { samples, offered, windowMs, drainMs, lostToCloses };
 }
 
 /** The agents' last errors, most frequent first (network errors are followed by a reconnect). */
@@ -401,7 +408,7 @@ async function main() {
       `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s)`,
       `  ${cpu(reconnecting.cpu)}; ${loop(afterReconnect)}`,
       `heartbeat every ${heartbeatSeconds} s, ${(hb.windowMs / 1000).toFixed(0)} s window: ${rtt.length} of ${hb.offered} answered, ${(rtt.length / (hb.windowMs / 1000)).toFixed(0)} heartbeats/s` +
-        ` (offered ${(count / heartbeatSeconds).toFixed(0)}/s; backlog drained ${seconds(hb.drainMs)} after the window); round trip p50 ${percentile(rtt, 0.5).toFixed(1)} ms, p99 ${percentile(rtt, 0.99).toFixed(1)} ms, max ${rtt.length ? rtt[rtt.length - 1]!.toFixed(1) : '-'} ms`,
+        ` (offered ${(count / heartbeatSeconds).toFixed(0)}/s; backlog drained ${seconds(hb.drainMs)} after the window; ${hb.lostToCloses} unanswered because their connection closed); round trip p50 ${percentile(rtt, 0.5).toFixed(1)} ms, p99 ${percentile(rtt, 0.99).toFixed(1)} ms, max ${rtt.length ? rtt[rtt.length - 1]!.toFixed(1) : '-'} ms`,
       `  ${cpu(heartbeats.cpu)}; ${loop(afterHeartbeats)}`,
       `push to ${pushing.result.pushed}: committed in ${pushing.result.committedMs} ms, all APPLIED on the agents in ${seconds(pushing.result.clientMs)}, all APPLIED in the database in ${seconds(pushing.result.appliedMs)}`,
       `  ${cpu(pushing.cpu)}; ${loop(afterPush)}`,

@@ -280,19 +280,29 @@ export async function findDesired(db: Db, ids: string[]): Promise<Array<{ id: st
 
 /** Stamps `last_seen_at` of agents whose WebSocket answered a ping (a silent agent is still there). */
 export async function touchAgents(db: Db, ids: string[]): Promise<void> {
+  // Rows an agent's own report holds are skipped (that report stamps them), and the rest are
+  // locked in id order, as report batches lock theirs: the two never deadlock.
   for (let i = 0; i < ids.length; i += 5000) {
-    await db('agents').whereIn('id', ids.slice(i, i + 5000)).where({ status: 'online' }).update({ last_seen_at: db.fn.now() } as never);
+    await db.raw(
+      `UPDATE agents SET last_seen_at = now()
+        WHERE id IN (SELECT id FROM agents WHERE id = ANY(?::uuid[]) AND status = 'online' ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)`,
+      [ids.slice(i, i + 5000)],
+    );
   }
 }
 
 /** Online agents not heard of for `silenceSeconds` become offline; returns them. */
 export async function markSilentAgentsOffline(db: Db, silenceSeconds: number): Promise<Array<{ id: string; tenantId: string }>> {
-  const rows: Array<{ id: string; tenant_id: string }> = await db('agents')
-    .where({ status: 'online' })
-    .where('last_seen_at', '<', db.raw(`now() - make_interval(secs => ?)`, [silenceSeconds]))
-    .update({ status: 'offline', updated_at: db.fn.now() } as never)
-    .returning(['id', 'tenant_id']);
-  return rows.map((row) => ({ id: row.id, tenantId: row.tenant_id }));
+  // A row locked right now is an agent being heard from: skipped (and locks taken in id order).
+  const { rows } = await db.raw(
+    `UPDATE agents SET status = 'offline', updated_at = now()
+      WHERE id IN (SELECT id FROM agents WHERE status = 'online' AND last_seen_at < now() - make_interval(secs => ?)
+                    ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)
+        AND status = 'online'
+      RETURNING id, tenant_id`,
+    [silenceSeconds],
+  );
+  return (rows as Array<{ id: string; tenant_id: string }>).map((row) => ({ id: row.id, tenantId: row.tenant_id }));
 }
 
 /** Agents waiting for an operator's approval, installation-wide (a cap against floods). */
