@@ -82,8 +82,6 @@ export interface ReportedAgent {
   tenantId: string;
   desired: { configurationId: string; version: number; hash: string } | null;
   applied: { hash: string | null; status: AppliedStatus | null };
-  /** The report settled the desired configuration (APPLIED or FAILED for its hash), just now. */
-  settled: boolean;
   /** The agent was revoked (or handed over) since it was admitted: nothing but `last_seen_at` was written. */
   cutOff: boolean;
 }
@@ -154,11 +152,7 @@ function reportStatement(db: Db, id: string, report: AgentReport) {
 function reported(before: BeforeReport, report: AgentReport): ReportedAgent {
   const cutOff = before.status === 'revoked' || before.status === 'handed-over';
   const applied = { hash: before.applied_hash, status: before.applied_status };
-  let settled = false;
   if (report.applied && !cutOff) {
-    const forDesired = before.desired_hash !== null && report.applied.hash === before.desired_hash;
-    const final = report.applied.status === 'APPLIED' || report.applied.status === 'FAILED';
-    settled = forDesired && final && (before.applied_hash !== report.applied.hash || before.applied_status !== report.applied.status);
     applied.hash = report.applied.hash;
     applied.status = report.applied.status;
   }
@@ -166,7 +160,7 @@ function reported(before: BeforeReport, report: AgentReport): ReportedAgent {
     before.desired_hash && !cutOff
       ? { configurationId: before.desired_configuration_id!, version: before.desired_version!, hash: before.desired_hash }
       : null;
-  return { previous: before.status, tenantId: before.tenant_id, desired, applied, settled, cutOff };
+  return { previous: before.status, tenantId: before.tenant_id, desired, applied, cutOff };
 }
 
 /**
