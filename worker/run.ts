@@ -32,7 +32,7 @@ export async function startWorker(
   const running = worker.run();
   const client = new Client({ connection, namespace: settings.temporal.namespace });
   await client.workflow.start('outboxRetentionWorkflow', {
-    workflowId: outboxRetentionWorkflowId(),
+    workflowId: outboxRetentionWorkflowId(settings.temporal.taskQueue),
     taskQueue: settings.temporal.taskQueue,
     args: [{ retentionDays: settings.events.retentionDays, intervalSeconds: 3600 }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,

@@ -2,7 +2,12 @@
  * Names shared by the api, the worker and the workflows: workflow ids (one helper per
  * workflow, readable in the Temporal UI), and later the signals, updates and queries.
  */
-export const outboxRetentionWorkflowId = () => 'outbox-retention';
+/**
+ * One retention workflow per deployment. A deployment is its task queue within the
+ * namespace: two deployments sharing a namespace (staging and production, or parallel
+ * test workers) must not adopt each other's sweeper, which would prune the other's database.
+ */
+export const outboxRetentionWorkflowId = (taskQueue: string) => `outbox-retention:${taskQueue}`;
 
 export interface OutboxRetentionInput {
   retentionDays: number;

@@ -7,6 +7,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { startWorker, type WorkerHandle } from '../../worker/run';
+import { outboxRetentionWorkflowId } from '../../workflows/definitions';
 import { issueBootstrapToken, startTestGateway, type TestGateway } from './agent-gateway';
 import { startTestApp, testSettings, type TestApp } from './app';
 import { testInfra } from './infra-env';
@@ -80,6 +81,7 @@ export async function startRolloutEnv(): Promise<RolloutEnv> {
     async close() {
       await Promise.all(fleets.map((fleet) => fleet.stop().catch(() => {})));
       await env.stopWorker();
+      await client.workflow.getHandle(outboxRetentionWorkflowId(taskQueue)).terminate('test done').catch(() => {});
       await gateway.close();
       await t.close();
       await connection.close();

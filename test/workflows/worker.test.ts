@@ -23,8 +23,8 @@ afterAll(async () => {
   await database?.drop();
 });
 
-async function terminateRetention() {
-  await client.workflow.getHandle(outboxRetentionWorkflowId()).terminate('test done').catch(() => {});
+async function terminateRetention(taskQueue: string) {
+  await client.workflow.getHandle(outboxRetentionWorkflowId(taskQueue)).terminate('test done').catch(() => {});
 }
 
 test('the worker registers the workflows, starts the outbox retention, and it prunes old events', async () => {
@@ -34,19 +34,19 @@ test('the worker registers the workflows, starts the outbox retention, and it pr
     { tenant_id: 'default', type: 'test.old', source: '/test', time: old, data: '{}' },
     { tenant_id: 'default', type: 'test.recent', source: '/test', data: '{}' },
   ]);
-  const settings = testSettings(database.url, { Temporal__TaskQueue: `test-${randomBytes(4).toString('hex')}`, Events__RetentionDays: '7' });
-  await terminateRetention();
+  const taskQueue = `test-${randomBytes(4).toString('hex')}`;
+  const settings = testSettings(database.url, { Temporal__TaskQueue: taskQueue, Events__RetentionDays: '7' });
   const handle = await startWorker(settings, db);
   try {
     await eventually(async () => {
       const types = (await db('events').select('type')).map((r) => r.type);
       expect(types).toEqual(['test.recent']);
     }, 20_000);
-    const description = await client.workflow.getHandle(outboxRetentionWorkflowId()).describe();
+    const description = await client.workflow.getHandle(outboxRetentionWorkflowId(taskQueue)).describe();
     expect(description.type).toBe('outboxRetentionWorkflow');
     expect(description.status.name).toBe('RUNNING');
   } finally {
-    await terminateRetention();
+    await terminateRetention(taskQueue);
     handle.worker.shutdown();
     await handle.running;
     await handle.connection.close();
@@ -54,11 +54,12 @@ test('the worker registers the workflows, starts the outbox retention, and it pr
 });
 
 test('the worker process connects, runs, and stops cleanly on SIGTERM', async () => {
+  const taskQueue = `proc-${randomBytes(4).toString('hex')}`;
   const worker = startScript('worker/main.ts', [], {
     Environment: 'Production',
     Database__Url: database.url,
     Temporal__Address: testInfra().temporalAddress,
-    Temporal__TaskQueue: `proc-${randomBytes(4).toString('hex')}`,
+    Temporal__TaskQueue: taskQueue,
     Secrets__EncryptionKey: randomBytes(32).toString('base64'),
   });
   let output = '';
@@ -72,6 +73,6 @@ test('the worker process connects, runs, and stops cleanly on SIGTERM', async ()
     expect(output).toContain('worker stopped');
   } finally {
     if (worker.exitCode === null) worker.kill('SIGKILL');
-    await terminateRetention();
+    await terminateRetention(taskQueue);
   }
 }, 90_000);
