@@ -100,8 +100,12 @@ test('pause between batches, then resume; 409 on resume of a running rollout; 41
   expect(await eventTypes(rollout.id)).toEqual(
     expect.arrayContaining(['rollout.created', 'rollout.started', 'rollout.paused', 'rollout.resumed', 'rollout.aborted']),
   );
-  // Every operation is in the audit trail, refused ones too.
-  const audited = await env.t.database.db('audit_events').where({ method: 'POST', resource_type: 'rollout', resource_id: rollout.id }).orderBy('seq').select('route', 'status');
+  // Every operation is in the audit trail, refused ones too. In call order: the chain (seq)
+  // appends refused calls in batches, up to 200 ms after a later successful write.
+  const audited = await env.t.database.db('audit_events')
+    .where({ method: 'POST', resource_type: 'rollout', resource_id: rollout.id })
+    .orderBy([{ column: 'occurred_at' }, { column: 'seq' }])
+    .select('route', 'status');
   expect(audited.map((row) => `${row.route} ${row.status}`)).toEqual([
     '/api/rollouts 201',
     '/api/rollouts/{id}/start 200',
