@@ -6,7 +6,7 @@
 import { heartbeat, sleep } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
-import { pushConfiguration, PushError } from '../api/opamp/push';
+import { lockAgentRows, pushConfiguration, PushError } from '../api/opamp/push';
 import { evaluatePolicies, violationsOf } from '../api/policies/evaluate';
 import { emitEvents, type NewEvent } from '../db/repos/events';
 import {
@@ -257,7 +257,9 @@ export function createRolloutActivities(db: Knex) {
       const rollout = await load(input.rolloutId);
       return db.transaction(async (trx) => {
         let pushed = 0;
-        for (const group of await claimRollback(trx, rollout.id, rollout.content_hash)) {
+        const groups = await claimRollback(trx, rollout.id, rollout.content_hash);
+        await lockAgentRows(trx, rollout.tenant_id, groups.flatMap((group) => group.agentIds));
+        for (const group of groups) {
           heartbeat();
           try {
             const result = await pushConfiguration(trx, { tenantId: rollout.tenant_id, agentIds: group.agentIds, configurationId: group.configurationId, version: group.version });

@@ -48,6 +48,7 @@ export async function pushConfiguration(
   if (!version) throw new PushError('no-version', `configuration ${push.configurationId} has no version ${push.version}`);
   if (version.state !== 'published') throw new PushError('not-published', `version ${push.version} of configuration ${push.configurationId} is not published`);
   if (push.agentIds.length === 0) return { hash: version.content_hash, agentIds: [] };
+  await lockAgentRows(db, push.tenantId, push.agentIds);
   const rows: Array<{ id: string }> = await db('agents')
     .where({ tenant_id: push.tenantId })
     .whereRaw('id = ANY(?::uuid[])', [push.agentIds as string[]]) // one parameter, however many agents
@@ -65,6 +66,20 @@ export async function pushConfiguration(
     await db.raw('SELECT pg_notify(?, ?)', [AGENT_PUSH_CHANNEL, agentIds.slice(i, i + PUSH_IDS_PER_NOTIFY).join(',')]);
   }
   return { hash: version.content_hash, agentIds };
+}
+
+/**
+ * Locks the agents' rows in id order, the order report batches, pings and the liveness
+ * sweep lock theirs in: an UPDATE over many ids locks in whatever order its plan visits
+ * them, and two writers locking overlapping rows in different orders deadlock. A
+ * transaction that pushes several times (a rollback, one push per previous version) locks
+ * all its agents first.
+ */
+export async function lockAgentRows(db: Db, tenantId: string, agentIds: readonly string[]): Promise<void> {
+  await db.raw(
+    `SELECT count(*) FROM (SELECT id FROM agents WHERE tenant_id = ? AND id = ANY(?::uuid[]) ORDER BY id FOR NO KEY UPDATE) locked`,
+    [tenantId, agentIds as string[]],
+  );
 }
 
 export type ConfigOutcome = { agentId: string; status: 'APPLIED' } | { agentId: string; status: 'FAILED'; error: string | null } | { agentId: string; status: 'WAITING' };
