@@ -23,9 +23,13 @@ export function checkCertificateRequest(csrBytes: Uint8Array, agentId: string): 
   return checkCsr(csrBytes, agentId);
 }
 
+/** Agents that may be given a certificate: neither held for approval nor cut off. */
+const CERTIFIABLE = new Set(['enrolling', 'online', 'offline']);
+
 /**
  * Signs a checked CSR for the admitted agent; undefined when the agent was issued a
- * certificate within the last `minReissueSeconds` (a retry, or a CSR loop).
+ * certificate within the last `minReissueSeconds` (a retry, or a CSR loop), or when it
+ * was cut off or held since its admission.
  */
 export async function answerCertificateRequest(
   db: Knex,
@@ -35,8 +39,10 @@ export async function answerCertificateRequest(
   csr: CheckedCsr,
 ): Promise<{ certificatePem: string; caPem: string } | undefined> {
   return db.transaction(async (trx) => {
-    // Serialises CSRs of one agent, so two at once cannot both pass the rate check.
-    await trx('agents').select('id').where({ id: agent.agentId }).forNoKeyUpdate().first();
+    // Serialises CSRs of one agent, so two at once cannot both pass the rate check, and
+    // holds off a revocation until the certificate is on record (and so revoked with the rest).
+    const row = await trx('agents').select('status').where({ id: agent.agentId, tenant_id: agent.tenantId }).forNoKeyUpdate().first();
+    if (!row || !CERTIFIABLE.has(row.status)) return undefined; // revoked (or rejected) since it was admitted
     const recent = await trx('agent_certificates')
       .select('serial')
       .where({ tenant_id: agent.tenantId, agent_id: agent.agentId })

@@ -29,7 +29,7 @@ import {
 import { answerCertificateRequest, checkCertificateRequest, csrOf, MIN_REISSUE_SECONDS } from './certificate-request';
 import { admitAgent, agentIdFromUid, checkCredential, tokenFromRequest, type Admitted, type ApprovalMode, type Credential, type RefusalReason } from './enrollment';
 import { ReportBatcher } from './report-batcher';
-import { AgentSessions, type WsSession } from './sessions';
+import { AgentSessions, type AdoptedSession, type WsSession } from './sessions';
 import { applyRoutineStatus, applyStatus, replyTo, SequenceTracker, setOffline } from './status';
 
 export const OPAMP_PATH = '/v1/opamp';
@@ -105,7 +105,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       : undefined;
   const certificateOptions = { ttlHours: settings.agents.certificateTtlHours, minReissueSeconds: deps.minReissueSeconds ?? MIN_REISSUE_SECONDS };
   const sequences = new SequenceTracker();
-  const reports = new ReportBatcher(db);
+  const reports = new ReportBatcher(db, logger);
   const sessions = new AgentSessions(db, logger, { databaseUrl: settings.database.url, heartbeatSeconds, tls });
   /** Offline updates still running, so close() can wait for them. */
   const pending = new Set<Promise<unknown>>();
@@ -204,14 +204,15 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       sequences.forget(agentId);
       return { ok: true, agentId, admission, pending: held, reply: replyTo(message, replyOptions) };
     }
-    const certificate = csr && !held ? await answerCertificateRequest(db, ca, certificateOptions, { tenantId, agentId }, csr) : undefined;
     const routine = !session.newSession && !held && !admission.enrolled && !message.agentDescription;
     const reported =
       (routine ? await applyRoutineStatus(reports, agentId, message) : undefined) ??
       (await applyStatus(db, agentId, message, { newSession: session.newSession, transport, pending: held }));
-    if (reported?.cutOff) return { ok: false, reason: 'agent-revoked' };
-    const remoteConfig = reported && !held ? await sessions.remoteConfigFor(reported.desired, reported.applied, session.sentHash) : undefined;
-    if (remoteConfig && reported?.desired) session.remember(reported.desired.hash);
+    if (!reported) return { ok: false, reason: 'unknown-agent' }; // the row is gone
+    if (reported.cutOff) return { ok: false, reason: 'agent-revoked' };
+    const certificate = csr && !held ? await answerCertificateRequest(db, ca, certificateOptions, { tenantId, agentId }, csr) : undefined;
+    const remoteConfig = held ? undefined : await sessions.remoteConfigFor(reported.desired, reported.applied, session.sentHash);
+    if (remoteConfig && reported.desired) session.remember(reported.desired.hash);
     if (admission.enrolled) logger.info({ agentId, transport, pending: held }, held ? 'agent held for approval' : 'agent enrolled');
     if (certificate) logger.info({ agentId }, 'agent certificate issued');
     return { ok: true, agentId, admission, pending: held, reply: replyTo(message, { ...replyOptions, remoteConfig, certificate }) };
@@ -275,7 +276,10 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       if (!session.agentId) {
         session.agentId = served.agentId;
         session.uid = message.instanceUid;
-        sessions.adopt(session as WsSession & { agentId: string });
+        const adopted = session as AdoptedSession;
+        sessions.adopt(adopted);
+        // A cut-off committed while this message was served found no session to close.
+        await sessions.recheck([adopted]);
       }
       if (ws.readyState === ws.OPEN) ws.send(frameWebSocket(encodeServerToAgent(served.reply)));
     }

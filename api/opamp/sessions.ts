@@ -44,9 +44,12 @@ export interface WsSession {
   run(work: () => Promise<void>): void;
 }
 
+/** A session whose first message admitted it: it speaks for one agent. */
+export type AdoptedSession = WsSession & { agentId: string };
+
 export class AgentSessions {
   /** The live WebSocket of each agent; an older one is closed when a newer one is admitted. */
-  readonly byAgent = new Map<string, WsSession>();
+  readonly byAgent = new Map<string, AdoptedSession>();
   /** config_hash last offered to each HTTP agent by this replica (HTTP has no session). */
   readonly httpSent = new Map<string, string>();
   /** TLS sockets authenticated by an agent's certificate (HTTP keep-alive included). */
@@ -77,7 +80,7 @@ export class AgentSessions {
     await this.listener.close();
   }
 
-  adopt(session: WsSession & { agentId: string }): void {
+  adopt(session: AdoptedSession): void {
     const older = this.byAgent.get(session.agentId);
     this.byAgent.set(session.agentId, session);
     if (older && older !== session) older.ws.close(SESSION_CLOSE.policyViolation, 'replaced by a newer connection');
@@ -136,13 +139,36 @@ export class AgentSessions {
 
   /** After the LISTEN connection was lost: pushes and cut-offs may have been missed. */
   private async resync(): Promise<void> {
-    const ids = [...this.byAgent.keys()];
-    if (ids.length === 0) return;
-    const rows: Array<{ id: string; status: string }> = await this.db('agents').select('id', 'status').whereIn('id', ids);
-    for (const row of rows) {
-      if (row.status === 'revoked' || row.status === 'handed-over') this.closeAgent(row.id, SESSION_CLOSE.policyViolation, 'agent revoked');
+    if (this.byAgent.size === 0) return;
+    await this.recheck([...this.byAgent.values()]);
+    await this.deliver([...this.byAgent.keys()]);
+  }
+
+  /**
+   * Closes the sessions whose standing changed where no cut-off could reach them: after
+   * their admission read the database and before `adopt` (a session is then unknown here),
+   * or while the LISTEN connection was down. The database holds what the notifications said.
+   */
+  async recheck(sessions: AdoptedSession[]): Promise<void> {
+    if (sessions.length === 0) return;
+    const agents: Array<{ id: string; status: string }> = await this.db('agents')
+      .select('id', 'status')
+      .whereRaw('id = ANY(?::uuid[])', [sessions.map((session) => session.agentId)]);
+    const statuses = new Map(agents.map((row) => [row.id, row.status]));
+    const tokenIds = [...new Set(sessions.flatMap((session) => (session.credential.kind === 'token' ? [session.credential.row.id] : [])))];
+    const revokedTokens = new Set<string>(
+      tokenIds.length === 0 ? [] : await this.db('bootstrap_tokens').whereRaw('id = ANY(?::uuid[])', [tokenIds]).whereNotNull('revoked_at').pluck('id'),
+    );
+    for (const session of sessions) {
+      const status = statuses.get(session.agentId);
+      if (status === undefined || status === 'revoked' || status === 'handed-over') {
+        this.closeAgent(session.agentId, SESSION_CLOSE.policyViolation, 'agent revoked');
+      } else if (session.credential.kind === 'token' && revokedTokens.has(session.credential.row.id)) {
+        session.ws.close(SESSION_CLOSE.policyViolation, 'bootstrap token revoked');
+      } else if (session.pending && status !== 'pending-approval') {
+        this.closeAgent(session.agentId, SESSION_CLOSE.serviceRestart, 'approved: reconnect');
+      }
     }
-    await this.deliver(ids);
   }
 
   // -------------------------------------------------------------------------------------

@@ -48,6 +48,8 @@ function storable<T>(value: T): T {
   return value;
 }
 
+const CAPABILITY_BITS = (1n << 53n) - 1n;
+
 export function reportFrom(message: AgentToServer): AgentReport {
   const report: AgentReport = {};
   const description = message.agentDescription;
@@ -56,7 +58,9 @@ export function reportFrom(message: AgentToServer): AgentReport {
     const serviceName = report.description['service.name'];
     if (typeof serviceName === 'string' && serviceName) report.nameIfEmpty = serviceName;
   }
-  if (message.capabilities !== 0n) report.capabilities = message.capabilities;
+  // OpAMP defines a dozen low bits; the rest are nobody's, and a value past 2^63 would not
+  // fit the bigint column (nor past 2^53 a JSON number): only the defined range is kept.
+  if (message.capabilities !== 0n) report.capabilities = message.capabilities & CAPABILITY_BITS;
   if (message.health) report.health = toJson(ComponentHealthSchema, message.health);
   if (message.effectiveConfig?.configMap) report.effectiveConfigHash = configMapHash(message.effectiveConfig.configMap);
   const remote = message.remoteConfigStatus;

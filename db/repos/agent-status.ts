@@ -173,10 +173,32 @@ export async function applyAgentReport(db: Db, id: string, report: AgentReport):
   return before && reported(before, report);
 }
 
-/** One routine report in a batch (see applyReportsIfOnline). */
+/** One routine report in a batch (see applyReportsIfOnline), with its row serialised once. */
 export interface BatchedReport {
   id: string;
   report: AgentReport;
+  /** The report's row of the statement's input, as JSON (`batchedReport` makes it). */
+  row: string;
+}
+
+/** Serialises a report for a batch; `row.length` is what it adds to the statement's input. */
+export function batchedReport(id: string, report: AgentReport): BatchedReport {
+  const row = JSON.stringify({
+    id,
+    has_description: report.description !== undefined,
+    description: report.description ?? null,
+    capabilities: report.capabilities?.toString() ?? null,
+    has_health: report.health !== undefined,
+    health: report.health ?? null,
+    has_effective: report.effectiveConfigHash !== undefined,
+    effective_config_hash: report.effectiveConfigHash ?? null,
+    has_applied: report.applied !== undefined,
+    applied_hash: report.applied?.hash ?? null,
+    applied_status: report.applied?.status ?? null,
+    applied_error: report.applied?.error ?? null,
+    name_if_empty: report.nameIfEmpty ?? null,
+  });
+  return { id, report, row };
 }
 
 /**
@@ -240,22 +262,8 @@ interface PgConnection {
 }
 
 export async function applyReportsIfOnline(db: Db, batch: BatchedReport[]): Promise<Map<string, ReportedAgent | undefined>> {
-  const input = batch.map(({ id, report }) => ({
-    id,
-    has_description: report.description !== undefined,
-    description: report.description ?? null,
-    capabilities: report.capabilities?.toString() ?? null,
-    has_health: report.health !== undefined,
-    health: report.health ?? null,
-    has_effective: report.effectiveConfigHash !== undefined,
-    effective_config_hash: report.effectiveConfigHash ?? null,
-    has_applied: report.applied !== undefined,
-    applied_hash: report.applied?.hash ?? null,
-    applied_status: report.applied?.status ?? null,
-    applied_error: report.applied?.error ?? null,
-    name_if_empty: report.nameIfEmpty ?? null,
-  }));
-  const rows = await runPrepared<BeforeReport & { id: string }>(db, 'fleet_agent_reports', REPORTS_SQL, [JSON.stringify(input)]);
+  const input = `[${batch.map((entry) => entry.row).join(',')}]`;
+  const rows = await runPrepared<BeforeReport & { id: string }>(db, 'fleet_agent_reports', REPORTS_SQL, [input]);
   const byId = new Map((rows as Array<BeforeReport & { id: string }>).map((row) => [row.id, row]));
   return new Map(batch.map(({ id, report }) => {
     const before = byId.get(id);

@@ -230,6 +230,20 @@ describe('OpAMP listener: enrollment', () => {
     expect((await tokenRow(issued.id)).uses).toBe(1);
   });
 
+  test('a token revoked while the LISTEN connection is down still closes its live session once the listener is back', async () => {
+    const issued = await issueToken();
+    const uid = newInstanceUid();
+    const agent = await connectWs(wsUrl, { token: issued.token });
+    await agent.exchange(hello(uid));
+    // Every listener of this database loses its connection (a failover, a proxy restart):
+    // the revocation's notification reaches no one.
+    await t.database.db.raw(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'fleet-config-listener' AND datname = current_database()`,
+    );
+    expect((await t.call('POST', `/api/tokens/${issued.id}/revoke`, { token: operator })).status).toBe(200);
+    expect(await agent.closed).toEqual({ code: 1008, reason: 'bootstrap token revoked' });
+  });
+
   test('an expired token refuses new agents but still admits the agent bound to it', async () => {
     const issued = await issueToken({ maxUses: 5 });
     const bound = newInstanceUid();
@@ -283,6 +297,18 @@ describe('OpAMP listener: bad input', () => {
     expect((await tokenRow(issued.id)).uses).toBe(0);
     expect(await agentsOf(issued.id)).toEqual([]);
     await goodAgentEnrolls();
+  });
+
+  test('capabilities beyond the defined bits (up to 2^64 − 1) keep the defined range; the session carries on', async () => {
+    const issued = await issueToken();
+    const uid = newInstanceUid();
+    const all = 2n ** 64n - 1n;
+    const agent = await connectWs(wsUrl, { token: issued.token });
+    await agent.exchange(hello(uid, { capabilities: all }));
+    // the second message is a routine report: the batched path
+    await agent.exchange({ instanceUid: uid, sequenceNum: 2n, capabilities: all } as AgentMessage);
+    await agent.close();
+    expect((await getAgent(uidToUuid(uid))).body.capabilities).toBe(Number.MAX_SAFE_INTEGER);
   });
 
   test('a text frame closes the socket with 1003', async () => {
