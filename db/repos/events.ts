@@ -22,25 +22,32 @@ export interface EventRow {
   data: Record<string, unknown>;
 }
 
+const EVENTS_PER_INSERT = 5000;
+
 /**
  * Writes events in the caller's transaction and NOTIFYs each id (delivered at commit), so
  * an event exists exactly when the change that caused it does. Payloads are ids only
  * (NOTIFY payloads are capped at 8000 bytes); listeners read the rows.
  */
 export async function emitEvents(db: Db, events: NewEvent[]): Promise<EventRow[]> {
-  if (events.length === 0) return [];
-  const rows: EventRow[] = await db('events')
-    .insert(
-      events.map((e) => ({
-        tenant_id: e.tenantId,
-        type: e.type,
-        source: e.source,
-        subject: e.subject ?? null,
-        data: JSON.stringify(e.data),
-      })),
-    )
-    .returning('*');
-  await db.raw('SELECT pg_notify(?, id) FROM unnest(?::text[]) AS id', [EVENTS_CHANNEL, rows.map((r) => r.id)]);
+  const rows: EventRow[] = [];
+  // Five parameters a row: a statement takes at most 65,535, and a rollback settles tens of
+  // thousands of agents at once.
+  for (let i = 0; i < events.length; i += EVENTS_PER_INSERT) {
+    const inserted: EventRow[] = await db('events')
+      .insert(
+        events.slice(i, i + EVENTS_PER_INSERT).map((e) => ({
+          tenant_id: e.tenantId,
+          type: e.type,
+          source: e.source,
+          subject: e.subject ?? null,
+          data: JSON.stringify(e.data),
+        })),
+      )
+      .returning('*');
+    await db.raw('SELECT pg_notify(?, id) FROM unnest(?::text[]) AS id', [EVENTS_CHANNEL, inserted.map((r) => r.id)]);
+    rows.push(...inserted);
+  }
   return rows;
 }
 

@@ -1,4 +1,5 @@
 import { publishConfiguration } from '../support/configurations';
+import { seedAgents } from '../support/agents-seed';
 import { eventually } from '../support/eventually';
 import { startScript } from '../support/processes';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
@@ -347,3 +348,38 @@ test('rolling back an older rollout leaves the agents a later rollout moved on',
   expect(agents.body.items[0].rollback).toEqual({ state: 'skipped', error: "a later push replaced this rollout's configuration" });
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v2!.contentHash);
 }, 60_000);
+
+test('a rollout and its rollback over 20,000 agents: every agent result is recorded and an event', async () => {
+  const [v1, v2] = await publishConfiguration(env.t, env.operator, ['a: 1\n', 'a: 2\n']);
+  const groupId = (await call('POST', '/api/groups', { name: 'twenty-thousand' })).body.id as string;
+  // Agents that have v1 and never connect: the rollout gives up on each after the apply
+  // timeout, and the rollback finds each already on v1. Both settle 20,000 agents at once.
+  const ids = await seedAgents(env.t.database.db, 'default', 20_000, () => ({
+    group_id: groupId,
+    status: 'offline',
+  }));
+  await env.t.database.db('agents').whereRaw('id = ANY(?::uuid[])', [ids]).update({
+    desired_configuration_id: v1!.configurationId, desired_version: v1!.version, desired_hash: v1!.contentHash,
+    applied_configuration_id: v1!.configurationId, applied_version: v1!.version, applied_hash: v1!.contentHash, applied_status: 'APPLIED',
+  });
+  const rollout = await createRollout({
+    configurationId: v2!.configurationId,
+    version: v2!.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchPercent: 100, applyTimeoutSeconds: 1, maxFailurePercent: 100 },
+  });
+  expect((await call('POST', `/api/rollouts/${rollout.id}/start`)).status).toBe(200);
+  const completed = await waitForState(rollout.id, 'completed', 60_000);
+  expect(completed.body.progress).toMatchObject({ total: 20_000, failed: 20_000 });
+
+  expect((await call('POST', `/api/rollouts/${rollout.id}/rollback`)).status).toBe(200);
+  const rolledBack = await waitForState(rollout.id, 'rolled-back', 60_000);
+  expect(rolledBack.body.rollback).toEqual({ pending: 0, applying: 0, succeeded: 20_000, failed: 0, skipped: 0 });
+  const agent = await call('GET', `/api/rollouts/${rollout.id}/agents?limit=1`);
+  expect(agent.body.items[0]).toMatchObject({ state: 'failed', rollback: { state: 'succeeded', error: null } });
+  const updates = await env.t.database.db('events')
+    .where({ type: 'rollout.agent-updated' })
+    .whereRaw("data->>'rolloutId' = ?", [rollout.id])
+    .count<{ n: string }[]>('* as n');
+  expect(Number(updates[0]!.n)).toBe(40_000);
+}, 150_000);
