@@ -63,7 +63,7 @@ export async function rolloutPhase(input: RolloutPhaseInput): Promise<string[]> 
 // ---------------------------------------------------------------------------------------
 // Temporal, the worker, the api
 
-interface RolloutStack {
+export interface RolloutStack {
   baseUrl: string;
   temporal: ReturnType<typeof createTemporal>;
   temporalPid: number;
@@ -72,7 +72,7 @@ interface RolloutStack {
   stop(): Promise<void>;
 }
 
-async function startRolloutStack(databaseUrl: string, progress: (text: string) => void): Promise<RolloutStack> {
+export async function startRolloutStack(databaseUrl: string, progress: (text: string) => void): Promise<RolloutStack> {
   const stops: Array<() => Promise<unknown>> = [];
   const stop = async () => {
     for (const step of stops.reverse()) await step().catch(() => {});
@@ -152,10 +152,10 @@ async function startWorkerProcess(env: Record<string, string>): Promise<{ pid: n
 // ---------------------------------------------------------------------------------------
 // The rollout
 
-type Reply = { status: number; body: any; ms: number };
+export type Reply = { status: number; body: any; ms: number; etag?: string };
 
 /** What the bench reads of `GET /api/rollouts/{id}`. */
-interface RolloutBody {
+export interface RolloutBody {
   state: string;
   currentBatch: number;
   reason: string | null;
@@ -163,7 +163,7 @@ interface RolloutBody {
   strategy: { applyTimeoutSeconds: number };
 }
 
-type Api = (method: string, url: string, body?: unknown) => Promise<Reply>;
+export type Api = (method: string, url: string, body?: unknown, headers?: Record<string, string>) => Promise<Reply>;
 
 async function measureRollout(stack: RolloutStack, input: RolloutPhaseInput): Promise<string[]> {
   const { db, fleet, progress } = input;
@@ -213,7 +213,7 @@ async function measureRollout(stack: RolloutStack, input: RolloutPhaseInput): Pr
 }
 
 /** An operator PAT written to the database (as `npm run fleet -- create-pat` does), and calls with it. */
-async function operatorApi(baseUrl: string, db: Knex): Promise<Api> {
+export async function operatorApi(baseUrl: string, db: Knex): Promise<Api> {
   const token = generateToken('svc-pat');
   await insertPat(db, {
     tenant_id: TENANT,
@@ -224,25 +224,30 @@ async function operatorApi(baseUrl: string, db: Knex): Promise<Api> {
     expires_at: new Date(Date.now() + 86_400_000),
     created_by: 'bench',
   });
-  return async (method, url, body) => {
+  return async (method, url, body, headers = {}) => {
     const started = performance.now();
     const response = await fetch(baseUrl + url, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined, ms: performance.now() - started };
+    return { status: response.status, body: text ? JSON.parse(text) : undefined, ms: performance.now() - started, etag: response.headers.get('etag') ?? undefined };
   };
 }
 
-function must(what: string, reply: Reply, status: number): Reply {
+export function must(what: string, reply: Reply, status: number): Reply {
   if (reply.status !== status) throw new Error(`${what}: ${reply.status} ${JSON.stringify(reply.body)}`);
   return reply;
 }
 
 /** `GET /api/rollouts/{id}` every 250 ms until the rollout stops (a final state or a pause). */
-async function pollUntilSettled(api: Api, id: string, started: number, input: RolloutPhaseInput): Promise<RolloutBody> {
+export async function pollUntilSettled(
+  api: Api,
+  id: string,
+  started: number,
+  input: { timeoutMs: number; progress: (text: string) => void },
+): Promise<RolloutBody> {
   let lastReport = Date.now();
   for (;;) {
     const rollout = must('get rollout', await api('GET', `/api/rollouts/${id}`), 200).body as RolloutBody;
@@ -270,7 +275,7 @@ async function cpuNow(stack: RolloutStack, input: RolloutPhaseInput): Promise<Cp
 }
 
 /** Every run of `rollout:<id>` (more than one after continue-as-new) and their events. */
-async function workflowHistory(client: Client, rolloutId: string) {
+export async function workflowHistory(client: Client, rolloutId: string) {
   const workflowId = rolloutWorkflowId(rolloutId);
   const latest = await client.workflow.getHandle(workflowId).describe();
   const runs: Array<{ historyLength: number; status: string }> = [];
@@ -287,7 +292,7 @@ async function workflowHistory(client: Client, rolloutId: string) {
  * Per batch, from `rollout_agents`: when it was pushed, how long after the previous batch
  * settled (the workflow's own time between batches), and until its last agent reported.
  */
-async function batchTimes(db: Knex, rolloutId: string): Promise<{ lines: string[]; databaseMs: number }> {
+export async function batchTimes(db: Knex, rolloutId: string): Promise<{ lines: string[]; databaseMs: number }> {
   const batches = (await db('rollout_agents')
     .where({ rollout_id: rolloutId })
     .whereNotNull('batch')
@@ -307,4 +312,4 @@ async function batchTimes(db: Knex, rolloutId: string): Promise<{ lines: string[
   return { lines, databaseMs: (rollout.finished_at?.getTime() ?? NaN) - startedAt };
 }
 
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+export const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
