@@ -20,7 +20,8 @@ import { runExpression, type PolicyContext } from './cel';
 export interface EvaluationInput {
   configurationId: string;
   version: number;
-  target: { groupIds?: string[]; agentIds?: string[] };
+  /** Groups and agents (each agent once), or the agents of a rollout. */
+  target: { groupIds?: string[]; agentIds?: string[] } | { rolloutId: string };
   /** The push's batch size, as a percentage of the target and/or a count (see rolloutFacts). */
   rollout?: { batchPercent?: number; batchSize?: number };
   /**
@@ -138,7 +139,7 @@ function versionFacts(configuration: TargetConfigurationRow, row: TargetVersionR
 }
 
 /** Unknown, deleted or other tenants' groups and agents are 404, as if they were a path. */
-export async function checkTarget(db: Db, tenantId: string, target: AgentTarget): Promise<void> {
+export async function checkTarget(db: Db, tenantId: string, target: { groupIds: string[]; agentIds: string[] }): Promise<void> {
   const groups = await liveGroupIds(db, tenantId, target.groupIds);
   const missingGroup = target.groupIds.find((id) => !groups.has(id));
   if (missingGroup) throw problems.notFound('group', missingGroup);
@@ -190,8 +191,13 @@ export async function evaluatePolicies(db: Db, tenantId: string, input: Evaluati
   if (!configuration) throw problems.notFound('configuration', input.configurationId);
   const version = await findTargetVersion(db, configuration.id, input.version);
   if (!version) throw new Problem('not-found', `Configuration '${configuration.id}' has no version ${input.version}.`);
-  const target: AgentTarget = { groupIds: [...new Set(input.target.groupIds ?? [])], agentIds: [...new Set(input.target.agentIds ?? [])] };
-  await checkTarget(db, tenantId, target);
+  let target: AgentTarget;
+  if ('rolloutId' in input.target) {
+    target = { rolloutId: input.target.rolloutId };
+  } else {
+    target = { groupIds: [...new Set(input.target.groupIds ?? [])], agentIds: [...new Set(input.target.agentIds ?? [])] };
+    await checkTarget(db, tenantId, target);
+  }
 
   const policies = await enforcedPolicies(db, tenantId);
   const targetCount = input.totalTargetCount ?? (await countTargetAgents(db, tenantId, target));

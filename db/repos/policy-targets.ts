@@ -60,18 +60,19 @@ export async function existingAgentIds(db: Db, tenantId: string, ids: string[]):
   return new Set(rows.map((row) => row.id));
 }
 
-/** Group ids and agent ids, each checked to exist (ids travel as one array parameter, so any count fits). */
-export interface AgentTarget {
-  groupIds: string[];
-  agentIds: string[];
-}
+/**
+ * What a push names: group ids and agent ids, each checked to exist (ids travel as one array
+ * parameter, so any count fits), or a rollout's agents (its own membership table, so a
+ * rollout of 100,000 agents is not sent to Postgres as 100,000 ids on every page).
+ */
+export type AgentTarget = { groupIds: string[]; agentIds: string[] } | { rolloutId: string };
 
 function inTarget(db: Db, tenantId: string, target: AgentTarget) {
-  return db('agents')
-    .where({ tenant_id: tenantId })
-    .where((q) => {
-      q.whereRaw('group_id = ANY(?::uuid[])', [target.groupIds]).orWhereRaw('id = ANY(?::uuid[])', [target.agentIds]);
-    });
+  const agents = db('agents').where({ tenant_id: tenantId });
+  if ('rolloutId' in target) return agents.whereIn('id', db('rollout_agents').select('agent_id').where({ rollout_id: target.rolloutId }));
+  return agents.where((q) => {
+    q.whereRaw('group_id = ANY(?::uuid[])', [target.groupIds]).orWhereRaw('id = ANY(?::uuid[])', [target.agentIds]);
+  });
 }
 
 export async function countTargetAgents(db: Db, tenantId: string, target: AgentTarget): Promise<number> {

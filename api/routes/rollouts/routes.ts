@@ -8,7 +8,6 @@ import {
   findRollout,
   insertRollout,
   listRolloutsQuery,
-  rolloutAgentIds,
   rolloutAgentsQuery,
   rolloutProgress,
   type RolloutAgentRow,
@@ -77,7 +76,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
           await assertPolicies(db, principal.tenantId, {
             configurationId: row.configuration_id,
             version: row.version,
-            target: { agentIds: await rolloutAgentIds(db, row.id) },
+            target: { rolloutId: row.id },
             rollout: { batchSize: row.strategy.batchSize, batchPercent: row.strategy.batchPercent },
           });
         }
