@@ -209,12 +209,11 @@ export async function evaluatePolicies(db: Db, tenantId: string, input: Evaluati
 
   const verdicts: Verdict[] = [];
   let after: string | null = null;
-  for (;;) {
-    const agents = await targetAgentsPage(db, tenantId, target, after, PAGE);
-    verdicts.push(...judgePage(policies, agents.map((agent) => ({ ...shared, agent: agentFacts(agent) })), agents));
-    if (agents.length < PAGE) break;
-    after = agents[agents.length - 1]!.id;
-  }
+  do {
+    const page = await targetAgentsPage(db, tenantId, target, after, PAGE);
+    verdicts.push(...judgePage(policies, page.agents.map((agent) => ({ ...shared, agent: agentFacts(agent) })), page.agents));
+    after = page.after;
+  } while (after);
   return { allowed: verdicts.every((verdict) => verdict.allowed), verdicts };
 }
 

@@ -67,6 +67,7 @@ export async function existingAgentIds(db: Db, tenantId: string, ids: string[]):
  */
 export type AgentTarget = { groupIds: string[]; agentIds: string[] } | { rolloutId: string };
 
+/** The target's agents, as `agents` (a rollout's: those its membership rows name). */
 function inTarget(db: Db, tenantId: string, target: AgentTarget) {
   const agents = db('agents').where({ tenant_id: tenantId });
   if ('rolloutId' in target) return agents.whereIn('id', db('rollout_agents').select('agent_id').where({ rollout_id: target.rolloutId }));
@@ -80,20 +81,40 @@ export async function countTargetAgents(db: Db, tenantId: string, target: AgentT
   return Number((row as { n: string | number } | undefined)?.n ?? 0);
 }
 
+const TARGET_AGENT_COLUMNS = [
+  'id', 'name', 'group_id', 'status', 'labels',
+  'desired_configuration_id', 'desired_version', 'desired_hash',
+  'applied_configuration_id', 'applied_version', 'applied_hash', 'applied_status',
+] as const;
+
 /**
  * One page of the agents a target names (members of the groups plus the agents listed,
- * each once), in id order after `afterId`: keyset pages, so a wide target is read in
- * bounded pieces.
+ * each once; or a rollout's), in id order after `afterId`: keyset pages, so a wide target
+ * is read in bounded pieces. `after` is the next page's key, null after the last page.
+ *
+ * A rollout's page is two statements — the next ids from its membership's primary key, then
+ * those agents — because as one join the planner, judging a membership table filled a
+ * moment ago by stale statistics, sorted every remaining row for each page (170 ms a page
+ * at 100,000 agents instead of a few).
  */
-export async function targetAgentsPage(db: Db, tenantId: string, target: AgentTarget, afterId: string | null, limit: number): Promise<TargetAgentRow[]> {
-  const query = inTarget(db, tenantId, target)
-    .select(
-      'id', 'name', 'group_id', 'status', 'labels',
-      'desired_configuration_id', 'desired_version', 'desired_hash',
-      'applied_configuration_id', 'applied_version', 'applied_hash', 'applied_status',
-    )
-    .orderBy('id')
-    .limit(limit);
+export async function targetAgentsPage(
+  db: Db,
+  tenantId: string,
+  target: AgentTarget,
+  afterId: string | null,
+  limit: number,
+): Promise<{ agents: TargetAgentRow[]; after: string | null }> {
+  if ('rolloutId' in target) {
+    const ids = db('rollout_agents').where({ rollout_id: target.rolloutId }).orderBy('agent_id').limit(limit).pluck('agent_id');
+    if (afterId) ids.where('agent_id', '>', afterId);
+    const page: string[] = await ids;
+    const agents: TargetAgentRow[] = page.length
+      ? await db('agents').select(...TARGET_AGENT_COLUMNS).where({ tenant_id: tenantId }).whereRaw('id = ANY(?::uuid[])', [page]).orderBy('id')
+      : [];
+    return { agents, after: page.length === limit ? page[page.length - 1]! : null };
+  }
+  const query = inTarget(db, tenantId, target).select(...TARGET_AGENT_COLUMNS).orderBy('id').limit(limit);
   if (afterId) query.where('id', '>', afterId);
-  return query;
+  const agents: TargetAgentRow[] = await query;
+  return { agents, after: agents.length === limit ? agents[agents.length - 1]!.id : null };
 }
