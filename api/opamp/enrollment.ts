@@ -25,6 +25,7 @@ import {
   lockAgentBinding,
   rebindAgentToken,
   tokenHasBoundAgents,
+  hasLiveCertificate,
   hasUsableCredential,
   countPendingAgents,
   type AgentBinding,
@@ -47,6 +48,8 @@ export type RefusalReason =
   | 'agent-revoked'
   | 'foreign-agent'
   | 'uid-bound'
+  /** The agent has connected with its certificate: its bootstrap token no longer admits it. */
+  | 'certificate-required'
   | 'certificate-mismatch'
   | 'unknown-agent'
   | 'too-many-pending';
@@ -161,9 +164,16 @@ export async function admitAgent(
 /** The certificate (checked at the handshake) names the agent; its uid must be that agent's. */
 async function admitByCertificate(db: Knex, identity: AgentIdentity, agentId: string): Promise<Admission> {
   if (agentId !== identity.agentId) return { ok: false, reason: 'certificate-mismatch' };
-  const agent: Pick<AgentBinding, 'tenant_id' | 'status'> | undefined = await db('agents').select('tenant_id', 'status').where({ id: agentId }).first();
+  const agent: Pick<AgentBinding, 'tenant_id' | 'status' | 'certificate_used_at'> | undefined = await db('agents')
+    .select('tenant_id', 'status', 'certificate_used_at')
+    .where({ id: agentId })
+    .first();
   if (!agent || agent.tenant_id !== identity.tenantId) return { ok: false, reason: 'unknown-agent' };
   if (CUT_OFF.has(agent.status) || agent.status === 'pending-approval') return { ok: false, reason: 'agent-revoked' };
+  if (!agent.certificate_used_at) {
+    // It keeps its certificate: from now on that is how it gets in (see enrolOrAdmit).
+    await db('agents').where({ id: agentId }).whereNull('certificate_used_at').update({ certificate_used_at: db.fn.now() } as never);
+  }
   return { ok: true, agentId, tenantId: agent.tenant_id, enrolled: false, pending: false };
 }
 
@@ -207,6 +217,8 @@ async function enrolOrAdmit(db: Knex, credential: Credential & { kind: 'token' }
       if (agent && agent.enrolled_with_token_id === token.id) {
         // A revoked agent must enroll again with another token than the one it was bound to.
         if (CUT_OFF.has(agent.status)) throw new Refused('agent-revoked');
+        // An agent that moved to mTLS is its certificate now; the (maybe shared) token is not.
+        if (agent.certificate_used_at && hasLiveCertificate(agent)) throw new Refused('certificate-required');
         return { ok: true as const, agentId, tenantId: agent.tenant_id, enrolled: false, pending: agent.status === 'pending-approval' };
       }
       const tenantId = token.tenant_id;

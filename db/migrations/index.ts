@@ -4,6 +4,7 @@ import * as inventory from './20261122010000_inventory';
 import * as agentCa from './20261122020000_agent_ca';
 import * as agentGateway from './20261122030000_agent_gateway';
 import * as rollouts from './20261122040000_rollouts';
+import * as agentCertificateUsed from './20261123000000_agent_certificate_used';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -15,6 +16,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122020000_agent_ca': agentCa,
   '20261122030000_agent_gateway': agentGateway,
   '20261122040000_rollouts': rollouts,
+  '20261123000000_agent_certificate_used': agentCertificateUsed,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -14,6 +14,8 @@ export interface AgentBinding {
   certificate_serial: string | null;
   certificate_not_after: Date | null;
   certificate_revoked_at: Date | null;
+  /** First connection with one of our certificates since the agent (re-)enrolled. */
+  certificate_used_at: Date | null;
 }
 
 /** A bootstrap token by hash, whatever its state (the gateway decides what each state admits). */
@@ -34,10 +36,23 @@ export async function tokenHasBoundAgents(db: Db, tokenId: string): Promise<bool
 /** Locks the agent row (any tenant: the instance uid is global) for the rest of the transaction. */
 export async function lockAgentBinding(db: Db, id: string): Promise<AgentBinding | undefined> {
   return db('agents')
-    .select('id', 'tenant_id', 'group_id', 'name', 'status', 'enrolled_with_token_id', 'certificate_serial', 'certificate_not_after', 'certificate_revoked_at')
+    .select(
+      'id', 'tenant_id', 'group_id', 'name', 'status', 'enrolled_with_token_id',
+      'certificate_serial', 'certificate_not_after', 'certificate_revoked_at', 'certificate_used_at',
+    )
     .where({ id })
     .forNoKeyUpdate()
     .first();
+}
+
+/** The agent holds a certificate of ours that is neither revoked nor expired. */
+export function hasLiveCertificate(agent: AgentBinding): boolean {
+  return (
+    agent.certificate_serial !== null &&
+    agent.certificate_revoked_at === null &&
+    agent.certificate_not_after !== null &&
+    agent.certificate_not_after.getTime() > Date.now()
+  );
 }
 
 /**
@@ -45,12 +60,7 @@ export async function lockAgentBinding(db: Db, id: string): Promise<AgentBinding
  * unrevoked? Then nobody else may enroll under its uid.
  */
 export async function hasUsableCredential(db: Db, agent: AgentBinding): Promise<boolean> {
-  const liveCertificate =
-    agent.certificate_serial !== null &&
-    agent.certificate_revoked_at === null &&
-    agent.certificate_not_after !== null &&
-    agent.certificate_not_after.getTime() > Date.now();
-  if (liveCertificate) return true;
+  if (hasLiveCertificate(agent)) return true;
   if (!agent.enrolled_with_token_id) return false;
   const token = await findBootstrapTokenById(db, agent.enrolled_with_token_id);
   return token !== undefined && token.revoked_at === null;
@@ -60,7 +70,7 @@ export async function hasUsableCredential(db: Db, agent: AgentBinding): Promise<
 export async function rebindAgentToken(db: Db, id: string, tokenId: string): Promise<void> {
   await db('agents')
     .where({ id })
-    .update({ enrolled_with_token_id: tokenId, status: 'enrolling', row_version: db.raw('row_version + 1'), updated_at: db.fn.now() } as never);
+    .update({ enrolled_with_token_id: tokenId, status: 'enrolling', certificate_used_at: null, row_version: db.raw('row_version + 1'), updated_at: db.fn.now() } as never);
 }
 
 /** The columns an AgentToServer message may change; absent keys are left alone. */

@@ -289,6 +289,29 @@ describe('CSR → mTLS', () => {
     }
   });
 
+  test('once an agent has connected with its certificate, its token no longer admits it; until then it does (a lost reply must not lock it out)', async () => {
+    const issued = await issueToken({ maxUses: 1 });
+    const uid = newInstanceUid();
+    const id = uidToUuid(uid);
+    const { csrPem, keyPem } = await generateCsr(id);
+    const enrolled = await postHttps(gateway.httpUrl, withCsr(uid, csrPem), { token: issued.token });
+    if (enrolled.kind !== 'reply' || !enrolled.message) throw new Error(`enrolment: ${JSON.stringify(enrolled)}`);
+    const cert = Buffer.from(enrolled.message.connectionSettings!.opamp!.certificate!.cert).toString();
+
+    // Say the reply never reached the agent: it comes back with its token, and is let in.
+    expect(await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 1n }), { token: issued.token })).toMatchObject({ kind: 'reply', status: 200 });
+    // It connects with the certificate once...
+    expect(await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 2n }), { client: { cert, key: keyPem } })).toMatchObject({ kind: 'reply', status: 200 });
+    // ...and from then on the token (a whole fleet's, maybe) does not speak for it, on either transport.
+    expect(await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 3n }), { token: issued.token })).toMatchObject({ kind: 'reply', status: 401 });
+    const ws = await wssAttempt(gateway.wsUrl, { token: issued.token });
+    if (ws.kind !== 'open') throw new Error(`upgrade: ${JSON.stringify(ws)}`);
+    ws.send(hello(uid, { sequenceNum: 4n }));
+    expect(await ws.closed).toEqual({ code: 1008, reason: 'refused: certificate-required' });
+    expect(await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 5n }), { client: { cert, key: keyPem } })).toMatchObject({ kind: 'reply', status: 200 });
+    expect((await getAgent(id)).body).toMatchObject({ status: 'online', certificate: { revokedAt: null } });
+  });
+
   test('a certificate from another CA (same CA name) is dropped right after the handshake, even with a good token; nothing is stored', async () => {
     const issued = await issueToken();
     const uid = newInstanceUid();
