@@ -3,7 +3,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import type { Knex } from 'knex';
 import { createActivities } from '../activities';
 import type { Settings } from '../api/settings';
-import { outboxRetentionWorkflowId } from '../workflows/definitions';
+import { LEGACY_OUTBOX_RETENTION_WORKFLOW_ID, outboxRetentionWorkflowId } from '../workflows/definitions';
 
 export interface WorkerHandle {
   worker: Worker;
@@ -37,5 +37,18 @@ export async function startWorker(
     args: [{ retentionDays: settings.events.retentionDays, intervalSeconds: 3600 }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
+  await endLegacyRetention(client, settings.temporal.taskQueue);
   return { worker, connection, running };
+}
+
+/**
+ * Retention was once one workflow per namespace (`outbox-retention`); left running, it would
+ * go on pruning with its old settings beside the deployment's own. Ended by a worker of the
+ * task queue it runs on, so it is never another deployment's to end.
+ */
+async function endLegacyRetention(client: Client, taskQueue: string): Promise<void> {
+  const handle = client.workflow.getHandle(LEGACY_OUTBOX_RETENTION_WORKFLOW_ID);
+  const legacy = await handle.describe().catch(() => undefined);
+  if (legacy?.status.name !== 'RUNNING' || legacy.taskQueue !== taskQueue) return;
+  await handle.terminate(`replaced by ${outboxRetentionWorkflowId(taskQueue)}`).catch(() => {});
 }

@@ -35,7 +35,7 @@ export async function answerCertificateRequest(
   db: Knex,
   ca: AgentCa,
   options: { ttlHours: number; minReissueSeconds: number },
-  agent: { tenantId: string; agentId: string },
+  agent: { tenantId: string; agentId: string; /** The bootstrap token it authenticated with, if that was its credential. */ tokenId?: string },
   csr: CheckedCsr,
 ): Promise<{ certificatePem: string; caPem: string } | undefined> {
   return db.transaction(async (trx) => {
@@ -43,6 +43,12 @@ export async function answerCertificateRequest(
     // holds off a revocation until the certificate is on record (and so revoked with the rest).
     const row = await trx('agents').select('status').where({ id: agent.agentId, tenant_id: agent.tenantId }).forNoKeyUpdate().first();
     if (!row || !CERTIFIABLE.has(row.status)) return undefined; // revoked (or rejected) since it was admitted
+    if (agent.tokenId) {
+      // Its token revoked meanwhile: a certificate would outlive the revocation. FOR SHARE
+      // waits for a revocation in flight, and holds off one that comes later until this commits.
+      const token = await trx('bootstrap_tokens').select('revoked_at').where({ id: agent.tokenId }).forShare().first();
+      if (!token || token.revoked_at) return undefined;
+    }
     const recent = await trx('agent_certificates')
       .select('serial')
       .where({ tenant_id: agent.tenantId, agent_id: agent.agentId })

@@ -210,7 +210,8 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       (await applyStatus(db, agentId, message, { newSession: session.newSession, transport, pending: held }));
     if (!reported) return { ok: false, reason: 'unknown-agent' }; // the row is gone
     if (reported.cutOff) return { ok: false, reason: 'agent-revoked' };
-    const certificate = csr && !held ? await answerCertificateRequest(db, ca, certificateOptions, { tenantId, agentId }, csr) : undefined;
+    const tokenId = credential.kind === 'token' ? credential.row.id : undefined;
+    const certificate = csr && !held ? await answerCertificateRequest(db, ca, certificateOptions, { tenantId, agentId, tokenId }, csr) : undefined;
     const remoteConfig = held ? undefined : await sessions.remoteConfigFor(reported.desired, reported.applied, session.sentHash);
     if (remoteConfig && reported.desired) session.remember(reported.desired.hash);
     if (admission.enrolled) logger.info({ agentId, transport, pending: held }, held ? 'agent held for approval' : 'agent enrolled');
@@ -278,8 +279,10 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         session.uid = message.instanceUid;
         const adopted = session as AdoptedSession;
         sessions.adopt(adopted);
-        // A cut-off committed while this message was served found no session to close.
-        await sessions.recheck([adopted]);
+        // A cut-off committed while this message was served found no session to close. The
+        // message is done either way: should the re-check fail, its reply still goes out
+        // (notifications and the resync after a lost LISTEN remain).
+        await sessions.recheck([adopted]).catch((error: unknown) => logger.warn({ err: error, agentId: adopted.agentId }, 'session re-check failed'));
       }
       if (ws.readyState === ws.OPEN) ws.send(frameWebSocket(encodeServerToAgent(served.reply)));
     }

@@ -64,7 +64,7 @@ export class AgentSessions {
     private readonly options: { databaseUrl: string; heartbeatSeconds: number; tls: boolean },
   ) {
     this.configs = new RemoteConfigCache(db);
-    this.listener = new PgListener(options.databaseUrl, logger, () => void this.resync());
+    this.listener = new PgListener(options.databaseUrl, logger, () => void this.resync().catch((error) => this.fail(error, 'resync')));
   }
 
   async start(): Promise<void> {
@@ -160,13 +160,16 @@ export class AgentSessions {
       tokenIds.length === 0 ? [] : await this.db('bootstrap_tokens').whereRaw('id = ANY(?::uuid[])', [tokenIds]).whereNotNull('revoked_at').pluck('id'),
     );
     for (const session of sessions) {
+      // A session replaced while the statements ran is closed already; its successor is not
+      // the one that was judged here.
+      if (this.byAgent.get(session.agentId) !== session) continue;
       const status = statuses.get(session.agentId);
       if (status === undefined || status === 'revoked' || status === 'handed-over') {
         this.closeAgent(session.agentId, SESSION_CLOSE.policyViolation, 'agent revoked');
       } else if (session.credential.kind === 'token' && revokedTokens.has(session.credential.row.id)) {
         session.ws.close(SESSION_CLOSE.policyViolation, 'bootstrap token revoked');
       } else if (session.pending && status !== 'pending-approval') {
-        this.closeAgent(session.agentId, SESSION_CLOSE.serviceRestart, 'approved: reconnect');
+        session.ws.close(SESSION_CLOSE.serviceRestart, 'approved: reconnect');
       }
     }
   }
