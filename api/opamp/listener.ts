@@ -5,6 +5,7 @@
  *
  * No listen here (habit 1): `main.ts` calls `server.listen(...)` on `Agents:Listen`.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
@@ -173,6 +174,8 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     message: AgentToServer,
     transport: 'websocket' | 'http',
     session: {
+      /** The WebSocket session's id; none over HTTP. */
+      id?: string;
       newSession: boolean;
       sentHash: string | undefined;
       remember(hash: string): void;
@@ -207,7 +210,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     const routine = !session.newSession && !held && !admission.enrolled && !message.agentDescription;
     const reported =
       (routine ? await applyRoutineStatus(reports, agentId, message) : undefined) ??
-      (await applyStatus(db, agentId, message, { newSession: session.newSession, transport, pending: held }));
+      (await applyStatus(db, agentId, message, { newSession: session.newSession, transport, pending: held, session: session.id }));
     if (!reported) return { ok: false, reason: 'unknown-agent' }; // the row is gone
     if (reported.cutOff) return { ok: false, reason: 'agent-revoked' };
     const tokenId = credential.kind === 'token' ? credential.row.id : undefined;
@@ -236,6 +239,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   function runSession(ws: WebSocket, credential: Credential) {
     let queue = Promise.resolve();
     const session: WsSession = {
+      id: randomUUID(),
       ws,
       credential,
       pending: false,
@@ -266,6 +270,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       const uid = agentIdFromUid(message.instanceUid);
       if (session.agentId && uid !== session.agentId) return refuse(CLOSE.policyViolation, 'instance uid changed within the session');
       const served = await serve(credential, message, 'websocket', {
+        id: session.id,
         newSession: session.agentId === undefined,
         sentHash: session.sentHash,
         remember: (hash) => (session.sentHash = hash),
@@ -295,7 +300,8 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       const id = session.agentId!;
       sequences.forget(id);
       // A held agent was never online: its close changes nothing (approval closes it on purpose).
-      if (!session.pending) track(queue.then(() => setOffline(db, id, `websocket closed (${code})`)));
+      // Only while this session speaks for the agent: it may have reconnected to another replica.
+      if (!session.pending) track(queue.then(() => setOffline(db, id, `websocket closed (${code})`, session.id)));
     });
   }
 

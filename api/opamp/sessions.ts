@@ -29,6 +29,8 @@ import { serverCapabilities } from './status';
 export const SESSION_CLOSE = { policyViolation: 1008, serviceRestart: 1012 } as const;
 
 export interface WsSession {
+  /** Recorded on the agent row (`session_id`): the session that speaks for the agent. */
+  id: string;
   ws: WebSocket;
   credential: Credential;
   agentId?: string;

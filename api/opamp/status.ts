@@ -130,11 +130,12 @@ export async function applyStatus(
   db: Knex,
   agentId: string,
   message: AgentToServer,
-  options: { newSession: boolean; transport: 'websocket' | 'http'; pending: boolean },
+  /** `session`: the WebSocket session the message came by (none over HTTP); it now speaks for the agent. */
+  options: { newSession: boolean; transport: 'websocket' | 'http'; pending: boolean; session?: string },
 ): Promise<ReportedAgent | undefined> {
   return db.transaction(async (trx) => {
     const status: AgentStatus = options.pending ? 'pending-approval' : 'online';
-    const applied = await applyAgentReport(trx, agentId, { ...storable(reportFrom(message)), status });
+    const applied = await applyAgentReport(trx, agentId, { ...storable(reportFrom(message)), status, session: options.session ?? null });
     if (!applied || applied.cutOff) return applied;
     if (!options.pending && applied.previous !== 'pending-approval' && (applied.previous !== 'online' || options.newSession)) {
       await emitEvents(trx, [
@@ -154,9 +155,9 @@ export function applyRoutineStatus(batcher: ReportBatcher, agentId: string, mess
   return batcher.submit(agentId, storable(reportFrom(message)));
 }
 
-export async function setOffline(db: Knex, agentId: string, reason: string): Promise<void> {
+export async function setOffline(db: Knex, agentId: string, reason: string, session?: string): Promise<void> {
   await db.transaction(async (trx) => {
-    const changed = await markAgentOffline(trx, agentId);
+    const changed = await markAgentOffline(trx, agentId, session);
     if (!changed) return;
     await emitEvents(trx, [
       { tenantId: changed.tenantId, type: 'agent.disconnected', source: OPAMP_SOURCE, subject: agentId, data: { agentId, reason } },

@@ -5,6 +5,7 @@ import * as agentCa from './20261122020000_agent_ca';
 import * as agentGateway from './20261122030000_agent_gateway';
 import * as rollouts from './20261122040000_rollouts';
 import * as agentCertificateUsed from './20261123000000_agent_certificate_used';
+import * as agentSession from './20261123010000_agent_session';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -17,6 +18,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261122030000_agent_gateway': agentGateway,
   '20261122040000_rollouts': rollouts,
   '20261123000000_agent_certificate_used': agentCertificateUsed,
+  '20261123010000_agent_session': agentSession,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

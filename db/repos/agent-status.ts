@@ -76,6 +76,8 @@ export async function rebindAgentToken(db: Db, id: string, tokenId: string): Pro
 /** The columns an AgentToServer message may change; absent keys are left alone. */
 export interface AgentReport {
   status?: AgentStatus;
+  /** The WebSocket session now speaking for the agent; null: a message over HTTP. */
+  session?: string | null;
   /** Set only when the agent has no name yet. */
   nameIfEmpty?: string;
   description?: Record<string, unknown>;
@@ -127,6 +129,7 @@ function reportStatement(db: Db, id: string, report: AgentReport) {
     const held = report.status === 'pending-approval';
     set(`status = CASE WHEN ?::boolean = (b.status = 'pending-approval') THEN ? ELSE a.status END`, held, report.status);
   }
+  if (report.session !== undefined) set('session_id = ?', report.session);
   if (report.description) set('description = ?::jsonb', JSON.stringify(report.description));
   if (report.capabilities !== undefined) set('capabilities = ?', report.capabilities.toString());
   if (report.health !== undefined) set('health = ?::jsonb', JSON.stringify(report.health));
@@ -323,13 +326,15 @@ export async function countPendingAgents(db: Db): Promise<number> {
   return Number(row?.count ?? 0);
 }
 
-/** Marks an agent offline (its socket closed, or it said goodbye); false when it already was. */
-export async function markAgentOffline(db: Db, id: string): Promise<{ tenantId: string } | undefined> {
-  const [row] = await db('agents')
-    .where({ id })
-    .whereIn('status', ['online', 'enrolling'])
-    .update({ status: 'offline', updated_at: db.fn.now() } as never)
-    .returning(['tenant_id']);
+/**
+ * Marks an agent offline (it said goodbye, or its socket closed); undefined when it already
+ * was. With `session`, only while that WebSocket session still speaks for the agent: one
+ * that reconnected elsewhere meanwhile stays online.
+ */
+export async function markAgentOffline(db: Db, id: string, session?: string): Promise<{ tenantId: string } | undefined> {
+  const query = db('agents').where({ id }).whereIn('status', ['online', 'enrolling']);
+  if (session) query.where({ session_id: session });
+  const [row] = await query.update({ status: 'offline', updated_at: db.fn.now() } as never).returning(['tenant_id']);
   return row && { tenantId: row.tenant_id };
 }
 

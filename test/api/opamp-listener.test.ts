@@ -244,6 +244,29 @@ describe('OpAMP listener: enrollment', () => {
     expect(await agent.closed).toEqual({ code: 1008, reason: 'bootstrap token revoked' });
   });
 
+  test('an agent that reconnected to another replica stays online when its old socket closes', async () => {
+    const replica = await startTestGateway(t, { plaintext: true });
+    try {
+      const issued = await issueToken();
+      const uid = newInstanceUid();
+      const id = uidToUuid(uid);
+      const old = await connectWs(wsUrl, { token: issued.token });
+      await old.exchange(hello(uid));
+      // The agent's network moved it to the other replica before this one noticed the old socket was gone.
+      const current = await connectWs(replica.wsUrl, { token: issued.token });
+      await current.exchange(hello(uid, { sequenceNum: 2n }));
+      await old.close();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await getAgent(id)).body.status).toBe('online');
+
+      await current.close();
+      await eventually(async () => expect((await getAgent(id)).body.status).toBe('offline'));
+      expect(await eventTypes(id)).toEqual(['agent.enrolled', 'agent.connected', 'agent.connected', 'agent.disconnected']);
+    } finally {
+      await replica.close();
+    }
+  });
+
   test('an expired token refuses new agents but still admits the agent bound to it', async () => {
     const issued = await issueToken({ maxUses: 5 });
     const bound = newInstanceUid();
