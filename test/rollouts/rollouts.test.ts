@@ -383,3 +383,39 @@ test('a rollout and its rollback over 20,000 agents: every agent result is recor
     .count<{ n: string }[]>('* as n');
   expect(Number(updates[0]!.n)).toBe(40_000);
 }, 150_000);
+
+test('the list filters by state, configuration and creator, pages newest first, and refuses bad filters', async () => {
+  const [v1] = await publishConfiguration(env.t, env.operator, ['listed: 1\n']);
+  const admin = await env.t.token('default.admin');
+  const create = async (token: string) => {
+    const groupId = (await call('POST', '/api/groups', { name: `list-${Math.random().toString(36).slice(2, 10)}` })).body.id;
+    const res = await env.t.call('POST', '/api/rollouts', { token, body: { configurationId: v1!.configurationId, version: v1!.version, target: { groupIds: [groupId] }, strategy: { batchSize: 1 } } });
+    expect(res.status).toBe(201);
+    return res.body as { id: string; createdBy: string };
+  };
+  const mine = [await create(env.operator), await create(env.operator), await create(env.operator)];
+  const theirs = await create(admin);
+  expect(theirs.createdBy).not.toBe(mine[0]!.createdBy);
+
+  const ids = (res: { body: { items: Array<{ id: string }> } }) => res.body.items.map((r) => r.id);
+  const byConfiguration = `/api/rollouts?configurationId=${v1!.configurationId}`;
+  expect(ids(await call('GET', `${byConfiguration}&createdBy=${encodeURIComponent(theirs.createdBy)}`))).toEqual([theirs.id]);
+  expect(ids(await call('GET', `${byConfiguration}&state=running`))).toEqual([]);
+
+  // Newest first, two a page, following nextCursor (and the Link header says the same).
+  const seen: string[] = [];
+  let next: string | null = `${byConfiguration}&state=pending&limit=2`;
+  while (next) {
+    const page: Awaited<ReturnType<typeof call>> = await call('GET', next);
+    expect(page.status).toBe(200);
+    seen.push(...ids(page));
+    if (page.body.nextCursor) expect(page.headers.get('link')).toContain(`cursor=${encodeURIComponent(page.body.nextCursor)}`);
+    next = page.body.nextCursor ? `${byConfiguration}&state=pending&limit=2&cursor=${encodeURIComponent(page.body.nextCursor)}` : null;
+  }
+  expect(seen).toEqual([theirs.id, ...mine.map((r) => r.id).reverse()]);
+
+  for (const query of ['state=bogus', 'configurationId=not-a-uuid', 'createdBy=', 'limit=0', 'cursor=%00%01', 'colour=blue']) {
+    const res = await call('GET', `/api/rollouts?${query}`);
+    expect({ query, status: res.status, type: res.body.type }).toEqual({ query, status: 400, type: expect.stringMatching(/validation-failed$/) });
+  }
+}, 60_000);
