@@ -258,6 +258,7 @@ export function createRolloutActivities(db: Knex) {
       return db.transaction(async (trx) => {
         let pushed = 0;
         const groups = await claimRollback(trx, rollout.id, rollout.content_hash);
+        heartbeat();
         await lockAgentRows(trx, rollout.tenant_id, groups.flatMap((group) => group.agentIds));
         for (const group of groups) {
           heartbeat();
