@@ -91,7 +91,7 @@ export const catalogue = {
   'policy-denied': {
     status: 422,
     title: 'Policy denied the push',
-    description: 'An approved, enabled policy returned false for an agent. `policyId`, `agentId` and `violations` say which.',
+    description: 'An approved, enabled policy returned false for an agent. `policyId`, `agentId` and `violations` say which (at most 1,000 listed; `violationCount` then gives them all).',
   },
   'rate-limited': {
     status: 429,

@@ -221,20 +221,31 @@ export function violationsOf(evaluation: Evaluation): Violation[] {
   return evaluation.verdicts.flatMap((verdict) => verdict.deniedBy.map((denial) => ({ ...denial, agentId: verdict.agentId })));
 }
 
+/** Denials a 422 lists; a start judging 100,000 agents must not answer megabytes. */
+export const LISTED_VIOLATIONS = 1000;
+
 /**
  * The 422 `policy-denied` problem for a denied evaluation: `detail` names the first
- * denying policy and agent, `policyId`/`agentId` identify them, and `violations` lists
- * every (policy, agent) denial.
+ * denying policy and agent, `policyId`/`agentId` identify them, and `violations` lists the
+ * (policy, agent) denials — every one up to LISTED_VIOLATIONS; beyond, the first that many,
+ * with `violationCount` the whole number.
  */
 export function policyDenied(evaluation: Evaluation): Problem | undefined {
   const violations = violationsOf(evaluation);
   const first = violations[0];
   if (!first) return undefined;
   const more = violations.length - 1;
+  const listed = violations.slice(0, LISTED_VIOLATIONS);
+  const truncated = listed.length < violations.length;
   const detail =
     `Policy '${first.name}' denied the push to agent ${first.agentId}.` +
-    (more > 0 ? ` ${more} more denial${more === 1 ? '' : 's'} in violations.` : '');
-  return new Problem('policy-denied', detail, { policyId: first.policyId, agentId: first.agentId, violations });
+    (more === 0 ? '' : truncated ? ` ${more} more denials; the first ${listed.length} are in violations.` : ` ${more} more denial${more === 1 ? '' : 's'} in violations.`);
+  return new Problem('policy-denied', detail, {
+    policyId: first.policyId,
+    agentId: first.agentId,
+    violations: listed,
+    ...(truncated ? { violationCount: violations.length } : {}),
+  });
 }
 
 /** For the rollout start: evaluates and throws the 422 problem when any agent is denied. */

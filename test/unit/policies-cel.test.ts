@@ -130,4 +130,14 @@ describe('the policy-denied problem', () => {
     });
     expect(policyDenied({ allowed: true, verdicts: [{ agentId: 'a1', allowed: true, deniedBy: [] }] })).toBeUndefined();
   });
+
+  test('lists the first 1,000 denials of a wide push and counts them all', () => {
+    const verdicts = Array.from({ length: 100_000 }, (_, i) => ({ agentId: `a${i}`, allowed: false, deniedBy: [{ policyId: 'p1', name: 'healthy-agents-only' }] }));
+    const problem = policyDenied({ allowed: false, verdicts })!;
+    expect(problem.detail).toBe("Policy 'healthy-agents-only' denied the push to agent a0. 99999 more denials; the first 1000 are in violations.");
+    expect(problem.extensions).toMatchObject({ policyId: 'p1', agentId: 'a0', violationCount: 100_000 });
+    const violations = problem.extensions!.violations as Array<{ agentId: string }>;
+    expect(violations).toHaveLength(1000);
+    expect(violations.at(-1)).toEqual({ policyId: 'p1', name: 'healthy-agents-only', agentId: 'a999' });
+  });
 });
