@@ -292,7 +292,7 @@ export async function workflowHistory(client: Client, rolloutId: string) {
  * Per batch, from `rollout_agents`: when it was pushed, how long after the previous batch
  * settled (the workflow's own time between batches), and until its last agent reported.
  */
-export async function batchTimes(db: Knex, rolloutId: string): Promise<{ lines: string[]; databaseMs: number }> {
+async function batchTimes(db: Knex, rolloutId: string): Promise<{ lines: string[]; databaseMs: number }> {
   const batches = (await db('rollout_agents')
     .where({ rollout_id: rolloutId })
     .whereNotNull('batch')

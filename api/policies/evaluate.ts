@@ -222,7 +222,7 @@ export function violationsOf(evaluation: Evaluation): Violation[] {
 }
 
 /** Denials a 422 lists; a start judging 100,000 agents must not answer megabytes. */
-export const LISTED_VIOLATIONS = 1000;
+const LISTED_VIOLATIONS = 1000;
 
 /**
  * The 422 `policy-denied` problem for a denied evaluation: `detail` names the first
