@@ -6,8 +6,8 @@
 import { heartbeat, sleep } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
-import { lockAgentRows, pushConfiguration, PushError } from '../api/opamp/push';
-import { evaluatePolicies, violationsOf } from '../api/policies/evaluate';
+import { lockAgentRows, pushConfiguration, PushError } from '../domain/pushes';
+import { evaluatePolicies, violationsOf } from '../domain/policies/evaluate';
 import { emitEvents, type NewEvent } from '../db/repos/events';
 import {
   addTargetAgents,
@@ -32,8 +32,8 @@ import {
   type RolloutRow,
   type SettledAgent,
 } from '../db/repos/rollouts';
-import type { BatchOutcome, RolloutState } from '../workflows/definitions';
-import { ROLLOUT_STATE_EVENTS } from '../workflows/definitions';
+import { ROLLOUT_STATE_EVENTS, type RolloutState } from '../domain/rollouts';
+import type { BatchOutcome } from '../workflows/definitions';
 
 /** How often a waiting activity looks for agents' reports (and heartbeats). */
 const POLL_MS = 250;
@@ -73,9 +73,9 @@ export function createRolloutActivities(db: Knex) {
 
   return {
     /**
-     * The rollout as the workflow needs it. The api starts the workflow inside the create's
-     * transaction, so the row may not be visible yet: missing is a retryable failure, and
-     * the workflow gives up (the create never committed) after its retries.
+     * The rollout as the workflow needs it. The api starts the workflow once the row is
+     * committed; missing is a retryable failure all the same (a replica of the database
+     * that lags behind).
      */
     async loadRollout(rolloutId: string): Promise<LoadedRollout> {
       const row = await findRolloutById(db, rolloutId);

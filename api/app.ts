@@ -8,7 +8,7 @@ import { createAuditTrail } from './audit/trail';
 import { createAuthenticator } from './auth/authenticate';
 import { createOidcVerifier } from './auth/oidc';
 import { createPatAuthenticator, PAT_CHANGES_CHANNEL } from './auth/pat-auth';
-import { PgListener } from './events/pg-listener';
+import { PgListener } from '../platform/pg-listener';
 import type { AppContext, AppState } from './http/context';
 import { routeMiddleware, type RouteDef } from './http/route';
 import { jsonBody } from './middleware/json-body';
@@ -27,7 +27,7 @@ import { tokensRoutes } from './routes/tokens/routes';
 import { patRoutes } from './routes/pats/routes';
 import { systemRoutes } from './routes/system/routes';
 import { tenantRoutes } from './routes/tenant/routes';
-import type { Settings } from './settings';
+import type { Settings } from '../platform/settings';
 
 export interface AppDeps {
   settings: Readonly<Settings>;
@@ -78,7 +78,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
   const routes: RouteDef[] = [];
   const allRoutes = () => routes;
   const baseUrl = settings.http.publicBaseUrl;
-  const resources = { settings, db, baseUrl };
+  const resources = { settings, db, logger, baseUrl };
   routes.push(
     ...systemRoutes({ db, temporalHealthy: deps.temporalHealthy, draining: () => draining }, metrics),
     ...openApiRoutes(allRoutes, baseUrl),

@@ -1,10 +1,10 @@
 import { createServer } from 'node:http';
-import { createAgentGateway, listenAddress } from './opamp/gateway';
+import { createAgentGateway, listenAddress } from '../gateway/gateway';
 import { createDb } from '../db/connection';
 import { createApp } from './app';
-import { createLogger } from './logger';
-import { loadSettingsOrExit } from './settings';
-import { createTemporal } from './temporal';
+import { createLogger } from '../platform/logger';
+import { loadSettingsOrExit } from '../platform/settings';
+import { createTemporal } from '../platform/temporal';
 
 async function main() {
   const settings = loadSettingsOrExit();

@@ -1,4 +1,5 @@
 import { isUniqueViolation } from '../db/errors';
+import { DomainError, NotFoundError, PolicyDeniedError } from '../domain/errors';
 
 /**
  * RFC 9457 problem details. Code throws a `Problem` made by one of the factories below;
@@ -143,6 +144,13 @@ export function conflictOnDuplicate(detail: string) {
     if (isUniqueViolation(error)) throw problems.conflict(detail);
     throw error;
   };
+}
+
+/** The problem a domain refusal is rendered as. */
+export function problemOf(error: DomainError): Problem {
+  if (error instanceof NotFoundError) return new Problem('not-found', error.message);
+  if (error instanceof PolicyDeniedError) return new Problem('policy-denied', error.message, { ...error.facts });
+  return new Problem('conflict', error.message);
 }
 
 export const problems = {

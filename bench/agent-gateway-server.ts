@@ -8,8 +8,8 @@
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pino from 'pino';
-import { createAgentGateway, listenAddress } from '../api/opamp/gateway';
-import { loadSettings } from '../api/settings';
+import { createAgentGateway, listenAddress } from '../gateway/gateway';
+import { loadSettings } from '../platform/settings';
 import { createDb } from '../db/connection';
 
 export interface GatewayStats {

@@ -14,7 +14,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import type { Knex } from 'knex';
-import { generateToken, hashToken } from '../api/auth/secret-token';
+import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import { insertAgents, listAgentsQuery, type NewAgent } from '../db/repos/agents';
 import { ensureDefaultGroup, insertGroup } from '../db/repos/groups';
 import { insertPat } from '../db/repos/pats';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import pino from 'pino';
 import { createApp } from '../api/app';
-import { loadSettings } from '../api/settings';
+import { loadSettings } from '../platform/settings';
 import { createDb } from '../db/connection';
 import { listPatsQuery } from '../db/repos/pats';
 import { findTenant } from '../db/repos/tenants';

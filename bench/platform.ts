@@ -10,7 +10,7 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { generateToken, hashToken } from '../api/auth/secret-token';
+import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import { insertPat } from '../db/repos/pats';
 import { ensureTenant } from '../db/repos/tenants';
 import { startOidcIssuer } from '../test/support/oidc-issuer';

@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { generateToken, hashToken } from '../api/auth/secret-token';
+import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import { createDb, migrateLatest } from '../db/connection';
 import { insertPat } from '../db/repos/pats';
 import { ensureTenant } from '../db/repos/tenants';

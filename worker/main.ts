@@ -1,6 +1,6 @@
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
-import { createLogger } from '../api/logger';
-import { loadSettingsOrExit } from '../api/settings';
+import { createLogger } from '../platform/logger';
+import { loadSettingsOrExit } from '../platform/settings';
 import { createDb } from '../db/connection';
 import { startWorker } from './run';
 

@@ -2,8 +2,13 @@ import { Client, WorkflowIdConflictPolicy } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Knex } from 'knex';
 import { createActivities } from '../activities';
-import type { Settings } from '../api/settings';
-import { LEGACY_OUTBOX_RETENTION_WORKFLOW_ID, outboxRetentionWorkflowId } from '../workflows/definitions';
+import type { Settings } from '../platform/settings';
+import {
+  LEGACY_OUTBOX_RETENTION_WORKFLOW_ID,
+  outboxRetentionWorkflowId,
+  outboxRetentionWorkflowType,
+  type OutboxRetentionWorkflow,
+} from '../workflows/definitions';
 
 export interface WorkerHandle {
   worker: Worker;
@@ -31,7 +36,7 @@ export async function startWorker(
   });
   const running = worker.run();
   const client = new Client({ connection, namespace: settings.temporal.namespace });
-  await client.workflow.start('outboxRetentionWorkflow', {
+  await client.workflow.start<OutboxRetentionWorkflow>(outboxRetentionWorkflowType, {
     workflowId: outboxRetentionWorkflowId(settings.temporal.taskQueue),
     taskQueue: settings.temporal.taskQueue,
     args: [{ retentionDays: settings.events.retentionDays, intervalSeconds: 3600 }],

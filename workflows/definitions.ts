@@ -1,7 +1,15 @@
 /**
- * Names shared by the api, the worker and the workflows: workflow ids (one helper per
- * workflow, readable in the Temporal UI), and later the signals, updates and queries.
+ * The contract between the api and the worker: every workflow's type name, id, input,
+ * and its updates and queries. Both sides import these definitions (the api never names a
+ * workflow, an update or a query by a string of its own), and `workflows/index.ts` checks
+ * at compile time that each workflow it registers has the signature declared here.
  */
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { RolloutOperation, RolloutState } from '../domain/rollouts';
+
+// ---------------------------------------------------------------------------------------
+// Outbox retention
+
 /**
  * One retention workflow per deployment. A deployment is its task queue within the
  * namespace: two deployments sharing a namespace (staging and production, or parallel
@@ -16,57 +24,27 @@ export interface OutboxRetentionInput {
   intervalSeconds: number;
 }
 
+export const outboxRetentionWorkflowType = 'outboxRetentionWorkflow';
+export type OutboxRetentionWorkflow = (input: OutboxRetentionInput) => Promise<void>;
+
 // ---------------------------------------------------------------------------------------
 // Rollouts
 
 export const rolloutWorkflowId = (rolloutId: string) => `rollout:${rolloutId}`;
 
-export const ROLLOUT_STATES = ['pending', 'running', 'paused', 'completed', 'failed', 'aborted', 'rolling-back', 'rolled-back'] as const;
-export type RolloutState = (typeof ROLLOUT_STATES)[number];
-
-export const ROLLOUT_OPERATIONS = ['start', 'pause', 'resume', 'abort', 'rollback'] as const;
-export type RolloutOperation = (typeof ROLLOUT_OPERATIONS)[number];
-
-/** Where each operation may start from, and where it leads (DESIGN.md, Rollout). */
-export const ROLLOUT_TRANSITIONS: Record<RolloutOperation, { from: readonly RolloutState[]; to: RolloutState }> = {
-  start: { from: ['pending'], to: 'running' },
-  pause: { from: ['running'], to: 'paused' },
-  resume: { from: ['paused'], to: 'running' },
-  abort: { from: ['pending', 'running', 'paused'], to: 'aborted' },
-  rollback: { from: ['running', 'paused', 'completed', 'failed', 'aborted'], to: 'rolling-back' },
-};
-
-/** For messages: "A completed rollout cannot be paused." */
-export const ROLLOUT_OPERATION_PAST: Record<RolloutOperation, string> = {
-  start: 'started',
-  pause: 'paused',
-  resume: 'resumed',
-  abort: 'aborted',
-  rollback: 'rolled back',
-};
-
-/** States in which the workflow has nothing left to do (only a rollback starts it again). */
-export const FINAL_ROLLOUT_STATES: readonly RolloutState[] = ['completed', 'failed', 'aborted', 'rolled-back'];
-
-/** The outbox event type of entering each state. */
-export const ROLLOUT_STATE_EVENTS: Record<RolloutState, string> = {
-  pending: 'rollout.created',
-  running: 'rollout.started',
-  paused: 'rollout.paused',
-  completed: 'rollout.completed',
-  failed: 'rollout.failed',
-  aborted: 'rollout.aborted',
-  'rolling-back': 'rollout.rolling-back',
-  'rolled-back': 'rollout.rolled-back',
-};
+export const rolloutWorkflowType = 'rolloutWorkflow';
+export type RolloutWorkflow = (input: RolloutWorkflowInput) => Promise<void>;
 
 export interface RolloutWorkflowInput {
   rolloutId: string;
   tenantId: string;
   /** Carried over continue-as-new: the bake still running (workflow time, ms). */
   bakeUntil?: number;
-  /** Set by the create: this run may start before the rollout's row is committed. */
-  created?: boolean;
+  /**
+   * Continue as new after this many history events even when the server does not suggest
+   * it yet (default 1,000). Tests set it low to reach continue-as-new in a short rollout.
+   */
+  historyLimit?: number;
 }
 
 export interface RolloutOperationRequest {
@@ -99,3 +77,8 @@ export interface BatchOutcome {
   failed: number;
   skipped: number;
 }
+
+/** An operator's operation (start, pause, resume, abort, rollback), answered once the workflow has applied or refused it. */
+export const operateRolloutUpdate = defineUpdate<RolloutOperationResult, [RolloutOperationRequest]>('operateRolloutUpdate');
+/** Where the workflow stands (state, batch, last batch's outcome), from its memory. */
+export const rolloutStatusQuery = defineQuery<RolloutStatus>('rolloutStatusQuery');

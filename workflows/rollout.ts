@@ -17,30 +17,25 @@ import {
   isCancellation,
   condition,
   continueAsNew,
-  defineQuery,
-  defineUpdate,
   proxyActivities,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import { FINAL_ROLLOUT_STATES, ROLLOUT_TRANSITIONS, refusedOperation, type RolloutState } from '../domain/rollouts';
 import {
-  FINAL_ROLLOUT_STATES,
   ROLLOUT_FAILURES,
-  ROLLOUT_OPERATION_PAST,
-  ROLLOUT_TRANSITIONS,
+  operateRolloutUpdate,
+  rolloutStatusQuery,
   type BatchOutcome,
   type RolloutOperationRequest,
   type RolloutOperationResult,
-  type RolloutState,
   type RolloutStatus,
   type RolloutWorkflowInput,
 } from './definitions';
 import { rolloutStateKey } from './search-attributes';
 
-export const operateRollout = defineUpdate<RolloutOperationResult, [RolloutOperationRequest]>('operate');
-export const rolloutStatusQuery = defineQuery<RolloutStatus>('status');
 
 const quick = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -52,12 +47,6 @@ const waiting = proxyActivities<Activities>({
   startToCloseTimeout: '2 days',
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
-});
-
-/** The first read may come before the creating transaction commits; ~30 s of retries. */
-const loader = proxyActivities<Activities>({
-  startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 12 },
 });
 
 /** Continue as new after this many events even when the server does not suggest it yet. */
@@ -109,13 +98,13 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
     exclusively(() => (from.includes(state as RolloutState) ? transition(to, { from, reason }) : Promise.resolve(undefined)));
 
   setHandler(
-    operateRollout,
+    operateRolloutUpdate,
     (request) =>
       exclusively(async () => {
         const rule = ROLLOUT_TRANSITIONS[request.operation];
         const current = state as RolloutState;
         if (!rule.from.includes(current)) {
-          throw ApplicationFailure.nonRetryable(`A ${current} rollout cannot be ${ROLLOUT_OPERATION_PAST[request.operation]}.`, ROLLOUT_FAILURES.invalidTransition, { state: current });
+          throw ApplicationFailure.nonRetryable(refusedOperation(current, request.operation), ROLLOUT_FAILURES.invalidTransition, { state: current });
         }
         const reason = request.operation === 'rollback' ? `rolled back by ${request.actor}` : request.operation === 'abort' ? `aborted by ${request.actor}` : null;
         const result = await transition(rule.to, { from: [current], versions: request.versions, reason, actor: request.actor });
@@ -133,15 +122,8 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
     },
   );
 
-  let loaded;
-  try {
-    // A run started with the create may come before its transaction commits: it waits a
-    // little, then gives up (the create failed). Any later run keeps retrying.
-    loaded = await (input.created ? loader : quick).loadRollout(input.rolloutId);
-  } catch (error) {
-    if (error instanceof ActivityFailure) return;
-    throw error;
-  }
+  // The api starts the workflow once the rollout's row is committed.
+  const loaded = await quick.loadRollout(input.rolloutId);
   state = loaded.state;
   rowVersion = loaded.rowVersion;
   currentBatch = loaded.currentBatch;
@@ -176,9 +158,9 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
         await condition(allHandlersFinished);
         if (FINAL_ROLLOUT_STATES.includes(state as RolloutState)) return;
     }
-    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > HISTORY_LIMIT) {
+    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT)) {
       await condition(() => allHandlersFinished() && !transitioning);
-      await continueAsNew<typeof rolloutWorkflow>({ rolloutId: input.rolloutId, tenantId: input.tenantId, bakeUntil });
+      await continueAsNew<typeof rolloutWorkflow>({ rolloutId: input.rolloutId, tenantId: input.tenantId, bakeUntil, historyLimit: input.historyLimit });
     }
   }
 

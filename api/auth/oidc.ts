@@ -1,7 +1,7 @@
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import * as client from 'openid-client';
 import { problems } from '../problems';
-import type { Settings } from '../settings';
+import type { Settings } from '../../platform/settings';
 import { DEFAULT_TENANT, TENANT_ID, type Principal } from './principal';
 import { isRole, permissionsOf, type Role } from './roles';
 

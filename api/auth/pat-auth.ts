@@ -3,7 +3,7 @@ import { findPatByHash, touchPat, type PatRow } from '../../db/repos/pats';
 import { problems } from '../problems';
 import type { Principal } from './principal';
 import { isRole, permissionsOf } from './roles';
-import { hashToken, isWellFormed, sameHash } from './secret-token';
+import { hashToken, isWellFormed, sameHash } from '../../domain/tokens/secret-token';
 
 export const PAT_CHANGES_CHANNEL = 'fleet_pat_changes';
 const CACHE_MS = 30_000;

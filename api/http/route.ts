@@ -18,11 +18,14 @@ export interface RouteInput<P, Q, B> {
   query: Q;
   body: B;
   principal: Principal;
-  /** The route's transaction for writes; the pool for reads. */
+  /** The route's transaction for writes; the pool for reads and for `transactional: false`. */
   db: Knex | Knex.Transaction;
   ctx: AppContext;
-  /** Run once the route's transaction has committed (writes only). */
-  afterCommit(callback: () => void): void;
+  /**
+   * Run once the route's transaction has committed (writes only), before the answer is
+   * sent: work that must not hold a database connection, such as a call to Temporal.
+   */
+  afterCommit(callback: () => void | Promise<void>): void;
 }
 
 export interface RouteResult {
@@ -51,6 +54,13 @@ export interface RouteDef<P extends Schema | undefined = Schema | undefined, Q e
   resource?: string;
   /** Concurrency-controlled: GET returns an ETag, writes accept If-Match. */
   etag?: boolean;
+  /**
+   * Writes run in one transaction with their audit row (the default). `false`: the handler
+   * gets the pool and commits its own writes, and the audit row is written once it answers;
+   * for a route that waits on Temporal or evaluates policies, which must not hold a
+   * connection of the pool meanwhile.
+   */
+  transactional?: boolean;
   handler(input: RouteInput<Out<P>, Out<Q>, Out<B>>): Promise<RouteResult>;
 }
 
@@ -149,8 +159,8 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
       if (resource && result.resourceId) resource.id = result.resourceId;
     };
 
-    const committed: Array<() => void> = [];
-    const afterCommit = (callback: () => void) => committed.push(callback);
+    const committed: Array<() => void | Promise<void>> = [];
+    const afterCommit = (callback: () => void | Promise<void>) => committed.push(callback);
     const run = (db: Knex | Knex.Transaction) =>
       def.handler({ ...input, principal: ctx.state.principal!, db, ctx, afterCommit } as never);
 
@@ -158,6 +168,11 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
     if (def.method === 'get') {
       result = await run(services.db);
       noteResource(result);
+    } else if (def.transactional === false) {
+      result = await run(services.db);
+      noteResource(result);
+      await services.db.transaction((trx) => services.recordAudit(trx, ctx, result.status ?? def.response.status));
+      ctx.state.audited = true;
     } else {
       // A write, its events and its audit row commit together or not at all.
       result = await services.db.transaction(async (trx) => {
@@ -167,7 +182,7 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
         return result;
       });
       ctx.state.audited = true;
-      for (const callback of committed) callback();
+      for (const callback of committed) await callback();
     }
     respond(def, ctx, result);
   }

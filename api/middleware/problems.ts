@@ -1,6 +1,7 @@
 import type { Next } from 'koa';
 import type { Logger } from 'pino';
-import { catalogue, Problem, problems, type ProblemSlug } from '../problems';
+import { DomainError } from '../../domain/errors';
+import { catalogue, Problem, problemOf, problems, type ProblemSlug } from '../problems';
 import type { AppContext } from '../http/context';
 
 /** The general slug of each status (the catalogue lists it first). */
@@ -53,9 +54,11 @@ export function renderProblems(logger: Logger, errorsBaseUrl: string) {
       if (ctx.status !== 404 || ctx.body != null) return;
       problem = problems.noRoute(ctx.method, ctx.path);
     } catch (error) {
-      const refusedValue = error instanceof Problem ? undefined : fromDataException(error as object);
+      const refusedValue = error instanceof Problem || error instanceof DomainError ? undefined : fromDataException(error as object);
       if (error instanceof Problem) {
         problem = error;
+      } else if (error instanceof DomainError) {
+        problem = problemOf(error);
       } else if (refusedValue) {
         problem = refusedValue;
       } else if (isDatabaseUnavailable(error as object)) {

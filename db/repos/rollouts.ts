@@ -1,6 +1,9 @@
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
-import type { RolloutState } from '../../workflows/definitions';
+
+/** The values of `rollouts.state`; the transitions between them are domain/rollouts.ts. */
+export const ROLLOUT_STATES = ['pending', 'running', 'paused', 'completed', 'failed', 'aborted', 'rolling-back', 'rolled-back'] as const;
+export type RolloutState = (typeof ROLLOUT_STATES)[number];
 
 export interface RolloutTarget {
   groupIds: string[];

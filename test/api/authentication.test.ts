@@ -1,5 +1,5 @@
 import { generateKeyPair, SignJWT } from 'jose';
-import { generateToken } from '../../api/auth/secret-token';
+import { generateToken } from '../../domain/tokens/secret-token';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 import { testInfra } from '../support/infra-env';

@@ -1,4 +1,4 @@
-import { hashToken } from '../../api/auth/secret-token';
+import { hashToken } from '../../domain/tokens/secret-token';
 import { startTestApp, type TestApp } from '../support/app';
 
 let t: TestApp;

@@ -1,8 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { assertPolicies, evaluatePolicies } from '../../api/policies/evaluate';
+import { assertPolicies, evaluatePolicies } from '../../domain/policies/evaluate';
 import pino from 'pino';
 import { renderProblems } from '../../api/middleware/problems';
-import { Problem } from '../../api/problems';
+import { problemOf } from '../../api/problems';
+import { NotFoundError, PolicyDeniedError } from '../../domain/errors';
 import { startTestApp, type TestApp } from '../support/app';
 
 let t: TestApp;
@@ -520,8 +521,8 @@ describe('evaluation', () => {
     const id = await enforce('prod-batches-assert', 'agent.labels.env != "prod" || rollout.batchPercent <= 10', [prod]);
     const input = { configurationId, version: 1, target: { groupIds: [prod, dev] }, rollout: { batchPercent: 25 } };
     const error = await assertPolicies(t.database.db, tenant, input).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(Problem);
-    const problem = error as Problem;
+    expect(error).toBeInstanceOf(PolicyDeniedError);
+    const problem = problemOf(error as PolicyDeniedError);
     const [first, second] = [agents['prod-1']!, agents['prod-2']!].sort();
     expect(problem.slug).toBe('policy-denied');
     expect(problem.status).toBe(422);
@@ -538,7 +539,7 @@ describe('evaluation', () => {
     const allowed = await assertPolicies(t.database.db, tenant, { ...input, rollout: { batchPercent: 10 } });
     expect(allowed.allowed).toBe(true);
     const foreign = await evaluatePolicies(t.database.db, 'default', input).catch((e: unknown) => e);
-    expect((foreign as Problem).slug).toBe('not-found');
+    expect(problemOf(foreign as NotFoundError).slug).toBe('not-found');
   });
 
   test('rendered by the problem middleware, the denial is the spec’s 422 body', async () => {

@@ -1,5 +1,5 @@
-import { redeemBootstrapToken } from '../../api/auth/bootstrap-tokens';
-import { generateToken, hashToken } from '../../api/auth/secret-token';
+import { redeemBootstrapToken } from '../../domain/tokens/bootstrap-tokens';
+import { generateToken, hashToken } from '../../domain/tokens/secret-token';
 import { startTestApp, type TestApp } from '../support/app';
 
 let t: TestApp;

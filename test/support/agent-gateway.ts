@@ -4,9 +4,9 @@
  */
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
-import { issueServerCertificate, loadOrCreateAgentCa, type AgentCa } from '../../api/agents-ca';
-import { createAgentListener, type AgentListener } from '../../api/opamp/listener';
-import type { Settings } from '../../api/settings';
+import { issueServerCertificate, loadOrCreateAgentCa, type AgentCa } from '../../domain/certificates';
+import { createAgentListener, type AgentListener } from '../../gateway/listener';
+import type { Settings } from '../../platform/settings';
 import { randomUUID } from 'node:crypto';
 import { testSettings, type TestApp } from './app';
 

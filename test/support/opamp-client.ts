@@ -13,7 +13,7 @@ import {
   unframeWebSocket,
   type AgentToServerSchema,
   type ServerToAgent,
-} from '../../api/opamp/codec';
+} from '../../gateway/codec';
 
 export type AgentMessage = MessageInitShape<typeof AgentToServerSchema>;
 

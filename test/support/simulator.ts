@@ -22,9 +22,9 @@ import {
   ServerToAgentFlag,
   unframeWebSocket,
   type ServerToAgent,
-} from '../../api/opamp/codec';
-import { RemoteConfigStatuses, type AgentConfigFile, type TLSCertificate } from '../../api/opamp/gen/opamp_pb';
-import { webcrypto, x509 } from '../../api/agents-ca/x509';
+} from '../../gateway/codec';
+import { RemoteConfigStatuses, type AgentConfigFile, type TLSCertificate } from '../../gateway/gen/opamp_pb';
+import { webcrypto, x509 } from '../../domain/certificates/x509';
 import { description, newInstanceUid, uidToUuid, type AgentMessage } from './opamp-client';
 
 export const SIMULATOR_CAPABILITIES =

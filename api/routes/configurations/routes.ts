@@ -15,7 +15,7 @@ import {
 } from '../../../db/repos/configurations';
 import { emitEvents } from '../../../db/repos/events';
 import type { Principal } from '../../auth/principal';
-import { CONTENT_LIMIT_BYTES, contentBytes, contentHash, keyDiff, parseContent, unifiedDiff } from '../../configurations/content';
+import { CONTENT_LIMIT_BYTES, contentBytes, contentHash, keyDiff, parseContent, unifiedDiff } from '../../../domain/configurations/content';
 import type { AppContext } from '../../http/context';
 import { ifMatchVersions } from '../../http/etag';
 import { labelFilter } from '../../http/labels';

@@ -1,5 +1,5 @@
 import type { ConfigurationRow, VersionRow, VersionWithContent } from '../../../db/repos/configurations';
-import { FORMATS } from '../../configurations/content';
+import { FORMATS } from '../../../domain/configurations/content';
 import { pageQuery } from '../../http/pagination';
 import { labelQuery, labelsSchema } from '../../http/labels';
 import { z } from '../../http/zod';

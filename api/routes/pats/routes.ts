@@ -5,7 +5,7 @@ import { findTenant } from '../../../db/repos/tenants';
 import { PAT_CHANGES_CHANNEL } from '../../auth/pat-auth';
 import type { Principal } from '../../auth/principal';
 import { ROLES, withinCeiling, type Role } from '../../auth/roles';
-import { generateToken, hashToken } from '../../auth/secret-token';
+import { generateToken, hashToken } from '../../../domain/tokens/secret-token';
 import { endpointOverlapsRoute, parseEndpoint } from '../../http/endpoints';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';

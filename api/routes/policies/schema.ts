@@ -1,5 +1,5 @@
 import type { PolicyRow } from '../../../db/repos/policies';
-import { MAX_EXPRESSION_LENGTH } from '../../policies/cel';
+import { MAX_EXPRESSION_LENGTH } from '../../../domain/policies/cel';
 import { pageQuery } from '../../http/pagination';
 import { z } from '../../http/zod';
 

@@ -13,14 +13,14 @@ import {
   type RolloutAgentRow,
   type RolloutRow,
 } from '../../../db/repos/rollouts';
-import { ROLLOUT_OPERATION_PAST, ROLLOUT_OPERATIONS, ROLLOUT_TRANSITIONS, type RolloutOperation } from '../../../workflows/definitions';
+import { ROLLOUT_OPERATIONS, ROLLOUT_TRANSITIONS, refusedOperation, type RolloutOperation } from '../../../domain/rollouts';
 import { ifMatchVersions } from '../../http/etag';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
-import { assertPolicies, checkTarget } from '../../policies/evaluate';
+import { assertPolicies, checkTarget } from '../../../domain/policies/evaluate';
 import { problems } from '../../problems';
-import { RolloutWorkflows } from '../../rollouts/workflow-client';
+import { RolloutWorkflows } from './workflow-client';
 import type { ResourceRouteOptions } from '../options';
 import {
   createRolloutBody,
@@ -61,6 +61,8 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
       permission: 'operate',
       resource: 'rollout',
       etag: true,
+      // The workflow makes the change in its own transaction; no connection waits on it here.
+      transactional: false,
       params: rolloutId,
       response: { status: 200, description: `${DESCRIPTIONS[operation]} Answers the rollout in its new state, with its new ETag.`, schema: rolloutSchema },
       handler: async ({ db, principal, params, ctx }) => {
@@ -70,7 +72,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
         const versions = ifMatchVersions(ctx);
         if (versions && !versions.includes(Number(row.row_version))) throw problems.preconditionFailed('rollout', row.id);
         if (!ROLLOUT_TRANSITIONS[operation].from.includes(row.state)) {
-          throw problems.invalidTransition(`A ${row.state} rollout cannot be ${ROLLOUT_OPERATION_PAST[operation]}.`);
+          throw problems.invalidTransition(refusedOperation(row.state, operation));
         }
         if (operation === 'start') {
           await assertPolicies(db, principal.tenantId, {
@@ -115,7 +117,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
       etag: true,
       body: createRolloutBody,
       response: { status: 201, description: 'The rollout, pending; its workflow is started and waits for `start`.', schema: rolloutSchema },
-      handler: async ({ db, principal, body }) => {
+      handler: async ({ db, principal, body, afterCommit }) => {
         const tenantId = principal.tenantId;
         const configuration = await findConfiguration(db, tenantId, body.configurationId);
         if (!configuration) throw problems.notFound('configuration', body.configurationId);
@@ -149,7 +151,9 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
         }
         const body201 = await detail(db, row);
         await emitEvents(db, [{ tenantId, type: 'rollout.created', source: SOURCE, subject: row.id, data: body201 }]);
-        await workflows.start(row);
+        // Started once the rollout is committed, so no connection waits on Temporal. If it
+        // cannot start now, the first operation starts it (update-with-start).
+        afterCommit(() => workflows.start(row).catch((error: unknown) => options.logger.warn({ err: error, rolloutId: row.id }, 'rollout workflow not started; the first operation starts it')));
         return { status: 201, body: body201, rowVersion: Number(row.row_version), resourceId: row.id, headers: { Location: `/api/rollouts/${row.id}` } };
       },
     }),

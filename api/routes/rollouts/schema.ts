@@ -1,5 +1,5 @@
 import type { BatchProgress, Progress, RollbackProgress, RolloutAgentRow, RolloutRow } from '../../../db/repos/rollouts';
-import { ROLLOUT_STATES } from '../../../workflows/definitions';
+import { ROLLOUT_STATES } from '../../../db/repos/rollouts';
 import { labelsSchema } from '../../http/labels';
 import { z } from '../../http/zod';
 

@@ -14,7 +14,7 @@ import {
   type BootstrapTokenRow,
   type TokenPoolRow,
 } from '../../../db/repos/tokens';
-import { generateToken, hashToken } from '../../auth/secret-token';
+import { generateToken, hashToken } from '../../../domain/tokens/secret-token';
 import type { Db } from '../../../db/connection';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';

@@ -1,0 +1,39 @@
+/**
+ * What a domain rule refuses, in the domain's words. The api renders each as its RFC 9457
+ * problem (api/problems.ts, `problemOf`); an activity turns them into non-retryable
+ * failures, since retrying cannot change the answer.
+ */
+export class DomainError extends Error {
+  override readonly name: string = 'DomainError';
+}
+
+/** An object that does not exist in the caller's tenant (another tenant's is the same). */
+export class NotFoundError extends DomainError {
+  override readonly name = 'NotFoundError';
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+    detail = `No ${kind} with id '${id}'.`,
+  ) {
+    super(detail);
+  }
+}
+
+export interface PolicyViolation {
+  policyId: string;
+  name: string;
+  agentId: string;
+  /** Set when the policy could not be evaluated (a CEL runtime error): that is a deny too. */
+  error?: string;
+}
+
+/** Enforced policies denied a push: the first denial, and the denials listed (with their count when cut). */
+export class PolicyDeniedError extends DomainError {
+  override readonly name = 'PolicyDeniedError';
+  constructor(
+    detail: string,
+    readonly facts: { policyId: string; agentId: string; violations: PolicyViolation[]; violationCount?: number },
+  ) {
+    super(detail);
+  }
+}

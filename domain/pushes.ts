@@ -1,0 +1,102 @@
+/**
+ * Pushing a configuration to agents: the desired configuration is written to the agent
+ * rows, and every api replica is told (NOTIFY) so the one holding an agent's WebSocket sends
+ * `remote_config` at once. Agents that are not connected, and HTTP agents, get it in the
+ * reply to their next message (see `remoteConfigFor`). The agent's answer
+ * (`remote_config_status`, matched by `config_hash` = sha256 of the content) lands on the
+ * row as `applied_*`; whoever waits reads `configOutcomes` (no NOTIFY per agent: every
+ * notifying commit takes a cluster-wide lock, too dear for 10,000 reports a second).
+ */
+import type { Db } from '../db/connection';
+import { findConfiguration, findVersionWithContent } from '../db/repos/configurations';
+
+/** Payload: `<agent id>,<agent id>,…` (at most PUSH_IDS_PER_NOTIFY ids, under the 8,000-byte limit). */
+export const AGENT_PUSH_CHANNEL = 'fleet_agent_push';
+const PUSH_IDS_PER_NOTIFY = 200;
+
+/** Statuses that keep an agent from receiving configurations. */
+export const UNREACHABLE_STATUSES = ['pending-approval', 'revoked', 'handed-over'] as const;
+
+export class PushError extends Error {
+  constructor(
+    readonly reason: 'no-version' | 'not-published',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface PushResult {
+  /** sha256 (hex) of the content: the `config_hash` agents report back. */
+  hash: string;
+  /** The agents whose desired configuration is now this version (unknown, pending-approval, revoked and handed-over agents are left out). */
+  agentIds: string[];
+}
+
+/**
+ * Sets `version` of `configurationId` as the desired configuration of the tenant's agents
+ * and tells every replica. Run it in a transaction: the notifications go out at commit.
+ */
+export async function pushConfiguration(
+  db: Db,
+  push: { tenantId: string; agentIds: readonly string[]; configurationId: string; version: number },
+): Promise<PushResult> {
+  const configuration = await findConfiguration(db, push.tenantId, push.configurationId);
+  const version = configuration && (await findVersionWithContent(db, push.configurationId, push.version));
+  if (!version) throw new PushError('no-version', `configuration ${push.configurationId} has no version ${push.version}`);
+  if (version.state !== 'published') throw new PushError('not-published', `version ${push.version} of configuration ${push.configurationId} is not published`);
+  if (push.agentIds.length === 0) return { hash: version.content_hash, agentIds: [] };
+  await lockAgentRows(db, push.tenantId, push.agentIds);
+  const rows: Array<{ id: string }> = await db('agents')
+    .where({ tenant_id: push.tenantId })
+    .whereRaw('id = ANY(?::uuid[])', [push.agentIds as string[]]) // one parameter, however many agents
+    .whereNotIn('status', UNREACHABLE_STATUSES as unknown as string[])
+    .update({
+      desired_configuration_id: push.configurationId,
+      desired_version: push.version,
+      desired_hash: version.content_hash,
+      updated_at: db.fn.now(),
+      row_version: db.raw('row_version + 1'),
+    } as never)
+    .returning('id');
+  const agentIds = rows.map((row) => row.id);
+  for (let i = 0; i < agentIds.length; i += PUSH_IDS_PER_NOTIFY) {
+    await db.raw('SELECT pg_notify(?, ?)', [AGENT_PUSH_CHANNEL, agentIds.slice(i, i + PUSH_IDS_PER_NOTIFY).join(',')]);
+  }
+  return { hash: version.content_hash, agentIds };
+}
+
+/**
+ * Locks the agents' rows in id order, the order report batches, pings and the liveness
+ * sweep lock theirs in: an UPDATE over many ids locks in whatever order its plan visits
+ * them, and two writers locking overlapping rows in different orders deadlock. A
+ * transaction that pushes several times (a rollback, one push per previous version) locks
+ * all its agents first.
+ */
+export async function lockAgentRows(db: Db, tenantId: string, agentIds: readonly string[]): Promise<void> {
+  await db.raw(
+    `SELECT count(*) FROM (SELECT id FROM agents WHERE tenant_id = ? AND id = ANY(?::uuid[]) ORDER BY id FOR NO KEY UPDATE) locked`,
+    [tenantId, agentIds as string[]],
+  );
+}
+
+export type ConfigOutcome = { agentId: string; status: 'APPLIED' } | { agentId: string; status: 'FAILED'; error: string | null } | { agentId: string; status: 'WAITING' };
+
+/**
+ * Where each agent stands with the configuration whose hash is `hash`: APPLIED or FAILED
+ * as the agent reported it for that hash, else WAITING (not connected yet, applying, or
+ * since pushed something else). For whoever waits on a push (rollouts).
+ */
+export async function configOutcomes(db: Db, tenantId: string, agentIds: readonly string[], hash: string): Promise<ConfigOutcome[]> {
+  const rows: Array<{ id: string; applied_hash: string | null; applied_status: string | null; applied_error: string | null }> = await db('agents')
+    .select('id', 'applied_hash', 'applied_status', 'applied_error')
+    .where({ tenant_id: tenantId })
+    .whereRaw('id = ANY(?::uuid[])', [agentIds as string[]]);
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return agentIds.map((agentId) => {
+    const row = byId.get(agentId);
+    if (row?.applied_hash === hash && row.applied_status === 'APPLIED') return { agentId, status: 'APPLIED' };
+    if (row?.applied_hash === hash && row.applied_status === 'FAILED') return { agentId, status: 'FAILED', error: row.applied_error };
+    return { agentId, status: 'WAITING' };
+  });
+}

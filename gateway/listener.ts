@@ -1,0 +1,457 @@
+/**
+ * The agent port: OpAMP at `/v1/opamp` over WebSocket (binary frames, 0x00 header) and over
+ * HTTP POST of `application/x-protobuf` (optionally gzip). TLS, with an optional client
+ * certificate signed by the agents' CA (mTLS); plain TCP only in Development.
+ *
+ * No listen here (habit 1): `main.ts` calls `server.listen(...)` on `Agents:Listen`.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import type { Settings } from '../platform/settings';
+import { CsrRejectedError, verifyAgentCertificate, verifyAuthorizedPeer, type AgentCa, type AgentIdentity, type CheckedCsr, type ServerCertificate } from '../domain/certificates';
+import {
+  acceptsGzip,
+  decodeAgentToServer,
+  decodeHttpBody,
+  encodeHttpBody,
+  encodeServerToAgent,
+  frameWebSocket,
+  OPAMP_MAX_MESSAGE_BYTES,
+  OpampFrameError,
+  unframeWebSocket,
+  type AgentToServer,
+} from './codec';
+import { answerCertificateRequest, checkCertificateRequest, csrOf, MIN_REISSUE_SECONDS } from './certificate-request';
+import { admitAgent, agentIdFromUid, checkCredential, tokenFromRequest, type Admitted, type ApprovalMode, type Credential, type RefusalReason } from './enrollment';
+import { ReportBatcher } from './report-batcher';
+import { AgentSessions, type AdoptedSession, type WsSession } from './sessions';
+import { applyRoutineStatus, applyStatus, replyTo, SequenceTracker, setOffline } from './status';
+
+export const OPAMP_PATH = '/v1/opamp';
+
+export interface AgentListenerDeps {
+  db: Knex;
+  logger: Logger;
+  settings: Readonly<Settings>;
+  /** Verifies client certificates and signs agents' CSRs. */
+  ca: AgentCa;
+  /** The listener's certificate; undefined: plain TCP (Development only, `Agents:Plaintext`). */
+  tls?: ServerCertificate;
+  /** For tests: how soon an agent may be issued another certificate (default MIN_REISSUE_SECONDS). */
+  minReissueSeconds?: number;
+}
+
+export interface AgentListener {
+  server: Server;
+  sessions: AgentSessions;
+  /** Starts the LISTEN connection and the liveness sweep; call before `server.listen`. */
+  start(): Promise<void>;
+  /** Closes every session (agents go offline), then the server. */
+  close(): Promise<void>;
+}
+
+/** WebSocket close codes (RFC 6455) for what an agent did wrong. */
+const CLOSE = {
+  goingAway: 1001,
+  protocolError: 1002,
+  unsupportedData: 1003,
+  invalidPayload: 1007,
+  policyViolation: 1008,
+  tooBig: 1009,
+  internalError: 1011,
+  tryAgainLater: 1013,
+} as const;
+
+const FRAME_CLOSE: Record<OpampFrameError['reason'], number> = {
+  'truncated-header': CLOSE.protocolError,
+  'bad-header': CLOSE.protocolError,
+  'too-large': CLOSE.tooBig,
+  'bad-protobuf': CLOSE.invalidPayload,
+  'bad-gzip': CLOSE.invalidPayload,
+  'unsupported-encoding': CLOSE.invalidPayload,
+};
+
+const FRAME_STATUS: Record<OpampFrameError['reason'], number> = {
+  'truncated-header': 400,
+  'bad-header': 400,
+  'too-large': 413,
+  'bad-protobuf': 400,
+  'bad-gzip': 400,
+  'unsupported-encoding': 415,
+};
+
+type Refusal = { reason: RefusalReason | 'bad-csr'; detail?: string };
+
+const refusalStatus = ({ reason }: Refusal) =>
+  reason === 'bad-uid' || reason === 'bad-csr' ? 400 : reason === 'too-many-pending' ? 503 : 401;
+const refusalClose = ({ reason }: Refusal) =>
+  reason === 'bad-uid' ? CLOSE.invalidPayload : reason === 'too-many-pending' ? CLOSE.tryAgainLater : CLOSE.policyViolation;
+const refusalText = (refusal: Refusal) =>
+  refusal.reason === 'bad-uid' ? 'instance uid must be 16 bytes' : refusal.reason === 'bad-csr' ? `CSR refused: ${refusal.detail}` : `refused: ${refusal.reason}`;
+
+export function createAgentListener(deps: AgentListenerDeps): AgentListener {
+  const { db, ca, settings } = deps;
+  const logger = deps.logger.child({ component: 'opamp' });
+  const tls = deps.tls !== undefined;
+  const heartbeatSeconds = settings.agents.heartbeatSeconds;
+  const approval: ApprovalMode | undefined =
+    settings.agents.enrollment.mode === 'approval' && tls
+      ? { tenantId: settings.agents.enrollment.approvalTenant, maxPending: settings.agents.enrollment.maxPending }
+      : undefined;
+  const certificateOptions = { ttlHours: settings.agents.certificateTtlHours, minReissueSeconds: deps.minReissueSeconds ?? MIN_REISSUE_SECONDS };
+  const sequences = new SequenceTracker();
+  const reports = new ReportBatcher(db, logger);
+  const sessions = new AgentSessions(db, logger, { databaseUrl: settings.database.url, heartbeatSeconds, tls });
+  /** Offline updates still running, so close() can wait for them. */
+  const pending = new Set<Promise<unknown>>();
+  /** The agent a TLS connection's client certificate names (checked once per connection). */
+  const certificateIdentity = new WeakMap<TLSSocket, Promise<AgentIdentity | undefined>>();
+  const wss = new WebSocketServer({ noServer: true, maxPayload: OPAMP_MAX_MESSAGE_BYTES + 10 });
+
+  const track = (work: Promise<unknown>) => {
+    const tracked = work.catch((error) => logger.error({ err: error }, 'opamp background update failed')).finally(() => pending.delete(tracked));
+    pending.add(tracked);
+  };
+
+  // -------------------------------------------------------------------------------------
+  // Credentials
+
+  /** A client certificate wins over a token; no credential at all is for approval mode. */
+  async function credentialOf(req: IncomingMessage): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string }> {
+    const identity = await certificateIdentity.get(req.socket as TLSSocket);
+    if (identity) return { ok: true, credential: { kind: 'certificate', identity } };
+    if (req.socket.destroyed) return { ok: false, reason: 'certificate refused' };
+    const token = tokenFromRequest(req);
+    if (token === undefined && approval) return { ok: true, credential: { kind: 'none' } };
+    return checkCredential(db, token);
+  }
+
+  /** At the handshake: a certificate of another CA closes the connection; ours is mapped to its agent. */
+  function onSecureConnection(socket: TLSSocket) {
+    const peer = socket.getPeerCertificate();
+    if (!peer?.raw) return;
+    if (!socket.authorized) {
+      logger.info({ reason: socket.authorizationError }, 'agent certificate refused at the handshake');
+      socket.destroy();
+      return;
+    }
+    // OpenSSL has checked chain and validity; the full check runs only for what the fast one cannot read.
+    const identity = verifyAuthorizedPeer(db, peer)
+      .then((found) => found ?? verifyAgentCertificate(db, ca, peer.raw))
+      .then(
+        (found) => {
+          sessions.trackCertificateSocket(found.agentId, socket);
+          return found;
+        },
+        (error: Error) => {
+          logger.info({ reason: (error as { reason?: string }).reason ?? error.message }, 'agent certificate refused');
+          socket.destroy();
+          return undefined;
+        },
+      );
+    certificateIdentity.set(socket, identity);
+  }
+
+  // -------------------------------------------------------------------------------------
+  // One message, either transport
+
+  interface Served {
+    ok: true;
+    agentId: string;
+    admission: Admitted;
+    pending: boolean;
+    reply: ReturnType<typeof replyTo>;
+  }
+
+  async function serve(
+    credential: Credential,
+    message: AgentToServer,
+    transport: 'websocket' | 'http',
+    session: {
+      /** The WebSocket session's id; none over HTTP. */
+      id?: string;
+      newSession: boolean;
+      sentHash: string | undefined;
+      remember(hash: string): void;
+      /** A WebSocket is admitted once: its credential and uid cannot change, and cut-offs close it. */
+      admitted?: Admitted;
+    },
+  ): Promise<Served | ({ ok: false } & Refusal)> {
+    // A bad CSR is refused before anything of the message is stored.
+    const csrBytes = tls ? csrOf(message) : undefined;
+    let csr: CheckedCsr | undefined;
+    if (csrBytes) {
+      const uid = agentIdFromUid(message.instanceUid);
+      if (!uid) return { ok: false, reason: 'bad-uid' };
+      try {
+        csr = await checkCertificateRequest(csrBytes, uid);
+      } catch (error) {
+        if (error instanceof CsrRejectedError) return { ok: false, reason: 'bad-csr', detail: error.message };
+        throw error;
+      }
+    }
+    const admission = session.admitted ?? (await admitAgent(db, credential, message.instanceUid, transport, approval));
+    if (!admission.ok) return admission;
+    const { agentId, tenantId, pending: held } = admission;
+    const first = session.newSession || !sequences.has(agentId);
+    const reportFullState = sequences.record(agentId, message.sequenceNum, message.agentDescription !== undefined) && !admission.enrolled;
+    const replyOptions = { tls, first, heartbeatSeconds, reportFullState };
+    if (message.agentDisconnect && transport === 'http') {
+      await setOffline(db, agentId, 'agent-disconnect');
+      sequences.forget(agentId);
+      return { ok: true, agentId, admission, pending: held, reply: replyTo(message, replyOptions) };
+    }
+    const routine = !session.newSession && !held && !admission.enrolled && !message.agentDescription;
+    const reported =
+      (routine ? await applyRoutineStatus(reports, agentId, message) : undefined) ??
+      (await applyStatus(db, agentId, message, { newSession: session.newSession, transport, pending: held, session: session.id }));
+    if (!reported) return { ok: false, reason: 'unknown-agent' }; // the row is gone
+    if (reported.cutOff) return { ok: false, reason: 'agent-revoked' };
+    const tokenId = credential.kind === 'token' ? credential.row.id : undefined;
+    const certificate = csr && !held ? await answerCertificateRequest(db, ca, certificateOptions, { tenantId, agentId, tokenId }, csr) : undefined;
+    const remoteConfig = held ? undefined : await sessions.remoteConfigFor(reported.desired, reported.applied, session.sentHash);
+    if (remoteConfig && reported.desired) session.remember(reported.desired.hash);
+    if (admission.enrolled) logger.info({ agentId, transport, pending: held }, held ? 'agent held for approval' : 'agent enrolled');
+    if (certificate) logger.info({ agentId }, 'agent certificate issued');
+    return { ok: true, agentId, admission, pending: held, reply: replyTo(message, { ...replyOptions, remoteConfig, certificate }) };
+  }
+
+  // -------------------------------------------------------------------------------------
+  // WebSocket
+
+  async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
+    socket.on('error', () => socket.destroy());
+    if (pathOf(req) !== OPAMP_PATH) return rejectUpgrade(socket, 404, 'Not Found');
+    const checked = await credentialOf(req);
+    if (!checked.ok) {
+      logger.info({ reason: checked.reason, transport: 'websocket' }, 'agent connection refused');
+      return rejectUpgrade(socket, 401, 'Unauthorized', 'WWW-Authenticate: Bearer\r\n');
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => runSession(ws, checked.credential));
+  }
+
+  function runSession(ws: WebSocket, credential: Credential) {
+    let queue = Promise.resolve();
+    const session: WsSession = {
+      id: randomUUID(),
+      ws,
+      credential,
+      pending: false,
+      alive: true,
+      run(work) {
+        // One message at a time per agent, in order (sequence numbers, row updates, pushes).
+        queue = queue.then(work).catch((error) => {
+          logger.error({ err: error, agentId: session.agentId }, 'opamp message failed');
+          if (ws.readyState === ws.OPEN) ws.close(CLOSE.internalError, 'internal error');
+        });
+      },
+    };
+    const refuse = (code: number, reason: string) => {
+      logger.info({ agentId: session.agentId, code, reason }, 'agent session closed by the server');
+      ws.close(code, reason.slice(0, 120));
+    };
+
+    async function onMessage(data: RawData, isBinary: boolean) {
+      if (ws.readyState !== ws.OPEN) return;
+      if (!isBinary) return refuse(CLOSE.unsupportedData, 'OpAMP messages are binary');
+      let message: AgentToServer;
+      try {
+        message = decodeAgentToServer(unframeWebSocket(toBuffer(data)));
+      } catch (error) {
+        if (error instanceof OpampFrameError) return refuse(FRAME_CLOSE[error.reason], error.message);
+        throw error;
+      }
+      const uid = agentIdFromUid(message.instanceUid);
+      if (session.agentId && uid !== session.agentId) return refuse(CLOSE.policyViolation, 'instance uid changed within the session');
+      const served = await serve(credential, message, 'websocket', {
+        id: session.id,
+        newSession: session.agentId === undefined,
+        sentHash: session.sentHash,
+        remember: (hash) => (session.sentHash = hash),
+        admitted: session.admitted,
+      });
+      if (!served.ok) return refuse(refusalClose(served), refusalText(served));
+      session.pending = served.pending;
+      session.admitted = { ...served.admission, enrolled: false };
+      if (!session.agentId) {
+        session.agentId = served.agentId;
+        session.uid = message.instanceUid;
+        const adopted = session as AdoptedSession;
+        sessions.adopt(adopted);
+        // A cut-off committed while this message was served found no session to close. The
+        // message is done either way: should the re-check fail, its reply still goes out
+        // (notifications and the resync after a lost LISTEN remain).
+        await sessions.recheck([adopted]).catch((error: unknown) => logger.warn({ err: error, agentId: adopted.agentId }, 'session re-check failed'));
+      }
+      if (ws.readyState === ws.OPEN) ws.send(frameWebSocket(encodeServerToAgent(served.reply)));
+    }
+
+    ws.on('message', (data, isBinary) => session.run(() => onMessage(data, isBinary)));
+    ws.on('pong', () => (session.alive = true));
+    ws.on('error', (error) => logger.info({ err: error, agentId: session.agentId }, 'agent socket error'));
+    ws.on('close', (code) => {
+      if (!sessions.release(session)) return;
+      const id = session.agentId!;
+      sequences.forget(id);
+      // A held agent was never online: its close changes nothing (approval closes it on purpose).
+      // Only while this session speaks for the agent: it may have reconnected to another replica.
+      if (!session.pending) track(queue.then(() => setOffline(db, id, `websocket closed (${code})`, session.id)));
+    });
+  }
+
+  // -------------------------------------------------------------------------------------
+  // HTTP
+
+  async function onRequest(req: IncomingMessage, res: ServerResponse) {
+    if (pathOf(req) !== OPAMP_PATH) return reply(res, 404, 'not found');
+    if (req.method !== 'POST') return reply(res, 405, 'POST application/x-protobuf, or a WebSocket upgrade', { allow: 'POST' });
+    const checked = await credentialOf(req);
+    if (!checked.ok) {
+      logger.info({ reason: checked.reason, transport: 'http' }, 'agent request refused');
+      if (req.socket.destroyed) return;
+      return reply(res, 401, 'unauthorized', { 'www-authenticate': 'Bearer' });
+    }
+    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (type !== 'application/x-protobuf') return reply(res, 415, 'Content-Type must be application/x-protobuf');
+    const body = await readBody(req, OPAMP_MAX_MESSAGE_BYTES);
+    if (!body) return reply(res, 413, 'message too large');
+    let message: AgentToServer;
+    try {
+      message = decodeAgentToServer(decodeHttpBody(body, header(req, 'content-encoding')));
+    } catch (error) {
+      if (error instanceof OpampFrameError) return reply(res, FRAME_STATUS[error.reason], error.message);
+      throw error;
+    }
+    const agentKey = agentIdFromUid(message.instanceUid) ?? '';
+    const served = await serve(checked.credential, message, 'http', {
+      newSession: false,
+      sentHash: sessions.httpSent.get(agentKey),
+      remember: (hash) => sessions.httpSent.set(agentKey, hash),
+    });
+    if (!served.ok) {
+      logger.info({ reason: served.reason, transport: 'http' }, 'agent request refused');
+      return reply(res, refusalStatus(served), refusalText(served));
+    }
+    const out = encodeHttpBody(encodeServerToAgent(served.reply), acceptsGzip(header(req, 'accept-encoding')));
+    res.writeHead(200, {
+      'content-type': 'application/x-protobuf',
+      'content-length': out.body.length,
+      ...(out.contentEncoding ? { 'content-encoding': out.contentEncoding } : {}),
+    });
+    res.end(out.body);
+  }
+
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    onRequest(req, res).catch((error) => {
+      logger.error({ err: error }, 'opamp request failed');
+      if (!res.headersSent) reply(res, 500, 'internal error');
+      else res.destroy();
+    });
+  };
+  const server: Server = deps.tls
+    ? createTlsServer(
+        {
+          cert: deps.tls.certificatePem,
+          key: deps.tls.keyPem,
+          ca: ca.certificatePem,
+          requestCert: true,
+          // Agents without a certificate (enrolling with a token) are let through here and
+          // judged per request; a certificate of another CA is refused in onSecureConnection.
+          rejectUnauthorized: false,
+          minVersion: 'TLSv1.2',
+        },
+        handle,
+      )
+    : createServer(handle);
+  if (deps.tls) server.on('secureConnection', onSecureConnection);
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    onUpgrade(req, socket, head).catch((error) => {
+      logger.error({ err: error }, 'opamp upgrade failed');
+      rejectUpgrade(socket, 503, 'Service Unavailable');
+    });
+  });
+
+  return {
+    server,
+    sessions,
+    start: () => sessions.start(),
+    async close() {
+      for (const ws of wss.clients) ws.close(CLOSE.goingAway, 'server shutting down');
+      await waitForClients(wss);
+      await Promise.all([...pending]);
+      await sessions.close();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function pathOf(req: IncomingMessage): string {
+  return new URL(req.url ?? '/', 'http://agent').pathname;
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(',') : value;
+}
+
+function toBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+function reply(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}) {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...headers });
+  res.end(`${text}\n`);
+}
+
+function rejectUpgrade(socket: Duplex, status: number, text: string, extraHeaders = '') {
+  if (socket.destroyed) return;
+  socket.end(`HTTP/1.1 ${status} ${text}\r\nConnection: close\r\nContent-Length: 0\r\n${extraHeaders}\r\n`);
+}
+
+/** The body, or undefined once it passes `limit` bytes (the rest is not read). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/** Resolves when every client socket has closed (a stuck peer is terminated after 2 s). */
+async function waitForClients(wss: WebSocketServer): Promise<void> {
+  const clients = [...wss.clients];
+  await Promise.all(
+    clients.map(
+      (ws) =>
+        new Promise<void>((resolve) => {
+          if (ws.readyState === ws.CLOSED) return resolve();
+          const timer = setTimeout(() => ws.terminate(), 2000);
+          ws.once('close', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        }),
+    ),
+  );
+}

@@ -1,0 +1,259 @@
+/**
+ * The agents this replica talks to right now, and what is sent to them unasked: pushed
+ * configurations (AGENT_PUSH_CHANNEL), cut-offs (AGENT_CUTOFF_CHANNEL: revocation,
+ * rejection, approval, a revoked token), and the liveness sweep that turns silent agents
+ * offline. State here is per replica; the database is the truth every replica reads.
+ */
+import { create } from '@bufbuild/protobuf';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { TLSSocket } from 'node:tls';
+import type { WebSocket } from 'ws';
+import {
+  AGENT_CUTOFF_CHANNEL,
+  findDesired,
+  markSilentAgentsOffline,
+  touchAgents,
+  type AgentCutoff,
+} from '../db/repos/agent-status';
+import { emitEvents } from '../db/repos/events';
+import { PgListener } from '../platform/pg-listener';
+import { encodeServerToAgent, frameWebSocket } from './codec';
+import type { Admitted, Credential } from './enrollment';
+import { OPAMP_SOURCE } from './enrollment';
+import { ServerToAgentSchema } from './gen/opamp_pb';
+import { AGENT_PUSH_CHANNEL } from '../domain/pushes';
+import { RemoteConfigCache, type Desired } from './remote-config';
+import { serverCapabilities } from './status';
+
+/** Close codes for what the server does to a live session. */
+export const SESSION_CLOSE = { policyViolation: 1008, serviceRestart: 1012 } as const;
+
+export interface WsSession {
+  /** Recorded on the agent row (`session_id`): the session that speaks for the agent. */
+  id: string;
+  ws: WebSocket;
+  credential: Credential;
+  agentId?: string;
+  uid?: Uint8Array;
+  pending: boolean;
+  /** The admission of the session's first message, reused for the rest. */
+  admitted?: Admitted;
+  /** config_hash of the last remote_config sent in this session. */
+  sentHash?: string;
+  /** Answered the last ping. */
+  alive: boolean;
+  /** Messages in and out of one session run one at a time, in order. */
+  run(work: () => Promise<void>): void;
+}
+
+/** A session whose first message admitted it: it speaks for one agent. */
+export type AdoptedSession = WsSession & { agentId: string };
+
+export class AgentSessions {
+  /** The live WebSocket of each agent; an older one is closed when a newer one is admitted. */
+  readonly byAgent = new Map<string, AdoptedSession>();
+  /** config_hash last offered to each HTTP agent by this replica (HTTP has no session). */
+  readonly httpSent = new Map<string, string>();
+  /** TLS sockets authenticated by an agent's certificate (HTTP keep-alive included). */
+  private readonly certificateSockets = new Map<string, Set<TLSSocket>>();
+  readonly configs: RemoteConfigCache;
+  private readonly listener: PgListener;
+  private sweepTimer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly logger: Logger,
+    private readonly options: { databaseUrl: string; heartbeatSeconds: number; tls: boolean },
+  ) {
+    this.configs = new RemoteConfigCache(db);
+    this.listener = new PgListener(options.databaseUrl, logger, () => void this.resync().catch((error) => this.fail(error, 'resync')));
+  }
+
+  async start(): Promise<void> {
+    await this.listener.listen(AGENT_PUSH_CHANNEL, (payload) => void this.deliver(payload.split(',')).catch((error) => this.fail(error, 'push delivery')));
+    await this.listener.listen(AGENT_CUTOFF_CHANNEL, (payload) => this.cutOff(payload));
+    await this.listener.start();
+    this.sweepTimer = setInterval(() => void this.sweep().catch((error) => this.fail(error, 'liveness sweep')), this.options.heartbeatSeconds * 1000);
+    this.sweepTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweepTimer);
+    await this.listener.close();
+  }
+
+  adopt(session: AdoptedSession): void {
+    const older = this.byAgent.get(session.agentId);
+    this.byAgent.set(session.agentId, session);
+    if (older && older !== session) older.ws.close(SESSION_CLOSE.policyViolation, 'replaced by a newer connection');
+  }
+
+  /** True when this was the agent's current session (and it is now forgotten). */
+  release(session: WsSession): boolean {
+    if (!session.agentId || this.byAgent.get(session.agentId) !== session) return false;
+    this.byAgent.delete(session.agentId);
+    return true;
+  }
+
+  trackCertificateSocket(agentId: string, socket: TLSSocket): void {
+    let sockets = this.certificateSockets.get(agentId);
+    if (!sockets) this.certificateSockets.set(agentId, (sockets = new Set()));
+    sockets.add(socket);
+    socket.once('close', () => {
+      sockets.delete(socket);
+      if (sockets.size === 0 && this.certificateSockets.get(agentId) === sockets) this.certificateSockets.delete(agentId);
+    });
+  }
+
+  /**
+   * Should this message's reply carry the desired configuration? Not while the agent has
+   * already reported on that hash, nor twice in one session before it answers.
+   */
+  async remoteConfigFor(
+    desired: Desired | null,
+    applied: { hash: string | null; status: string | null },
+    sent: string | undefined,
+  ) {
+    if (!desired || desired.hash === sent) return undefined;
+    if (applied.hash === desired.hash && applied.status !== null) return undefined;
+    return this.configs.get(desired);
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Push
+
+  /** Sends the desired configuration to those of `agentIds` connected here by WebSocket. */
+  private async deliver(agentIds: string[]): Promise<void> {
+    const local = agentIds.filter((id) => this.byAgent.has(id));
+    if (local.length === 0) return;
+    for (const desired of await findDesired(this.db, local)) {
+      const session = this.byAgent.get(desired.id);
+      if (!session || session.pending || session.sentHash === desired.hash) continue;
+      session.run(async () => {
+        const remoteConfig = await this.configs.get(desired);
+        if (!remoteConfig || session.ws.readyState !== session.ws.OPEN || session.sentHash === desired.hash) return;
+        session.sentHash = desired.hash;
+        const message = create(ServerToAgentSchema, { instanceUid: session.uid, capabilities: serverCapabilities(this.options.tls), remoteConfig });
+        session.ws.send(frameWebSocket(encodeServerToAgent(message)));
+      });
+    }
+  }
+
+  /** After the LISTEN connection was lost: pushes and cut-offs may have been missed. */
+  private async resync(): Promise<void> {
+    if (this.byAgent.size === 0) return;
+    await this.recheck([...this.byAgent.values()]);
+    await this.deliver([...this.byAgent.keys()]);
+  }
+
+  /**
+   * Closes the sessions whose standing changed where no cut-off could reach them: after
+   * their admission read the database and before `adopt` (a session is then unknown here),
+   * or while the LISTEN connection was down. The database holds what the notifications said.
+   */
+  async recheck(sessions: AdoptedSession[]): Promise<void> {
+    if (sessions.length === 0) return;
+    const agents: Array<{ id: string; status: string }> = await this.db('agents')
+      .select('id', 'status')
+      .whereRaw('id = ANY(?::uuid[])', [sessions.map((session) => session.agentId)]);
+    const statuses = new Map(agents.map((row) => [row.id, row.status]));
+    const tokenIds = [...new Set(sessions.flatMap((session) => (session.credential.kind === 'token' ? [session.credential.row.id] : [])))];
+    const revokedTokens = new Set<string>(
+      tokenIds.length === 0 ? [] : await this.db('bootstrap_tokens').whereRaw('id = ANY(?::uuid[])', [tokenIds]).whereNotNull('revoked_at').pluck('id'),
+    );
+    for (const session of sessions) {
+      // A session replaced while the statements ran is closed already; its successor is not
+      // the one that was judged here.
+      if (this.byAgent.get(session.agentId) !== session) continue;
+      const status = statuses.get(session.agentId);
+      if (status === undefined || status === 'revoked' || status === 'handed-over') {
+        this.closeAgent(session.agentId, SESSION_CLOSE.policyViolation, 'agent revoked');
+      } else if (session.credential.kind === 'token' && revokedTokens.has(session.credential.row.id)) {
+        session.ws.close(SESSION_CLOSE.policyViolation, 'bootstrap token revoked');
+      } else if (session.pending && status !== 'pending-approval') {
+        session.ws.close(SESSION_CLOSE.serviceRestart, 'approved: reconnect');
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Cut-offs
+
+  private cutOff(payload: string): void {
+    let cutoff: AgentCutoff;
+    try {
+      cutoff = JSON.parse(payload) as AgentCutoff;
+    } catch {
+      return;
+    }
+    switch (cutoff.action) {
+      case 'revoke':
+        return this.closeAgent(cutoff.agentId, SESSION_CLOSE.policyViolation, 'certificate revoked');
+      case 'reject':
+        return this.closeAgent(cutoff.agentId, SESSION_CLOSE.policyViolation, 'enrolment rejected');
+      case 'approve':
+        // The held session ends; the agent reconnects and is admitted in full.
+        return this.closeAgent(cutoff.agentId, SESSION_CLOSE.serviceRestart, 'approved: reconnect');
+      case 'token-revoked':
+        for (const session of this.byAgent.values()) {
+          if (session.credential.kind === 'token' && session.credential.row.id === cutoff.tokenId) {
+            session.ws.close(SESSION_CLOSE.policyViolation, 'bootstrap token revoked');
+          }
+        }
+        return;
+    }
+  }
+
+  private closeAgent(agentId: string, code: number, reason: string): void {
+    const session = this.byAgent.get(agentId);
+    if (session) {
+      this.logger.info({ agentId, code, reason }, 'closing agent session');
+      session.ws.close(code, reason);
+    }
+    if (code === SESSION_CLOSE.policyViolation) {
+      for (const socket of this.certificateSockets.get(agentId) ?? []) socket.destroy();
+    }
+    this.httpSent.delete(agentId);
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Liveness
+
+  /**
+   * Every heartbeat interval: WebSockets that did not answer the last ping are dropped; the
+   * others count as seen (an agent that sends nothing new is still there); then agents of any
+   * replica not seen for three intervals become offline.
+   */
+  private async sweep(): Promise<void> {
+    const alive: string[] = [];
+    for (const [agentId, session] of this.byAgent) {
+      if (!session.alive) {
+        session.ws.terminate();
+        continue;
+      }
+      session.alive = false;
+      session.ws.ping();
+      if (!session.pending) alive.push(agentId);
+    }
+    await touchAgents(this.db, alive);
+    await this.db.transaction(async (trx) => {
+      const silent = await markSilentAgentsOffline(trx, 3 * this.options.heartbeatSeconds);
+      for (const agent of silent) this.httpSent.delete(agent.id);
+      await emitEvents(
+        trx,
+        silent.map((agent) => ({
+          tenantId: agent.tenantId,
+          type: 'agent.disconnected',
+          source: OPAMP_SOURCE,
+          subject: agent.id,
+          data: { agentId: agent.id, reason: 'missed three heartbeats' },
+        })),
+      );
+    });
+  }
+
+  private fail(error: unknown, what: string): void {
+    this.logger.error({ err: error }, `opamp ${what} failed`);
+  }
+}

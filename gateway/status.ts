@@ -1,0 +1,233 @@
+/**
+ * What an AgentToServer message changes on the agent row, and the ServerToAgent reply.
+ * OpAMP agents compress their status (an unchanged description or health is left out), so
+ * only fields present in the message are written; `last_seen_at` moves on every message.
+ */
+import { createHash } from 'node:crypto';
+import { create, toJson, type MessageInitShape } from '@bufbuild/protobuf';
+import type { Knex } from 'knex';
+import { applyAgentReport, markAgentOffline, type AgentReport, type ReportedAgent } from '../db/repos/agent-status';
+import type { AgentStatus } from '../db/repos/agents';
+import type { AppliedStatus } from '../db/repos/agents';
+import { emitEvents } from '../db/repos/events';
+import { ServerCapability, ServerToAgentFlag, type AgentToServer } from './codec';
+import type { AnyValue, KeyValue } from './gen/anyvalue_pb';
+import {
+  ComponentHealthSchema,
+  RemoteConfigStatuses,
+  ServerToAgentSchema,
+  type AgentConfigMap,
+  type AgentRemoteConfigSchema,
+} from './gen/opamp_pb';
+import { OPAMP_SOURCE } from './enrollment';
+import type { ReportBatcher } from './report-batcher';
+
+/** What the server offers; certificates (AcceptsConnectionSettingsRequest) only over TLS. */
+export function serverCapabilities(tls: boolean): bigint {
+  const base =
+    ServerCapability.AcceptsStatus |
+    ServerCapability.OffersRemoteConfig |
+    ServerCapability.AcceptsEffectiveConfig |
+    ServerCapability.OffersConnectionSettings;
+  return tls ? base | ServerCapability.AcceptsConnectionSettingsRequest : base;
+}
+
+// ---------------------------------------------------------------------------------------
+// AgentToServer → row
+
+/**
+ * Postgres text and jsonb cannot hold NUL; an agent's strings must not make its report
+ * unwritable (and so the agent unreachable), so NUL becomes U+FFFD.
+ */
+function storable<T>(value: T): T {
+  if (typeof value === 'string') return value.replaceAll('\u0000', '\uFFFD') as T;
+  if (Array.isArray(value)) return value.map(storable) as T;
+  if (value !== null && typeof value === 'object' && !(value instanceof Date) && !(value instanceof Uint8Array)) {
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [storable(key), storable(inner)])) as T;
+  }
+  return value;
+}
+
+const CAPABILITY_BITS = (1n << 53n) - 1n;
+
+export function reportFrom(message: AgentToServer): AgentReport {
+  const report: AgentReport = {};
+  const description = message.agentDescription;
+  if (description) {
+    report.description = attributes([...description.identifyingAttributes, ...description.nonIdentifyingAttributes]);
+    const serviceName = report.description['service.name'];
+    if (typeof serviceName === 'string' && serviceName) report.nameIfEmpty = serviceName;
+  }
+  // OpAMP defines a dozen low bits; the rest are nobody's, and a value past 2^63 would not
+  // fit the bigint column (nor past 2^53 a JSON number): only the defined range is kept.
+  if (message.capabilities !== 0n) report.capabilities = message.capabilities & CAPABILITY_BITS;
+  if (message.health) report.health = toJson(ComponentHealthSchema, message.health);
+  if (message.effectiveConfig?.configMap) report.effectiveConfigHash = configMapHash(message.effectiveConfig.configMap);
+  const remote = message.remoteConfigStatus;
+  if (remote) {
+    report.applied = {
+      hash: remote.lastRemoteConfigHash.length ? Buffer.from(remote.lastRemoteConfigHash).toString('hex') : null,
+      status: APPLIED[remote.status] ?? null,
+      error: remote.errorMessage || null,
+    };
+  }
+  return report;
+}
+
+/** UNSET is stored as null: the API's applied status is APPLYING / APPLIED / FAILED or nothing. */
+const APPLIED: Partial<Record<RemoteConfigStatuses, AppliedStatus>> = {
+  [RemoteConfigStatuses.RemoteConfigStatuses_APPLIED]: 'APPLIED',
+  [RemoteConfigStatuses.RemoteConfigStatuses_APPLYING]: 'APPLYING',
+  [RemoteConfigStatuses.RemoteConfigStatuses_FAILED]: 'FAILED',
+};
+
+/** Flat `{ key: value }`; a later key wins (non-identifying attributes come second). */
+function attributes(pairs: KeyValue[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const pair of pairs) out[pair.key] = anyValue(pair.value);
+  return out;
+}
+
+function anyValue(value: AnyValue | undefined): unknown {
+  if (!value) return null;
+  switch (value.value.case) {
+    case undefined:
+      return null;
+    case 'intValue': {
+      const n = value.value.value;
+      return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n.toString();
+    }
+    case 'doubleValue':
+      return Number.isFinite(value.value.value) ? value.value.value : String(value.value.value);
+    case 'arrayValue':
+      return value.value.value.values.map(anyValue);
+    case 'kvlistValue':
+      return attributes(value.value.value.values);
+    case 'bytesValue':
+      return Buffer.from(value.value.value).toString('base64');
+    default:
+      return value.value.value;
+  }
+}
+
+/**
+ * sha256 (hex) of the effective configuration: of the one file's body when there is one
+ * (the same hash a push of that content carries), else of every `name\0body\0` by name.
+ */
+export function configMapHash(map: AgentConfigMap): string {
+  const names = Object.keys(map.configMap).sort();
+  const hash = createHash('sha256');
+  if (names.length === 1) return hash.update(map.configMap[names[0]!]!.body).digest('hex');
+  for (const name of names) hash.update(name).update('\0').update(map.configMap[name]!.body).update('\0');
+  return hash.digest('hex');
+}
+
+/**
+ * Applies one message in a transaction; `agent.connected` when the agent was not online
+ * before or opened a new WebSocket session. A pending agent stays `pending-approval`.
+ */
+export async function applyStatus(
+  db: Knex,
+  agentId: string,
+  message: AgentToServer,
+  /** `session`: the WebSocket session the message came by (none over HTTP); it now speaks for the agent. */
+  options: { newSession: boolean; transport: 'websocket' | 'http'; pending: boolean; session?: string },
+): Promise<ReportedAgent | undefined> {
+  return db.transaction(async (trx) => {
+    const status: AgentStatus = options.pending ? 'pending-approval' : 'online';
+    const applied = await applyAgentReport(trx, agentId, { ...storable(reportFrom(message)), status, session: options.session ?? null });
+    if (!applied || applied.cutOff) return applied;
+    if (!options.pending && applied.previous !== 'pending-approval' && (applied.previous !== 'online' || options.newSession)) {
+      await emitEvents(trx, [
+        { tenantId: applied.tenantId, type: 'agent.connected', source: OPAMP_SOURCE, subject: agentId, data: { agentId, transport: options.transport } },
+      ]);
+    }
+    return applied;
+  });
+}
+
+/**
+ * The hot path for an online agent's routine message (heartbeat, config status, health):
+ * written with other agents' in one statement, no transaction. Undefined when the agent is
+ * not online (or gone, or cut off): then `applyStatus` does it properly, with its events.
+ */
+export function applyRoutineStatus(batcher: ReportBatcher, agentId: string, message: AgentToServer): Promise<ReportedAgent | undefined> {
+  return batcher.submit(agentId, storable(reportFrom(message)));
+}
+
+export async function setOffline(db: Knex, agentId: string, reason: string, session?: string): Promise<void> {
+  await db.transaction(async (trx) => {
+    const changed = await markAgentOffline(trx, agentId, session);
+    if (!changed) return;
+    await emitEvents(trx, [
+      { tenantId: changed.tenantId, type: 'agent.disconnected', source: OPAMP_SOURCE, subject: agentId, data: { agentId, reason } },
+    ]);
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Sequence numbers: a gap means the server may have missed a compressed status
+
+/** Last sequence number per agent, in this process only (a restart asks for full state once). */
+export class SequenceTracker {
+  private readonly last = new Map<string, bigint>();
+
+  /** Records `seq`; true when the agent should send its full state. */
+  record(agentId: string, seq: bigint, hasDescription: boolean): boolean {
+    const previous = this.last.get(agentId);
+    this.last.set(agentId, seq);
+    if (previous === undefined) return !hasDescription;
+    return seq !== previous + 1n;
+  }
+
+  forget(agentId: string): void {
+    this.last.delete(agentId);
+  }
+
+  has(agentId: string): boolean {
+    return this.last.has(agentId);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// ServerToAgent
+
+export interface ReplyOptions {
+  tls: boolean;
+  /** Offer the heartbeat interval (first message of a session). */
+  first: boolean;
+  heartbeatSeconds: number;
+  reportFullState: boolean;
+  remoteConfig?: MessageInitShape<typeof AgentRemoteConfigSchema>;
+  /** A leaf certificate answering the agent's CSR. */
+  certificate?: { certificatePem: string; caPem: string };
+}
+
+export function replyTo(message: AgentToServer, options: ReplyOptions): MessageInitShape<typeof ServerToAgentSchema> {
+  const offer = options.first || options.certificate;
+  return create(ServerToAgentSchema, {
+    instanceUid: message.instanceUid,
+    capabilities: serverCapabilities(options.tls),
+    flags: options.reportFullState ? ServerToAgentFlag.ReportFullState : 0n,
+    remoteConfig: options.remoteConfig,
+    connectionSettings: offer
+      ? {
+          hash: connectionSettingsHash(options),
+          opamp: {
+            heartbeatIntervalSeconds: BigInt(options.heartbeatSeconds),
+            certificate: options.certificate && {
+              cert: Buffer.from(options.certificate.certificatePem),
+              caCert: Buffer.from(options.certificate.caPem),
+            },
+          },
+        }
+      : undefined,
+  });
+}
+
+/** Identifies the offered settings, so an agent can tell a new offer from one it has applied. */
+function connectionSettingsHash(options: ReplyOptions): Uint8Array {
+  const hash = createHash('sha256').update(`heartbeat=${options.heartbeatSeconds}`);
+  if (options.certificate) hash.update('\0').update(options.certificate.certificatePem);
+  return hash.digest();
+}

@@ -1,0 +1,55 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadSettings } from '../../platform/settings';
+
+const base = {
+  Database__Url: 'postgres://u:p@localhost:5432/fleet',
+  Secrets__EncryptionKey: Buffer.alloc(32, 7).toString('base64'),
+};
+
+describe('settings', () => {
+  test('defaults, and environment variables with __ for :', () => {
+    const settings = loadSettings({ ...base, Http__Port: '9090', Authentication__Oidc__Authority: 'https://id.example.com/realms/x/', Authentication__Oidc__Audience: 'fleet' });
+    expect(settings.http.port).toBe(9090);
+    expect(settings.http.publicBaseUrl).toBe('http://localhost:9090');
+    expect(settings.errorsBaseUrl).toBe('http://localhost:9090/errors');
+    expect(settings.oidc).toEqual({ authority: 'https://id.example.com/realms/x', audience: 'fleet', roleClaim: 'roles', tenantClaim: 'tenant' });
+    expect(settings.git.defaultPollIntervalSeconds).toBe(60);
+    expect(Object.isFrozen(settings)).toBe(true);
+  });
+
+  test.each([
+    [{ Database__Url: undefined }, 'Invalid setting Database:Url: is required'],
+    [{ Http__Port: 'eighty' }, 'Invalid setting Http:Port:'],
+    [{ Environment: 'Staging' }, 'Invalid setting Environment:'],
+    [{ Authentication__Oidc__Authority: 'not a url' }, 'Invalid setting Authentication:Oidc:Authority: must be an absolute http(s) URL'],
+    [{ Authentication__Oidc__Authority: 'https://id.example.com' }, 'Invalid setting Authentication:Oidc:Audience: is required when Authentication:Oidc:Authority is set'],
+    [{ Secrets__EncryptionKey: 'c2hvcnQ=' }, 'Invalid setting Secrets:EncryptionKey: must be 32 bytes, base64-encoded'],
+    [{ Secrets__EncryptionKey: undefined }, 'Invalid setting Secrets:EncryptionKey: is required in Production'],
+  ])('a bad value stops with one line naming the key: %j', (override, message) => {
+    const env = { ...base, ...override } as Record<string, string | undefined>;
+    expect(() => loadSettings(env)).toThrow(message);
+    try {
+      loadSettings(env);
+    } catch (error) {
+      expect((error as Error).message).not.toContain('\n');
+    }
+  });
+
+  test('a JSON settings file, overridden by the environment', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'settings-'));
+    const file = path.join(dir, 'settings.json');
+    writeFileSync(file, JSON.stringify({ Http: { Port: 7000, PublicBaseUrl: 'https://fleet.example.com' }, Git: { DefaultPollIntervalSeconds: 30 } }));
+    const settings = loadSettings({ ...base, FLEET_SETTINGS_FILE: file, Http__Port: '7001' });
+    expect(settings.http.port).toBe(7001);
+    expect(settings.errorsBaseUrl).toBe('https://fleet.example.com/errors');
+    expect(settings.git.defaultPollIntervalSeconds).toBe(30);
+    writeFileSync(file, JSON.stringify({ Http: { Prot: 1 } }));
+    expect(() => loadSettings({ ...base, FLEET_SETTINGS_FILE: file })).toThrow(`Unknown setting Http:Prot in ${file}`);
+  });
+
+  test('Development needs no encryption key', () => {
+    expect(loadSettings({ Database__Url: base.Database__Url, Environment: 'Development' }).isDevelopment).toBe(true);
+  });
+});
