@@ -34,6 +34,7 @@ import {
 } from '../db/repos/rollouts';
 import { ROLLOUT_STATE_EVENTS, type RolloutState } from '../domain/rollouts';
 import type { BatchOutcome } from '../workflows/definitions';
+import { whileHeartbeating } from './keep-alive';
 
 /** How often a waiting activity looks for agents' reports (and heartbeats). */
 const POLL_MS = 250;
@@ -176,21 +177,17 @@ export function createRolloutActivities(db: Knex) {
      */
     async pushBatch(input: { rolloutId: string; batch: number }): Promise<{ pushed: number; skipped: number }> {
       const rollout = await load(input.rolloutId);
-      return db.transaction(async (trx) => {
+      return whileHeartbeating(() => db.transaction(async (trx) => {
         if ((await lockRolloutState(trx, rollout.id)) !== 'running') return { pushed: 0, skipped: 0 };
         const { push, skipped } = await claimBatchForPush(trx, rollout.id, input.batch);
         const unreachable = 'the agent can no longer receive configurations';
         await emitEvents(trx, agentEvents(rollout, skipped.map((id) => ({ agent_id: id, state: 'skipped' as const, error: unreachable })), { batch: input.batch }));
         if (push.length > 0) {
-          try {
-            await pushConfiguration(trx, { tenantId: rollout.tenant_id, agentIds: push, configurationId: rollout.configuration_id, version: rollout.version });
-          } catch (error) {
-            if (error instanceof PushError) throw ApplicationFailure.nonRetryable(error.message, 'push-failed');
-            throw error;
-          }
+          // A PushError (the version is gone or unpublished) fails the activity for good.
+          await pushConfiguration(trx, { tenantId: rollout.tenant_id, agentIds: push, configurationId: rollout.configuration_id, version: rollout.version });
         }
         return { pushed: push.length, skipped: skipped.length };
-      });
+      }));
     },
 
     /** Gives up on the batch's agents still applying (the rollout was aborted while waiting). */
@@ -214,10 +211,12 @@ export function createRolloutActivities(db: Knex) {
       const timeoutMs = rollout.strategy.applyTimeoutSeconds * 1000;
       const awaited = (await batchWaiting(db, rollout.id, input.batch)).applying;
       for (;;) {
-        await db.transaction(async (trx) => {
-          const settled = await settleBatch(trx, rollout.id, input.batch, rollout.content_hash);
-          await emitEvents(trx, agentEvents(rollout, settled, { batch: input.batch }));
-        });
+        await whileHeartbeating(() =>
+          db.transaction(async (trx) => {
+            const settled = await settleBatch(trx, rollout.id, input.batch, rollout.content_hash);
+            await emitEvents(trx, agentEvents(rollout, settled, { batch: input.batch }));
+          }),
+        );
         const waiting = await batchWaiting(db, rollout.id, input.batch);
         if (waiting.applying === 0) break;
         if (waiting.pushedAt && Date.now() - waiting.pushedAt.getTime() >= timeoutMs) {
@@ -255,13 +254,11 @@ export function createRolloutActivities(db: Knex) {
     /** Pushes to every touched agent the configuration version it had before. */
     async startRollback(input: { rolloutId: string }): Promise<{ pushed: number }> {
       const rollout = await load(input.rolloutId);
-      return db.transaction(async (trx) => {
+      return whileHeartbeating(() => db.transaction(async (trx) => {
         let pushed = 0;
         const groups = await claimRollback(trx, rollout.id, rollout.content_hash);
-        heartbeat();
         await lockAgentRows(trx, rollout.tenant_id, groups.flatMap((group) => group.agentIds));
         for (const group of groups) {
-          heartbeat();
           try {
             const result = await pushConfiguration(trx, { tenantId: rollout.tenant_id, agentIds: group.agentIds, configurationId: group.configurationId, version: group.version });
             pushed += result.agentIds.length;
@@ -274,7 +271,7 @@ export function createRolloutActivities(db: Knex) {
           }
         }
         return { pushed };
-      });
+      }));
     },
 
     /** Waits for the rollback's reports, like awaitBatch (timeout from the rollback's start). */
@@ -283,10 +280,12 @@ export function createRolloutActivities(db: Knex) {
       const started = Date.now();
       const timeoutMs = rollout.strategy.applyTimeoutSeconds * 1000;
       for (;;) {
-        await db.transaction(async (trx) => {
-          const settled = await settleRollback(trx, rollout.id);
-          await emitEvents(trx, agentEvents(rollout, settled, { rollback: true }));
-        });
+        await whileHeartbeating(() =>
+          db.transaction(async (trx) => {
+            const settled = await settleRollback(trx, rollout.id);
+            await emitEvents(trx, agentEvents(rollout, settled, { rollback: true }));
+          }),
+        );
         const waiting = await rollbackWaiting(db, rollout.id);
         if (waiting.length === 0) return { waitingAfterTimeout: 0 };
         if (Date.now() - started >= timeoutMs) {

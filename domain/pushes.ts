@@ -8,6 +8,7 @@
  * notifying commit takes a cluster-wide lock, too dear for 10,000 reports a second).
  */
 import type { Db } from '../db/connection';
+import { DomainError } from './errors';
 import { findConfiguration, findVersionWithContent } from '../db/repos/configurations';
 
 /** Payload: `<agent id>,<agent id>,…` (at most PUSH_IDS_PER_NOTIFY ids, under the 8,000-byte limit). */
@@ -17,7 +18,8 @@ const PUSH_IDS_PER_NOTIFY = 200;
 /** Statuses that keep an agent from receiving configurations. */
 export const UNREACHABLE_STATUSES = ['pending-approval', 'revoked', 'handed-over'] as const;
 
-export class PushError extends Error {
+export class PushError extends DomainError {
+  override readonly name = 'PushError';
   constructor(
     readonly reason: 'no-version' | 'not-published',
     message: string,
