@@ -1,0 +1,113 @@
+/**
+ * A rollout operation waits on Temporal (the workflow accepts or refuses it) outside any
+ * database transaction: twenty of them held in flight by a slowed worker take none of the
+ * pool's ten connections, and the rest of the api goes on answering.
+ */
+import { NativeConnection, Worker, bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { createActivities } from '../../activities';
+import { rolloutWorkflowId } from '../../workflows/definitions';
+import { publishConfiguration } from '../support/configurations';
+import { eventually } from '../support/eventually';
+import { testInfra } from '../support/infra-env';
+import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+
+let env: RolloutEnv;
+beforeAll(async () => {
+  env = await startRolloutEnv();
+}, 60_000);
+afterAll(() => env?.close());
+
+const call = (method: string, path: string, body?: unknown) => env.t.call(method, path, { token: env.operator, body });
+
+/** A worker with the real activities, whose state transitions wait until `open()`. */
+async function slowedWorker() {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const activities = createActivities({ db: env.t.database.db });
+  const connection = await NativeConnection.connect({ address: testInfra().temporalAddress });
+  const worker = await Worker.create({
+    connection,
+    taskQueue: env.taskQueue,
+    workflowBundle: await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') }),
+    activities: {
+      ...activities,
+      transitionRollout: async (...args: Parameters<typeof activities.transitionRollout>) => {
+        await gate;
+        return activities.transitionRollout(...args);
+      },
+    },
+  });
+  const running = worker.run();
+  return {
+    open,
+    async stop() {
+      worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
+
+test('twenty rollout operations in flight against a slowed worker: other api calls, writes too, still answer', async () => {
+  expect(env.t.settings.database.poolMax).toBe(10);
+  const [v1] = await publishConfiguration(env.t, env.operator, ['in-flight: 1\n']);
+  const rollouts: string[] = [];
+  for (let i = 0; i < 20; i += 1) {
+    const groupId = (await call('POST', '/api/groups', { name: `in-flight-${i}-${Date.now()}` })).body.id;
+    const created = await call('POST', '/api/rollouts', { configurationId: v1!.configurationId, version: v1!.version, target: { groupIds: [groupId] }, strategy: { batchSize: 1 } });
+    expect(created.status).toBe(201);
+    rollouts.push(created.body.id);
+  }
+
+  // Each workflow has loaded its rollout and waits for `start` before the worker stops
+  // (stopping abandons running activities, which then wait out their timeout).
+  await eventually(async () => {
+    for (const id of rollouts) {
+      const history = await env.client.workflow.getHandle(rolloutWorkflowId(id)).fetchHistory();
+      expect(history.events?.some((event) => event.activityTaskCompletedEventAttributes)).toBe(true);
+    }
+  }, 30_000);
+  await env.stopWorker();
+  const worker = await slowedWorker();
+  try {
+    let answered = 0;
+    const starts = rollouts.map((id) =>
+      call('POST', `/api/rollouts/${id}/start`).then((res) => {
+        answered += 1;
+        return res;
+      }),
+    );
+    // Every start has reached its workflow, which is now waiting on the gated activity.
+    await eventually(async () => {
+      for (const id of rollouts) {
+        const description = await env.client.workflow.getHandle(rolloutWorkflowId(id)).describe();
+        expect(description.raw.pendingActivities?.map((activity) => activity.activityType?.name)).toContain('transitionRollout');
+      }
+    }, 30_000);
+
+    // No connection of the api's pool sits in a transaction while they wait.
+    const waitingInTransaction = await env.t.database.db.raw(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+    );
+    expect(waitingInTransaction.rows[0].n).toBe(0);
+
+    // Reads and writes answer at once, more of them than the pool has connections.
+    const others = await Promise.all([
+      ...Array.from({ length: 12 }, () => call('GET', '/api/agents?limit=5')),
+      ...Array.from({ length: 12 }, (_, i) => call('POST', '/api/groups', { name: `meanwhile-${i}-${Date.now()}` })),
+      call('GET', `/api/rollouts/${rollouts[0]}`),
+    ]);
+    expect(others.map((res) => res.status)).toEqual([...Array(12).fill(200), ...Array(12).fill(201), 200]);
+    expect(others.at(-1)!.body.state).toBe('pending');
+    expect(answered).toBe(0);
+
+    worker.open();
+    const results = await Promise.all(starts);
+    // Running, or already completed: the rollouts target empty groups.
+    expect(results.map((res) => [res.status, res.body.state])).toEqual(rollouts.map(() => [200, expect.stringMatching(/^(running|completed)$/)]));
+  } finally {
+    worker.open();
+    await worker.stop();
+    await env.startWorker();
+  }
+}, 90_000);
