@@ -1,0 +1,121 @@
+/**
+ * Who may import whom (STYLE.md, docs/architecture.md), checked on every run: a forbidden
+ * import fails the suite with the file and the line that made it. Type-only imports are
+ * erased at compile time, so they may cross where a value import may not (a workflow
+ * names its activities' types, never their code).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+const root = path.resolve(__dirname, '..');
+const LAYERS = ['api', 'gateway', 'domain', 'platform', 'db', 'workflows', 'activities', 'worker'] as const;
+type Layer = (typeof LAYERS)[number];
+
+interface Import {
+  file: string;
+  line: number;
+  specifier: string;
+  /** Our top-level folder it reaches, or undefined for a package. */
+  layer?: string;
+  target: string;
+  typeOnly: boolean;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : sourceFiles(full);
+    return /\.ts$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [full] : [];
+  });
+}
+
+function isTypeOnly(statement: ts.ImportDeclaration | ts.ExportDeclaration): boolean {
+  if (ts.isExportDeclaration(statement)) return statement.isTypeOnly;
+  const clause = statement.importClause;
+  if (!clause) return false; // a side-effect import runs the module
+  if (clause.isTypeOnly) return true;
+  const named = clause.namedBindings;
+  return !clause.name && !!named && ts.isNamedImports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
+}
+
+function importsOf(file: string): Import[] {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const found: Import[] = [];
+  const add = (node: ts.Node, specifier: string, typeOnly: boolean) => {
+    const target = specifier.startsWith('.') ? path.relative(root, path.resolve(path.dirname(file), specifier)) : specifier;
+    const layer = specifier.startsWith('.') ? target.split(path.sep)[0] : undefined;
+    const line = source.getLineAndCharacterOfPosition(node.getStart()).line + 1;
+    found.push({ file: path.relative(root, file), line, specifier, layer, target, typeOnly });
+  };
+  const visit = (node: ts.Node) => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      add(node, node.moduleSpecifier.text, isTypeOnly(node));
+    } else if (ts.isCallExpression(node) && node.arguments.length === 1 && ts.isStringLiteral(node.arguments[0]!)) {
+      const callee = node.expression;
+      const dynamic = callee.kind === ts.SyntaxKind.ImportKeyword;
+      const required = ts.isIdentifier(callee) && callee.text === 'require';
+      const resolved = ts.isPropertyAccessExpression(callee) && callee.getText() === 'require.resolve';
+      if (dynamic || required || resolved) add(node, node.arguments[0].text, false);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+const imports = LAYERS.flatMap((layer) => sourceFiles(path.join(root, layer)).map((file) => ({ layer, imports: importsOf(file) })));
+const from = (layer: Layer) => imports.filter((entry) => entry.layer === layer).flatMap((entry) => entry.imports);
+const show = (found: Import[]) => found.map((i) => `${i.file}:${i.line} imports '${i.specifier}'${i.typeOnly ? ' (type)' : ''}`);
+const ours = (i: Import) => i.layer !== undefined;
+
+test('the check sees the imports it judges (it would pass vacuously otherwise)', () => {
+  expect(from('activities').some((i) => i.layer === 'domain')).toBe(true);
+  expect(from('workflows').some((i) => i.layer === 'activities' && i.typeOnly)).toBe(true);
+  expect(from('worker').some((i) => i.target === 'workflows' && !i.typeOnly)).toBe(true); // require.resolve('../workflows')
+});
+
+test('db/ imports nothing of ours above it', () => {
+  expect(show(from('db').filter((i) => ours(i) && i.layer !== 'db'))).toEqual([]);
+});
+
+test('platform/ is plumbing: it imports nothing of ours', () => {
+  expect(show(from('platform').filter((i) => ours(i) && i.layer !== 'platform'))).toEqual([]);
+});
+
+test('domain/ imports only db/ and platform/: no api, gateway, process or Temporal, no Koa', () => {
+  const allowed = new Set(['domain', 'db', 'platform']);
+  const forbiddenPackage = /^(@temporalio\/|koa$|@koa\/|ws$)/;
+  expect(show(from('domain').filter((i) => (ours(i) ? !allowed.has(i.layer!) : forbiddenPackage.test(i.specifier))))).toEqual([]);
+});
+
+test('worker/, activities/ and workflows/ never load api/ or gateway/ (another process)', () => {
+  const processes = ['worker', 'activities', 'workflows'] as const;
+  const found = processes.flatMap((layer) => from(layer).filter((i) => i.layer === 'api' || i.layer === 'gateway'));
+  expect(show(found)).toEqual([]);
+});
+
+test('activities/ use domain, db and platform; workflows only by type', () => {
+  const allowed = new Set(['activities', 'domain', 'db', 'platform']);
+  const found = from('activities').filter((i) => ours(i) && !allowed.has(i.layer!) && !(i.layer === 'workflows' && i.typeOnly));
+  expect(show(found)).toEqual([]);
+});
+
+test('workflows/ load only workflow code and pure rollout rules into the sandbox; anything else by type only', () => {
+  const runtime = from('workflows').filter((i) => !i.typeOnly);
+  const allowedTargets = new Set(['domain/rollouts']);
+  const found = runtime.filter((i) =>
+    ours(i) ? i.layer !== 'workflows' && !allowedTargets.has(i.target) : !/^@temporalio\/(workflow|common)$/.test(i.specifier),
+  );
+  expect(show(found)).toEqual([]);
+});
+
+test('gateway/ does not import api/, activities/, worker/ or workflow code', () => {
+  const found = from('gateway').filter((i) => ['api', 'activities', 'worker'].includes(i.layer!) || (i.layer === 'workflows' && !i.typeOnly));
+  expect(show(found)).toEqual([]);
+});
+
+test('api/ never imports activities/ or worker/; only its main.ts hosts the gateway', () => {
+  const found = from('api').filter((i) => ['activities', 'worker'].includes(i.layer!) || (i.layer === 'gateway' && i.file !== path.join('api', 'main.ts')));
+  expect(show(found)).toEqual([]);
+});
