@@ -3,6 +3,7 @@
  * where it leads (DESIGN.md, Rollout), and the event each state is announced by. The
  * rollout workflow applies these rules; the api uses them to answer a plain refusal early.
  */
+import type { EventType } from '../db/repos/events';
 import type { RolloutState } from '../db/repos/rollouts';
 
 export type { RolloutState } from '../db/repos/rollouts';
@@ -32,7 +33,7 @@ export const ROLLOUT_OPERATION_PAST: Record<RolloutOperation, string> = {
 export const FINAL_ROLLOUT_STATES: readonly RolloutState[] = ['completed', 'failed', 'aborted', 'rolled-back'];
 
 /** The outbox event type of entering each state. */
-export const ROLLOUT_STATE_EVENTS: Record<RolloutState, string> = {
+export const ROLLOUT_STATE_EVENTS: Record<RolloutState, EventType> = {
   pending: 'rollout.created',
   running: 'rollout.started',
   paused: 'rollout.paused',

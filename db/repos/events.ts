@@ -2,10 +2,55 @@ import type { Db } from '../connection';
 
 export const EVENTS_CHANNEL = 'fleet_events';
 
+/**
+ * Every event type the service emits: the one list, so an emitter cannot invent a type the
+ * docs do not list (docs/events.md is checked against it by test/docs.test.ts).
+ */
+export const EVENT_TYPES = [
+  'agent.enrolled',
+  'agent.pending-approval',
+  'agent.approved',
+  'agent.rejected',
+  'agent.connected',
+  'agent.disconnected',
+  'agent.moved',
+  'agent.cert-revoked',
+  'bootstrap-token.issued',
+  'bootstrap-token.revoked',
+  'token-pool.created',
+  'configuration.created',
+  'configuration.updated',
+  'configuration.version-saved',
+  'configuration.version-published',
+  'group.created',
+  'group.updated',
+  'group.deleted',
+  'group.restored',
+  'pat.created',
+  'pat.revoked',
+  'policy.created',
+  'policy.updated',
+  'policy.approved',
+  'rollout.created',
+  'rollout.started',
+  'rollout.paused',
+  'rollout.resumed',
+  'rollout.progress',
+  'rollout.agent-updated',
+  'rollout.completed',
+  'rollout.failed',
+  'rollout.aborted',
+  'rollout.rolling-back',
+  'rollout.rolled-back',
+  'tenant.updated',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
 /** A CloudEvents 1.0 event for the outbox; `id`, `time` and `specversion` are filled in. */
 export interface NewEvent {
   tenantId: string;
-  type: string;
+  type: EventType;
   source: string;
   subject?: string;
   data: Record<string, unknown>;

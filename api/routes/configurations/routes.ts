@@ -13,7 +13,7 @@ import {
   type ConfigurationRow,
   type VersionRow,
 } from '../../../db/repos/configurations';
-import { emitEvents } from '../../../db/repos/events';
+import { emitEvents, type EventType } from '../../../db/repos/events';
 import type { Principal } from '../../auth/principal';
 import { CONTENT_LIMIT_BYTES, contentBytes, contentHash, keyDiff, parseContent, unifiedDiff } from '../../../domain/configurations/content';
 import type { AppContext } from '../../http/context';
@@ -84,7 +84,7 @@ function checkContent(row: ConfigurationRow, content: string): void {
   if (!parsed.ok) throw problems.validation([{ path: 'body.content', message: parsed.message }]);
 }
 
-const versionEvent = (principal: Principal, type: string, configuration: ConfigurationRow, version: VersionRow) => ({
+const versionEvent = (principal: Principal, type: EventType, configuration: ConfigurationRow, version: VersionRow) => ({
   tenantId: principal.tenantId,
   type,
   source: SOURCE,

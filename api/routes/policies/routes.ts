@@ -1,4 +1,4 @@
-import { emitEvents } from '../../../db/repos/events';
+import { emitEvents, type EventType } from '../../../db/repos/events';
 import {
   approvePolicy,
   findPolicy,
@@ -26,7 +26,7 @@ import { evaluateBody, evaluationSchema, policyBody, policyId, policyListQuery, 
 
 type PolicyBody = z.output<typeof policyBody>;
 
-async function emitPolicyEvent(db: Db, type: string, row: PolicyRow): Promise<void> {
+async function emitPolicyEvent(db: Db, type: EventType, row: PolicyRow): Promise<void> {
   await emitEvents(db, [{ tenantId: row.tenant_id, type, source: '/api/policies', subject: row.id, data: presentPolicy(row) }]);
 }
 
