@@ -3,6 +3,8 @@ export interface TestInfra {
   postgresUrl: string;
   templateDatabase: string;
   temporalAddress: string;
+  /** The time-skipping test server's start script (Java), for TestWorkflowEnvironment.createTimeSkipping. */
+  temporalTestServer: string;
   oidcIssuer: string;
   strangerIssuer: string;
 }

@@ -12,6 +12,7 @@ import { Connection } from '@temporalio/client';
 import { createDb, migrateLatest } from '../../db/connection';
 import { startPostgres } from '../../scripts/infra/postgres';
 import { ensureTemporalCli, startTemporal } from '../../scripts/infra/temporal';
+import { ensureTemporalTestServer } from '../../scripts/infra/temporal-test-server';
 import { startOidcIssuer } from './oidc-issuer';
 
 export const TEMPLATE_DATABASE = 'fleet_template';
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
   };
   try {
     const cli = await ensureTemporalCli(log);
+    const temporalTestServer = await ensureTemporalTestServer(log);
     const [pgPort, temporalPort, issuerPort, strangerPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
     const [postgres, temporal, issuer, stranger] = await Promise.all([
       startPostgres({ dataDir: path.join(dataDir, 'pg'), port: pgPort!, disposable: true }),
@@ -74,6 +76,7 @@ async function main(): Promise<void> {
         postgresUrl: postgres.url('postgres'),
         templateDatabase: TEMPLATE_DATABASE,
         temporalAddress: temporal.address,
+        temporalTestServer,
         oidcIssuer: issuer.issuer,
         strangerIssuer: stranger.issuer,
       })}\n`,

@@ -32,16 +32,22 @@ export interface RolloutEnv {
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 
-export async function startRolloutEnv(): Promise<RolloutEnv> {
+export interface RolloutEnvOptions {
+  /** A Temporal server of the test's own (e.g. the time-skipping test server); the suite's dev server by default. */
+  temporalAddress?: string;
+}
+
+export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<RolloutEnv> {
+  const temporalAddress = options.temporalAddress ?? testInfra().temporalAddress;
   if (!Runtime._instance) Runtime.install({ logger: new DefaultLogger('WARN') });
   bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') });
   const taskQueue = `rollouts-${randomBytes(4).toString('hex')}`;
-  const connection = await Connection.connect({ address: testInfra().temporalAddress });
+  const connection = await Connection.connect({ address: temporalAddress });
   const client = new Client({ connection });
-  const t = await startTestApp({ Temporal__TaskQueue: taskQueue }, { temporal: client });
+  const t = await startTestApp({ Temporal__TaskQueue: taskQueue, Temporal__Address: temporalAddress }, { temporal: client });
   const gateway = await startTestGateway(t);
   const operator = await t.token('default.operator');
-  const workerSettings = testSettings(t.database.url, { Temporal__TaskQueue: taskQueue });
+  const workerSettings = testSettings(t.database.url, { Temporal__TaskQueue: taskQueue, Temporal__Address: temporalAddress });
   let worker: WorkerHandle | undefined;
   const fleets: Fleet[] = [];
 
@@ -73,7 +79,7 @@ export async function startRolloutEnv(): Promise<RolloutEnv> {
     workerEnv: () => ({
       Environment: 'Production',
       Database__Url: t.database.url,
-      Temporal__Address: testInfra().temporalAddress,
+      Temporal__Address: temporalAddress,
       Temporal__TaskQueue: taskQueue,
       Secrets__EncryptionKey: t.settings.encryptionKey!.toString('base64'),
       Logging__Level: 'warn',
