@@ -18,3 +18,8 @@ export async function migrateLatest(db: Knex): Promise<string[]> {
   const [, applied] = (await db.migrate.latest()) as [number, string[]];
   return applied;
 }
+
+/** Resolves when Postgres answers (readiness checks). */
+export async function ping(db: Db): Promise<void> {
+  await db.raw('SELECT 1');
+}

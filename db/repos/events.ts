@@ -1,4 +1,5 @@
 import type { Db } from '../connection';
+import { notifyEach } from '../notify';
 
 export const EVENTS_CHANNEL = 'fleet_events';
 
@@ -90,7 +91,7 @@ export async function emitEvents(db: Db, events: NewEvent[]): Promise<EventRow[]
         })),
       )
       .returning('*');
-    await db.raw('SELECT pg_notify(?, id) FROM unnest(?::text[]) AS id', [EVENTS_CHANNEL, inserted.map((r) => r.id)]);
+    await notifyEach(db, EVENTS_CHANNEL, inserted.map((r) => r.id));
     rows.push(...inserted);
   }
   return rows;

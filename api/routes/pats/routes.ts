@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { notify } from '../../../db/notify';
 import { emitEvents } from '../../../db/repos/events';
 import { findPat, insertPat, listPatsQuery, revokePat, type PatRow } from '../../../db/repos/pats';
 import { findTenant } from '../../../db/repos/tenants';
@@ -184,7 +185,7 @@ export function patRoutes(options: PatRouteOptions): RouteDef[] {
         await emitEvents(db, [
           { tenantId: principal.tenantId, type: 'pat.revoked', source: '/api/pats', subject: row.id, data: pat },
         ]);
-        await db.raw('SELECT pg_notify(?, ?)', [PAT_CHANGES_CHANNEL, row.id]);
+        await notify(db, PAT_CHANGES_CHANNEL, row.id);
         afterCommit(() => options.evict(row.id));
         return { body: pat };
       },

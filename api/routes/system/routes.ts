@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Registry } from 'prom-client';
+import { ping } from '../../../db/connection';
 import { catalogue, problems, type ProblemSlug } from '../../problems';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
@@ -54,7 +55,7 @@ export function systemRoutes(readiness: Readiness, metrics: Registry): RouteDef[
         if (readiness.draining()) throw problems.unavailable('The service is shutting down.');
         const checks = Object.fromEntries(
           await Promise.all([
-            check('postgres', () => readiness.db.raw('SELECT 1')),
+            check('postgres', () => ping(readiness.db)),
             ...(readiness.temporalHealthy ? [check('temporal', readiness.temporalHealthy)] : []),
           ]),
         );
