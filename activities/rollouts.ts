@@ -6,8 +6,9 @@
 import { heartbeat, sleep } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
-import { lockAgentRows, pushConfiguration, PushError } from '../domain/pushes';
+import { pushConfiguration, PushError } from '../domain/pushes';
 import { evaluatePolicies, violationsOf } from '../domain/policies/evaluate';
+import { lockAgentRows } from '../db/repos/agents';
 import { emitEvents, type NewEvent } from '../db/repos/events';
 import {
   addTargetAgents,
@@ -20,17 +21,19 @@ import {
   failApplying,
   failRollbackAgents,
   finishAgents,
+  rollbackWaiting,
+  rolloutProgress,
+  settleBatch,
+  settleRollback,
+  type SettledAgent,
+} from '../db/repos/rollout-agents';
+import {
   findRolloutById,
   lockRollout,
   lockRolloutState,
-  rollbackWaiting,
-  rolloutProgress,
   setCurrentBatch,
   setRolloutState,
-  settleBatch,
-  settleRollback,
   type RolloutRow,
-  type SettledAgent,
 } from '../db/repos/rollouts';
 import { ROLLOUT_STATE_EVENTS, type RolloutState } from '../domain/rollouts';
 import type { BatchOutcome } from '../workflows/definitions';

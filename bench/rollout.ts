@@ -26,7 +26,7 @@ import { loadSettings } from '../platform/settings';
 import { createTemporal } from '../platform/temporal';
 import { createDb } from '../db/connection';
 import { insertPat } from '../db/repos/pats';
-import type { Progress } from '../db/repos/rollouts';
+import type { Progress } from '../db/repos/rollout-agents';
 import { ensureTemporalCli, startTemporal, type RunningTemporal } from '../scripts/infra/temporal';
 import type { Fleet } from '../test/support/simulator';
 import { rolloutWorkflowId } from '../workflows/definitions';

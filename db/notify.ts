@@ -13,3 +13,17 @@ export async function notify(db: Db, channel: string, payload: string): Promise<
 export async function notifyEach(db: Db, channel: string, payloads: string[]): Promise<void> {
   await db.raw('SELECT pg_notify(?, payload) FROM unnest(?::text[]) AS payload', [channel, payloads]);
 }
+
+/**
+ * Cuts agents off on every api replica: each agent listener LISTENs here and closes the
+ * live sessions the payload names.
+ */
+export const AGENT_CUTOFF_CHANNEL = 'fleet_agent_cutoff';
+
+export type AgentCutoff =
+  | { action: 'revoke' | 'reject' | 'approve'; agentId: string }
+  | { action: 'token-revoked'; tokenId: string };
+
+export async function notifyAgentCutoff(db: Db, cutoff: AgentCutoff): Promise<void> {
+  await notify(db, AGENT_CUTOFF_CHANNEL, JSON.stringify(cutoff));
+}

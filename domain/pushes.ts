@@ -8,8 +8,11 @@
  * notifying commit takes a cluster-wide lock, too dear for 10,000 reports a second).
  */
 import type { Db } from '../db/connection';
+import { notify } from '../db/notify';
+import { findApplied, lockAgentRows, setDesiredConfiguration } from '../db/repos/agents';
+import { findConfiguration } from '../db/repos/configurations';
+import { findVersionWithContent } from '../db/repos/configuration-versions';
 import { DomainError } from './errors';
-import { findConfiguration, findVersionWithContent } from '../db/repos/configurations';
 
 /** Payload: `<agent id>,<agent id>,…` (at most PUSH_IDS_PER_NOTIFY ids, under the 8,000-byte limit). */
 export const AGENT_PUSH_CHANNEL = 'fleet_agent_push';
@@ -49,37 +52,15 @@ export async function pushConfiguration(
   if (version.state !== 'published') throw new PushError('not-published', `version ${push.version} of configuration ${push.configurationId} is not published`);
   if (push.agentIds.length === 0) return { hash: version.content_hash, agentIds: [] };
   await lockAgentRows(db, push.tenantId, push.agentIds);
-  const rows: Array<{ id: string }> = await db('agents')
-    .where({ tenant_id: push.tenantId })
-    .whereRaw('id = ANY(?::uuid[])', [push.agentIds as string[]]) // one parameter, however many agents
-    .whereNotIn('status', UNREACHABLE_STATUSES as unknown as string[])
-    .update({
-      desired_configuration_id: push.configurationId,
-      desired_version: push.version,
-      desired_hash: version.content_hash,
-      updated_at: db.fn.now(),
-      row_version: db.raw('row_version + 1'),
-    } as never)
-    .returning('id');
-  const agentIds = rows.map((row) => row.id);
+  const agentIds = await setDesiredConfiguration(db, push.tenantId, push.agentIds, UNREACHABLE_STATUSES, {
+    configurationId: push.configurationId,
+    version: push.version,
+    hash: version.content_hash,
+  });
   for (let i = 0; i < agentIds.length; i += PUSH_IDS_PER_NOTIFY) {
-    await db.raw('SELECT pg_notify(?, ?)', [AGENT_PUSH_CHANNEL, agentIds.slice(i, i + PUSH_IDS_PER_NOTIFY).join(',')]);
+    await notify(db, AGENT_PUSH_CHANNEL, agentIds.slice(i, i + PUSH_IDS_PER_NOTIFY).join(','));
   }
   return { hash: version.content_hash, agentIds };
-}
-
-/**
- * Locks the agents' rows in id order, the order report batches, pings and the liveness
- * sweep lock theirs in: an UPDATE over many ids locks in whatever order its plan visits
- * them, and two writers locking overlapping rows in different orders deadlock. A
- * transaction that pushes several times (a rollback, one push per previous version) locks
- * all its agents first.
- */
-export async function lockAgentRows(db: Db, tenantId: string, agentIds: readonly string[]): Promise<void> {
-  await db.raw(
-    `SELECT count(*) FROM (SELECT id FROM agents WHERE tenant_id = ? AND id = ANY(?::uuid[]) ORDER BY id FOR NO KEY UPDATE) locked`,
-    [tenantId, agentIds as string[]],
-  );
 }
 
 export type ConfigOutcome = { agentId: string; status: 'APPLIED' } | { agentId: string; status: 'FAILED'; error: string | null } | { agentId: string; status: 'WAITING' };
@@ -90,10 +71,7 @@ export type ConfigOutcome = { agentId: string; status: 'APPLIED' } | { agentId: 
  * since pushed something else). For whoever waits on a push (rollouts).
  */
 export async function configOutcomes(db: Db, tenantId: string, agentIds: readonly string[], hash: string): Promise<ConfigOutcome[]> {
-  const rows: Array<{ id: string; applied_hash: string | null; applied_status: string | null; applied_error: string | null }> = await db('agents')
-    .select('id', 'applied_hash', 'applied_status', 'applied_error')
-    .where({ tenant_id: tenantId })
-    .whereRaw('id = ANY(?::uuid[])', [agentIds as string[]]);
+  const rows = await findApplied(db, tenantId, agentIds);
   const byId = new Map(rows.map((row) => [row.id, row]));
   return agentIds.map((agentId) => {
     const row = byId.get(agentId);

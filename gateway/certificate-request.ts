@@ -4,6 +4,9 @@
  * The same path renews a certificate: an agent sends a new CSR before its leaf expires.
  */
 import type { Knex } from 'knex';
+import { findCertificateIssuedWithin } from '../db/repos/agent-certificates';
+import { lockAgentForCertificate } from '../db/repos/agents';
+import { shareLockBootstrapToken } from '../db/repos/bootstrap-tokens';
 import { checkCsr, issueLeafCertificate, type AgentCa, type CheckedCsr } from '../domain/certificates';
 import type { AgentToServer } from './codec';
 
@@ -41,20 +44,16 @@ export async function answerCertificateRequest(
   return db.transaction(async (trx) => {
     // Serialises CSRs of one agent, so two at once cannot both pass the rate check, and
     // holds off a revocation until the certificate is on record (and so revoked with the rest).
-    const row = await trx('agents').select('status').where({ id: agent.agentId, tenant_id: agent.tenantId }).forNoKeyUpdate().first();
+    const row = await lockAgentForCertificate(trx, agent.tenantId, agent.agentId);
     if (!row || !CERTIFIABLE.has(row.status)) return undefined; // revoked (or rejected) since it was admitted
     if (agent.tokenId) {
       // Its token revoked meanwhile: a certificate would outlive the revocation. FOR SHARE
       // waits for a revocation in flight, and holds off one that comes later until this commits.
-      const token = await trx('bootstrap_tokens').select('revoked_at').where({ id: agent.tokenId }).forShare().first();
+      const token = await shareLockBootstrapToken(trx, agent.tokenId);
       if (!token || token.revoked_at) return undefined;
     }
-    const recent = await trx('agent_certificates')
-      .select('serial')
-      .where({ tenant_id: agent.tenantId, agent_id: agent.agentId })
-      .whereNull('revoked_at') // an agent re-enrolled after a revocation gets a certificate at once
-      .where('created_at', '>', trx.raw(`now() - make_interval(secs => ?)`, [options.minReissueSeconds]))
-      .first();
+    // Unrevoked ones only: an agent re-enrolled after a revocation gets a certificate at once.
+    const recent = await findCertificateIssuedWithin(trx, agent.tenantId, agent.agentId, options.minReissueSeconds);
     if (recent) return undefined;
     const leaf = await issueLeafCertificate(trx, ca, { tenantId: agent.tenantId, agentId: agent.agentId, csr, ttlHours: options.ttlHours });
     return { certificatePem: leaf.certificatePem, caPem: ca.certificatePem };

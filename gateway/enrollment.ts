@@ -18,22 +18,21 @@ import type { Knex } from 'knex';
 import { redeemBootstrapToken } from '../domain/tokens/bootstrap-tokens';
 import { hashToken, isWellFormed } from '../domain/tokens/secret-token';
 import type { AgentIdentity } from '../domain/certificates';
-import { insertAgent } from '../db/repos/agents';
 import {
-  findBootstrapTokenByHash,
-  findBootstrapTokenById,
-  lockAgentBinding,
-  rebindAgentToken,
-  tokenHasBoundAgents,
+  countPendingAgents,
+  findCertificateAdmission,
   hasLiveCertificate,
   hasUsableCredential,
-  countPendingAgents,
-  type AgentBinding,
-} from '../db/repos/agent-status';
+  insertAgent,
+  lockAgentBinding,
+  markCertificateUsed,
+  rebindAgentToken,
+  tokenHasBoundAgents,
+} from '../db/repos/agents';
+import { findBootstrapTokenById, findBootstrapTokenByHash, type BootstrapTokenRow } from '../db/repos/bootstrap-tokens';
 import { ensureTenant } from '../db/repos/tenants';
 import { emitEvents } from '../db/repos/events';
 import { ensureDefaultGroup, liveGroupIds } from '../db/repos/groups';
-import type { BootstrapTokenRow } from '../db/repos/tokens';
 
 export const OPAMP_SOURCE = '/v1/opamp';
 
@@ -164,15 +163,12 @@ export async function admitAgent(
 /** The certificate (checked at the handshake) names the agent; its uid must be that agent's. */
 async function admitByCertificate(db: Knex, identity: AgentIdentity, agentId: string): Promise<Admission> {
   if (agentId !== identity.agentId) return { ok: false, reason: 'certificate-mismatch' };
-  const agent: Pick<AgentBinding, 'tenant_id' | 'status' | 'certificate_used_at'> | undefined = await db('agents')
-    .select('tenant_id', 'status', 'certificate_used_at')
-    .where({ id: agentId })
-    .first();
+  const agent = await findCertificateAdmission(db, agentId);
   if (!agent || agent.tenant_id !== identity.tenantId) return { ok: false, reason: 'unknown-agent' };
   if (CUT_OFF.has(agent.status) || agent.status === 'pending-approval') return { ok: false, reason: 'agent-revoked' };
   if (!agent.certificate_used_at) {
     // It keeps its certificate: from now on that is how it gets in (see enrolOrAdmit).
-    await db('agents').where({ id: agentId }).whereNull('certificate_used_at').update({ certificate_used_at: db.fn.now() } as never);
+    await markCertificateUsed(db, agentId);
   }
   return { ok: true, agentId, tenantId: agent.tenant_id, enrolled: false, pending: false };
 }

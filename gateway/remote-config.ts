@@ -4,7 +4,8 @@
  */
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Db } from '../db/connection';
-import { findVersionWithContent } from '../db/repos/configurations';
+import { findVersionWithContent } from '../db/repos/configuration-versions';
+import { findConfigurationNameAndFormat } from '../db/repos/configurations';
 import type { AgentRemoteConfigSchema } from './gen/opamp_pb';
 
 
@@ -46,7 +47,7 @@ export class RemoteConfigCache {
 
   private async load(desired: Desired): Promise<RemoteConfig | undefined> {
     const [configuration, version] = await Promise.all([
-      this.db('configurations').select('name', 'format').where({ id: desired.configurationId }).first() as Promise<{ name: string; format: keyof typeof CONTENT_TYPES } | undefined>,
+      findConfigurationNameAndFormat(this.db, desired.configurationId),
       findVersionWithContent(this.db, desired.configurationId, desired.version),
     ]);
     if (!configuration || !version || version.state !== 'published') return undefined;

@@ -20,7 +20,7 @@
  */
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { applyReportsIfOnline, batchedReport, type AgentReport, type BatchedReport, type ReportedAgent } from '../db/repos/agent-status';
+import { applyReportsIfOnline, batchedReport, type AgentReport, type BatchedReport, type ReportedAgent } from '../db/repos/agents';
 
 const MAX_BATCH = 500;
 /** Characters of serialised reports per statement (one larger report goes alone). */

@@ -9,13 +9,9 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { TLSSocket } from 'node:tls';
 import type { WebSocket } from 'ws';
-import {
-  AGENT_CUTOFF_CHANNEL,
-  findDesired,
-  markSilentAgentsOffline,
-  touchAgents,
-  type AgentCutoff,
-} from '../db/repos/agent-status';
+import { AGENT_CUTOFF_CHANNEL, type AgentCutoff } from '../db/notify';
+import { agentStatuses, findDesired, markSilentAgentsOffline, touchAgents } from '../db/repos/agents';
+import { revokedBootstrapTokenIds } from '../db/repos/bootstrap-tokens';
 import { emitEvents } from '../db/repos/events';
 import { PgListener } from '../platform/pg-listener';
 import { encodeServerToAgent, frameWebSocket } from './codec';
@@ -154,13 +150,11 @@ export class AgentSessions {
    */
   async recheck(sessions: AdoptedSession[]): Promise<void> {
     if (sessions.length === 0) return;
-    const agents: Array<{ id: string; status: string }> = await this.db('agents')
-      .select('id', 'status')
-      .whereRaw('id = ANY(?::uuid[])', [sessions.map((session) => session.agentId)]);
+    const agents = await agentStatuses(this.db, sessions.map((session) => session.agentId));
     const statuses = new Map(agents.map((row) => [row.id, row.status]));
     const tokenIds = [...new Set(sessions.flatMap((session) => (session.credential.kind === 'token' ? [session.credential.row.id] : [])))];
     const revokedTokens = new Set<string>(
-      tokenIds.length === 0 ? [] : await this.db('bootstrap_tokens').whereRaw('id = ANY(?::uuid[])', [tokenIds]).whereNotNull('revoked_at').pluck('id'),
+      tokenIds.length === 0 ? [] : await revokedBootstrapTokenIds(this.db, tokenIds),
     );
     for (const session of sessions) {
       // A session replaced while the statements ran is closed already; its successor is not

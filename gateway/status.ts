@@ -6,9 +6,14 @@
 import { createHash } from 'node:crypto';
 import { create, toJson, type MessageInitShape } from '@bufbuild/protobuf';
 import type { Knex } from 'knex';
-import { applyAgentReport, markAgentOffline, type AgentReport, type ReportedAgent } from '../db/repos/agent-status';
-import type { AgentStatus } from '../db/repos/agents';
-import type { AppliedStatus } from '../db/repos/agents';
+import {
+  applyAgentReport,
+  markAgentOffline,
+  type AgentReport,
+  type AgentStatus,
+  type AppliedStatus,
+  type ReportedAgent,
+} from '../db/repos/agents';
 import { emitEvents } from '../db/repos/events';
 import { ServerCapability, ServerToAgentFlag, type AgentToServer } from './codec';
 import type { AnyValue, KeyValue } from './gen/anyvalue_pb';

@@ -9,7 +9,8 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import { createDb, migrateLatest } from '../db/connection';
-import { insertPat } from '../db/repos/pats';
+import { findActiveAgentCa } from '../db/repos/agent-ca';
+import { countPats, insertPat } from '../db/repos/pats';
 import { ensureTenant } from '../db/repos/tenants';
 import { postgresUrl } from './infra/postgres-url';
 import { ensureTemporalCli, MissingToolError, startTemporal } from './infra/temporal';
@@ -98,7 +99,7 @@ async function waitForReady(url: string, timeoutMs: number): Promise<void> {
 async function writeAgentCa(databaseUrl: string): Promise<string> {
   const db = createDb(databaseUrl, 1);
   try {
-    const row = await db('agent_ca').select('certificate_pem').where({ active: true }).first();
+    const row = await findActiveAgentCa(db);
     const file = path.join(DATA, 'agent-ca.pem');
     writeFileSync(file, row?.certificate_pem ?? '');
     return path.relative(process.cwd(), file);
@@ -111,8 +112,7 @@ async function firstAdminToken(databaseUrl: string): Promise<string | undefined>
   const db = createDb(databaseUrl, 2);
   try {
     await migrateLatest(db);
-    const [existing] = await db('pats').count({ n: '*' });
-    if (Number(existing!.n) > 0) return undefined;
+    if ((await countPats(db)) > 0) return undefined;
     await ensureTenant(db, 'default');
     const token = generateToken('svc-pat');
     await insertPat(db, {

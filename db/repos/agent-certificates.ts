@@ -1,15 +1,5 @@
 import type { Db } from '../connection';
-
-export interface AgentCaRow {
-  id: string;
-  active: boolean;
-  certificate_pem: string;
-  key_iv: Buffer;
-  key_tag: Buffer;
-  key_ciphertext: Buffer;
-  created_at: Date;
-  retired_at: Date | null;
-}
+import { showAgentCertificate, showAgentCertificateRevoked } from './agents/certificates';
 
 export interface AgentCertificateRow {
   serial: string;
@@ -22,25 +12,10 @@ export interface AgentCertificateRow {
   created_at: Date;
 }
 
-export type NewAgentCa = Pick<AgentCaRow, 'certificate_pem' | 'key_iv' | 'key_tag' | 'key_ciphertext'>;
 export type NewAgentCertificate = Pick<
   AgentCertificateRow,
   'serial' | 'ca_id' | 'tenant_id' | 'agent_id' | 'not_before' | 'not_after'
 >;
-
-/** Serialises CA creation across api replicas until the surrounding transaction ends. */
-export async function lockAgentCa(trx: Db): Promise<void> {
-  await trx.raw(`SELECT pg_advisory_xact_lock(hashtextextended('agent_ca', 0))`);
-}
-
-export async function findActiveAgentCa(db: Db): Promise<AgentCaRow | undefined> {
-  return db<AgentCaRow>('agent_ca').where({ active: true }).first();
-}
-
-export async function insertAgentCa(db: Db, ca: NewAgentCa): Promise<AgentCaRow> {
-  const [row] = await db<AgentCaRow>('agent_ca').insert(ca as never).returning('*');
-  return row!;
-}
 
 /**
  * Records an issued leaf and shows it on the agent (the agent row may not exist yet
@@ -48,20 +23,27 @@ export async function insertAgentCa(db: Db, ca: NewAgentCa): Promise<AgentCaRow>
  */
 export async function insertAgentCertificate(db: Db, cert: NewAgentCertificate): Promise<AgentCertificateRow> {
   const [row] = await db<AgentCertificateRow>('agent_certificates').insert(cert as never).returning('*');
-  await db('agents')
-    .where({ tenant_id: cert.tenant_id, id: cert.agent_id })
-    .update({
-      certificate_serial: cert.serial,
-      certificate_not_after: cert.not_after,
-      certificate_revoked_at: null,
-      updated_at: db.fn.now(),
-      row_version: db.raw('row_version + 1'),
-    } as never);
+  await showAgentCertificate(db, cert.tenant_id, cert.agent_id, { serial: cert.serial, notAfter: cert.not_after });
   return row!;
 }
 
 export async function findAgentCertificate(db: Db, serial: string): Promise<AgentCertificateRow | undefined> {
   return db<AgentCertificateRow>('agent_certificates').where({ serial }).first();
+}
+
+/** An unrevoked certificate of the agent issued within the last `seconds`, if any. */
+export async function findCertificateIssuedWithin(
+  db: Db,
+  tenantId: string,
+  agentId: string,
+  seconds: number,
+): Promise<Pick<AgentCertificateRow, 'serial'> | undefined> {
+  return db('agent_certificates')
+    .select('serial')
+    .where({ tenant_id: tenantId, agent_id: agentId })
+    .whereNull('revoked_at') // an agent re-enrolled after a revocation gets a certificate at once
+    .where('created_at', '>', db.raw(`now() - make_interval(secs => ?)`, [seconds]))
+    .first();
 }
 
 /** Revokes every unrevoked certificate of the agent; returns the serials revoked now. */
@@ -71,15 +53,7 @@ export async function revokeAgentCertificates(db: Db, tenantId: string, agentId:
     .whereNull('revoked_at')
     .update({ revoked_at: db.fn.now() } as never)
     .returning('serial');
-  if (rows.length > 0) {
-    await db('agents')
-      .where({ tenant_id: tenantId, id: agentId })
-      .update({
-        certificate_revoked_at: db.raw('coalesce(certificate_revoked_at, now())'),
-        updated_at: db.fn.now(),
-        row_version: db.raw('row_version + 1'),
-      } as never);
-  }
+  if (rows.length > 0) await showAgentCertificateRevoked(db, tenantId, agentId);
   return rows.map((r) => r.serial);
 }
 

@@ -16,21 +16,6 @@ export interface ConfigurationRow {
   updated_at: Date;
 }
 
-export interface VersionRow {
-  configuration_id: string;
-  version: number;
-  state: 'draft' | 'published';
-  content_hash: string;
-  author: string;
-  created_at: Date;
-  published_at: Date | null;
-  published_by: string | null;
-}
-
-export interface VersionWithContent extends VersionRow {
-  content: string;
-}
-
 export type NewConfiguration = Pick<ConfigurationRow, 'tenant_id' | 'name' | 'description' | 'format' | 'labels'> & {
   managed_by?: string | null;
 };
@@ -41,9 +26,6 @@ const CONFIGURATION_COLUMNS: string[] = [
   'id', 'tenant_id', 'name', 'description', 'format', 'labels', 'latest_version',
   'published_version', 'managed_by', 'row_version', 'created_at', 'updated_at',
 ];
-
-/** Everything but the content, which can be 1 MiB: lists never read it. */
-const VERSION_COLUMNS: string[] = ['configuration_id', 'version', 'state', 'content_hash', 'author', 'created_at', 'published_at', 'published_by'];
 
 export async function insertConfiguration(db: Db, row: NewConfiguration): Promise<ConfigurationRow> {
   const [created] = await db('configurations')
@@ -98,63 +80,56 @@ export function listConfigurationsQuery(db: Db, tenantId: string, filters: Confi
 }
 
 /**
- * Allocates the next version number of a locked configuration and stores the draft under
- * it. The counter lives on the configuration row, so concurrent saves queue on its lock and
- * get consecutive numbers; a failed insert rolls the counter back with the transaction.
+ * Takes the next version number of a locked configuration (`latest_version`). The counter
+ * lives on the configuration row, so concurrent saves queue on its lock and get
+ * consecutive numbers; a failed insert rolls the counter back with the transaction.
  */
-export async function insertDraft(
-  db: Knex.Transaction,
-  configurationId: string,
-  draft: { content: string; content_hash: string; author: string },
-): Promise<{ configuration: ConfigurationRow; version: VersionRow }> {
+export async function allocateVersionNumber(db: Knex.Transaction, id: string): Promise<ConfigurationRow> {
   const [configuration] = await db('configurations')
-    .where({ id: configurationId })
+    .where({ id })
     .update({ latest_version: db.raw('latest_version + 1'), row_version: db.raw('row_version + 1'), updated_at: db.fn.now() })
     .returning(CONFIGURATION_COLUMNS);
-  const [version] = await db('configuration_versions')
-    .insert({ configuration_id: configurationId, version: (configuration as ConfigurationRow).latest_version, state: 'draft', ...draft })
-    .returning(VERSION_COLUMNS);
-  return { configuration: configuration as ConfigurationRow, version: version as VersionRow };
+  return configuration as ConfigurationRow;
 }
 
-export function listVersionsQuery(db: Db, configurationId: string, filters: { state?: string }): Knex.QueryBuilder {
-  const query = db('configuration_versions').select(VERSION_COLUMNS).where({ configuration_id: configurationId });
-  if (filters.state) query.where({ state: filters.state });
-  return query;
-}
-
-export async function findVersion(db: Db, configurationId: string, version: number): Promise<VersionRow | undefined> {
-  return db('configuration_versions').select(VERSION_COLUMNS).where({ configuration_id: configurationId, version }).first() as Promise<VersionRow | undefined>;
-}
-
-export async function findVersionWithContent(db: Db, configurationId: string, version: number): Promise<VersionWithContent | undefined> {
-  return db('configuration_versions')
-    .select([...VERSION_COLUMNS, 'content'])
-    .where({ configuration_id: configurationId, version })
-    .first() as Promise<VersionWithContent | undefined>;
-}
-
-/**
- * Publishes a draft of a locked configuration: the version becomes immutable, and the
- * configuration's `published_version` is the highest published number.
- */
-export async function publishDraft(
-  db: Knex.Transaction,
-  configurationId: string,
-  version: number,
-  publishedBy: string,
-): Promise<{ configuration: ConfigurationRow; version: VersionRow }> {
-  const [published] = await db('configuration_versions')
-    .where({ configuration_id: configurationId, version, state: 'draft' })
-    .update({ state: 'published', published_at: db.fn.now(), published_by: publishedBy })
-    .returning(VERSION_COLUMNS);
+/** `published_version` is the highest version published: raised to `version` if below. */
+export async function raisePublishedVersion(db: Knex.Transaction, id: string, version: number): Promise<ConfigurationRow> {
   const [configuration] = await db('configurations')
-    .where({ id: configurationId })
+    .where({ id })
     .update({
       published_version: db.raw('GREATEST(coalesce(published_version, 0), ?)', [version]),
       row_version: db.raw('row_version + 1'),
       updated_at: db.fn.now(),
     })
     .returning(CONFIGURATION_COLUMNS);
-  return { configuration: configuration as ConfigurationRow, version: published as VersionRow };
+  return configuration as ConfigurationRow;
+}
+
+/** What an agent's `remote_config` names of the configuration (any tenant: the caller knows the agent's). */
+export async function findConfigurationNameAndFormat(
+  db: Db,
+  id: string,
+): Promise<Pick<ConfigurationRow, 'name' | 'format'> | undefined> {
+  return db('configurations').select('name', 'format').where({ id }).first();
+}
+
+/** What a policy sees of a configuration. */
+export interface TargetConfigurationRow {
+  id: string;
+  name: string;
+  format: string;
+  labels: Record<string, unknown>;
+  latest_version: number;
+  published_version: number | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export async function findTargetConfiguration(db: Db, tenantId: string, id: string): Promise<TargetConfigurationRow | undefined> {
+  if (!UUID.test(id)) return undefined;
+  const row: TargetConfigurationRow | undefined = await db('configurations')
+    .select('id', 'name', 'format', 'labels', 'latest_version', 'published_version')
+    .where({ tenant_id: tenantId, id })
+    .first();
+  return row;
 }

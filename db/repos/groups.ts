@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
 import { updateVersioned } from '../versioned';
+import { memberCountColumn } from './agents/members';
 
 export const DEFAULT_GROUP = 'default';
 
@@ -38,15 +39,8 @@ export function likeLiteral(text: string): string {
   return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
-function memberCount(db: Db) {
-  // index-only on agents_tenant_group
-  return db.raw(
-    '(SELECT count(*) FROM agents a WHERE a.tenant_id = groups.tenant_id AND a.group_id = groups.id)::int AS member_count',
-  );
-}
-
 function groupsView(db: Db, tenantId: string): Knex.QueryBuilder {
-  return db('groups').select('groups.*', memberCount(db)).where('groups.tenant_id', tenantId);
+  return db('groups').select('groups.*', memberCountColumn(db)).where('groups.tenant_id', tenantId);
 }
 
 /**
@@ -115,10 +109,6 @@ export async function updateGroup(
  */
 export async function lockGroup(db: Db, tenantId: string, id: string): Promise<GroupRow | undefined> {
   return db<GroupRow>('groups').where({ tenant_id: tenantId, id }).forUpdate().first();
-}
-
-export async function hasMembers(db: Db, tenantId: string, id: string): Promise<boolean> {
-  return Boolean(await db('agents').select(db.raw('1')).where({ tenant_id: tenantId, group_id: id }).first());
 }
 
 /** Sets or clears `deleted_at`; restoring throws 23505 when a live group took the name. */

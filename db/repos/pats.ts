@@ -32,12 +32,23 @@ export async function findPat(db: Db, tenantId: string, id: string): Promise<Pat
   return db<PatRow>('pats').where({ tenant_id: tenantId, id }).first();
 }
 
+/** Who issued the tenant's PAT of this name, if there is one. */
+export async function findPatIssuer(db: Db, tenantId: string, name: string): Promise<Pick<PatRow, 'created_by'> | undefined> {
+  return db('pats').select('created_by').where({ tenant_id: tenantId, name }).first();
+}
+
 export async function revokePat(db: Db, tenantId: string, id: string): Promise<PatRow | undefined> {
   const [row] = await db<PatRow>('pats')
     .where({ tenant_id: tenantId, id })
     .update({ revoked_at: db.raw('coalesce(revoked_at, now())') } as never)
     .returning('*');
   return row;
+}
+
+/** PATs of every tenant, whatever their state. */
+export async function countPats(db: Db): Promise<number> {
+  const [row] = await db('pats').count({ n: '*' });
+  return Number(row!.n);
 }
 
 export async function touchPat(db: Db, id: string): Promise<void> {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
 import { updateVersioned } from '../versioned';
+import { findPatIssuer } from './pats';
 
 export type PolicyState = 'draft' | 'approved';
 
@@ -123,7 +124,7 @@ export async function approvePolicy(db: Db, tenantId: string, id: string, approv
  * whoever issued that PAT. Four eyes means none of the author's and the approver's overlap.
  */
 export async function identitiesBehind(db: Db, tenantId: string, name: string): Promise<string[]> {
-  const pat: { created_by: string } | undefined = await db('pats').select('created_by').where({ tenant_id: tenantId, name }).first();
+  const pat = await findPatIssuer(db, tenantId, name);
   return pat && pat.created_by !== name ? [name, pat.created_by] : [name];
 }
 

@@ -3,7 +3,7 @@ import { createPrivateKey } from 'node:crypto';
 import type { Knex } from 'knex';
 import { AgentCertificateError, webcrypto, x509 } from './x509';
 import { decrypt, encrypt } from '../../platform/secrets';
-import { findActiveAgentCa, insertAgentCa, lockAgentCa, type AgentCaRow } from '../../db/repos/agent-certificates';
+import { findActiveAgentCa, insertAgentCa, lockAgentCa, type AgentCaRow } from '../../db/repos/agent-ca';
 
 type CryptoKey = webcrypto.CryptoKey;
 

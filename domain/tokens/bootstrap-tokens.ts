@@ -1,5 +1,5 @@
 import type { Db } from '../../db/connection';
-import { redeemBootstrapTokenHash, type Redemption } from '../../db/repos/tokens';
+import { redeemBootstrapTokenHash, type Redemption } from '../../db/repos/bootstrap-tokens';
 import { hashToken, isWellFormed } from './secret-token';
 
 export type BootstrapRedemption = Redemption | { ok: false; reason: 'malformed' };

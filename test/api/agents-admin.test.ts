@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, type Notification } from 'pg';
-import { AGENT_CUTOFF_CHANNEL } from '../../db/repos/agent-status';
+import { AGENT_CUTOFF_CHANNEL } from '../../db/notify';
 import { seedAgent } from '../support/agents-seed';
 import { startTestApp, type TestApp } from '../support/app';
 

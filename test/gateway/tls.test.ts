@@ -13,7 +13,7 @@ import type { TLSSocket } from 'node:tls';
 import WebSocket from 'ws';
 import { webcrypto, x509 } from '../../domain/certificates/x509';
 import { decodeServerToAgent, encodeAgentToServer, frameWebSocket, unframeWebSocket, type ServerToAgent } from '../../gateway/codec';
-import { notifyAgentCutoff } from '../../db/repos/agent-status';
+import { notifyAgentCutoff } from '../../db/notify';
 import { revokeAgent } from '../../db/repos/agents';
 import { configOutcomes, pushConfiguration, type PushResult } from '../../domain/pushes';
 import { issueBootstrapToken, startTestGateway, type TestGateway } from '../support/agent-gateway';

@@ -8,7 +8,7 @@ import {
   type MoveOutcome,
 } from '../../../db/repos/agents';
 import type { Db } from '../../../db/connection';
-import { notifyAgentCutoff } from '../../../db/repos/agent-status';
+import { notifyAgentCutoff } from '../../../db/notify';
 import { emitEvents } from '../../../db/repos/events';
 import type { GroupRow } from '../../../db/repos/groups';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';

@@ -1,18 +1,20 @@
 import type { Knex } from 'knex';
 import {
   findConfiguration,
-  findVersion,
-  findVersionWithContent,
   insertConfiguration,
-  insertDraft,
   listConfigurationsQuery,
-  listVersionsQuery,
   lockConfiguration,
-  publishDraft,
   updateConfiguration,
   type ConfigurationRow,
-  type VersionRow,
 } from '../../../db/repos/configurations';
+import {
+  findVersion,
+  findVersionWithContent,
+  insertDraft,
+  listVersionsQuery,
+  publishDraft,
+  type VersionRow,
+} from '../../../db/repos/configuration-versions';
 import { emitEvents, type EventType } from '../../../db/repos/events';
 import type { Principal } from '../../auth/principal';
 import { CONTENT_LIMIT_BYTES, contentBytes, contentHash, keyDiff, parseContent, unifiedDiff } from '../../../domain/configurations/content';

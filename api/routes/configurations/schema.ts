@@ -1,4 +1,5 @@
-import type { ConfigurationRow, VersionRow, VersionWithContent } from '../../../db/repos/configurations';
+import type { ConfigurationRow } from '../../../db/repos/configurations';
+import type { VersionRow, VersionWithContent } from '../../../db/repos/configuration-versions';
 import { FORMATS } from '../../../domain/configurations/content';
 import { pageQuery } from '../../http/pagination';
 import { labelQuery, labelsSchema } from '../../http/labels';

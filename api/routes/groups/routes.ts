@@ -1,12 +1,11 @@
 import type { AgentRow } from '../../../db/repos/agents';
-import { listAgentsQuery } from '../../../db/repos/agents';
+import { groupHasAgents, listAgentsQuery } from '../../../db/repos/agents';
 import { isUniqueViolation } from '../../../db/errors';
 import { emitEvents } from '../../../db/repos/events';
 import {
   DEFAULT_GROUP,
   ensureDefaultGroup,
   findGroup,
-  hasMembers,
   insertGroup,
   listGroupsQuery,
   lockGroup,
@@ -143,7 +142,7 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
         if (versions && !versions.includes(locked.row_version)) throw problems.preconditionFailed('group', params.id);
         if (locked.deleted_at) throw problems.conflict(`Group '${locked.name}' is already deleted.`);
         if (locked.name === DEFAULT_GROUP) throw problems.conflict(`The '${DEFAULT_GROUP}' group cannot be deleted: agents without a group join it.`);
-        if (await hasMembers(db, tenantId, params.id)) {
+        if (await groupHasAgents(db, tenantId, params.id)) {
           throw problems.conflict(`Group '${locked.name}' still has agents; move them to another group first.`);
         }
         const row = await setGroupDeleted(db, params.id, true);

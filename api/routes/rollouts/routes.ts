@@ -1,18 +1,16 @@
 import type { Client } from '@temporalio/client';
 import { isUniqueViolation } from '../../../db/errors';
 import { emitEvents } from '../../../db/repos/events';
-import { findConfiguration, findVersion } from '../../../db/repos/configurations';
+import { findConfiguration } from '../../../db/repos/configurations';
+import { findVersion } from '../../../db/repos/configuration-versions';
+import { findRollout, insertRollout, listRolloutsQuery, type RolloutRow } from '../../../db/repos/rollouts';
 import {
   activeRolloutInTarget,
   addTargetAgents,
-  findRollout,
-  insertRollout,
-  listRolloutsQuery,
   rolloutAgentsQuery,
   rolloutProgress,
   type RolloutAgentRow,
-  type RolloutRow,
-} from '../../../db/repos/rollouts';
+} from '../../../db/repos/rollout-agents';
 import { ROLLOUT_OPERATIONS, ROLLOUT_TRANSITIONS, refusedOperation, type RolloutOperation } from '../../../domain/rollouts';
 import { ifMatchVersions } from '../../http/etag';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';

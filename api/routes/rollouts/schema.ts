@@ -1,5 +1,5 @@
-import type { BatchProgress, Progress, RollbackProgress, RolloutAgentRow, RolloutRow } from '../../../db/repos/rollouts';
-import { ROLLOUT_STATES } from '../../../db/repos/rollouts';
+import type { BatchProgress, Progress, RollbackProgress, RolloutAgentRow } from '../../../db/repos/rollout-agents';
+import { ROLLOUT_STATES, type RolloutRow } from '../../../db/repos/rollouts';
 import { labelsSchema } from '../../http/labels';
 import { z } from '../../http/zod';
 

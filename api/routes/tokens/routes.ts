@@ -1,19 +1,15 @@
-import { notifyAgentCutoff } from '../../../db/repos/agent-status';
+import { notifyAgentCutoff } from '../../../db/notify';
 import { emitEvents } from '../../../db/repos/events';
 import { ensureDefaultGroup, liveGroupIds } from '../../../db/repos/groups';
 import {
   countActivePoolTokens,
   findBootstrapToken,
-  findTokenPool,
   insertBootstrapToken,
-  insertTokenPool,
   listBootstrapTokensQuery,
-  listTokenPoolsQuery,
-  lockTokenPool,
   revokeBootstrapToken,
   type BootstrapTokenRow,
-  type TokenPoolRow,
-} from '../../../db/repos/tokens';
+} from '../../../db/repos/bootstrap-tokens';
+import { findTokenPool, insertTokenPool, listTokenPoolsQuery, lockTokenPool, type TokenPoolRow } from '../../../db/repos/token-pools';
 import { generateToken, hashToken } from '../../../domain/tokens/secret-token';
 import type { Db } from '../../../db/connection';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';

@@ -1,77 +1,11 @@
 import type { Knex } from 'knex';
-import type { Db } from '../connection';
-import type { AgentStatus, AppliedStatus } from './agents';
-import type { BootstrapTokenRow } from './tokens';
-
-/** What the agent gateway needs of an agent row to admit a connection. */
-export interface AgentBinding {
-  id: string;
-  tenant_id: string;
-  group_id: string;
-  name: string;
-  status: AgentStatus;
-  enrolled_with_token_id: string | null;
-  certificate_serial: string | null;
-  certificate_not_after: Date | null;
-  certificate_revoked_at: Date | null;
-  /** First connection with one of our certificates since the agent (re-)enrolled. */
-  certificate_used_at: Date | null;
-}
-
-/** A bootstrap token by hash, whatever its state (the gateway decides what each state admits). */
-export async function findBootstrapTokenByHash(db: Db, hash: Buffer): Promise<BootstrapTokenRow | undefined> {
-  return db<BootstrapTokenRow>('bootstrap_tokens').where({ token_hash: hash }).first();
-}
-
-export async function findBootstrapTokenById(db: Db, id: string): Promise<BootstrapTokenRow | undefined> {
-  return db<BootstrapTokenRow>('bootstrap_tokens').where({ id }).first();
-}
-
-/** Whether any agent authenticates with this token (so an expired or spent token may still admit it). */
-export async function tokenHasBoundAgents(db: Db, tokenId: string): Promise<boolean> {
-  const row = await db('agents').select('id').where({ enrolled_with_token_id: tokenId }).first();
-  return row !== undefined;
-}
-
-/** Locks the agent row (any tenant: the instance uid is global) for the rest of the transaction. */
-export async function lockAgentBinding(db: Db, id: string): Promise<AgentBinding | undefined> {
-  return db('agents')
-    .select(
-      'id', 'tenant_id', 'group_id', 'name', 'status', 'enrolled_with_token_id',
-      'certificate_serial', 'certificate_not_after', 'certificate_revoked_at', 'certificate_used_at',
-    )
-    .where({ id })
-    .forNoKeyUpdate()
-    .first();
-}
-
-/** The agent holds a certificate of ours that is neither revoked nor expired. */
-export function hasLiveCertificate(agent: AgentBinding): boolean {
-  return (
-    agent.certificate_serial !== null &&
-    agent.certificate_revoked_at === null &&
-    agent.certificate_not_after !== null &&
-    agent.certificate_not_after.getTime() > Date.now()
-  );
-}
+import type { Db } from '../../connection';
+import type { AgentStatus, AppliedStatus } from './inventory';
 
 /**
- * Can the agent still prove who it is: a live certificate, or the token it is bound to,
- * unrevoked? Then nobody else may enroll under its uid.
+ * What agents tell the gateway (AgentToServer messages, pings, goodbyes, silence) as it
+ * lands on their rows.
  */
-export async function hasUsableCredential(db: Db, agent: AgentBinding): Promise<boolean> {
-  if (hasLiveCertificate(agent)) return true;
-  if (!agent.enrolled_with_token_id) return false;
-  const token = await findBootstrapTokenById(db, agent.enrolled_with_token_id);
-  return token !== undefined && token.revoked_at === null;
-}
-
-/** Re-enrolment of a known agent with another token of its tenant: it now authenticates with that one. */
-export async function rebindAgentToken(db: Db, id: string, tokenId: string): Promise<void> {
-  await db('agents')
-    .where({ id })
-    .update({ enrolled_with_token_id: tokenId, status: 'enrolling', certificate_used_at: null, row_version: db.raw('row_version + 1'), updated_at: db.fn.now() } as never);
-}
 
 /** The columns an AgentToServer message may change; absent keys are left alone. */
 export interface AgentReport {
@@ -284,15 +218,6 @@ export async function applyReportsIfOnline(db: Db, batch: BatchedReport[]): Prom
   }));
 }
 
-/** The desired configuration of these agents (for a push notification: one query for the batch). */
-export async function findDesired(db: Db, ids: string[]): Promise<Array<{ id: string; configurationId: string; version: number; hash: string }>> {
-  const rows: Array<{ id: string; desired_configuration_id: string; desired_version: number; desired_hash: string }> = await db('agents')
-    .select('id', 'desired_configuration_id', 'desired_version', 'desired_hash')
-    .whereRaw('id = ANY(?::uuid[])', [ids]) // one parameter: a resync asks for every live session
-    .whereNotNull('desired_hash');
-  return rows.map((row) => ({ id: row.id, configurationId: row.desired_configuration_id, version: row.desired_version, hash: row.desired_hash }));
-}
-
 /** Stamps `last_seen_at` of agents whose WebSocket answered a ping (a silent agent is still there). */
 export async function touchAgents(db: Db, ids: string[]): Promise<void> {
   // Rows an agent's own report holds are skipped (that report stamps them), and the rest are
@@ -320,12 +245,6 @@ export async function markSilentAgentsOffline(db: Db, silenceSeconds: number): P
   return (rows as Array<{ id: string; tenant_id: string }>).map((row) => ({ id: row.id, tenantId: row.tenant_id }));
 }
 
-/** Agents waiting for an operator's approval, installation-wide (a cap against floods). */
-export async function countPendingAgents(db: Db): Promise<number> {
-  const [row] = await db('agents').where({ status: 'pending-approval' }).count<Array<{ count: string }>>('* as count');
-  return Number(row?.count ?? 0);
-}
-
 /**
  * Marks an agent offline (it said goodbye, or its socket closed); undefined when it already
  * was. With `session`, only while that WebSocket session still speaks for the agent: one
@@ -336,19 +255,4 @@ export async function markAgentOffline(db: Db, id: string, session?: string): Pr
   if (session) query.where({ session_id: session });
   const [row] = await query.update({ status: 'offline', updated_at: db.fn.now() } as never).returning(['tenant_id']);
   return row && { tenantId: row.tenant_id };
-}
-
-/**
- * Cuts agents off on every api replica: each agent listener LISTENs here and closes the
- * live sessions the payload names. Sent inside the caller's transaction, so it is delivered
- * at commit (and not at all on rollback).
- */
-export const AGENT_CUTOFF_CHANNEL = 'fleet_agent_cutoff';
-
-export type AgentCutoff =
-  | { action: 'revoke' | 'reject' | 'approve'; agentId: string }
-  | { action: 'token-revoked'; tokenId: string };
-
-export async function notifyAgentCutoff(db: Db, cutoff: AgentCutoff): Promise<void> {
-  await db.raw('SELECT pg_notify(?, ?)', [AGENT_CUTOFF_CHANNEL, JSON.stringify(cutoff)]);
 }

@@ -16,18 +16,6 @@ export interface BootstrapTokenRow {
   created_at: Date;
 }
 
-export interface TokenPoolRow {
-  id: string;
-  tenant_id: string;
-  name: string;
-  group_id: string;
-  token_ttl_seconds: number;
-  token_max_uses: number;
-  max_active_tokens: number;
-  created_by: string;
-  created_at: Date;
-}
-
 export type NewBootstrapToken = Pick<
   BootstrapTokenRow,
   'tenant_id' | 'name' | 'token_hash' | 'group_id' | 'pool_id' | 'expires_at' | 'max_uses' | 'created_by'
@@ -45,6 +33,28 @@ export async function insertBootstrapToken(db: Db, token: NewBootstrapToken): Pr
 
 export async function findBootstrapToken(db: Db, tenantId: string, id: string): Promise<BootstrapTokenRow | undefined> {
   return db<BootstrapTokenRow>('bootstrap_tokens').where({ tenant_id: tenantId, id }).first();
+}
+
+/** A bootstrap token by hash, whatever its state (the gateway decides what each state admits). */
+export async function findBootstrapTokenByHash(db: Db, hash: Buffer): Promise<BootstrapTokenRow | undefined> {
+  return db<BootstrapTokenRow>('bootstrap_tokens').where({ token_hash: hash }).first();
+}
+
+export async function findBootstrapTokenById(db: Db, id: string): Promise<BootstrapTokenRow | undefined> {
+  return db<BootstrapTokenRow>('bootstrap_tokens').where({ id }).first();
+}
+
+/**
+ * The token's revocation, read FOR SHARE: waits for a revocation in flight, and holds off
+ * one that comes later until the transaction ends.
+ */
+export async function shareLockBootstrapToken(db: Db, id: string): Promise<Pick<BootstrapTokenRow, 'revoked_at'> | undefined> {
+  return db('bootstrap_tokens').select('revoked_at').where({ id }).forShare().first();
+}
+
+/** Which of `ids` are revoked tokens (one array parameter, however many). */
+export async function revokedBootstrapTokenIds(db: Db, ids: string[]): Promise<string[]> {
+  return db('bootstrap_tokens').whereRaw('id = ANY(?::uuid[])', [ids]).whereNotNull('revoked_at').pluck('id');
 }
 
 export async function revokeBootstrapToken(db: Db, tenantId: string, id: string): Promise<BootstrapTokenRow | undefined> {
@@ -96,28 +106,11 @@ export async function redeemBootstrapTokenHash(db: Db, hash: Buffer): Promise<Re
     .update({ uses: db.raw('uses + 1') } as never)
     .returning('*');
   if (token) return { ok: true, token };
-  const row = await db<BootstrapTokenRow>('bootstrap_tokens').where({ token_hash: hash }).first();
+  const row = await findBootstrapTokenByHash(db, hash);
   if (!row) return { ok: false, reason: 'unknown' };
   if (row.revoked_at) return { ok: false, reason: 'revoked' };
   if (row.expires_at.getTime() <= Date.now()) return { ok: false, reason: 'expired' };
   return { ok: false, reason: 'exhausted' };
-}
-
-export async function insertTokenPool(
-  db: Db,
-  pool: Omit<TokenPoolRow, 'id' | 'created_at'>,
-): Promise<TokenPoolRow> {
-  const [row] = await db<TokenPoolRow>('token_pools').insert(pool as never).returning('*');
-  return row!;
-}
-
-export async function findTokenPool(db: Db, tenantId: string, id: string): Promise<TokenPoolRow | undefined> {
-  return db<TokenPoolRow>('token_pools').where({ tenant_id: tenantId, id }).first();
-}
-
-/** Locks the pool row until the transaction ends, so concurrent issues count one at a time. */
-export async function lockTokenPool(trx: Knex.Transaction, tenantId: string, id: string): Promise<TokenPoolRow | undefined> {
-  return trx<TokenPoolRow>('token_pools').where({ tenant_id: tenantId, id }).forUpdate().first();
 }
 
 export async function countActivePoolTokens(db: Db, poolId: string): Promise<number> {
@@ -125,13 +118,9 @@ export async function countActivePoolTokens(db: Db, poolId: string): Promise<num
   return Number(row!.n);
 }
 
-export function listTokenPoolsQuery(db: Db, tenantId: string): Knex.QueryBuilder {
-  return db('token_pools')
-    .select(
-      'token_pools.*',
-      db.raw(`(SELECT count(*) FROM bootstrap_tokens t
+/** A pool's active tokens, as the `active_tokens` column of a query over `token_pools`. */
+export function activeTokensColumn(db: Db): Knex.Raw {
+  return db.raw(`(SELECT count(*) FROM bootstrap_tokens t
                 WHERE t.pool_id = token_pools.id AND t.revoked_at IS NULL
-                  AND t.expires_at > now() AND t.uses < t.max_uses)::int AS active_tokens`),
-    )
-    .where({ tenant_id: tenantId });
+                  AND t.expires_at > now() AND t.uses < t.max_uses)::int AS active_tokens`);
 }

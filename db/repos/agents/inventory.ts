@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import type { Db } from '../connection';
-import { revokeAgentCertificates } from './agent-certificates';
-import { bumpGroupVersions, likeLiteral, lockGroupsForMove, type GroupRow } from './groups';
+import type { Db } from '../../connection';
+import { revokeAgentCertificates } from '../agent-certificates';
+import { bumpGroupVersions, likeLiteral, lockGroupsForMove, type GroupRow } from '../groups';
 
 export const AGENT_STATUSES = ['pending-approval', 'enrolling', 'online', 'offline', 'revoked', 'handed-over'] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];

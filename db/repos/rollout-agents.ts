@@ -1,0 +1,375 @@
+import type { Knex } from 'knex';
+import type { Db } from '../connection';
+import type { RolloutRow } from './rollouts';
+
+export type AgentRolloutState = 'pending' | 'applying' | 'succeeded' | 'failed' | 'skipped';
+export type RollbackState = 'pending' | 'applying' | 'succeeded' | 'failed' | 'skipped';
+
+export interface RolloutAgentRow {
+  rollout_id: string;
+  agent_id: string;
+  batch: number | null;
+  state: AgentRolloutState;
+  error: string | null;
+  previous_configuration_id: string | null;
+  previous_version: number | null;
+  previous_hash: string | null;
+  rollback_state: RollbackState | null;
+  rollback_error: string | null;
+  active: boolean;
+  added_at: Date;
+  pushed_at: Date | null;
+  finished_at: Date | null;
+}
+
+/** Agents a rollout can never push to. */
+const UNPUSHABLE = ['pending-approval', 'revoked', 'handed-over'];
+
+// ---------------------------------------------------------------------------------------
+// Target agents
+
+/** The agents a target names now, as SQL over `agents a` (group members, listed agents, label matches). */
+function targetCondition(rollout: Pick<RolloutRow, 'tenant_id' | 'target'>): { sql: string; bindings: Knex.Value[] } {
+  const { groupIds, agentIds, labelSelector } = rollout.target;
+  const selector = labelSelector ? JSON.stringify(labelSelector) : null;
+  return {
+    sql: `a.tenant_id = ? AND a.status <> ALL(?::text[])
+          AND (a.group_id = ANY(?::uuid[]) OR a.id = ANY(?::uuid[]) OR (?::jsonb IS NOT NULL AND a.labels @> ?::jsonb))`,
+    bindings: [rollout.tenant_id, UNPUSHABLE, groupIds, agentIds, selector, selector],
+  };
+}
+
+/**
+ * Adds the agents the target names now that are not yet in the rollout. `joining`: agents
+ * in another active rollout are left out quietly (a later joiner); otherwise such an agent
+ * fails the insert (23505), which the caller turns into a 409. Returns how many were added.
+ */
+export async function addTargetAgents(db: Db, rollout: Pick<RolloutRow, 'id' | 'tenant_id' | 'target'>, options: { joining: boolean }): Promise<number> {
+  const target = targetCondition(rollout);
+  const result = await db.raw(
+    `INSERT INTO rollout_agents (rollout_id, agent_id)
+     SELECT ?, a.id FROM agents a
+      WHERE ${target.sql}
+        AND NOT EXISTS (SELECT 1 FROM rollout_agents mine WHERE mine.rollout_id = ? AND mine.agent_id = a.id)
+     ${options.joining ? 'ON CONFLICT DO NOTHING' : ''}`,
+    [rollout.id, ...target.bindings, rollout.id],
+  );
+  return result.rowCount ?? 0;
+}
+
+/** An active rollout other than this one that holds one of the target's agents, for a 409 that names it. */
+export async function activeRolloutInTarget(db: Db, rollout: Pick<RolloutRow, 'id' | 'tenant_id' | 'target'>): Promise<{ agentId: string; rolloutId: string } | undefined> {
+  const target = targetCondition(rollout);
+  const { rows } = await db.raw(
+    `SELECT ra.agent_id, ra.rollout_id FROM rollout_agents ra JOIN agents a ON a.id = ra.agent_id
+      WHERE ra.active AND ra.rollout_id <> ? AND ${target.sql}
+      ORDER BY ra.agent_id LIMIT 1`,
+    [rollout.id, ...target.bindings],
+  );
+  const row = rows[0] as { agent_id: string; rollout_id: string } | undefined;
+  return row && { agentId: row.agent_id, rolloutId: row.rollout_id };
+}
+
+export async function rolloutAgentIds(db: Db, rolloutId: string, batch?: number): Promise<string[]> {
+  const query = db('rollout_agents').where({ rollout_id: rolloutId }).orderBy('agent_id').pluck('agent_id');
+  if (batch !== undefined) query.where({ batch });
+  return query;
+}
+
+/** The rollout's agent ids, as a subquery. */
+export function rolloutMemberIds(db: Db, rolloutId: string): Knex.QueryBuilder {
+  return db('rollout_agents').select('agent_id').where({ rollout_id: rolloutId });
+}
+
+/** One page of the rollout's agent ids, in id order after `afterId` (keyset pages over its primary key). */
+export async function rolloutAgentIdsPage(db: Db, rolloutId: string, afterId: string | null, limit: number): Promise<string[]> {
+  const ids = db('rollout_agents').where({ rollout_id: rolloutId }).orderBy('agent_id').limit(limit).pluck('agent_id');
+  if (afterId) ids.where('agent_id', '>', afterId);
+  return ids;
+}
+
+export function rolloutAgentsQuery(db: Db, rolloutId: string, filters: { state?: AgentRolloutState; batch?: number }): Knex.QueryBuilder {
+  const query = db('rollout_agents').where({ rollout_id: rolloutId });
+  if (filters.state) query.where({ state: filters.state });
+  if (filters.batch !== undefined) query.where({ batch: filters.batch });
+  return query.select('*');
+}
+
+// ---------------------------------------------------------------------------------------
+// Progress
+
+export interface Progress {
+  total: number;
+  pending: number;
+  applying: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+}
+
+export interface BatchProgress extends Progress {
+  batch: number;
+}
+
+export interface RollbackProgress {
+  pending: number;
+  applying: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+}
+
+const emptyProgress = (): Progress => ({ total: 0, pending: 0, applying: 0, succeeded: 0, failed: 0, skipped: 0 });
+
+/** Counts by state, overall and per batch, and of the rollback when there is one. */
+export async function rolloutProgress(db: Db, rolloutId: string): Promise<{ progress: Progress; batches: BatchProgress[]; rollback: RollbackProgress | null }> {
+  const rows: Array<{ batch: number | null; state: AgentRolloutState; rollback_state: RollbackState | null; n: string }> = await db('rollout_agents')
+    .where({ rollout_id: rolloutId })
+    .groupBy('batch', 'state', 'rollback_state')
+    .select('batch', 'state', 'rollback_state', db.raw('count(*) AS n'));
+  const progress = emptyProgress();
+  const batches = new Map<number, BatchProgress>();
+  let rollback: RollbackProgress | null = null;
+  for (const row of rows) {
+    const n = Number(row.n);
+    progress.total += n;
+    progress[row.state] += n;
+    if (row.batch !== null) {
+      let batch = batches.get(row.batch);
+      if (!batch) batches.set(row.batch, (batch = { batch: row.batch, ...emptyProgress() }));
+      batch.total += n;
+      batch[row.state] += n;
+    }
+    if (row.rollback_state) {
+      rollback ??= { pending: 0, applying: 0, succeeded: 0, failed: 0, skipped: 0 };
+      rollback[row.rollback_state] += n;
+    }
+  }
+  return { progress, batches: [...batches.values()].sort((a, b) => a.batch - b.batch), rollback };
+}
+
+// ---------------------------------------------------------------------------------------
+// Holding agents (`active`: an agent is in one active rollout at most)
+
+/** A rollout in a final state holds its agents no longer: another rollout may take them. */
+export async function releaseRolloutAgents(db: Db, rolloutId: string): Promise<void> {
+  await db('rollout_agents').where({ rollout_id: rolloutId, active: true }).update({ active: false });
+}
+
+/** Takes back the agents the rollout touched (pushed to) that no other active rollout holds (a rollback). */
+export async function retakeTouchedAgents(db: Db, rolloutId: string): Promise<void> {
+  await db.raw(
+    `UPDATE rollout_agents ra SET active = true
+      WHERE ra.rollout_id = ? AND ra.state IN ('applying', 'succeeded', 'failed') AND NOT ra.active
+        AND NOT EXISTS (SELECT 1 FROM rollout_agents other WHERE other.agent_id = ra.agent_id AND other.active)`,
+    [rolloutId],
+  );
+}
+
+// ---------------------------------------------------------------------------------------
+// Batches
+
+/**
+ * The agents of batch `batch`: assigned once (the next `size` unassigned agents by id),
+ * then read back, so a retried activity gets the same batch.
+ */
+export async function assignBatch(db: Db, rolloutId: string, batch: number, size: number): Promise<string[]> {
+  const assigned = await rolloutAgentIds(db, rolloutId, batch);
+  if (assigned.length > 0) return assigned;
+  const rows: Array<{ agent_id: string }> = (
+    await db.raw(
+      `UPDATE rollout_agents SET batch = ?
+        WHERE rollout_id = ? AND agent_id IN (
+          SELECT agent_id FROM rollout_agents WHERE rollout_id = ? AND batch IS NULL AND state = 'pending' ORDER BY agent_id LIMIT ?)
+        RETURNING agent_id`,
+      [batch, rolloutId, rolloutId, size],
+    )
+  ).rows;
+  return rows.map((row) => row.agent_id).sort();
+}
+
+export async function countRolloutAgents(db: Db, rolloutId: string): Promise<number> {
+  const [row] = await db('rollout_agents').where({ rollout_id: rolloutId }).count<Array<{ n: string }>>('* as n');
+  return Number(row?.n ?? 0);
+}
+
+/** Marks agents of the rollout done with an outcome the agent never reported (denied, unreachable, timed out). */
+export async function finishAgents(db: Db, rolloutId: string, agentIds: string[], state: 'failed' | 'skipped', error: string): Promise<string[]> {
+  if (agentIds.length === 0) return [];
+  return db('rollout_agents')
+    .where({ rollout_id: rolloutId })
+    .whereRaw('agent_id = ANY(?::uuid[])', [agentIds])
+    .whereIn('state', ['pending', 'applying'])
+    .update({ state, error, finished_at: db.fn.now() })
+    .returning('agent_id')
+    .then((rows: Array<{ agent_id: string }>) => rows.map((row) => row.agent_id));
+}
+
+/**
+ * Claims the batch's still-pending agents for pushing (locks them; records what each had
+ * before, for a rollback) and returns them; agents that can no longer be pushed to are
+ * marked `skipped`. Run in the transaction that pushes: a retry after a crash finds them
+ * `applying` and pushes none twice.
+ */
+export async function claimBatchForPush(db: Db, rolloutId: string, batch: number): Promise<{ push: string[]; skipped: string[] }> {
+  const rows: Array<{ agent_id: string; status: string | null }> = (
+    await db.raw(
+      `SELECT ra.agent_id, a.status
+         FROM rollout_agents ra LEFT JOIN agents a ON a.id = ra.agent_id
+        WHERE ra.rollout_id = ? AND ra.batch = ? AND ra.state = 'pending'
+        ORDER BY ra.agent_id
+        FOR UPDATE OF ra`,
+      [rolloutId, batch],
+    )
+  ).rows;
+  const skipped = rows.filter((row) => row.status === null || UNPUSHABLE.includes(row.status)).map((row) => row.agent_id);
+  const push = rows.filter((row) => row.status !== null && !UNPUSHABLE.includes(row.status)).map((row) => row.agent_id);
+  if (push.length > 0) {
+    await db.raw(
+      `UPDATE rollout_agents ra
+          SET state = 'applying', pushed_at = now(),
+              previous_configuration_id = CASE WHEN a.applied_status = 'APPLIED' AND a.applied_configuration_id IS NOT NULL THEN a.applied_configuration_id ELSE a.desired_configuration_id END,
+              previous_version = CASE WHEN a.applied_status = 'APPLIED' AND a.applied_configuration_id IS NOT NULL THEN a.applied_version ELSE a.desired_version END,
+              previous_hash = CASE WHEN a.applied_status = 'APPLIED' AND a.applied_configuration_id IS NOT NULL THEN a.applied_hash ELSE a.desired_hash END
+         FROM agents a
+        WHERE ra.rollout_id = ? AND ra.agent_id = a.id AND ra.agent_id = ANY(?::uuid[])`,
+      [rolloutId, push],
+    );
+  }
+  await finishAgents(db, rolloutId, skipped, 'skipped', 'the agent can no longer receive configurations (revoked, handed over or awaiting approval)');
+  return { push, skipped };
+}
+
+export interface SettledAgent {
+  agent_id: string;
+  state: 'succeeded' | 'failed';
+  error: string | null;
+}
+
+/** Agents of the batch whose report on `hash` is in: APPLIED → succeeded, FAILED → failed. */
+export async function settleBatch(db: Db, rolloutId: string, batch: number, hash: string): Promise<SettledAgent[]> {
+  return (
+    await db.raw(
+      `UPDATE rollout_agents ra
+          SET state = CASE WHEN a.applied_status = 'APPLIED' THEN 'succeeded' ELSE 'failed' END,
+              error = CASE WHEN a.applied_status = 'APPLIED' THEN NULL ELSE coalesce(a.applied_error, 'the agent reported FAILED') END,
+              finished_at = now()
+         FROM agents a
+        WHERE ra.rollout_id = ? AND ra.batch = ? AND ra.state = 'applying'
+          AND a.id = ra.agent_id AND a.applied_hash = ? AND a.applied_status IN ('APPLIED', 'FAILED')
+        RETURNING ra.agent_id, ra.state, ra.error`,
+      [rolloutId, batch, hash],
+    )
+  ).rows;
+}
+
+/** The batch's agents still applying, and when the first of them was pushed (the apply timeout runs from then). */
+export async function batchWaiting(db: Db, rolloutId: string, batch: number): Promise<{ applying: number; pushedAt: Date | null }> {
+  const row = await db('rollout_agents')
+    .where({ rollout_id: rolloutId, batch, state: 'applying' })
+    .first(db.raw('count(*)::int AS applying'), db.raw('min(pushed_at) AS pushed_at'));
+  return { applying: row?.applying ?? 0, pushedAt: row?.pushed_at ?? null };
+}
+
+/** Fails the batch's agents still applying (their deadline passed, or the batch was abandoned); returns them. */
+export async function failApplying(db: Db, rolloutId: string, batch: number, error: string): Promise<string[]> {
+  const rows: Array<{ agent_id: string }> = await db('rollout_agents')
+    .where({ rollout_id: rolloutId, batch, state: 'applying' })
+    .update({ state: 'failed', error, finished_at: db.fn.now() })
+    .returning('agent_id');
+  return rows.map((row) => row.agent_id);
+}
+
+export async function batchOutcome(db: Db, rolloutId: string, batch: number): Promise<Record<AgentRolloutState, number>> {
+  const rows: Array<{ state: AgentRolloutState; n: string }> = await db('rollout_agents')
+    .where({ rollout_id: rolloutId, batch })
+    .groupBy('state')
+    .select('state', db.raw('count(*) AS n'));
+  const out = { pending: 0, applying: 0, succeeded: 0, failed: 0, skipped: 0 };
+  for (const row of rows) out[row.state] = Number(row.n);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Rollback
+
+/**
+ * Claims the agents this rollout touched for the rollback, grouped by the configuration
+ * version each had before; agents that had none are `skipped` (nothing to restore).
+ * Idempotent: agents already claimed are not returned again.
+ */
+export async function claimRollback(db: Db, rolloutId: string, hash: string): Promise<Array<{ configurationId: string; version: number; agentIds: string[] }>> {
+  // An agent a later push moved on from this rollout's configuration is that push's now.
+  await db.raw(
+    `UPDATE rollout_agents ra SET rollback_state = 'skipped', rollback_error = 'a later push replaced this rollout''s configuration'
+       FROM agents a
+      WHERE ra.rollout_id = ? AND ra.state IN ('applying', 'succeeded', 'failed') AND ra.rollback_state IS NULL
+        AND a.id = ra.agent_id AND a.desired_hash IS DISTINCT FROM ?`,
+    [rolloutId, hash],
+  );
+  const rows: Array<{ agent_id: string; previous_configuration_id: string | null; previous_version: number | null }> = (
+    await db.raw(
+      `SELECT agent_id, previous_configuration_id, previous_version FROM rollout_agents
+        WHERE rollout_id = ? AND state IN ('applying', 'succeeded', 'failed') AND rollback_state IS NULL AND active
+        ORDER BY agent_id FOR UPDATE`,
+      [rolloutId],
+    )
+  ).rows;
+  // Touched agents another rollout has taken since are that rollout's now.
+  await db('rollout_agents')
+    .where({ rollout_id: rolloutId, active: false })
+    .whereIn('state', ['applying', 'succeeded', 'failed'])
+    .whereNull('rollback_state')
+    .update({ rollback_state: 'skipped', rollback_error: 'the agent is in another active rollout' });
+  const groups = new Map<string, { configurationId: string; version: number; agentIds: string[] }>();
+  const nothing: string[] = [];
+  for (const row of rows) {
+    if (!row.previous_configuration_id || row.previous_version === null) {
+      nothing.push(row.agent_id);
+      continue;
+    }
+    const key = `${row.previous_configuration_id}:${row.previous_version}`;
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = { configurationId: row.previous_configuration_id, version: row.previous_version, agentIds: [] }));
+    group.agentIds.push(row.agent_id);
+  }
+  const claimed = [...groups.values()].flatMap((group) => group.agentIds);
+  if (claimed.length) {
+    await db('rollout_agents').where({ rollout_id: rolloutId }).whereRaw('agent_id = ANY(?::uuid[])', [claimed]).update({ rollback_state: 'applying' });
+  }
+  if (nothing.length) {
+    await db('rollout_agents')
+      .where({ rollout_id: rolloutId })
+      .whereRaw('agent_id = ANY(?::uuid[])', [nothing])
+      .update({ rollback_state: 'skipped', rollback_error: 'the agent had no configuration before this rollout' });
+  }
+  return [...groups.values()];
+}
+
+/** Rollback agents whose report on their previous configuration is in. */
+export async function settleRollback(db: Db, rolloutId: string): Promise<SettledAgent[]> {
+  return (
+    await db.raw(
+      `UPDATE rollout_agents ra
+          SET rollback_state = CASE WHEN a.applied_status = 'APPLIED' THEN 'succeeded' ELSE 'failed' END,
+              rollback_error = CASE WHEN a.applied_status = 'APPLIED' THEN NULL ELSE coalesce(a.applied_error, 'the agent reported FAILED') END
+         FROM agents a
+        WHERE ra.rollout_id = ? AND ra.rollback_state = 'applying'
+          AND a.id = ra.agent_id AND a.applied_hash = ra.previous_hash AND a.applied_status IN ('APPLIED', 'FAILED')
+        RETURNING ra.agent_id, ra.rollback_state AS state, ra.rollback_error AS error`,
+      [rolloutId],
+    )
+  ).rows;
+}
+
+export async function rollbackWaiting(db: Db, rolloutId: string): Promise<string[]> {
+  return db('rollout_agents').where({ rollout_id: rolloutId, rollback_state: 'applying' }).pluck('agent_id');
+}
+
+export async function failRollbackAgents(db: Db, rolloutId: string, agentIds: string[], error: string): Promise<void> {
+  if (agentIds.length === 0) return;
+  await db('rollout_agents')
+    .where({ rollout_id: rolloutId, rollback_state: 'applying' })
+    .whereRaw('agent_id = ANY(?::uuid[])', [agentIds])
+    .update({ rollback_state: 'failed', rollback_error: error });
+}
