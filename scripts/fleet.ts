@@ -23,9 +23,12 @@ const USAGE = `usage: npm run fleet -- <command>
 
 class UsageError extends Error {}
 
+/** The checkout: this file runs from scripts/ (tsx) or, built, from dist/scripts/. */
+const ROOT = path.resolve(__dirname, path.basename(path.dirname(__dirname)) === 'dist' ? '../..' : '..');
+
 /** Next to a running `npm run dev`, the CLI uses its settings unless told otherwise. */
 function withDevDefaults(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const devSettings = path.resolve(__dirname, '..', '.dev-data', 'settings.json');
+  const devSettings = path.join(ROOT, '.dev-data', 'settings.json');
   if (env.FLEET_SETTINGS_FILE || env.Database__Url || !existsSync(devSettings)) return env;
   return { ...env, FLEET_SETTINGS_FILE: devSettings };
 }
