@@ -1,10 +1,41 @@
-# One image for every process of the fleet configuration service:
-#   api (default)  node --import tsx api/main.ts
-#   worker         node --import tsx worker/main.ts
-#   migrations     node --import tsx scripts/fleet.ts migrate
-#   operator CLI   node --import tsx scripts/fleet.ts <command>
-# TypeScript runs through tsx (a runtime dependency), so there is no build step.
-FROM node:20-bookworm-slim
+# One image for every process of the fleet configuration service, built to JavaScript
+# (`npm run build`, dist/) and run on Node 24 LTS:
+#   api (default)  node dist/api/main.js
+#   worker         node dist/worker/main.js
+#   migrations     node dist/scripts/fleet.js migrate
+#   operator CLI   node dist/scripts/fleet.js <command>     (create-pat, verify-audit, help)
+# e.g. `docker run --rm --env-file fleet.env IMAGE node dist/scripts/fleet.js migrate`.
+# The worker bundles the workflows from dist/workflows when it starts (webpack and swc come
+# with @temporalio/worker, a runtime dependency).
+
+# --- build: every dependency, TypeScript to dist/ ---
+FROM node:24-bookworm-slim AS build
+
+ENV NPM_CONFIG_UPDATE_NOTIFIER=false \
+    NPM_CONFIG_FUND=false \
+    SCARF_ANALYTICS=false
+
+WORKDIR /app
+
+# tsc needs no install scripts (native binaries of swc, esbuild, embedded Postgres, buf).
+COPY package.json package-lock.json ./
+COPY .ci/npm-ci .ci/
+RUN .ci/npm-ci --ignore-scripts --no-audit
+
+COPY tsconfig.json tsconfig.build.json ./
+COPY api/ api/
+COPY gateway/ gateway/
+COPY domain/ domain/
+COPY platform/ platform/
+COPY workflows/ workflows/
+COPY activities/ activities/
+COPY worker/ worker/
+COPY db/ db/
+COPY scripts/ scripts/
+RUN npm run build
+
+# --- runtime: production dependencies and dist/ ---
+FROM node:24-bookworm-slim
 
 # git: simple-git shells out to it for Git configuration sources.
 # libjemalloc2: the agent listener's memory under reconnect storms. With glibc malloc, each
@@ -23,22 +54,17 @@ ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2 \
 
 WORKDIR /app
 
-# package.json's `allowScripts` is read by npm 11 only; the npm 10 bundled with node 20
-# runs install scripts as usual, which esbuild (tsx), @swc/core and protobufjs need.
+# Install scripts run as usual (@swc/core, protobufjs, esbuild); package.json's `allowScripts`
+# lists them, so they keep running once npm enforces that list (npm 12).
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev && npm cache clean --force
+COPY .ci/npm-ci .ci/
+RUN .ci/npm-ci --omit=dev --no-audit && npm cache clean --force
 
-COPY api/ api/
-COPY workflows/ workflows/
-COPY activities/ activities/
-COPY worker/ worker/
-COPY db/ db/
-COPY scripts/ scripts/
-COPY tsconfig.json ./
+COPY --from=build /app/dist/ dist/
 
 USER node
 
 # 8080: HTTP API; 4320: agent listener (Agents:Listen).
 EXPOSE 8080 4320
 
-CMD ["node", "--import", "tsx", "api/main.ts"]
+CMD ["node", "dist/api/main.js"]
