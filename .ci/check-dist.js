@@ -17,7 +17,12 @@ function fail(message) {
 const env = { PATH: process.env.PATH, HOME: process.env.HOME, Database__Url: 'not-a-url' };
 for (const entry of ['api/main.js', 'worker/main.js', 'scripts/fleet.js migrate']) {
   const [file, ...args] = entry.split(' ');
-  const run = spawnSync(process.execPath, [path.join(dist, file), ...args], { cwd: root, env, encoding: 'utf8', timeout: 30_000 });
+  const run = spawnSync(process.execPath, [path.join(dist, file), ...args], {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   if (run.status !== 78 || !run.stderr.includes('Database:Url')) {
     fail(`node dist/${entry} should stop at the bad Database:Url (exit 78), got exit ${run.status}:\n${run.stderr}`);
   }
@@ -34,6 +39,9 @@ async function bundle() {
 }
 
 bundle().then(
-  (size) => process.stdout.write(`check-dist: api, worker and CLI load on Node ${process.versions.node}; workflows bundle from dist (${size})\n`),
+  (size) =>
+    process.stdout.write(
+      `check-dist: api, worker and CLI load on Node ${process.versions.node}; workflows bundle from dist (${size})\n`,
+    ),
   (error) => fail(`the workflows do not bundle from dist: ${error.stack}`),
 );

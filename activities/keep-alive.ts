@@ -33,7 +33,9 @@ export async function whileHeartbeating<T>(work: () => Promise<T>): Promise<T> {
  * Wraps each activity so a DomainError (a policy denial, a missing object, a version that
  * cannot be pushed) fails it for good: retrying cannot change the answer.
  */
-export function failDomainErrorsForGood<A extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: A): A {
+export function failDomainErrorsForGood<A extends Record<string, (...args: never[]) => Promise<unknown>>>(
+  activities: A,
+): A {
   const wrapped: Record<string, (...args: never[]) => Promise<unknown>> = {};
   for (const [name, activity] of Object.entries(activities)) {
     wrapped[name] = async (...args) => {

@@ -83,8 +83,15 @@ export function createRolloutActivities(db: Knex) {
      */
     async loadRollout(rolloutId: string): Promise<LoadedRollout> {
       const row = await findRolloutById(db, rolloutId);
-      if (!row) throw ApplicationFailure.retryable(`rollout ${rolloutId} is not in the database (yet)`, 'rollout-missing');
-      return { tenantId: row.tenant_id, state: row.state, rowVersion: Number(row.row_version), currentBatch: row.current_batch, strategy: row.strategy };
+      if (!row)
+        throw ApplicationFailure.retryable(`rollout ${rolloutId} is not in the database (yet)`, 'rollout-missing');
+      return {
+        tenantId: row.tenant_id,
+        state: row.state,
+        rowVersion: Number(row.row_version),
+        currentBatch: row.current_batch,
+        strategy: row.strategy,
+      };
     },
 
     /**
@@ -106,19 +113,32 @@ export function createRolloutActivities(db: Knex) {
         if (before.state === change.to && !change.from.includes(before.state)) {
           return { ok: true as const, state: before.state, rowVersion: Number(before.row_version) };
         }
-        const row = await setRolloutState(trx, { id: change.rolloutId, from: change.from, to: change.to, versions: change.versions, reason: change.reason });
+        const row = await setRolloutState(trx, {
+          id: change.rolloutId,
+          from: change.from,
+          to: change.to,
+          versions: change.versions,
+          reason: change.reason,
+        });
         if (!row) {
           const why = change.from.includes(before.state) ? 'precondition' : 'state';
           return { ok: false as const, why, state: before.state, rowVersion: Number(before.row_version) };
         }
-        const type = change.to === 'running' && before.state === 'paused' ? 'rollout.resumed' : ROLLOUT_STATE_EVENTS[change.to];
+        const type =
+          change.to === 'running' && before.state === 'paused' ? 'rollout.resumed' : ROLLOUT_STATE_EVENTS[change.to];
         await emitEvents(trx, [
           {
             tenantId: row.tenant_id,
             type,
             source: source(row.id),
             subject: row.id,
-            data: { rolloutId: row.id, from: before.state, state: row.state, reason: row.reason, actor: change.actor ?? 'workflow' },
+            data: {
+              rolloutId: row.id,
+              from: before.state,
+              state: row.state,
+              reason: row.reason,
+              actor: change.actor ?? 'workflow',
+            },
           },
         ]);
         return { ok: true as const, state: row.state, rowVersion: Number(row.row_version) };
@@ -133,7 +153,10 @@ export function createRolloutActivities(db: Knex) {
      * row is locked against transitions meanwhile, so an abort cannot leave joined agents
      * behind in an aborted rollout.
      */
-    async prepareBatch(input: { rolloutId: string; batch: number }): Promise<{ running: boolean; agents: number; denied: number }> {
+    async prepareBatch(input: {
+      rolloutId: string;
+      batch: number;
+    }): Promise<{ running: boolean; agents: number; denied: number }> {
       const rollout = await load(input.rolloutId);
       const prepared = await db.transaction(async (trx) => {
         if ((await lockRolloutState(trx, rollout.id)) !== 'running') return undefined;
@@ -168,7 +191,14 @@ export function createRolloutActivities(db: Knex) {
         for (const [error, ids] of byReason) {
           const done = await finishAgents(trx, rollout.id, [...ids], 'failed', error);
           denied += done.length;
-          await emitEvents(trx, agentEvents(rollout, done.map((id) => ({ agent_id: id, state: 'failed' as const, error })), { batch: input.batch }));
+          await emitEvents(
+            trx,
+            agentEvents(
+              rollout,
+              done.map((id) => ({ agent_id: id, state: 'failed' as const, error })),
+              { batch: input.batch },
+            ),
+          );
         }
       });
       return { running: true, agents: agentIds.length, denied };
@@ -180,17 +210,31 @@ export function createRolloutActivities(db: Knex) {
      */
     async pushBatch(input: { rolloutId: string; batch: number }): Promise<{ pushed: number; skipped: number }> {
       const rollout = await load(input.rolloutId);
-      return whileHeartbeating(() => db.transaction(async (trx) => {
-        if ((await lockRolloutState(trx, rollout.id)) !== 'running') return { pushed: 0, skipped: 0 };
-        const { push, skipped } = await claimBatchForPush(trx, rollout.id, input.batch);
-        const unreachable = 'the agent can no longer receive configurations';
-        await emitEvents(trx, agentEvents(rollout, skipped.map((id) => ({ agent_id: id, state: 'skipped' as const, error: unreachable })), { batch: input.batch }));
-        if (push.length > 0) {
-          // A PushError (the version is gone or unpublished) fails the activity for good.
-          await pushConfiguration(trx, { tenantId: rollout.tenant_id, agentIds: push, configurationId: rollout.configuration_id, version: rollout.version });
-        }
-        return { pushed: push.length, skipped: skipped.length };
-      }));
+      return whileHeartbeating(() =>
+        db.transaction(async (trx) => {
+          if ((await lockRolloutState(trx, rollout.id)) !== 'running') return { pushed: 0, skipped: 0 };
+          const { push, skipped } = await claimBatchForPush(trx, rollout.id, input.batch);
+          const unreachable = 'the agent can no longer receive configurations';
+          await emitEvents(
+            trx,
+            agentEvents(
+              rollout,
+              skipped.map((id) => ({ agent_id: id, state: 'skipped' as const, error: unreachable })),
+              { batch: input.batch },
+            ),
+          );
+          if (push.length > 0) {
+            // A PushError (the version is gone or unpublished) fails the activity for good.
+            await pushConfiguration(trx, {
+              tenantId: rollout.tenant_id,
+              agentIds: push,
+              configurationId: rollout.configuration_id,
+              version: rollout.version,
+            });
+          }
+          return { pushed: push.length, skipped: skipped.length };
+        }),
+      );
     },
 
     /** Gives up on the batch's agents still applying (the rollout was aborted while waiting). */
@@ -198,7 +242,14 @@ export function createRolloutActivities(db: Knex) {
       const rollout = await load(input.rolloutId);
       return db.transaction(async (trx) => {
         const abandoned = await failApplying(trx, rollout.id, input.batch, input.reason);
-        await emitEvents(trx, agentEvents(rollout, abandoned.map((id) => ({ agent_id: id, state: 'failed' as const, error: input.reason })), { batch: input.batch }));
+        await emitEvents(
+          trx,
+          agentEvents(
+            rollout,
+            abandoned.map((id) => ({ agent_id: id, state: 'failed' as const, error: input.reason })),
+            { batch: input.batch },
+          ),
+        );
         return abandoned.length;
       });
     },
@@ -226,7 +277,14 @@ export function createRolloutActivities(db: Knex) {
           const error = `no APPLIED or FAILED report within ${rollout.strategy.applyTimeoutSeconds} s`;
           await db.transaction(async (trx) => {
             const timedOut = await failApplying(trx, rollout.id, input.batch, error);
-            await emitEvents(trx, agentEvents(rollout, timedOut.map((id) => ({ agent_id: id, state: 'failed' as const, error })), { batch: input.batch }));
+            await emitEvents(
+              trx,
+              agentEvents(
+                rollout,
+                timedOut.map((id) => ({ agent_id: id, state: 'failed' as const, error })),
+                { batch: input.batch },
+              ),
+            );
           });
           break;
         }
@@ -257,24 +315,35 @@ export function createRolloutActivities(db: Knex) {
     /** Pushes to every touched agent the configuration version it had before. */
     async startRollback(input: { rolloutId: string }): Promise<{ pushed: number }> {
       const rollout = await load(input.rolloutId);
-      return whileHeartbeating(() => db.transaction(async (trx) => {
-        let pushed = 0;
-        const groups = await claimRollback(trx, rollout.id, rollout.content_hash);
-        await lockAgentRows(trx, rollout.tenant_id, groups.flatMap((group) => group.agentIds));
-        for (const group of groups) {
-          try {
-            const result = await pushConfiguration(trx, { tenantId: rollout.tenant_id, agentIds: group.agentIds, configurationId: group.configurationId, version: group.version });
-            pushed += result.agentIds.length;
-            const reached = new Set(result.agentIds);
-            const unreachable = group.agentIds.filter((id) => !reached.has(id));
-            await failRollbackAgents(trx, rollout.id, unreachable, 'the agent can no longer receive configurations');
-          } catch (error) {
-            if (!(error instanceof PushError)) throw error;
-            await failRollbackAgents(trx, rollout.id, group.agentIds, error.message);
+      return whileHeartbeating(() =>
+        db.transaction(async (trx) => {
+          let pushed = 0;
+          const groups = await claimRollback(trx, rollout.id, rollout.content_hash);
+          await lockAgentRows(
+            trx,
+            rollout.tenant_id,
+            groups.flatMap((group) => group.agentIds),
+          );
+          for (const group of groups) {
+            try {
+              const result = await pushConfiguration(trx, {
+                tenantId: rollout.tenant_id,
+                agentIds: group.agentIds,
+                configurationId: group.configurationId,
+                version: group.version,
+              });
+              pushed += result.agentIds.length;
+              const reached = new Set(result.agentIds);
+              const unreachable = group.agentIds.filter((id) => !reached.has(id));
+              await failRollbackAgents(trx, rollout.id, unreachable, 'the agent can no longer receive configurations');
+            } catch (error) {
+              if (!(error instanceof PushError)) throw error;
+              await failRollbackAgents(trx, rollout.id, group.agentIds, error.message);
+            }
           }
-        }
-        return { pushed };
-      }));
+          return { pushed };
+        }),
+      );
     },
 
     /** Waits for the rollback's reports, like awaitBatch (timeout from the rollback's start). */
@@ -292,7 +361,12 @@ export function createRolloutActivities(db: Knex) {
         const waiting = await rollbackWaiting(db, rollout.id);
         if (waiting.length === 0) return { waitingAfterTimeout: 0 };
         if (Date.now() - started >= timeoutMs) {
-          await failRollbackAgents(db, rollout.id, waiting, `no report within ${rollout.strategy.applyTimeoutSeconds} s`);
+          await failRollbackAgents(
+            db,
+            rollout.id,
+            waiting,
+            `no report within ${rollout.strategy.applyTimeoutSeconds} s`,
+          );
           return { waitingAfterTimeout: waiting.length };
         }
         heartbeat(waiting.length);

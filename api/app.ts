@@ -96,7 +96,12 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
 
   // Paths are case-sensitive: `/API/TENANT` is no route (and so cannot slip past the audit).
   const router = new Router({ sensitive: true });
-  const services = { db, authenticate, recordAudit: audit.recordInTransaction, parseBody: jsonBody(settings.http.maxBodyBytes) };
+  const services = {
+    db,
+    authenticate,
+    recordAudit: audit.recordInTransaction,
+    parseBody: jsonBody(settings.http.maxBodyBytes),
+  };
   for (const def of routes) router[def.method](toKoaPath(def.path), ...(routeMiddleware(def, services) as never[]));
 
   const koa = new Koa<AppState>({ proxy: settings.http.trustProxy });

@@ -18,14 +18,24 @@ async function main() {
   const { host, port } = listenAddress(settings.agents.listen);
   await new Promise<void>((resolve) => agents.server.listen(port, host, resolve));
   logger.info(
-    { listen: settings.agents.listen, path: '/v1/opamp', tls: gateway.tls !== undefined, enrollment: settings.agents.enrollment.mode },
-    gateway.tls ? 'agent listener (OpAMP over TLS, client certificates accepted)' : 'agent listener (OpAMP, plain TCP: Development only)',
+    {
+      listen: settings.agents.listen,
+      path: '/v1/opamp',
+      tls: gateway.tls !== undefined,
+      enrollment: settings.agents.enrollment.mode,
+    },
+    gateway.tls
+      ? 'agent listener (OpAMP over TLS, client certificates accepted)'
+      : 'agent listener (OpAMP, plain TCP: Development only)',
   );
 
   const server = createServer(app.koa.callback());
   server.keepAliveTimeout = 65_000; // longer than common load-balancer idle timeouts
   await new Promise<void>((resolve) => server.listen(settings.http.port, settings.http.host, resolve));
-  logger.info({ url: settings.http.publicBaseUrl, port: settings.http.port, environment: settings.environment }, 'api listening');
+  logger.info(
+    { url: settings.http.publicBaseUrl, port: settings.http.port, environment: settings.environment },
+    'api listening',
+  );
 
   let stopping = false;
   const shutdown = async (signal: string) => {

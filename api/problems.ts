@@ -17,7 +17,8 @@ export const catalogue = {
   'validation-failed': {
     status: 400,
     title: 'Request validation failed',
-    description: 'A parameter, query value or body member is missing or invalid. `errors` lists each as `{ path, message }`.',
+    description:
+      'A parameter, query value or body member is missing or invalid. `errors` lists each as `{ path, message }`.',
   },
   'malformed-json': {
     status: 400,
@@ -27,7 +28,8 @@ export const catalogue = {
   unauthorized: {
     status: 401,
     title: 'Authentication required',
-    description: 'The request carries no bearer token, or the token is invalid, expired, revoked or issued for someone else.',
+    description:
+      'The request carries no bearer token, or the token is invalid, expired, revoked or issued for someone else.',
   },
   forbidden: {
     status: 403,
@@ -92,7 +94,8 @@ export const catalogue = {
   'policy-denied': {
     status: 422,
     title: 'Policy denied the push',
-    description: 'An approved, enabled policy returned false for an agent. `policyId`, `agentId` and `violations` say which (at most 1,000 listed; `violationCount` then gives them all).',
+    description:
+      'An approved, enabled policy returned false for an agent. `policyId`, `agentId` and `violations` say which (at most 1,000 listed; `violationCount` then gives them all).',
   },
   'rate-limited': {
     status: 429,
@@ -155,11 +158,9 @@ export function problemOf(error: DomainError): Problem {
 
 export const problems = {
   validation: (errors: FieldError[]) =>
-    new Problem(
-      'validation-failed',
-      errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('; '),
-      { errors },
-    ),
+    new Problem('validation-failed', errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('; '), {
+      errors,
+    }),
   malformedJson: (reason: string) => new Problem('malformed-json', `The body is not valid JSON: ${reason}`),
   unauthorized: (detail = 'A valid bearer token is required.') =>
     new Problem('unauthorized', detail, {}, { 'WWW-Authenticate': 'Bearer' }),
@@ -169,14 +170,22 @@ export const problems = {
   notFound: (kind: string, id: string) => new Problem('not-found', `No ${kind} with id '${id}'.`),
   noRoute: (method: string, path: string) => new Problem('not-found', `No route for ${method} ${path}.`),
   methodNotAllowed: (method: string, allowed: string[]) =>
-    new Problem('method-not-allowed', `${method} is not allowed here; use ${allowed.join(', ')}.`, {}, { Allow: allowed.join(', ') }),
+    new Problem(
+      'method-not-allowed',
+      `${method} is not allowed here; use ${allowed.join(', ')}.`,
+      {},
+      { Allow: allowed.join(', ') },
+    ),
   conflict: (detail: string) => new Problem('conflict', detail),
   invalidTransition: (detail: string) => new Problem('invalid-state-transition', detail),
   preconditionFailed: (kind: string, id: string) =>
     new Problem('precondition-failed', `If-Match does not match the current ETag of ${kind} '${id}'.`),
   payloadTooLarge: (limit: number) => new Problem('payload-too-large', `The body exceeds the limit of ${limit} bytes.`),
   unsupportedMediaType: (type: string | undefined) =>
-    new Problem('unsupported-media-type', `Content-Type ${type ? `'${type}'` : '(none)'} is not accepted; send application/json.`),
+    new Problem(
+      'unsupported-media-type',
+      `Content-Type ${type ? `'${type}'` : '(none)'} is not accepted; send application/json.`,
+    ),
   unavailable: (detail: string) => new Problem('unavailable', detail),
   internal: () => new Problem('internal', 'An unexpected error occurred.'),
 };

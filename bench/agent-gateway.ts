@@ -133,8 +133,14 @@ async function seedTokens(db: Knex): Promise<{ tokens: string[]; groupId: string
   for (let i = 0; i < Math.ceil(count / perToken); i++) {
     const token = generateToken('svc-bt');
     await insertBootstrapToken(db, {
-      tenant_id: TENANT, name: `bench-${i}`, token_hash: hashToken(token), group_id: group.id, pool_id: null,
-      expires_at: new Date(Date.now() + 86_400_000), max_uses: perToken, created_by: 'bench',
+      tenant_id: TENANT,
+      name: `bench-${i}`,
+      token_hash: hashToken(token),
+      group_id: group.id,
+      pool_id: null,
+      expires_at: new Date(Date.now() + 86_400_000),
+      max_uses: perToken,
+      created_by: 'bench',
     });
     tokens.push(token);
   }
@@ -145,7 +151,13 @@ async function publishVersion(db: Knex): Promise<{ configurationId: string; vers
   const content = `receivers:\n  otlp:\n    protocols:\n      grpc: {}\nexporters:\n  debug: {}\nservice:\n  pipelines:\n    traces:\n      receivers: [otlp]\n      exporters: [debug]\n# bench ${Date.now()}\n`;
   const hash = createHash('sha256').update(content, 'utf8').digest('hex');
   return db.transaction(async (trx) => {
-    const configuration = await insertConfiguration(trx, { tenant_id: TENANT, name: 'bench-collector', description: '', format: 'yaml', labels: {} });
+    const configuration = await insertConfiguration(trx, {
+      tenant_id: TENANT,
+      name: 'bench-collector',
+      description: '',
+      format: 'yaml',
+      labels: {},
+    });
     const { version } = await insertDraft(trx, configuration.id, { content, content_hash: hash, author: 'bench' });
     await publishDraft(trx, configuration.id, version.version, 'bench');
     return { configurationId: configuration.id, version: version.version, hash };
@@ -172,14 +184,27 @@ interface PhaseCpu {
 }
 
 async function cpuOf<T>(gateway: Gateway, work: () => Promise<T>): Promise<{ result: T; cpu: PhaseCpu }> {
-  const before = { gateway: (await gateway.stats()).cpuSeconds, postgres: postgresCpuSeconds(), simulator: benchCpuSeconds() };
+  const before = {
+    gateway: (await gateway.stats()).cpuSeconds,
+    postgres: postgresCpuSeconds(),
+    simulator: benchCpuSeconds(),
+  };
   const started = Date.now();
   const result = await work();
   const ms = Date.now() - started;
-  const after = { gateway: (await gateway.stats()).cpuSeconds, postgres: postgresCpuSeconds(), simulator: benchCpuSeconds() };
+  const after = {
+    gateway: (await gateway.stats()).cpuSeconds,
+    postgres: postgresCpuSeconds(),
+    simulator: benchCpuSeconds(),
+  };
   return {
     result,
-    cpu: { gateway: after.gateway - before.gateway, postgres: after.postgres - before.postgres, simulator: after.simulator - before.simulator, ms },
+    cpu: {
+      gateway: after.gateway - before.gateway,
+      postgres: after.postgres - before.postgres,
+      simulator: after.simulator - before.simulator,
+      ms,
+    },
   };
 }
 
@@ -188,11 +213,18 @@ const mib = (bytes: number) => `${(bytes / MiB).toFixed(0)} MiB`;
 const progress = (text: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${text}\n`);
 
 /** Polls `done` every `everyMs`; the time from `since` when it first holds. */
-async function until(what: string, done: () => boolean | Promise<boolean>, since: number, everyMs = 100, report?: () => string): Promise<number> {
+async function until(
+  what: string,
+  done: () => boolean | Promise<boolean>,
+  since: number,
+  everyMs = 100,
+  report?: () => string,
+): Promise<number> {
   let lastReport = Date.now();
   for (;;) {
     if (await done()) return Date.now() - since;
-    if (Date.now() - since > timeoutMs) throw new Error(`${what}: not within ${timeoutMs / 1000} s${report ? ` (${report()})` : ''}`);
+    if (Date.now() - since > timeoutMs)
+      throw new Error(`${what}: not within ${timeoutMs / 1000} s${report ? ` (${report()})` : ''}`);
     if (report && Date.now() - lastReport >= 5000) {
       progress(`${what}: ${report()}`);
       lastReport = Date.now();
@@ -214,9 +246,17 @@ const connectedOverMtls = (fleet: Fleet) => fleet.agents.every((agent) => agent.
  * timed from send to reply. Replies come one per message, in order, so a FIFO of send
  * times per agent pairs them (no push runs meanwhile).
  */
-async function heartbeatWindow(fleet: Fleet): Promise<{ samples: number[]; offered: number; windowMs: number; drainMs: number; lostToCloses: number }> {
+async function heartbeatWindow(
+  fleet: Fleet,
+): Promise<{ samples: number[]; offered: number; windowMs: number; drainMs: number; lostToCloses: number }> {
   const switching = fleet.agents.map(
-    (agent) => new Promise<void>((resolve) => setTimeout(() => (agent.setHeartbeatSeconds(heartbeatSeconds), resolve()), Math.random() * heartbeatSeconds * 1000)),
+    (agent) =>
+      new Promise<void>((resolve) =>
+        setTimeout(
+          () => (agent.setHeartbeatSeconds(heartbeatSeconds), resolve()),
+          Math.random() * heartbeatSeconds * 1000,
+        ),
+      ),
   );
   await Promise.all(switching);
   await new Promise((resolve) => setTimeout(resolve, heartbeatSeconds * 1000)); // one full interval at the new pace
@@ -256,7 +296,13 @@ async function heartbeatWindow(fleet: Fleet): Promise<{ samples: number[]; offer
   // left on the gateway would otherwise be measured as part of the push.
   for (const agent of fleet.agents) agent.setHeartbeatSeconds(SERVER_HEARTBEAT_SECONDS);
   const drainStarted = Date.now();
-  const drainMs = await until('heartbeat backlog', () => queues.every((queue) => queue.length === 0), drainStarted, 200, () => `${queues.reduce((n, q) => n + q.length, 0)} replies outstanding`);
+  const drainMs = await until(
+    'heartbeat backlog',
+    () => queues.every((queue) => queue.length === 0),
+    drainStarted,
+    200,
+    () => `${queues.reduce((n, q) => n + q.length, 0)} replies outstanding`,
+  );
   for (const off of detach) off();
   return { samples, offered, windowMs, drainMs, lostToCloses };
 }
@@ -264,12 +310,23 @@ async function heartbeatWindow(fleet: Fleet): Promise<{ samples: number[]; offer
 /** The agents' last errors, most frequent first (network errors are followed by a reconnect). */
 function errorTally(fleet: Fleet): string {
   const tally = new Map<string, number>();
-  for (const { state } of fleet.agents) if (state.lastError) tally.set(state.lastError, (tally.get(state.lastError) ?? 0) + 1);
-  return [...tally].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([error, n]) => `${n}× ${error}`).join('; ');
+  for (const { state } of fleet.agents)
+    if (state.lastError) tally.set(state.lastError, (tally.get(state.lastError) ?? 0) + 1);
+  return [...tally]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([error, n]) => `${n}× ${error}`)
+    .join('; ');
 }
 
 function isHeartbeat(message: AgentMessage): boolean {
-  return !message.agentDescription && !message.remoteConfigStatus && !message.connectionSettingsRequest && !message.agentDisconnect && !message.effectiveConfig;
+  return (
+    !message.agentDescription &&
+    !message.remoteConfigStatus &&
+    !message.connectionSettingsRequest &&
+    !message.agentDisconnect &&
+    !message.effectiveConfig
+  );
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -277,7 +334,9 @@ function percentile(sorted: number[], p: number): number {
 }
 
 function openFilesLimit(): number {
-  const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith('Max open files'));
+  const line = readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Max open files'));
   return Number(line?.split(/\s+/)[3]);
 }
 
@@ -285,7 +344,10 @@ function openFilesLimit(): number {
 
 async function main() {
   const fds = openFilesLimit();
-  if (fds < count + 1000) throw new Error(`open files limit ${fds} is too low for ${count} agents: raise it (ulimit -n ${count + 2000}) in the shell that runs the bench`);
+  if (fds < count + 1000)
+    throw new Error(
+      `open files limit ${fds} is too low for ${count} agents: raise it (ulimit -n ${count + 2000}) in the shell that runs the bench`,
+    );
   const database = await startBenchDatabase(55438);
   let gateway: Gateway | undefined;
   let fleet: Fleet | undefined;
@@ -295,24 +357,48 @@ async function main() {
     gateway = await startGateway(database.url);
     const gw = gateway;
     const idle = await gw.stats(true);
-    const ca = ((await db('agent_ca').select('certificate_pem').where({ active: true }).first()) as { certificate_pem: string }).certificate_pem;
+    const ca = (
+      (await db('agent_ca').select('certificate_pem').where({ active: true }).first()) as { certificate_pem: string }
+    ).certificate_pem;
     const endpoint = `wss://127.0.0.1:${gw.port}/v1/opamp`;
-    progress(`gateway on ${endpoint}, rss ${mib(idle.rss)}; starting ${count} agents (${tokens.length} token(s), concurrency ${concurrency})`);
+    progress(
+      `gateway on ${endpoint}, rss ${mib(idle.rss)}; starting ${count} agents (${tokens.length} token(s), concurrency ${concurrency})`,
+    );
 
     // 1. enrol (token + CSR) and reconnect with the certificate
     const connecting = await cpuOf(gw, async () => {
       const started = Date.now();
-      fleet = startFleet({ count, endpoint, ca, connectConcurrency: concurrency, agentOptions: (i) => ({ token: tokens[i % tokens.length] }) });
+      fleet = startFleet({
+        count,
+        endpoint,
+        ca,
+        connectConcurrency: concurrency,
+        agentOptions: (i) => ({ token: tokens[i % tokens.length] }),
+      });
       const f = fleet;
-      const enrolledMs = await until('enrolment', () => f.agents.every((a) => a.state.enrolled || a.state.refused), started, 200, () => fleetLine(f));
-      const mtlsMs = await until('mTLS', () => connectedOverMtls(f), started, 200, () => fleetLine(f));
+      const enrolledMs = await until(
+        'enrolment',
+        () => f.agents.every((a) => a.state.enrolled || a.state.refused),
+        started,
+        200,
+        () => fleetLine(f),
+      );
+      const mtlsMs = await until(
+        'mTLS',
+        () => connectedOverMtls(f),
+        started,
+        200,
+        () => fleetLine(f),
+      );
       return { enrolledMs, mtlsMs };
     });
     const f = fleet!;
     const afterConnect = await gw.stats(true);
     const connectStats = f.stats();
     const connectErrors = errorTally(f);
-    const dbEnrolled = Number(((await db('agents').count({ n: '*' }).where({ status: 'online' }).first()) as { n: string }).n);
+    const dbEnrolled = Number(
+      ((await db('agents').count({ n: '*' }).where({ status: 'online' }).first()) as { n: string }).n,
+    );
     progress(`all connected over mTLS: ${fleetLine(f)}; rss ${mib(afterConnect.rss)}`);
 
     // 2. everyone away, then back with the certificate only (a reconnect storm after a restart)
@@ -324,11 +410,23 @@ async function main() {
       const stopStarted = Date.now();
       await Promise.all(f.agents.map((agent) => agent.stop()));
       stopMs = Date.now() - stopStarted;
-      await until('offline', async () => Number(((await db('agents').count({ n: '*' }).where({ status: 'online' }).first()) as { n: string }).n) === 0, stopStarted, 500);
+      await until(
+        'offline',
+        async () =>
+          Number(((await db('agents').count({ n: '*' }).where({ status: 'online' }).first()) as { n: string }).n) === 0,
+        stopStarted,
+        500,
+      );
       return cpuOf(gw, async () => {
         const started = Date.now();
         void Promise.all(f.agents.map((agent: SimulatedAgent) => agent.start()));
-        return until('mTLS reconnect', () => connectedOverMtls(f), started, 200, () => fleetLine(f));
+        return until(
+          'mTLS reconnect',
+          () => connectedOverMtls(f),
+          started,
+          200,
+          () => fleetLine(f),
+        );
       });
     }
     for (let round = 0; round < reconnectRounds; round++) {
@@ -336,7 +434,9 @@ async function main() {
       afterReconnect = await gw.stats(true);
       rssAfterRounds.push(afterReconnect.rss);
     }
-    progress(`reconnected over mTLS in ${seconds(reconnecting.result)}; heartbeat window (${heartbeatSeconds} s, ${windowSeconds} s)`);
+    progress(
+      `reconnected over mTLS in ${seconds(reconnecting.result)}; heartbeat window (${heartbeatSeconds} s, ${windowSeconds} s)`,
+    );
 
     // 3. heartbeats
     const heartbeats = await cpuOf(gw, () => heartbeatWindow(f));
@@ -351,14 +451,23 @@ async function main() {
     progress(`pushing ${hash.slice(0, 12)} to ${ids.length} agents`);
     const pushing = await cpuOf(gw, async () => {
       const started = Date.now();
-      const pushed = await db.transaction((trx) => pushConfiguration(trx, { tenantId: TENANT, agentIds: ids, configurationId, version }));
+      const pushed = await db.transaction((trx) =>
+        pushConfiguration(trx, { tenantId: TENANT, agentIds: ids, configurationId, version }),
+      );
       const committedMs = Date.now() - started;
       let clientMs = 0;
       const appliedMs = await until(
         'push',
         async () => {
-          if (!clientMs && f.agents.every((a) => a.state.lastConfigHash === hash && a.state.appliedStatus === 'APPLIED')) clientMs = Date.now() - started;
-          const row = (await db('agents').count({ n: '*' }).where({ applied_hash: hash, applied_status: 'APPLIED' }).first()) as { n: string };
+          if (
+            !clientMs &&
+            f.agents.every((a) => a.state.lastConfigHash === hash && a.state.appliedStatus === 'APPLIED')
+          )
+            clientMs = Date.now() - started;
+          const row = (await db('agents')
+            .count({ n: '*' })
+            .where({ applied_hash: hash, applied_status: 'APPLIED' })
+            .first()) as { n: string };
           return Number(row.n) === count;
         },
         started,
@@ -394,7 +503,8 @@ async function main() {
     const share = (used: number, ms: number) => `${used.toFixed(1)} (${((used / ms) * 100_000).toFixed(0)} %)`;
     const cpu = (c: PhaseCpu) =>
       `CPU s over ${seconds(c.ms)}: gateway ${share(c.gateway, c.ms)}, postgres ${share(c.postgres, c.ms)}, simulator ${share(c.simulator, c.ms)}`;
-    const loop = (s: GatewayStats) => `gateway event-loop delay p99 ${s.loopDelay.p99.toFixed(0)} ms, max ${s.loopDelay.max.toFixed(0)} ms`;
+    const loop = (s: GatewayStats) =>
+      `gateway event-loop delay p99 ${s.loopDelay.p99.toFixed(0)} ms, max ${s.loopDelay.max.toFixed(0)} ms`;
     const { enrolledMs, mtlsMs } = connecting.result;
     const hb = heartbeats.result;
     const lines = [

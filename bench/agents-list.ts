@@ -45,7 +45,8 @@ const STATUSES = ['online', 'online', 'online', 'offline', 'enrolling'] as const
 async function seed(db: Knex): Promise<void> {
   await ensureTenant(db, TENANT);
   const groups = [(await ensureDefaultGroup(db, TENANT)).id];
-  for (let g = 0; g < 9; g++) groups.push((await insertGroup(db, TENANT, { name: `group-${g}`, description: '', labels: {} })).id);
+  for (let g = 0; g < 9; g++)
+    groups.push((await insertGroup(db, TENANT, { name: `group-${g}`, description: '', labels: {} })).id);
   const batch = 10_000;
   for (let start = 0; start < agentCount; start += batch) {
     const agents: NewAgent[] = [];
@@ -69,8 +70,13 @@ async function seed(db: Knex): Promise<void> {
 async function patFor(db: Knex): Promise<string> {
   const token = generateToken('svc-pat');
   await insertPat(db, {
-    tenant_id: TENANT, name: 'bench-agents', token_hash: hashToken(token), role: 'viewer',
-    allowed_endpoints: null, expires_at: new Date(Date.now() + 86_400_000), created_by: 'bench',
+    tenant_id: TENANT,
+    name: 'bench-agents',
+    token_hash: hashToken(token),
+    role: 'viewer',
+    allowed_endpoints: null,
+    expires_at: new Date(Date.now() + 86_400_000),
+    created_by: 'bench',
   });
   return token;
 }
@@ -98,11 +104,19 @@ async function load(url: string, token: string): Promise<Figures> {
   const headers = { authorization: `Bearer ${token}` };
   await autocannon({ url, connections, duration: 2, headers }); // warm-up
   const result = await autocannon({ url, connections, duration, headers });
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors + result.non2xx };
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+  };
 }
 
 /** Median and p99 in ms of `runs` sequential executions of a statement, straight on Postgres. */
-async function timeSql(query: Knex.QueryBuilder | (() => PromiseLike<unknown>), runs = 200): Promise<{ p50: number; p99: number }> {
+async function timeSql(
+  query: Knex.QueryBuilder | (() => PromiseLike<unknown>),
+  runs = 200,
+): Promise<{ p50: number; p99: number }> {
   const times: number[] = [];
   for (let i = 0; i < runs + 10; i++) {
     const started = process.hrtime.bigint();
@@ -126,7 +140,10 @@ async function sqlFigures(db: Knex, deepAfter: string) {
     deep: await timeSql(page(deepAfter)),
     count: await timeSql(count, 50),
     // what the fixes proposed in docs/performance.md would cost instead
-    capped: await timeSql(() => db.count({ n: '*' }).from(filtered().clearSelect().select(db.raw('1')).limit(10_001).as('capped')), 50),
+    capped: await timeSql(
+      () => db.count({ n: '*' }).from(filtered().clearSelect().select(db.raw('1')).limit(10_001).as('capped')),
+      50,
+    ),
     estimate: await timeSql(() => db.raw(`EXPLAIN (FORMAT JSON) ${count.toString()}`)),
     pagePlan: await plan(db, page(deepAfter)),
     countPlan: await plan(db, count),
@@ -161,13 +178,19 @@ async function main() {
     const d1 = await load(deepUrl, token);
     const d2 = await load(deepUrl, token);
     const f2 = await load(firstUrl, token);
-    const mean = (a: Figures, b: Figures): Figures => ({ rps: (a.rps + b.rps) / 2, p50: (a.p50 + b.p50) / 2, p99: (a.p99 + b.p99) / 2, errors: a.errors + b.errors });
+    const mean = (a: Figures, b: Figures): Figures => ({
+      rps: (a.rps + b.rps) / 2,
+      p50: (a.p50 + b.p50) / 2,
+      p99: (a.p99 + b.p99) / 2,
+      errors: a.errors + b.errors,
+    });
     const first = mean(f1, f2);
     const deep = mean(d1, d2);
     const sql = await sqlFigures(db, deepAfter);
     await db.destroy();
 
-    const fmt = (f: Figures) => `${f.rps.toFixed(0).padStart(6)} ${f.p50.toFixed(1).padStart(6)} ${f.p99.toFixed(1).padStart(6)}${f.errors ? `  (${f.errors} errors!)` : ''}`;
+    const fmt = (f: Figures) =>
+      `${f.rps.toFixed(0).padStart(6)} ${f.p50.toFixed(1).padStart(6)} ${f.p99.toFixed(1).padStart(6)}${f.errors ? `  (${f.errors} errors!)` : ''}`;
     const ms = (t: { p50: number; p99: number }) => `p50 ${t.p50.toFixed(2)} ms, p99 ${t.p99.toFixed(2)} ms`;
     const lines = [
       `Agents list — ${agentCount} agents (60 % env=prod), mean of 2 runs of ${duration}s (after a 2s warm-up each), ${connections} connections, ${os.cpus().length} cores, node ${process.version}; seeded in ${seedSeconds}s`,

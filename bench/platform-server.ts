@@ -31,10 +31,19 @@ async function main() {
     } else if (ctx.path === '/bare/pats') {
       const query = listPatsQuery(db, 'default', {});
       const [rows, count] = await Promise.all([
-        query.clone().orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(51),
+        query
+          .clone()
+          .orderBy([
+            { column: 'created_at', order: 'desc' },
+            { column: 'id', order: 'desc' },
+          ])
+          .limit(51),
         query.clone().clearSelect().count({ n: '*' }).first(),
       ]);
-      ctx.body = { items: rows.slice(0, 50).map(({ token_hash: _hash, ...row }: Record<string, unknown>) => row), total: count };
+      ctx.body = {
+        items: rows.slice(0, 50).map(({ token_hash: _hash, ...row }: Record<string, unknown>) => row),
+        total: count,
+      };
     }
   });
 

@@ -53,8 +53,13 @@ async function main() {
     for (let i = 0; i < 200; i++) {
       const token = i === 0 ? pat : generateToken('svc-pat');
       await insertPat(db, {
-        tenant_id: 'default', name: `bench-${i}`, token_hash: hashToken(token), role: 'admin',
-        allowed_endpoints: null, expires_at: new Date(Date.now() + 86_400_000), created_by: 'bench',
+        tenant_id: 'default',
+        name: `bench-${i}`,
+        token_hash: hashToken(token),
+        role: 'admin',
+        allowed_endpoints: null,
+        expires_at: new Date(Date.now() + 86_400_000),
+        created_by: 'bench',
       });
     }
     const oidc = await fetchToken(issuer.issuer, 'default.admin');
@@ -75,7 +80,8 @@ async function main() {
     });
     const rows: string[] = [];
     const runs: string[] = [];
-    const fmt = (f: Figures) => `${f.rps.toFixed(0).padStart(7)} ${f.p50.toFixed(1).padStart(6)} ${f.p99.toFixed(1).padStart(6)}`;
+    const fmt = (f: Figures) =>
+      `${f.rps.toFixed(0).padStart(7)} ${f.p50.toFixed(1).padStart(6)} ${f.p99.toFixed(1).padStart(6)}`;
     for (const [label, path, barePath] of [
       ['single resource  GET /api/tenant', '/api/tenant', '/bare/tenant'],
       ['list page (50)   GET /api/pats  ', '/api/pats?limit=50', '/bare/pats'],
@@ -87,11 +93,18 @@ async function main() {
       const pat2 = await load(full + path, pat);
       const bare2 = await load(bare + barePath);
       const baseline = mean(bare1, bare2);
-      runs.push(`${label.trim()}: bare ${bare1.rps.toFixed(0)}, PAT ${pat1.rps.toFixed(0)}, OIDC ${oidc1.rps.toFixed(0)}, OIDC ${oidc2.rps.toFixed(0)}, PAT ${pat2.rps.toFixed(0)}, bare ${bare2.rps.toFixed(0)} req/s`);
-      for (const [auth, measured] of [['PAT ', mean(pat1, pat2)], ['OIDC', mean(oidc1, oidc2)]] as const) {
+      runs.push(
+        `${label.trim()}: bare ${bare1.rps.toFixed(0)}, PAT ${pat1.rps.toFixed(0)}, OIDC ${oidc1.rps.toFixed(0)}, OIDC ${oidc2.rps.toFixed(0)}, PAT ${pat2.rps.toFixed(0)}, bare ${bare2.rps.toFixed(0)} req/s`,
+      );
+      for (const [auth, measured] of [
+        ['PAT ', mean(pat1, pat2)],
+        ['OIDC', mean(oidc1, oidc2)],
+      ] as const) {
         const ratio = ((measured.rps / baseline.rps) * 100).toFixed(0);
         const errors = measured.errors + baseline.errors;
-        rows.push(`${label}  ${auth}  ${fmt(measured)}   ${fmt(baseline)}   ${ratio.padStart(4)}%${errors ? `  (${errors} errors!)` : ''}`);
+        rows.push(
+          `${label}  ${auth}  ${fmt(measured)}   ${fmt(baseline)}   ${ratio.padStart(4)}%${errors ? `  (${errors} errors!)` : ''}`,
+        );
       }
     }
     const lines = [

@@ -20,7 +20,16 @@ import type { Knex } from 'knex';
 import { ensureTenant } from '../db/repos/tenants';
 import { insertGroup } from '../db/repos/groups';
 import { cpuSecondsOf, runBench, startBenchDatabase } from './support';
-import { must, operatorApi, pollUntilSettled, seconds, startRolloutStack, workflowHistory, type Api, type RolloutStack } from './rollout';
+import {
+  must,
+  operatorApi,
+  pollUntilSettled,
+  seconds,
+  startRolloutStack,
+  workflowHistory,
+  type Api,
+  type RolloutStack,
+} from './rollout';
 
 const { values: args } = parseArgs({
   options: {
@@ -37,7 +46,8 @@ const TENANT = 'default';
 const progress = (text: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${text}\n`);
 
 runBench(async () => {
-  if (!(agents >= 1 && batchPercent > 0 && batchPercent <= 100)) throw new Error('--agents ≥ 1, 0 < --batch-percent ≤ 100');
+  if (!(agents >= 1 && batchPercent > 0 && batchPercent <= 100))
+    throw new Error('--agents ≥ 1, 0 < --batch-percent ≤ 100');
   const database = await startBenchDatabase(55439);
   let stack: RolloutStack | undefined;
   let reporter: { stop(): Promise<number> } | undefined;
@@ -50,11 +60,20 @@ runBench(async () => {
     const api = await operatorApi(stack.baseUrl, db);
 
     // Two versions: every agent has v1 (so a rollback has somewhere to go); the rollout pushes v2.
-    const configuration = must('create configuration', await api('POST', '/api/configurations', { name: 'scale', format: 'yaml' }), 201).body;
+    const configuration = must(
+      'create configuration',
+      await api('POST', '/api/configurations', { name: 'scale', format: 'yaml' }),
+      201,
+    ).body;
     const v1 = await publish(api, configuration.id, 'receivers: {}\n# v1\n');
     await db('agents').where({ group_id: groupId }).update({
-      desired_configuration_id: configuration.id, desired_version: v1.version, desired_hash: v1.hash,
-      applied_configuration_id: configuration.id, applied_version: v1.version, applied_hash: v1.hash, applied_status: 'APPLIED',
+      desired_configuration_id: configuration.id,
+      desired_version: v1.version,
+      desired_hash: v1.hash,
+      applied_configuration_id: configuration.id,
+      applied_version: v1.version,
+      applied_hash: v1.hash,
+      applied_status: 'APPLIED',
     });
     const v2 = await publish(api, configuration.id, 'receivers: {}\n# v2\n');
     const policies = await enableBuiltinPolicies(api);
@@ -62,7 +81,12 @@ runBench(async () => {
 
     const created = must(
       'create rollout',
-      await api('POST', '/api/rollouts', { configurationId: configuration.id, version: v2.version, target: { groupIds: [groupId] }, strategy: { batchPercent } }),
+      await api('POST', '/api/rollouts', {
+        configurationId: configuration.id,
+        version: v2.version,
+        target: { groupIds: [groupId] },
+        strategy: { batchPercent },
+      }),
       201,
     );
     const id = created.body.id as string;
@@ -83,7 +107,9 @@ runBench(async () => {
     const rolledBack = await pollUntilSettled(api, id, rollbackStarted, { timeoutMs, progress });
     const rollbackMs = Date.now() - rollbackStarted;
     const total = await workflowHistory(stack.temporal.client, id);
-    const onV1 = await count(db('agents').where({ group_id: groupId, applied_hash: v1.hash, applied_status: 'APPLIED' }));
+    const onV1 = await count(
+      db('agents').where({ group_id: groupId, applied_hash: v1.hash, applied_status: 'APPLIED' }),
+    );
     const reports = await reporter.stop();
     reporter = undefined;
 
@@ -127,18 +153,34 @@ async function seedAgents(db: Knex): Promise<string> {
 }
 
 async function publish(api: Api, configurationId: string, content: string): Promise<{ version: number; hash: string }> {
-  const draft = must('save draft', await api('POST', `/api/configurations/${configurationId}/versions`, { content }), 201);
-  must('publish', await api('POST', `/api/configurations/${configurationId}/versions/${draft.body.version}/publish`), 200);
+  const draft = must(
+    'save draft',
+    await api('POST', `/api/configurations/${configurationId}/versions`, { content }),
+    201,
+  );
+  must(
+    'publish',
+    await api('POST', `/api/configurations/${configurationId}/versions/${draft.body.version}/publish`),
+    200,
+  );
   return { version: draft.body.version, hash: draft.body.contentHash };
 }
 
 /** The built-in policies (approved, created disabled) switched on: the start evaluates each for every agent. */
 async function enableBuiltinPolicies(api: Api): Promise<string[]> {
-  const listed = must('list policies', await api('GET', '/api/policies?limit=100'), 200).body.items as Array<{ id: string; name: string; builtin: boolean }>;
+  const listed = must('list policies', await api('GET', '/api/policies?limit=100'), 200).body.items as Array<{
+    id: string;
+    name: string;
+    builtin: boolean;
+  }>;
   const names: string[] = [];
   for (const policy of listed.filter((p) => p.builtin)) {
     const current = must('get policy', await api('GET', `/api/policies/${policy.id}`), 200);
-    must('enable policy', await api('POST', `/api/policies/${policy.id}/enable`, undefined, { 'if-match': current.etag! }), 200);
+    must(
+      'enable policy',
+      await api('POST', `/api/policies/${policy.id}/enable`, undefined, { 'if-match': current.etag! }),
+      200,
+    );
     names.push(policy.name);
   }
   return names;
@@ -173,14 +215,23 @@ function startStandInReports(db: Knex, groupId: string): { stop(): Promise<numbe
 }
 
 /** Per batch boundary, the workflow's own time: last report of a batch → first push of the next. */
-async function batchGaps(db: Knex, rolloutId: string): Promise<{ batches: number; median: number; p90: number; max: number }> {
+async function batchGaps(
+  db: Knex,
+  rolloutId: string,
+): Promise<{ batches: number; median: number; p90: number; max: number }> {
   const rows = (await db('rollout_agents')
     .where({ rollout_id: rolloutId })
     .whereNotNull('batch')
     .groupBy('batch')
     .orderBy('batch')
-    .select('batch', db.raw('min(pushed_at) as pushed'), db.raw('max(finished_at) as finished'))) as Array<{ pushed: Date; finished: Date }>;
-  const gaps = rows.slice(1).map((row, i) => row.pushed.getTime() - rows[i]!.finished.getTime()).sort((a, b) => a - b);
+    .select('batch', db.raw('min(pushed_at) as pushed'), db.raw('max(finished_at) as finished'))) as Array<{
+    pushed: Date;
+    finished: Date;
+  }>;
+  const gaps = rows
+    .slice(1)
+    .map((row, i) => row.pushed.getTime() - rows[i]!.finished.getTime())
+    .sort((a, b) => a - b);
   const at = (q: number) => gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))] ?? 0;
   return { batches: rows.length, median: at(0.5), p90: at(0.9), max: gaps.at(-1) ?? 0 };
 }

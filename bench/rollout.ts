@@ -91,14 +91,22 @@ export async function startRolloutStack(databaseUrl: string, progress: (text: st
     const started = Date.now();
     const worker = await startWorkerProcess({ ...env, Logging__Level: 'info' });
     stops.push(() => worker.stop());
-    progress(`temporal on ${server.address}, worker (pid ${worker.pid}) polling ${taskQueue} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    progress(
+      `temporal on ${server.address}, worker (pid ${worker.pid}) polling ${taskQueue} after ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
 
     const settings = loadSettings({ ...env, Logging__Level: 'silent' });
     const db = createDb(databaseUrl, settings.database.poolMax);
     stops.push(() => db.destroy());
     const temporal = createTemporal(settings);
     stops.push(() => temporal.connection.close());
-    const app: FleetApp = await createApp({ settings, db, logger: pino({ level: 'silent' }), temporal: temporal.client, temporalHealthy: temporal.healthy });
+    const app: FleetApp = await createApp({
+      settings,
+      db,
+      logger: pino({ level: 'silent' }),
+      temporal: temporal.client,
+      temporalHealthy: temporal.healthy,
+    });
     stops.push(() => app.close());
     const http: Server = createServer(app.koa.callback());
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
@@ -119,10 +127,14 @@ export async function startRolloutStack(databaseUrl: string, progress: (text: st
 
 /** worker/main.ts in a child process; resolves once it logs that it is running. */
 async function startWorkerProcess(env: Record<string, string>): Promise<{ pid: number; stop(): Promise<void> }> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '..', 'worker', 'main.ts')], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(__dirname, '..', 'worker', 'main.ts')],
+    {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     readline.createInterface({ input: child.stdout! }).on('line', (line) => {
       let entry: { level?: number; msg?: string } = {};
@@ -172,13 +184,26 @@ async function measureRollout(stack: RolloutStack, input: RolloutPhaseInput): Pr
   // The next version, through the api
   const { configurationId } = input;
   const content = `receivers:\n  otlp:\n    protocols:\n      grpc: {}\nexporters:\n  debug:\n    verbosity: basic\nservice:\n  pipelines:\n    traces:\n      receivers: [otlp]\n      exporters: [debug]\n# bench rollout ${Date.now()}\n`;
-  const draft = must('save draft', await api('POST', `/api/configurations/${configurationId}/versions`, { content }), 201);
-  must('publish', await api('POST', `/api/configurations/${configurationId}/versions/${draft.body.version}/publish`), 200);
+  const draft = must(
+    'save draft',
+    await api('POST', `/api/configurations/${configurationId}/versions`, { content }),
+    201,
+  );
+  must(
+    'publish',
+    await api('POST', `/api/configurations/${configurationId}/versions/${draft.body.version}/publish`),
+    200,
+  );
   const hash = draft.body.contentHash as string;
 
   const created = must(
     'create rollout',
-    await api('POST', '/api/rollouts', { configurationId, version: draft.body.version, target: { groupIds: [input.groupId] }, strategy: { batchPercent: input.batchPercent } }),
+    await api('POST', '/api/rollouts', {
+      configurationId,
+      version: draft.body.version,
+      target: { groupIds: [input.groupId] },
+      strategy: { batchPercent: input.batchPercent },
+    }),
     201,
   );
   const id = created.body.id as string;
@@ -194,8 +219,16 @@ async function measureRollout(stack: RolloutStack, input: RolloutPhaseInput): Pr
 
   const history = await workflowHistory(stack.temporal.client, id);
   const batches = await batchTimes(db, id);
-  const onAgents = fleet.agents.filter((agent) => agent.state.lastConfigHash === hash && agent.state.appliedStatus === 'APPLIED').length;
-  const inDb = Number(((await db('agents').count({ n: '*' }).where({ applied_hash: hash, applied_status: 'APPLIED' }).first()) as { n: string }).n);
+  const onAgents = fleet.agents.filter(
+    (agent) => agent.state.lastConfigHash === hash && agent.state.appliedStatus === 'APPLIED',
+  ).length;
+  const inDb = Number(
+    (
+      (await db('agents').count({ n: '*' }).where({ applied_hash: hash, applied_status: 'APPLIED' }).first()) as {
+        n: string;
+      }
+    ).n,
+  );
   const p = rollout.progress;
   const share = (key: keyof Cpu) => {
     const used = cpuAfter[key] - cpuBefore[key];
@@ -228,11 +261,20 @@ export async function operatorApi(baseUrl: string, db: Knex): Promise<Api> {
     const started = performance.now();
     const response = await fetch(baseUrl + url, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined, ms: performance.now() - started, etag: response.headers.get('etag') ?? undefined };
+    return {
+      status: response.status,
+      body: text ? JSON.parse(text) : undefined,
+      ms: performance.now() - started,
+      etag: response.headers.get('etag') ?? undefined,
+    };
   };
 }
 
@@ -252,7 +294,10 @@ export async function pollUntilSettled(
   for (;;) {
     const rollout = must('get rollout', await api('GET', `/api/rollouts/${id}`), 200).body as RolloutBody;
     if (STOP_STATES.includes(rollout.state)) return rollout;
-    if (Date.now() - started > input.timeoutMs) throw new Error(`rollout: not finished within ${input.timeoutMs / 1000} s (${rollout.state}, ${JSON.stringify(rollout.progress)})`);
+    if (Date.now() - started > input.timeoutMs)
+      throw new Error(
+        `rollout: not finished within ${input.timeoutMs / 1000} s (${rollout.state}, ${JSON.stringify(rollout.progress)})`,
+      );
     if (Date.now() - lastReport >= 5000) {
       input.progress(`rollout: ${rollout.state}, batch ${rollout.currentBatch}, ${JSON.stringify(rollout.progress)}`);
       lastReport = Date.now();
@@ -279,7 +324,8 @@ export async function workflowHistory(client: Client, rolloutId: string) {
   const workflowId = rolloutWorkflowId(rolloutId);
   const latest = await client.workflow.getHandle(workflowId).describe();
   const runs: Array<{ historyLength: number; status: string }> = [];
-  for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) runs.push({ historyLength: run.historyLength, status: run.status.name });
+  for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId}"` }))
+    runs.push({ historyLength: run.historyLength, status: run.status.name });
   if (runs.length === 0) runs.push({ historyLength: latest.historyLength, status: latest.status.name }); // visibility lagging
   return {
     workflowId,
@@ -298,8 +344,16 @@ async function batchTimes(db: Knex, rolloutId: string): Promise<{ lines: string[
     .whereNotNull('batch')
     .groupBy('batch')
     .orderBy('batch')
-    .select('batch', db.raw('count(*)::int as n'), db.raw('min(pushed_at) as pushed'), db.raw('max(finished_at) as finished'))) as Array<{ batch: number; n: number; pushed: Date | null; finished: Date | null }>;
-  const rollout = (await db('rollouts').where({ id: rolloutId }).first('started_at', 'finished_at')) as { started_at: Date; finished_at: Date | null };
+    .select(
+      'batch',
+      db.raw('count(*)::int as n'),
+      db.raw('min(pushed_at) as pushed'),
+      db.raw('max(finished_at) as finished'),
+    )) as Array<{ batch: number; n: number; pushed: Date | null; finished: Date | null }>;
+  const rollout = (await db('rollouts').where({ id: rolloutId }).first('started_at', 'finished_at')) as {
+    started_at: Date;
+    finished_at: Date | null;
+  };
   const startedAt = rollout.started_at.getTime();
   let previous = startedAt;
   const lines = batches.map((b) => {

@@ -44,7 +44,7 @@ export async function startBenchServers(env: Record<string, string>) {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const ports = await new Promise<{ full: number; bare: number }>((resolve, reject) => {
-    readline.createInterface({ input: server.stdout! }).once('line', (line) => resolve(JSON.parse(line)));
+    readline.createInterface({ input: server.stdout }).once('line', (line) => resolve(JSON.parse(line)));
     server.once('exit', (code) => reject(new Error(`bench server exited (${code})`)));
   });
   return {

@@ -21,8 +21,7 @@ export async function notifyEach(db: Db, channel: string, payloads: string[]): P
 export const AGENT_CUTOFF_CHANNEL = 'fleet_agent_cutoff';
 
 export type AgentCutoff =
-  | { action: 'revoke' | 'reject' | 'approve'; agentId: string }
-  | { action: 'token-revoked'; tokenId: string };
+  { action: 'revoke' | 'reject' | 'approve'; agentId: string } | { action: 'token-revoked'; tokenId: string };
 
 export async function notifyAgentCutoff(db: Db, cutoff: AgentCutoff): Promise<void> {
   await notify(db, AGENT_CUTOFF_CHANNEL, JSON.stringify(cutoff));

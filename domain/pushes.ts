@@ -48,8 +48,13 @@ export async function pushConfiguration(
 ): Promise<PushResult> {
   const configuration = await findConfiguration(db, push.tenantId, push.configurationId);
   const version = configuration && (await findVersionWithContent(db, push.configurationId, push.version));
-  if (!version) throw new PushError('no-version', `configuration ${push.configurationId} has no version ${push.version}`);
-  if (version.state !== 'published') throw new PushError('not-published', `version ${push.version} of configuration ${push.configurationId} is not published`);
+  if (!version)
+    throw new PushError('no-version', `configuration ${push.configurationId} has no version ${push.version}`);
+  if (version.state !== 'published')
+    throw new PushError(
+      'not-published',
+      `version ${push.version} of configuration ${push.configurationId} is not published`,
+    );
   if (push.agentIds.length === 0) return { hash: version.content_hash, agentIds: [] };
   await lockAgentRows(db, push.tenantId, push.agentIds);
   const agentIds = await setDesiredConfiguration(db, push.tenantId, push.agentIds, UNREACHABLE_STATUSES, {
@@ -63,20 +68,29 @@ export async function pushConfiguration(
   return { hash: version.content_hash, agentIds };
 }
 
-export type ConfigOutcome = { agentId: string; status: 'APPLIED' } | { agentId: string; status: 'FAILED'; error: string | null } | { agentId: string; status: 'WAITING' };
+export type ConfigOutcome =
+  | { agentId: string; status: 'APPLIED' }
+  | { agentId: string; status: 'FAILED'; error: string | null }
+  | { agentId: string; status: 'WAITING' };
 
 /**
  * Where each agent stands with the configuration whose hash is `hash`: APPLIED or FAILED
  * as the agent reported it for that hash, else WAITING (not connected yet, applying, or
  * since pushed something else). For whoever waits on a push (rollouts).
  */
-export async function configOutcomes(db: Db, tenantId: string, agentIds: readonly string[], hash: string): Promise<ConfigOutcome[]> {
+export async function configOutcomes(
+  db: Db,
+  tenantId: string,
+  agentIds: readonly string[],
+  hash: string,
+): Promise<ConfigOutcome[]> {
   const rows = await findApplied(db, tenantId, agentIds);
   const byId = new Map(rows.map((row) => [row.id, row]));
   return agentIds.map((agentId) => {
     const row = byId.get(agentId);
     if (row?.applied_hash === hash && row.applied_status === 'APPLIED') return { agentId, status: 'APPLIED' };
-    if (row?.applied_hash === hash && row.applied_status === 'FAILED') return { agentId, status: 'FAILED', error: row.applied_error };
+    if (row?.applied_hash === hash && row.applied_status === 'FAILED')
+      return { agentId, status: 'FAILED', error: row.applied_error };
     return { agentId, status: 'WAITING' };
   });
 }

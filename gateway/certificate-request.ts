@@ -38,7 +38,11 @@ export async function answerCertificateRequest(
   db: Knex,
   ca: AgentCa,
   options: { ttlHours: number; minReissueSeconds: number },
-  agent: { tenantId: string; agentId: string; /** The bootstrap token it authenticated with, if that was its credential. */ tokenId?: string },
+  agent: {
+    tenantId: string;
+    agentId: string;
+    /** The bootstrap token it authenticated with, if that was its credential. */ tokenId?: string;
+  },
   csr: CheckedCsr,
 ): Promise<{ certificatePem: string; caPem: string } | undefined> {
   return db.transaction(async (trx) => {
@@ -55,7 +59,12 @@ export async function answerCertificateRequest(
     // Unrevoked ones only: an agent re-enrolled after a revocation gets a certificate at once.
     const recent = await findCertificateIssuedWithin(trx, agent.tenantId, agent.agentId, options.minReissueSeconds);
     if (recent) return undefined;
-    const leaf = await issueLeafCertificate(trx, ca, { tenantId: agent.tenantId, agentId: agent.agentId, csr, ttlHours: options.ttlHours });
+    const leaf = await issueLeafCertificate(trx, ca, {
+      tenantId: agent.tenantId,
+      agentId: agent.agentId,
+      csr,
+      ttlHours: options.ttlHours,
+    });
     return { certificatePem: leaf.certificatePem, caPem: ca.certificatePem };
   });
 }

@@ -8,12 +8,7 @@
  */
 import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import {
-  AgentToServerSchema,
-  ServerToAgentSchema,
-  type AgentToServer,
-  type ServerToAgent,
-} from './gen/opamp_pb';
+import { AgentToServerSchema, ServerToAgentSchema, type AgentToServer, type ServerToAgent } from './gen/opamp_pb';
 
 export { AgentToServerSchema, ServerToAgentSchema };
 export type { AgentToServer, ServerToAgent };
@@ -102,18 +97,14 @@ export function decodeAgentToServer(payload: Uint8Array): AgentToServer {
   return decode(() => fromBinary(AgentToServerSchema, payload), 'AgentToServer');
 }
 
-export function encodeServerToAgent(
-  message: ServerToAgent | MessageInitShape<typeof ServerToAgentSchema>,
-): Uint8Array {
+export function encodeServerToAgent(message: ServerToAgent | MessageInitShape<typeof ServerToAgentSchema>): Uint8Array {
   const bytes = toBinary(ServerToAgentSchema, create(ServerToAgentSchema, message));
   assertSize(bytes.length, 'ServerToAgent');
   return bytes;
 }
 
 /** Client side (agent simulator, tests). */
-export function encodeAgentToServer(
-  message: AgentToServer | MessageInitShape<typeof AgentToServerSchema>,
-): Uint8Array {
+export function encodeAgentToServer(message: AgentToServer | MessageInitShape<typeof AgentToServerSchema>): Uint8Array {
   const bytes = toBinary(AgentToServerSchema, create(AgentToServerSchema, message));
   assertSize(bytes.length, 'AgentToServer');
   return bytes;

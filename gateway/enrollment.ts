@@ -81,7 +81,10 @@ export function tokenFromRequest(req: IncomingMessage): string | undefined {
   return query ?? undefined;
 }
 
-export async function checkCredential(db: Knex, token: string | undefined): Promise<{ ok: true; credential: Credential & { kind: 'token' } } | Refusal> {
+export async function checkCredential(
+  db: Knex,
+  token: string | undefined,
+): Promise<{ ok: true; credential: Credential & { kind: 'token' } } | Refusal> {
   if (token === undefined) return { ok: false, reason: 'missing' };
   // The CRC check refuses typos and probes without touching the database.
   if (!isWellFormed('svc-bt', token)) return { ok: false, reason: 'malformed' };
@@ -145,7 +148,9 @@ export async function admitAgent(
       case 'certificate':
         return admitByCertificate(db, credential.identity, agentId);
       case 'none':
-        return approval ? holdForApproval(db, approval, agentId, transport) : Promise.resolve({ ok: false as const, reason: 'missing' as const });
+        return approval
+          ? holdForApproval(db, approval, agentId, transport)
+          : Promise.resolve({ ok: false as const, reason: 'missing' as const });
       case 'token':
         return enrolOrAdmit(db, credential, agentId, transport);
     }
@@ -179,12 +184,18 @@ async function admitByCertificate(db: Knex, identity: AgentIdentity, agentId: st
  * by its uid until it holds a certificate (then it must present it) — the operator's
  * approval is what vouches for it.
  */
-async function holdForApproval(db: Knex, approval: ApprovalMode, agentId: string, transport: 'websocket' | 'http'): Promise<Admission> {
+async function holdForApproval(
+  db: Knex,
+  approval: ApprovalMode,
+  agentId: string,
+  transport: 'websocket' | 'http',
+): Promise<Admission> {
   try {
     return await db.transaction(async (trx) => {
       const agent = await lockAgentBinding(trx, agentId);
       if (agent) {
-        if (agent.status === 'pending-approval') return { ok: true as const, agentId, tenantId: agent.tenant_id, enrolled: false, pending: true };
+        if (agent.status === 'pending-approval')
+          return { ok: true as const, agentId, tenantId: agent.tenant_id, enrolled: false, pending: true };
         if (CUT_OFF.has(agent.status)) throw new Refused('agent-revoked');
         if (agent.enrolled_with_token_id || (await hasUsableCredential(trx, agent))) throw new Refused('uid-bound');
         return { ok: true as const, agentId, tenantId: agent.tenant_id, enrolled: false, pending: false };
@@ -192,9 +203,20 @@ async function holdForApproval(db: Knex, approval: ApprovalMode, agentId: string
       if ((await countPendingAgents(trx)) >= approval.maxPending) throw new Refused('too-many-pending');
       await ensureTenant(trx, approval.tenantId);
       const group = await ensureDefaultGroup(trx, approval.tenantId);
-      await insertAgent(trx, { id: agentId, tenant_id: approval.tenantId, group_id: group.id, status: 'pending-approval' });
+      await insertAgent(trx, {
+        id: agentId,
+        tenant_id: approval.tenantId,
+        group_id: group.id,
+        status: 'pending-approval',
+      });
       await emitEvents(trx, [
-        { tenantId: approval.tenantId, type: 'agent.pending-approval', source: OPAMP_SOURCE, subject: agentId, data: { agentId, groupId: group.id, transport } },
+        {
+          tenantId: approval.tenantId,
+          type: 'agent.pending-approval',
+          source: OPAMP_SOURCE,
+          subject: agentId,
+          data: { agentId, groupId: group.id, transport },
+        },
       ]);
       return { ok: true as const, agentId, tenantId: approval.tenantId, enrolled: true, pending: true };
     });
@@ -204,7 +226,12 @@ async function holdForApproval(db: Knex, approval: ApprovalMode, agentId: string
   }
 }
 
-async function enrolOrAdmit(db: Knex, credential: Credential & { kind: 'token' }, agentId: string, transport: 'websocket' | 'http'): Promise<Admission> {
+async function enrolOrAdmit(
+  db: Knex,
+  credential: Credential & { kind: 'token' },
+  agentId: string,
+  transport: 'websocket' | 'http',
+): Promise<Admission> {
   try {
     return await db.transaction(async (trx) => {
       const agent = await lockAgentBinding(trx, agentId);
@@ -215,7 +242,13 @@ async function enrolOrAdmit(db: Knex, credential: Credential & { kind: 'token' }
         if (CUT_OFF.has(agent.status)) throw new Refused('agent-revoked');
         // An agent that moved to mTLS is its certificate now; the (maybe shared) token is not.
         if (agent.certificate_used_at && hasLiveCertificate(agent)) throw new Refused('certificate-required');
-        return { ok: true as const, agentId, tenantId: agent.tenant_id, enrolled: false, pending: agent.status === 'pending-approval' };
+        return {
+          ok: true as const,
+          agentId,
+          tenantId: agent.tenant_id,
+          enrolled: false,
+          pending: agent.status === 'pending-approval',
+        };
       }
       const tenantId = token.tenant_id;
       let groupId: string;
@@ -230,11 +263,16 @@ async function enrolOrAdmit(db: Knex, credential: Credential & { kind: 'token' }
         await rebindAgentToken(trx, agentId, token.id);
         groupId = agent.group_id;
       } else {
-        groupId =
-          (await liveGroupIds(trx, tenantId, [token.group_id])).has(token.group_id)
-            ? token.group_id
-            : (await ensureDefaultGroup(trx, tenantId)).id;
-        await insertAgent(trx, { id: agentId, tenant_id: tenantId, group_id: groupId, status: 'enrolling', enrolled_with_token_id: token.id });
+        groupId = (await liveGroupIds(trx, tenantId, [token.group_id])).has(token.group_id)
+          ? token.group_id
+          : (await ensureDefaultGroup(trx, tenantId)).id;
+        await insertAgent(trx, {
+          id: agentId,
+          tenant_id: tenantId,
+          group_id: groupId,
+          status: 'enrolling',
+          enrolled_with_token_id: token.id,
+        });
       }
       await emitEvents(trx, [
         {

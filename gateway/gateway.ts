@@ -5,7 +5,14 @@
  */
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { issueServerCertificate, loadAgentCaFromFiles, loadOrCreateAgentCa, readServerCertificate, type AgentCa, type ServerCertificate } from '../domain/certificates';
+import {
+  issueServerCertificate,
+  loadAgentCaFromFiles,
+  loadOrCreateAgentCa,
+  readServerCertificate,
+  type AgentCa,
+  type ServerCertificate,
+} from '../domain/certificates';
 import { encryptionKey } from '../platform/secrets';
 import type { Settings } from '../platform/settings';
 import { createAgentListener, type AgentListener } from './listener';
@@ -16,10 +23,16 @@ export interface AgentGateway {
   tls?: ServerCertificate;
 }
 
-export async function createAgentGateway(deps: { db: Knex; logger: Logger; settings: Readonly<Settings> }): Promise<AgentGateway> {
+export async function createAgentGateway(deps: {
+  db: Knex;
+  logger: Logger;
+  settings: Readonly<Settings>;
+}): Promise<AgentGateway> {
   const { db, settings } = deps;
   const files = settings.agents.ca;
-  const ca = files ? await loadAgentCaFromFiles(files.certificateFile, files.keyFile) : await loadOrCreateAgentCa(db, encryptionKey(settings));
+  const ca = files
+    ? await loadAgentCaFromFiles(files.certificateFile, files.keyFile)
+    : await loadOrCreateAgentCa(db, encryptionKey(settings));
   const serverFiles = settings.agents.tls;
   const tls = settings.agents.plaintext
     ? undefined

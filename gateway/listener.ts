@@ -14,7 +14,15 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Settings } from '../platform/settings';
-import { CsrRejectedError, verifyAgentCertificate, verifyAuthorizedPeer, type AgentCa, type AgentIdentity, type CheckedCsr, type ServerCertificate } from '../domain/certificates';
+import {
+  CsrRejectedError,
+  verifyAgentCertificate,
+  verifyAuthorizedPeer,
+  type AgentCa,
+  type AgentIdentity,
+  type CheckedCsr,
+  type ServerCertificate,
+} from '../domain/certificates';
 import {
   acceptsGzip,
   decodeAgentToServer,
@@ -28,7 +36,16 @@ import {
   type AgentToServer,
 } from './codec';
 import { answerCertificateRequest, checkCertificateRequest, csrOf, MIN_REISSUE_SECONDS } from './certificate-request';
-import { admitAgent, agentIdFromUid, checkCredential, tokenFromRequest, type Admitted, type ApprovalMode, type Credential, type RefusalReason } from './enrollment';
+import {
+  admitAgent,
+  agentIdFromUid,
+  checkCredential,
+  tokenFromRequest,
+  type Admitted,
+  type ApprovalMode,
+  type Credential,
+  type RefusalReason,
+} from './enrollment';
 import { ReportBatcher } from './report-batcher';
 import { AgentSessions, type AdoptedSession, type WsSession } from './sessions';
 import { applyRoutineStatus, applyStatus, replyTo, SequenceTracker, setOffline } from './status';
@@ -91,9 +108,17 @@ type Refusal = { reason: RefusalReason | 'bad-csr'; detail?: string };
 const refusalStatus = ({ reason }: Refusal) =>
   reason === 'bad-uid' || reason === 'bad-csr' ? 400 : reason === 'too-many-pending' ? 503 : 401;
 const refusalClose = ({ reason }: Refusal) =>
-  reason === 'bad-uid' ? CLOSE.invalidPayload : reason === 'too-many-pending' ? CLOSE.tryAgainLater : CLOSE.policyViolation;
+  reason === 'bad-uid'
+    ? CLOSE.invalidPayload
+    : reason === 'too-many-pending'
+      ? CLOSE.tryAgainLater
+      : CLOSE.policyViolation;
 const refusalText = (refusal: Refusal) =>
-  refusal.reason === 'bad-uid' ? 'instance uid must be 16 bytes' : refusal.reason === 'bad-csr' ? `CSR refused: ${refusal.detail}` : `refused: ${refusal.reason}`;
+  refusal.reason === 'bad-uid'
+    ? 'instance uid must be 16 bytes'
+    : refusal.reason === 'bad-csr'
+      ? `CSR refused: ${refusal.detail}`
+      : `refused: ${refusal.reason}`;
 
 export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   const { db, ca, settings } = deps;
@@ -104,7 +129,10 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     settings.agents.enrollment.mode === 'approval' && tls
       ? { tenantId: settings.agents.enrollment.approvalTenant, maxPending: settings.agents.enrollment.maxPending }
       : undefined;
-  const certificateOptions = { ttlHours: settings.agents.certificateTtlHours, minReissueSeconds: deps.minReissueSeconds ?? MIN_REISSUE_SECONDS };
+  const certificateOptions = {
+    ttlHours: settings.agents.certificateTtlHours,
+    minReissueSeconds: deps.minReissueSeconds ?? MIN_REISSUE_SECONDS,
+  };
   const sequences = new SequenceTracker();
   const reports = new ReportBatcher(db, logger);
   const sessions = new AgentSessions(db, logger, { databaseUrl: settings.database.url, heartbeatSeconds, tls });
@@ -115,7 +143,9 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   const wss = new WebSocketServer({ noServer: true, maxPayload: OPAMP_MAX_MESSAGE_BYTES + 10 });
 
   const track = (work: Promise<unknown>) => {
-    const tracked = work.catch((error) => logger.error({ err: error }, 'opamp background update failed')).finally(() => pending.delete(tracked));
+    const tracked = work
+      .catch((error) => logger.error({ err: error }, 'opamp background update failed'))
+      .finally(() => pending.delete(tracked));
     pending.add(tracked);
   };
 
@@ -123,7 +153,9 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   // Credentials
 
   /** A client certificate wins over a token; no credential at all is for approval mode. */
-  async function credentialOf(req: IncomingMessage): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string }> {
+  async function credentialOf(
+    req: IncomingMessage,
+  ): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string }> {
     const identity = await certificateIdentity.get(req.socket as TLSSocket);
     if (identity) return { ok: true, credential: { kind: 'certificate', identity } };
     if (req.socket.destroyed) return { ok: false, reason: 'certificate refused' };
@@ -200,7 +232,8 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     if (!admission.ok) return admission;
     const { agentId, tenantId, pending: held } = admission;
     const first = session.newSession || !sequences.has(agentId);
-    const reportFullState = sequences.record(agentId, message.sequenceNum, message.agentDescription !== undefined) && !admission.enrolled;
+    const reportFullState =
+      sequences.record(agentId, message.sequenceNum, message.agentDescription !== undefined) && !admission.enrolled;
     const replyOptions = { tls, first, heartbeatSeconds, reportFullState };
     if (message.agentDisconnect && transport === 'http') {
       await setOffline(db, agentId, 'agent-disconnect');
@@ -210,16 +243,33 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     const routine = !session.newSession && !held && !admission.enrolled && !message.agentDescription;
     const reported =
       (routine ? await applyRoutineStatus(reports, agentId, message) : undefined) ??
-      (await applyStatus(db, agentId, message, { newSession: session.newSession, transport, pending: held, session: session.id }));
+      (await applyStatus(db, agentId, message, {
+        newSession: session.newSession,
+        transport,
+        pending: held,
+        session: session.id,
+      }));
     if (!reported) return { ok: false, reason: 'unknown-agent' }; // the row is gone
     if (reported.cutOff) return { ok: false, reason: 'agent-revoked' };
     const tokenId = credential.kind === 'token' ? credential.row.id : undefined;
-    const certificate = csr && !held ? await answerCertificateRequest(db, ca, certificateOptions, { tenantId, agentId, tokenId }, csr) : undefined;
-    const remoteConfig = held ? undefined : await sessions.remoteConfigFor(reported.desired, reported.applied, session.sentHash);
+    const certificate =
+      csr && !held
+        ? await answerCertificateRequest(db, ca, certificateOptions, { tenantId, agentId, tokenId }, csr)
+        : undefined;
+    const remoteConfig = held
+      ? undefined
+      : await sessions.remoteConfigFor(reported.desired, reported.applied, session.sentHash);
     if (remoteConfig && reported.desired) session.remember(reported.desired.hash);
-    if (admission.enrolled) logger.info({ agentId, transport, pending: held }, held ? 'agent held for approval' : 'agent enrolled');
+    if (admission.enrolled)
+      logger.info({ agentId, transport, pending: held }, held ? 'agent held for approval' : 'agent enrolled');
     if (certificate) logger.info({ agentId }, 'agent certificate issued');
-    return { ok: true, agentId, admission, pending: held, reply: replyTo(message, { ...replyOptions, remoteConfig, certificate }) };
+    return {
+      ok: true,
+      agentId,
+      admission,
+      pending: held,
+      reply: replyTo(message, { ...replyOptions, remoteConfig, certificate }),
+    };
   }
 
   // -------------------------------------------------------------------------------------
@@ -268,7 +318,8 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         throw error;
       }
       const uid = agentIdFromUid(message.instanceUid);
-      if (session.agentId && uid !== session.agentId) return refuse(CLOSE.policyViolation, 'instance uid changed within the session');
+      if (session.agentId && uid !== session.agentId)
+        return refuse(CLOSE.policyViolation, 'instance uid changed within the session');
       const served = await serve(credential, message, 'websocket', {
         id: session.id,
         newSession: session.agentId === undefined,
@@ -287,7 +338,9 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         // A cut-off committed while this message was served found no session to close. The
         // message is done either way: should the re-check fail, its reply still goes out
         // (notifications and the resync after a lost LISTEN remain).
-        await sessions.recheck([adopted]).catch((error: unknown) => logger.warn({ err: error, agentId: adopted.agentId }, 'session re-check failed'));
+        await sessions
+          .recheck([adopted])
+          .catch((error: unknown) => logger.warn({ err: error, agentId: adopted.agentId }, 'session re-check failed'));
       }
       if (ws.readyState === ws.OPEN) ws.send(frameWebSocket(encodeServerToAgent(served.reply)));
     }
@@ -310,7 +363,8 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
 
   async function onRequest(req: IncomingMessage, res: ServerResponse) {
     if (pathOf(req) !== OPAMP_PATH) return reply(res, 404, 'not found');
-    if (req.method !== 'POST') return reply(res, 405, 'POST application/x-protobuf, or a WebSocket upgrade', { allow: 'POST' });
+    if (req.method !== 'POST')
+      return reply(res, 405, 'POST application/x-protobuf, or a WebSocket upgrade', { allow: 'POST' });
     const checked = await credentialOf(req);
     if (!checked.ok) {
       logger.info({ reason: checked.reason, transport: 'http' }, 'agent request refused');

@@ -8,7 +8,6 @@ import { findVersionWithContent } from '../db/repos/configuration-versions';
 import { findConfigurationNameAndFormat } from '../db/repos/configurations';
 import type { AgentRemoteConfigSchema } from './gen/opamp_pb';
 
-
 export interface Desired {
   configurationId: string;
   version: number;
@@ -52,7 +51,14 @@ export class RemoteConfigCache {
     ]);
     if (!configuration || !version || version.state !== 'published') return undefined;
     return {
-      config: { configMap: { [configuration.name]: { body: Buffer.from(version.content, 'utf8'), contentType: CONTENT_TYPES[configuration.format] } } },
+      config: {
+        configMap: {
+          [configuration.name]: {
+            body: Buffer.from(version.content, 'utf8'),
+            contentType: CONTENT_TYPES[configuration.format],
+          },
+        },
+      },
       configHash: Buffer.from(version.content_hash, 'hex'),
     };
   }

@@ -20,7 +20,13 @@
  */
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { applyReportsIfOnline, batchedReport, type AgentReport, type BatchedReport, type ReportedAgent } from '../db/repos/agents';
+import {
+  applyReportsIfOnline,
+  batchedReport,
+  type AgentReport,
+  type BatchedReport,
+  type ReportedAgent,
+} from '../db/repos/agents';
 
 const MAX_BATCH = 500;
 /** Characters of serialised reports per statement (one larger report goes alone). */
@@ -83,11 +89,17 @@ export class ReportBatcher {
       if (batch.length === 1 || !isDataError(error)) {
         // One unwritable report, or a failure not of the data (a deadlock victim, the pool or
         // the connection): its callers take the transactional path, with its own retries.
-        this.logger.warn({ err: error, reports: batch.length }, 'report batch failed; its reports take the transactional path');
+        this.logger.warn(
+          { err: error, reports: batch.length },
+          'report batch failed; its reports take the transactional path',
+        );
         for (const waiting of batch) waiting.resolve(undefined);
         return;
       }
-      this.logger.warn({ err: error, reports: batch.length }, 'a report of the batch is unwritable; writing them one at a time');
+      this.logger.warn(
+        { err: error, reports: batch.length },
+        'a report of the batch is unwritable; writing them one at a time',
+      );
     }
     for (const waiting of batch) await this.write([waiting]);
   }

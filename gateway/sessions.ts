@@ -63,14 +63,24 @@ export class AgentSessions {
     private readonly options: { databaseUrl: string; heartbeatSeconds: number; tls: boolean },
   ) {
     this.configs = new RemoteConfigCache(db);
-    this.listener = new PgListener(options.databaseUrl, logger, () => void this.resync().catch((error) => this.fail(error, 'resync')));
+    this.listener = new PgListener(
+      options.databaseUrl,
+      logger,
+      () => void this.resync().catch((error) => this.fail(error, 'resync')),
+    );
   }
 
   async start(): Promise<void> {
-    await this.listener.listen(AGENT_PUSH_CHANNEL, (payload) => void this.deliver(payload.split(',')).catch((error) => this.fail(error, 'push delivery')));
+    await this.listener.listen(
+      AGENT_PUSH_CHANNEL,
+      (payload) => void this.deliver(payload.split(',')).catch((error) => this.fail(error, 'push delivery')),
+    );
     await this.listener.listen(AGENT_CUTOFF_CHANNEL, (payload) => this.cutOff(payload));
     await this.listener.start();
-    this.sweepTimer = setInterval(() => void this.sweep().catch((error) => this.fail(error, 'liveness sweep')), this.options.heartbeatSeconds * 1000);
+    this.sweepTimer = setInterval(
+      () => void this.sweep().catch((error) => this.fail(error, 'liveness sweep')),
+      this.options.heartbeatSeconds * 1000,
+    );
     this.sweepTimer.unref();
   }
 
@@ -98,7 +108,8 @@ export class AgentSessions {
     sockets.add(socket);
     socket.once('close', () => {
       sockets.delete(socket);
-      if (sockets.size === 0 && this.certificateSockets.get(agentId) === sockets) this.certificateSockets.delete(agentId);
+      if (sockets.size === 0 && this.certificateSockets.get(agentId) === sockets)
+        this.certificateSockets.delete(agentId);
     });
   }
 
@@ -130,7 +141,11 @@ export class AgentSessions {
         const remoteConfig = await this.configs.get(desired);
         if (!remoteConfig || session.ws.readyState !== session.ws.OPEN || session.sentHash === desired.hash) return;
         session.sentHash = desired.hash;
-        const message = create(ServerToAgentSchema, { instanceUid: session.uid, capabilities: serverCapabilities(this.options.tls), remoteConfig });
+        const message = create(ServerToAgentSchema, {
+          instanceUid: session.uid,
+          capabilities: serverCapabilities(this.options.tls),
+          remoteConfig,
+        });
         session.ws.send(frameWebSocket(encodeServerToAgent(message)));
       });
     }
@@ -150,9 +165,16 @@ export class AgentSessions {
    */
   async recheck(sessions: AdoptedSession[]): Promise<void> {
     if (sessions.length === 0) return;
-    const agents = await agentStatuses(this.db, sessions.map((session) => session.agentId));
+    const agents = await agentStatuses(
+      this.db,
+      sessions.map((session) => session.agentId),
+    );
     const statuses = new Map(agents.map((row) => [row.id, row.status]));
-    const tokenIds = [...new Set(sessions.flatMap((session) => (session.credential.kind === 'token' ? [session.credential.row.id] : [])))];
+    const tokenIds = [
+      ...new Set(
+        sessions.flatMap((session) => (session.credential.kind === 'token' ? [session.credential.row.id] : [])),
+      ),
+    ];
     const revokedTokens = new Set<string>(
       tokenIds.length === 0 ? [] : await revokedBootstrapTokenIds(this.db, tokenIds),
     );

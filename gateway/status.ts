@@ -140,11 +140,25 @@ export async function applyStatus(
 ): Promise<ReportedAgent | undefined> {
   return db.transaction(async (trx) => {
     const status: AgentStatus = options.pending ? 'pending-approval' : 'online';
-    const applied = await applyAgentReport(trx, agentId, { ...storable(reportFrom(message)), status, session: options.session ?? null });
+    const applied = await applyAgentReport(trx, agentId, {
+      ...storable(reportFrom(message)),
+      status,
+      session: options.session ?? null,
+    });
     if (!applied || applied.cutOff) return applied;
-    if (!options.pending && applied.previous !== 'pending-approval' && (applied.previous !== 'online' || options.newSession)) {
+    if (
+      !options.pending &&
+      applied.previous !== 'pending-approval' &&
+      (applied.previous !== 'online' || options.newSession)
+    ) {
       await emitEvents(trx, [
-        { tenantId: applied.tenantId, type: 'agent.connected', source: OPAMP_SOURCE, subject: agentId, data: { agentId, transport: options.transport } },
+        {
+          tenantId: applied.tenantId,
+          type: 'agent.connected',
+          source: OPAMP_SOURCE,
+          subject: agentId,
+          data: { agentId, transport: options.transport },
+        },
       ]);
     }
     return applied;
@@ -156,7 +170,11 @@ export async function applyStatus(
  * written with other agents' in one statement, no transaction. Undefined when the agent is
  * not online (or gone, or cut off): then `applyStatus` does it properly, with its events.
  */
-export function applyRoutineStatus(batcher: ReportBatcher, agentId: string, message: AgentToServer): Promise<ReportedAgent | undefined> {
+export function applyRoutineStatus(
+  batcher: ReportBatcher,
+  agentId: string,
+  message: AgentToServer,
+): Promise<ReportedAgent | undefined> {
   return batcher.submit(agentId, storable(reportFrom(message)));
 }
 
@@ -165,7 +183,13 @@ export async function setOffline(db: Knex, agentId: string, reason: string, sess
     const changed = await markAgentOffline(trx, agentId, session);
     if (!changed) return;
     await emitEvents(trx, [
-      { tenantId: changed.tenantId, type: 'agent.disconnected', source: OPAMP_SOURCE, subject: agentId, data: { agentId, reason } },
+      {
+        tenantId: changed.tenantId,
+        type: 'agent.disconnected',
+        source: OPAMP_SOURCE,
+        subject: agentId,
+        data: { agentId, reason },
+      },
     ]);
   });
 }

@@ -16,9 +16,7 @@ const bool = z
 const absoluteUrl = z
   .url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })
   .transform((u) => u.replace(/\/+$/, ''));
-const base64Key = z
-  .string()
-  .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded');
+const base64Key = z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded');
 
 const definitions = {
   Environment: z.enum(['Development', 'Production']).default('Production'),
@@ -31,7 +29,10 @@ const definitions = {
   'Http:ShutdownDelaySeconds': z.coerce.number().int().min(0).max(300).default(5),
   'Database:Url': z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
   'Database:PoolMax': positiveInt.default(10),
-  'Temporal:Address': z.string().regex(/^[^:\s]+:\d+$/, 'must be host:port').default('localhost:7233'),
+  'Temporal:Address': z
+    .string()
+    .regex(/^[^:\s]+:\d+$/, 'must be host:port')
+    .default('localhost:7233'),
   'Temporal:Namespace': z.string().min(1).default('default'),
   'Temporal:TaskQueue': z.string().min(1).default('fleet'),
   'Authentication:Oidc:Authority': absoluteUrl.optional(),
@@ -41,7 +42,10 @@ const definitions = {
   'Authentication:Pat:DefaultTtlDays': positiveInt.max(3650).default(90),
   'Errors:BaseUrl': absoluteUrl.optional(),
   'Secrets:EncryptionKey': base64Key.optional(),
-  'Agents:Listen': z.string().regex(/^[^\s]*:\d+$/, 'must be host:port').default('0.0.0.0:4320'),
+  'Agents:Listen': z
+    .string()
+    .regex(/^[^\s]*:\d+$/, 'must be host:port')
+    .default('0.0.0.0:4320'),
   'Agents:CertificateTtlHours': positiveInt.default(24),
   'Agents:HeartbeatSeconds': positiveInt.max(3600).default(30),
   'Agents:Plaintext': bool.default(false),
@@ -160,7 +164,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Readonly<Set
   const oidc = authority
     ? {
         authority,
-        audience: required(raw['Authentication:Oidc:Audience'], 'Authentication:Oidc:Audience', 'when Authentication:Oidc:Authority is set'),
+        audience: required(
+          raw['Authentication:Oidc:Audience'],
+          'Authentication:Oidc:Audience',
+          'when Authentication:Oidc:Authority is set',
+        ),
         roleClaim: raw['Authentication:Oidc:RoleClaim'],
         tenantClaim: raw['Authentication:Oidc:TenantClaim'],
       }
@@ -202,7 +210,9 @@ function agentSettings(raw: Raw, isDevelopment: boolean): Settings['agents'] {
   }
   const pair = (cert: string | undefined, key: string | undefined, prefix: string) => {
     if ((cert === undefined) !== (key === undefined)) {
-      throw new SettingsError(`Invalid setting ${prefix}:${cert === undefined ? 'CertificateFile' : 'KeyFile'}: is required when ${prefix}:${cert === undefined ? 'KeyFile' : 'CertificateFile'} is set`);
+      throw new SettingsError(
+        `Invalid setting ${prefix}:${cert === undefined ? 'CertificateFile' : 'KeyFile'}: is required when ${prefix}:${cert === undefined ? 'KeyFile' : 'CertificateFile'} is set`,
+      );
     }
     return cert !== undefined && key !== undefined ? { certificateFile: cert, keyFile: key } : undefined;
   };
@@ -212,7 +222,13 @@ function agentSettings(raw: Raw, isDevelopment: boolean): Settings['agents'] {
     certificateTtlHours: raw['Agents:CertificateTtlHours'],
     heartbeatSeconds: raw['Agents:HeartbeatSeconds'],
     plaintext: raw['Agents:Plaintext'],
-    tls: { ...serverFiles, hostnames: raw['Agents:Tls:Hostnames'].split(',').map((h) => h.trim()).filter(Boolean) },
+    tls: {
+      ...serverFiles,
+      hostnames: raw['Agents:Tls:Hostnames']
+        .split(',')
+        .map((h) => h.trim())
+        .filter(Boolean),
+    },
     ca: pair(raw['Agents:Ca:CertificateFile'], raw['Agents:Ca:KeyFile'], 'Agents:Ca'),
     enrollment: {
       mode: raw['Agents:Enrollment:Mode'],

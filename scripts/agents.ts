@@ -48,21 +48,25 @@ function parse(argv: string[]): { fleet: FleetOptions } | 'help' {
     allowPositionals: false,
   });
   if (values.help) return 'help';
-  const count = integer(values.count!, '--count', 1, 100_000);
-  const concurrency = integer(values.concurrency!, '--concurrency', 1, 100_000);
+  const count = integer(values.count, '--count', 1, 100_000);
+  const concurrency = integer(values.concurrency, '--concurrency', 1, 100_000);
   if (!values.token) throw new UsageError('--token is required (a bootstrap token, svc-bt.…)');
   if (!values.token.startsWith('svc-bt.')) throw new UsageError('--token must be a bootstrap token (svc-bt.…)');
-  const endpoint = endpointUrl(values.endpoint!, '--endpoint');
-  const mtlsEndpoint = values['mtls-endpoint'] === undefined ? undefined : endpointUrl(values['mtls-endpoint'], '--mtls-endpoint');
-  if (mtlsEndpoint && !/^(wss|https):/.test(mtlsEndpoint)) throw new UsageError('--mtls-endpoint must be wss:// or https://');
+  const endpoint = endpointUrl(values.endpoint, '--endpoint');
+  const mtlsEndpoint =
+    values['mtls-endpoint'] === undefined ? undefined : endpointUrl(values['mtls-endpoint'], '--mtls-endpoint');
+  if (mtlsEndpoint && !/^(wss|https):/.test(mtlsEndpoint))
+    throw new UsageError('--mtls-endpoint must be wss:// or https://');
   const transport = values.transport;
-  if (transport !== undefined && transport !== 'ws' && transport !== 'http') throw new UsageError('--transport must be ws or http');
+  if (transport !== undefined && transport !== 'ws' && transport !== 'http')
+    throw new UsageError('--transport must be ws or http');
   const failRate = Number(values['fail-rate']);
   if (!(failRate >= 0 && failRate <= 1)) throw new UsageError('--fail-rate must be a number from 0 to 1');
   let heartbeatSeconds: number | undefined;
   if (values.heartbeat !== undefined) {
     heartbeatSeconds = Number(values.heartbeat);
-    if (!(heartbeatSeconds > 0 && heartbeatSeconds <= 86_400)) throw new UsageError('--heartbeat must be seconds, more than 0 and at most 86400');
+    if (!(heartbeatSeconds > 0 && heartbeatSeconds <= 86_400))
+      throw new UsageError('--heartbeat must be seconds, more than 0 and at most 86400');
   }
   let ca: Buffer | undefined;
   if (values.ca !== undefined) {
@@ -93,7 +97,8 @@ function parse(argv: string[]): { fleet: FleetOptions } | 'help' {
 
 function integer(text: string, name: string, min: number, max: number): number {
   const value = Number(text);
-  if (!/^\d+$/.test(text) || value < min || value > max) throw new UsageError(`${name} must be a whole number from ${min} to ${max}`);
+  if (!/^\d+$/.test(text) || value < min || value > max)
+    throw new UsageError(`${name} must be a whole number from ${min} to ${max}`);
   return value;
 }
 
@@ -104,7 +109,8 @@ function endpointUrl(text: string, name: string): string {
   } catch {
     throw new UsageError(`${name} '${text}' is not a URL`);
   }
-  if (!['ws:', 'wss:', 'http:', 'https:'].includes(url.protocol)) throw new UsageError(`${name} must be ws://, wss://, http:// or https://`);
+  if (!['ws:', 'wss:', 'http:', 'https:'].includes(url.protocol))
+    throw new UsageError(`${name} must be ws://, wss://, http:// or https://`);
   return url.toString();
 }
 
@@ -138,7 +144,10 @@ async function main(argv: string[]): Promise<number> {
       stopping = true;
       process.stderr.write('stopping: agent_disconnect to every agent, closing sockets…\n');
       clearInterval(ticker);
-      fleet.stop().then(() => resolve(0), () => resolve(1));
+      fleet.stop().then(
+        () => resolve(0),
+        () => resolve(1),
+      );
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);

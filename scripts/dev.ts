@@ -44,13 +44,17 @@ function startService(name: string, entry: string, env: Record<string, string>):
  * terminal must not stop it before api and worker have finished with it).
  */
 async function startPostgresProcess(dataDir: string, port: number, database: string): Promise<() => Promise<void>> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'infra', 'postgres-process.ts'), dataDir, String(port), database], {
-    cwd: ROOT,
-    detached: true,
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(__dirname, 'infra', 'postgres-process.ts'), dataDir, String(port), database],
+    {
+      cwd: ROOT,
+      detached: true,
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
   await new Promise<void>((resolve, reject) => {
-    child.stdout!.setEncoding('utf8').on('data', (data: string) => data.includes('ready') && resolve());
+    child.stdout.setEncoding('utf8').on('data', (data: string) => data.includes('ready') && resolve());
     child.once('exit', (code) => reject(new Error(`embedded Postgres exited (${code})`)));
   });
   return () =>

@@ -61,17 +61,19 @@ async function main(argv: string[]): Promise<number> {
       }
       case 'create-pat': {
         const { name, role, tenant } = values;
-        if (!name || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name)) throw new UsageError('--name is required: 1-100 of A-Z a-z 0-9 . _ -');
+        if (!name || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(name))
+          throw new UsageError('--name is required: 1-100 of A-Z a-z 0-9 . _ -');
         if (!isRole(role)) throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
-        if (!TENANT_ID.test(tenant!)) throw new UsageError('--tenant must be lower-case letters, digits and dashes');
+        if (!TENANT_ID.test(tenant)) throw new UsageError('--tenant must be lower-case letters, digits and dashes');
         const badEntry = values.allow?.find((entry) => !parseEndpoint(entry));
         if (badEntry) throw new UsageError(`--allow '${badEntry}' must look like "POST /api/rollouts/{id}/start"`);
         const days = Number(values['expires-in-days'] ?? settings.pat.defaultTtlDays);
-        if (!Number.isInteger(days) || days < 1 || days > 3650) throw new UsageError('--expires-in-days must be 1-3650');
-        await ensureTenant(db, tenant!);
+        if (!Number.isInteger(days) || days < 1 || days > 3650)
+          throw new UsageError('--expires-in-days must be 1-3650');
+        await ensureTenant(db, tenant);
         const token = generateToken('svc-pat');
         const row = await insertPat(db, {
-          tenant_id: tenant!,
+          tenant_id: tenant,
           name,
           token_hash: hashToken(token),
           role,
@@ -79,15 +81,18 @@ async function main(argv: string[]): Promise<number> {
           expires_at: new Date(Date.now() + days * 86_400_000),
           created_by: 'cli',
         }).catch((error: { code?: string }) => {
-          if (error.code === '23505') throw new UsageError(`a PAT named '${name}' already exists in tenant '${tenant}'`);
+          if (error.code === '23505')
+            throw new UsageError(`a PAT named '${name}' already exists in tenant '${tenant}'`);
           throw error;
         });
-        process.stderr.write(`PAT '${row.name}' (${row.role}, tenant ${tenant}, expires ${row.expires_at.toISOString()}). It is shown once:\n`);
+        process.stderr.write(
+          `PAT '${row.name}' (${row.role}, tenant ${tenant}, expires ${row.expires_at.toISOString()}). It is shown once:\n`,
+        );
         process.stdout.write(`${token}\n`);
         return 0;
       }
       case 'verify-audit': {
-        const verdict = await verifyAuditChain(db, values.tenant!);
+        const verdict = await verifyAuditChain(db, values.tenant);
         process.stdout.write(`${JSON.stringify(verdict)}\n`);
         return verdict.valid ? 0 : 1;
       }

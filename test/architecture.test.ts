@@ -36,20 +36,32 @@ function isTypeOnly(statement: ts.ImportDeclaration | ts.ExportDeclaration): boo
   if (!clause) return false; // a side-effect import runs the module
   if (clause.isTypeOnly) return true;
   const named = clause.namedBindings;
-  return !clause.name && !!named && ts.isNamedImports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
+  return (
+    !clause.name &&
+    !!named &&
+    ts.isNamedImports(named) &&
+    named.elements.length > 0 &&
+    named.elements.every((e) => e.isTypeOnly)
+  );
 }
 
 function importsOf(file: string): Import[] {
   const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
   const found: Import[] = [];
   const add = (node: ts.Node, specifier: string, typeOnly: boolean) => {
-    const target = specifier.startsWith('.') ? path.relative(root, path.resolve(path.dirname(file), specifier)) : specifier;
+    const target = specifier.startsWith('.')
+      ? path.relative(root, path.resolve(path.dirname(file), specifier))
+      : specifier;
     const layer = specifier.startsWith('.') ? target.split(path.sep)[0] : undefined;
     const line = source.getLineAndCharacterOfPosition(node.getStart()).line + 1;
     found.push({ file: path.relative(root, file), line, specifier, layer, target, typeOnly });
   };
   const visit = (node: ts.Node) => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       add(node, node.moduleSpecifier.text, isTypeOnly(node));
     } else if (ts.isCallExpression(node) && node.arguments.length === 1 && ts.isStringLiteral(node.arguments[0]!)) {
       const callee = node.expression;
@@ -64,9 +76,12 @@ function importsOf(file: string): Import[] {
   return found;
 }
 
-const imports = LAYERS.flatMap((layer) => sourceFiles(path.join(root, layer)).map((file) => ({ layer, imports: importsOf(file) })));
+const imports = LAYERS.flatMap((layer) =>
+  sourceFiles(path.join(root, layer)).map((file) => ({ layer, imports: importsOf(file) })),
+);
 const from = (layer: Layer) => imports.filter((entry) => entry.layer === layer).flatMap((entry) => entry.imports);
-const show = (found: Import[]) => found.map((i) => `${i.file}:${i.line} imports '${i.specifier}'${i.typeOnly ? ' (type)' : ''}`);
+const show = (found: Import[]) =>
+  found.map((i) => `${i.file}:${i.line} imports '${i.specifier}'${i.typeOnly ? ' (type)' : ''}`);
 const ours = (i: Import) => i.layer !== undefined;
 
 test('the check sees the imports it judges (it would pass vacuously otherwise)', () => {
@@ -86,7 +101,9 @@ test('platform/ is plumbing: it imports nothing of ours', () => {
 test('domain/ imports only db/ and platform/: no api, gateway, process or Temporal, no Koa', () => {
   const allowed = new Set(['domain', 'db', 'platform']);
   const forbiddenPackage = /^(@temporalio\/|koa$|@koa\/|ws$)/;
-  expect(show(from('domain').filter((i) => (ours(i) ? !allowed.has(i.layer!) : forbiddenPackage.test(i.specifier))))).toEqual([]);
+  expect(
+    show(from('domain').filter((i) => (ours(i) ? !allowed.has(i.layer!) : forbiddenPackage.test(i.specifier)))),
+  ).toEqual([]);
 });
 
 test('worker/, activities/ and workflows/ never load api/ or gateway/ (another process)', () => {
@@ -97,7 +114,9 @@ test('worker/, activities/ and workflows/ never load api/ or gateway/ (another p
 
 test('activities/ use domain, db and platform; workflows only by type', () => {
   const allowed = new Set(['activities', 'domain', 'db', 'platform']);
-  const found = from('activities').filter((i) => ours(i) && !allowed.has(i.layer!) && !(i.layer === 'workflows' && i.typeOnly));
+  const found = from('activities').filter(
+    (i) => ours(i) && !allowed.has(i.layer!) && !(i.layer === 'workflows' && i.typeOnly),
+  );
   expect(show(found)).toEqual([]);
 });
 
@@ -105,17 +124,24 @@ test('workflows/ load only workflow code and pure rollout rules into the sandbox
   const runtime = from('workflows').filter((i) => !i.typeOnly);
   const allowedTargets = new Set(['domain/rollouts']);
   const found = runtime.filter((i) =>
-    ours(i) ? i.layer !== 'workflows' && !allowedTargets.has(i.target) : !/^@temporalio\/(workflow|common)$/.test(i.specifier),
+    ours(i)
+      ? i.layer !== 'workflows' && !allowedTargets.has(i.target)
+      : !/^@temporalio\/(workflow|common)$/.test(i.specifier),
   );
   expect(show(found)).toEqual([]);
 });
 
 test('gateway/ does not import api/, activities/, worker/ or workflow code', () => {
-  const found = from('gateway').filter((i) => ['api', 'activities', 'worker'].includes(i.layer!) || (i.layer === 'workflows' && !i.typeOnly));
+  const found = from('gateway').filter(
+    (i) => ['api', 'activities', 'worker'].includes(i.layer!) || (i.layer === 'workflows' && !i.typeOnly),
+  );
   expect(show(found)).toEqual([]);
 });
 
 test('api/ never imports activities/ or worker/; only its main.ts hosts the gateway', () => {
-  const found = from('api').filter((i) => ['activities', 'worker'].includes(i.layer!) || (i.layer === 'gateway' && i.file !== path.join('api', 'main.ts')));
+  const found = from('api').filter(
+    (i) =>
+      ['activities', 'worker'].includes(i.layer!) || (i.layer === 'gateway' && i.file !== path.join('api', 'main.ts')),
+  );
   expect(show(found)).toEqual([]);
 });

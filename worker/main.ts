@@ -9,7 +9,13 @@ async function main() {
   const logger = createLogger(settings, 'worker');
   // The SDK's own log lines join ours as JSON.
   const sdk = logger.child({ component: 'temporal-sdk' });
-  const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+  const levels: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
+    TRACE: 'trace',
+    DEBUG: 'debug',
+    INFO: 'info',
+    WARN: 'warn',
+    ERROR: 'error',
+  };
   Runtime.install({
     logger: new DefaultLogger('INFO', (entry) => sdk[levels[entry.level]](entry.meta ?? {}, entry.message)),
     shutdownSignals: [], // we decide when to stop, below

@@ -61,7 +61,10 @@ export interface RolloutOperationResult {
 }
 
 /** Failure types an operation can end with (the API maps them to 409 and 412). */
-export const ROLLOUT_FAILURES = { invalidTransition: 'invalid-state-transition', preconditionFailed: 'precondition-failed' } as const;
+export const ROLLOUT_FAILURES = {
+  invalidTransition: 'invalid-state-transition',
+  preconditionFailed: 'precondition-failed',
+} as const;
 
 export interface RolloutStatus {
   state: RolloutState | 'loading';
@@ -79,6 +82,8 @@ export interface BatchOutcome {
 }
 
 /** An operator's operation (start, pause, resume, abort, rollback), answered once the workflow has applied or refused it. */
-export const operateRolloutUpdate = defineUpdate<RolloutOperationResult, [RolloutOperationRequest]>('operateRolloutUpdate');
+export const operateRolloutUpdate = defineUpdate<RolloutOperationResult, [RolloutOperationRequest]>(
+  'operateRolloutUpdate',
+);
 /** Where the workflow stands (state, batch, last batch's outcome), from its memory. */
 export const rolloutStatusQuery = defineQuery<RolloutStatus>('rolloutStatusQuery');

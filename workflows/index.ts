@@ -1,6 +1,11 @@
 // Every workflow the worker registers, under the type names workflows/definitions.ts
 // declares (checked below). Workflows import only activity *types*.
-import type { OutboxRetentionWorkflow, RolloutWorkflow, outboxRetentionWorkflowType, rolloutWorkflowType } from './definitions';
+import type {
+  OutboxRetentionWorkflow,
+  RolloutWorkflow,
+  outboxRetentionWorkflowType,
+  rolloutWorkflowType,
+} from './definitions';
 import { outboxRetentionWorkflow } from './outbox-retention';
 import { rolloutWorkflow } from './rollout';
 

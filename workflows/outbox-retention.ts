@@ -16,7 +16,8 @@ const { pruneOutbox } = proxyActivities<Activities>({
 export async function outboxRetentionWorkflow(input: OutboxRetentionInput): Promise<void> {
   for (let sweep = 0; ; sweep++) {
     await pruneOutbox(input.retentionDays);
-    if (workflowInfo().continueAsNewSuggested || sweep >= 500) await continueAsNew<typeof outboxRetentionWorkflow>(input);
+    if (workflowInfo().continueAsNewSuggested || sweep >= 500)
+      await continueAsNew<typeof outboxRetentionWorkflow>(input);
     await sleep(input.intervalSeconds * 1000);
   }
 }

@@ -36,7 +36,6 @@ import {
 } from './definitions';
 import { rolloutStateKey } from './search-attributes';
 
-
 const quick = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
@@ -79,7 +78,10 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
     }
   }
 
-  async function transition(to: RolloutState, options: { from: RolloutState[]; versions?: number[]; reason?: string | null; actor?: string }) {
+  async function transition(
+    to: RolloutState,
+    options: { from: RolloutState[]; versions?: number[]; reason?: string | null; actor?: string },
+  ) {
     const result = await quick.transitionRollout({ rolloutId: input.rolloutId, to, ...options });
     if (result.ok) {
       state = result.state;
@@ -95,7 +97,9 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
 
   /** The workflow's own transitions: only from where it believes the rollout is. */
   const move = (to: RolloutState, from: RolloutState[], reason?: string) =>
-    exclusively(() => (from.includes(state as RolloutState) ? transition(to, { from, reason }) : Promise.resolve(undefined)));
+    exclusively(() =>
+      from.includes(state as RolloutState) ? transition(to, { from, reason }) : Promise.resolve(undefined),
+    );
 
   setHandler(
     operateRolloutUpdate,
@@ -104,20 +108,40 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
         const rule = ROLLOUT_TRANSITIONS[request.operation];
         const current = state as RolloutState;
         if (!rule.from.includes(current)) {
-          throw ApplicationFailure.nonRetryable(refusedOperation(current, request.operation), ROLLOUT_FAILURES.invalidTransition, { state: current });
+          throw ApplicationFailure.nonRetryable(
+            refusedOperation(current, request.operation),
+            ROLLOUT_FAILURES.invalidTransition,
+            { state: current },
+          );
         }
-        const reason = request.operation === 'rollback' ? `rolled back by ${request.actor}` : request.operation === 'abort' ? `aborted by ${request.actor}` : null;
-        const result = await transition(rule.to, { from: [current], versions: request.versions, reason, actor: request.actor });
+        const reason =
+          request.operation === 'rollback'
+            ? `rolled back by ${request.actor}`
+            : request.operation === 'abort'
+              ? `aborted by ${request.actor}`
+              : null;
+        const result = await transition(rule.to, {
+          from: [current],
+          versions: request.versions,
+          reason,
+          actor: request.actor,
+        });
         if (!result.ok) {
-          const type = result.why === 'precondition' ? ROLLOUT_FAILURES.preconditionFailed : ROLLOUT_FAILURES.invalidTransition;
-          throw ApplicationFailure.nonRetryable(`The rollout is ${state}; the ${request.operation} was not applied.`, type, { state });
+          const type =
+            result.why === 'precondition' ? ROLLOUT_FAILURES.preconditionFailed : ROLLOUT_FAILURES.invalidTransition;
+          throw ApplicationFailure.nonRetryable(
+            `The rollout is ${state}; the ${request.operation} was not applied.`,
+            type,
+            { state },
+          );
         }
         return { state: result.state, rowVersion: result.rowVersion };
       }),
     {
       // Refused before it enters history: an operation that does not exist.
       validator: (request) => {
-        if (!request || !Object.hasOwn(ROLLOUT_TRANSITIONS, request.operation)) throw new Error(`unknown operation ${String(request?.operation)}`);
+        if (!request || !Object.hasOwn(ROLLOUT_TRANSITIONS, request.operation))
+          throw new Error(`unknown operation ${String(request?.operation)}`);
       },
     },
   );
@@ -143,7 +167,12 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
         } catch (error) {
           // An activity that cannot succeed by retrying (e.g. the version is no longer
           // pushable): the rollout fails with the reason rather than retrying for ever.
-          if (!(error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.nonRetryable)) throw error;
+          if (!(
+            error instanceof ActivityFailure &&
+            error.cause instanceof ApplicationFailure &&
+            error.cause.nonRetryable
+          ))
+            throw error;
           await move('failed', ['running'], error.cause.message);
         }
         break;
@@ -156,11 +185,16 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
         // A final state: let an operation that is still running (e.g. a rollback that
         // arrived with this run's start) finish, then end unless it moved us on.
         await condition(allHandlersFinished);
-        if (FINAL_ROLLOUT_STATES.includes(state as RolloutState)) return;
+        if (FINAL_ROLLOUT_STATES.includes(state)) return;
     }
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT)) {
       await condition(() => allHandlersFinished() && !transitioning);
-      await continueAsNew<typeof rolloutWorkflow>({ rolloutId: input.rolloutId, tenantId: input.tenantId, bakeUntil, historyLimit: input.historyLimit });
+      await continueAsNew<typeof rolloutWorkflow>({
+        rolloutId: input.rolloutId,
+        tenantId: input.tenantId,
+        bakeUntil,
+        historyLimit: input.historyLimit,
+      });
     }
   }
 
@@ -196,7 +230,12 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
     } catch (error) {
       if (!isCancellation(error)) throw error;
       // Aborted: the agents that have not answered are given up. Rolling back: they are rolled back.
-      if (stateNow() === 'aborted') await quick.abandonBatch({ rolloutId: input.rolloutId, batch, reason: 'the rollout was aborted before the agent reported' });
+      if (stateNow() === 'aborted')
+        await quick.abandonBatch({
+          rolloutId: input.rolloutId,
+          batch,
+          reason: 'the rollout was aborted before the agent reported',
+        });
       return;
     } finally {
       batchWait = undefined;

@@ -19,7 +19,9 @@ function isLoopback(url: URL): boolean {
 
 function claimAt(payload: JWTPayload, path: string): unknown {
   // Dotted paths reach nested claims, e.g. Keycloak's `realm_access.roles`.
-  return path.split('.').reduce<unknown>((value, key) => (value as Record<string, unknown> | undefined)?.[key], payload);
+  return path
+    .split('.')
+    .reduce<unknown>((value, key) => (value as Record<string, unknown> | undefined)?.[key], payload);
 }
 
 function rolesFrom(value: unknown): Role[] {

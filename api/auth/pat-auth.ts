@@ -44,7 +44,8 @@ export function createPatAuthenticator(db: Knex) {
       if (!isWellFormed('svc-pat', token)) throw problems.unauthorized('The personal access token is malformed.');
       const hash = hashToken(token);
       const row = await lookup(hash);
-      if (!row || !sameHash(row.token_hash, hash)) throw problems.unauthorized('The personal access token is not known.');
+      if (!row || !sameHash(row.token_hash, hash))
+        throw problems.unauthorized('The personal access token is not known.');
       if (row.revoked_at) throw problems.unauthorized('The personal access token has been revoked.');
       if (row.expires_at.getTime() <= Date.now()) throw problems.unauthorized('The personal access token has expired.');
       if (!isRole(row.role)) throw problems.unauthorized('The personal access token carries an unknown role.');

@@ -22,7 +22,7 @@ export function endpointAllows(entry: Endpoint, method: string, path: string): b
   const requestMethod = method === 'HEAD' ? 'GET' : method;
   const segments = path.split('/').slice(1);
   if (entry.method !== requestMethod || segments.length !== entry.segments.length) return false;
-  return entry.segments.every((segment, i) => isParam(segment) ? segments[i] !== '' : segment === segments[i]);
+  return entry.segments.every((segment, i) => (isParam(segment) ? segments[i] !== '' : segment === segments[i]));
 }
 
 /** Could an entry ever match a route? Either side's `{param}` matches anything. */

@@ -6,7 +6,10 @@ export function etagOf(rowVersion: number): string {
 }
 
 function parseTags(header: string): string[] {
-  return header.split(',').map((tag) => tag.trim()).filter(Boolean);
+  return header
+    .split(',')
+    .map((tag) => tag.trim())
+    .filter(Boolean);
 }
 
 /**

@@ -5,9 +5,25 @@ import { z } from './zod';
 
 /** Query members every list accepts; routes `.extend()` it with their filters. */
 export const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(1000).default(50).openapi({ description: 'Page size (1-1000, default 50).' }),
-  offset: z.coerce.number().int().min(0).max(10_000_000).optional().openapi({ description: 'Rows to skip. Not with `cursor`.' }),
-  cursor: z.string().max(512).optional().openapi({ description: 'Opaque cursor from `nextCursor` or the `Link` header. Not with `offset`.' }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(50)
+    .openapi({ description: 'Page size (1-1000, default 50).' }),
+  offset: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(10_000_000)
+    .optional()
+    .openapi({ description: 'Rows to skip. Not with `cursor`.' }),
+  cursor: z
+    .string()
+    .max(512)
+    .optional()
+    .openapi({ description: 'Opaque cursor from `nextCursor` or the `Link` header. Not with `offset`.' }),
 });
 export type PageQuery = z.infer<typeof pageQuery>;
 
@@ -88,7 +104,8 @@ function countNow(key: string, counted: Knex.QueryBuilder): Promise<number> {
   return Promise.resolve(counted).then((row: { n: string | number }) => {
     const n = Number(row.n);
     if (n >= LARGE_COUNT) {
-      if (!largeCounts.has(key) && largeCounts.size >= COUNT_CACHE_SIZE) largeCounts.delete(largeCounts.keys().next().value!);
+      if (!largeCounts.has(key) && largeCounts.size >= COUNT_CACHE_SIZE)
+        largeCounts.delete(largeCounts.keys().next().value!);
       largeCounts.set(key, { n, at: Date.now() });
     } else {
       largeCounts.delete(key);
@@ -105,7 +122,9 @@ async function countRows(query: Knex.QueryBuilder): Promise<number> {
   const age = cached ? Date.now() - cached.at : Infinity;
   if (cached && age < COUNT_FRESH_MS) return cached.n;
   if (cached && age < COUNT_MAX_AGE_MS) {
-    cached.refreshing ??= countNow(key, counted).catch(() => cached.n).finally(() => (cached.refreshing = undefined));
+    cached.refreshing ??= countNow(key, counted)
+      .catch(() => cached.n)
+      .finally(() => (cached.refreshing = undefined));
     return cached.n;
   }
   // Cold (or too old): wait for a count, sharing it with anyone asking at the same time.
@@ -147,7 +166,9 @@ export async function paginate<Row>(
     const after = decodeCursor(page.cursor, keys.columns);
     const op = keys.direction === 'asc' ? '>' : '<';
     const columns = keys.columns.map(() => '??').join(', ');
-    const values = keys.columns.map((key) => (key.type === 'timestamp' ? "('epoch'::timestamptz + ?::bigint * interval '1 microsecond')" : '?'));
+    const values = keys.columns.map((key) =>
+      key.type === 'timestamp' ? "('epoch'::timestamptz + ?::bigint * interval '1 microsecond')" : '?',
+    );
     rows.whereRaw(`(${columns}) ${op} (${values.join(', ')})`, [...keys.columns.map((k) => k.column), ...after]);
   } else if (page.offset !== undefined) {
     rows.offset(page.offset);

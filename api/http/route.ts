@@ -38,7 +38,11 @@ export interface RouteResult {
   headers?: Record<string, string>;
 }
 
-export interface RouteDef<P extends Schema | undefined = Schema | undefined, Q extends Schema | undefined = Schema | undefined, B extends Schema | undefined = Schema | undefined> {
+export interface RouteDef<
+  P extends Schema | undefined = Schema | undefined,
+  Q extends Schema | undefined = Schema | undefined,
+  B extends Schema | undefined = Schema | undefined,
+> {
   method: Method;
   /** OpenAPI spelling: `/api/pats/{id}`. */
   path: string;
@@ -68,7 +72,7 @@ export interface RouteDef<P extends Schema | undefined = Schema | undefined, Q e
 export function route<P extends Schema | undefined, Q extends Schema | undefined, B extends Schema | undefined>(
   def: RouteDef<P, Q, B>,
 ): RouteDef {
-  return def as unknown as RouteDef;
+  return def;
 }
 
 export interface RouteServices {
@@ -162,7 +166,7 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
     const committed: Array<() => void | Promise<void>> = [];
     const afterCommit = (callback: () => void | Promise<void>) => committed.push(callback);
     const run = (db: Knex | Knex.Transaction) =>
-      def.handler({ ...input, principal: ctx.state.principal!, db, ctx, afterCommit } as never);
+      def.handler({ ...input, principal: ctx.state.principal!, db, ctx, afterCommit });
 
     let result: RouteResult;
     if (def.method === 'get') {
@@ -201,8 +205,12 @@ export function registerOpenApi(registry: OpenAPIRegistry, def: RouteDef): void 
   const responses: RouteConfig['responses'] = {
     [def.response.status]: {
       description: def.response.description,
-      ...(def.etag ? { headers: { ETag: { schema: { type: 'string' }, description: 'Strong ETag of the object.' } } } : {}),
-      ...(def.response.schema ? { content: { [def.response.contentType ?? 'application/json']: { schema: def.response.schema } } } : {}),
+      ...(def.etag
+        ? { headers: { ETag: { schema: { type: 'string' }, description: 'Strong ETag of the object.' } } }
+        : {}),
+      ...(def.response.schema
+        ? { content: { [def.response.contentType ?? 'application/json']: { schema: def.response.schema } } }
+        : {}),
     },
     default: problemResponse('An RFC 9457 problem; `type` names the error (see /errors).'),
   };

@@ -18,7 +18,20 @@ function fromHttpError(error: { status?: number; expose?: boolean; message?: str
   return new Problem(slug, error.expose && error.message ? error.message : catalogue[slug].title);
 }
 
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '08000',
+  '08001',
+  '08003',
+  '08006',
+]);
 
 /**
  * A Postgres data exception (SQLSTATE class 22) is a value the caller sent that the column
@@ -54,7 +67,8 @@ export function renderProblems(logger: Logger, errorsBaseUrl: string) {
       if (ctx.status !== 404 || ctx.body != null) return;
       problem = problems.noRoute(ctx.method, ctx.path);
     } catch (error) {
-      const refusedValue = error instanceof Problem || error instanceof DomainError ? undefined : fromDataException(error as object);
+      const refusedValue =
+        error instanceof Problem || error instanceof DomainError ? undefined : fromDataException(error as object);
       if (error instanceof Problem) {
         problem = error;
       } else if (error instanceof DomainError) {

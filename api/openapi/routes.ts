@@ -45,7 +45,10 @@ const SWAGGER_PAGE = `<!doctype html>
   if (sessionStorage.token) load(sessionStorage.token);
 </script></body></html>`;
 
-const ASSETS: Record<string, string> = { 'swagger-ui.css': 'text/css', 'swagger-ui-bundle.js': 'application/javascript' };
+const ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css',
+  'swagger-ui-bundle.js': 'application/javascript',
+};
 
 /** The interface explorer, mounted in Development only. */
 export function swaggerRoutes(): RouteDef[] {

@@ -23,6 +23,8 @@ export async function findActiveAgentCa(db: Db): Promise<AgentCaRow | undefined>
 }
 
 export async function insertAgentCa(db: Db, ca: NewAgentCa): Promise<AgentCaRow> {
-  const [row] = await db<AgentCaRow>('agent_ca').insert(ca as never).returning('*');
+  const [row] = await db<AgentCaRow>('agent_ca')
+    .insert(ca as never)
+    .returning('*');
   return row!;
 }

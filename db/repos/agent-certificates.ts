@@ -22,7 +22,9 @@ export type NewAgentCertificate = Pick<
  * in tests; then only the certificate is recorded).
  */
 export async function insertAgentCertificate(db: Db, cert: NewAgentCertificate): Promise<AgentCertificateRow> {
-  const [row] = await db<AgentCertificateRow>('agent_certificates').insert(cert as never).returning('*');
+  const [row] = await db<AgentCertificateRow>('agent_certificates')
+    .insert(cert as never)
+    .returning('*');
   await showAgentCertificate(db, cert.tenant_id, cert.agent_id, { serial: cert.serial, notAfter: cert.not_after });
   return row!;
 }

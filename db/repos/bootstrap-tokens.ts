@@ -27,7 +27,9 @@ export type TokenState = 'active' | 'revoked' | 'expired' | 'exhausted';
 const ACTIVE = 'revoked_at IS NULL AND expires_at > now() AND uses < max_uses';
 
 export async function insertBootstrapToken(db: Db, token: NewBootstrapToken): Promise<BootstrapTokenRow> {
-  const [row] = await db<BootstrapTokenRow>('bootstrap_tokens').insert(token as never).returning('*');
+  const [row] = await db<BootstrapTokenRow>('bootstrap_tokens')
+    .insert(token as never)
+    .returning('*');
   return row!;
 }
 
@@ -48,7 +50,10 @@ export async function findBootstrapTokenById(db: Db, id: string): Promise<Bootst
  * The token's revocation, read FOR SHARE: waits for a revocation in flight, and holds off
  * one that comes later until the transaction ends.
  */
-export async function shareLockBootstrapToken(db: Db, id: string): Promise<Pick<BootstrapTokenRow, 'revoked_at'> | undefined> {
+export async function shareLockBootstrapToken(
+  db: Db,
+  id: string,
+): Promise<Pick<BootstrapTokenRow, 'revoked_at'> | undefined> {
   return db('bootstrap_tokens').select('revoked_at').where({ id }).forShare().first();
 }
 
@@ -57,7 +62,11 @@ export async function revokedBootstrapTokenIds(db: Db, ids: string[]): Promise<s
   return db('bootstrap_tokens').whereRaw('id = ANY(?::uuid[])', [ids]).whereNotNull('revoked_at').pluck('id');
 }
 
-export async function revokeBootstrapToken(db: Db, tenantId: string, id: string): Promise<BootstrapTokenRow | undefined> {
+export async function revokeBootstrapToken(
+  db: Db,
+  tenantId: string,
+  id: string,
+): Promise<BootstrapTokenRow | undefined> {
   const [row] = await db<BootstrapTokenRow>('bootstrap_tokens')
     .where({ tenant_id: tenantId, id })
     .update({ revoked_at: db.raw('coalesce(revoked_at, now())') } as never)
@@ -91,8 +100,7 @@ export function listBootstrapTokensQuery(
 }
 
 export type Redemption =
-  | { ok: true; token: BootstrapTokenRow }
-  | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'exhausted' };
+  { ok: true; token: BootstrapTokenRow } | { ok: false; reason: 'unknown' | 'revoked' | 'expired' | 'exhausted' };
 
 /**
  * Spends one use of a token, atomically: the conditions sit in the UPDATE itself, so of

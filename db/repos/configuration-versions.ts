@@ -18,7 +18,16 @@ export interface VersionWithContent extends VersionRow {
 }
 
 /** Everything but the content, which can be 1 MiB: lists never read it. */
-const VERSION_COLUMNS: string[] = ['configuration_id', 'version', 'state', 'content_hash', 'author', 'created_at', 'published_at', 'published_by'];
+const VERSION_COLUMNS: string[] = [
+  'configuration_id',
+  'version',
+  'state',
+  'content_hash',
+  'author',
+  'created_at',
+  'published_at',
+  'published_by',
+];
 
 /**
  * Stores a draft of a locked configuration under its next version number (see
@@ -43,10 +52,17 @@ export function listVersionsQuery(db: Db, configurationId: string, filters: { st
 }
 
 export async function findVersion(db: Db, configurationId: string, version: number): Promise<VersionRow | undefined> {
-  return db('configuration_versions').select(VERSION_COLUMNS).where({ configuration_id: configurationId, version }).first() as Promise<VersionRow | undefined>;
+  return db('configuration_versions')
+    .select(VERSION_COLUMNS)
+    .where({ configuration_id: configurationId, version })
+    .first() as Promise<VersionRow | undefined>;
 }
 
-export async function findVersionWithContent(db: Db, configurationId: string, version: number): Promise<VersionWithContent | undefined> {
+export async function findVersionWithContent(
+  db: Db,
+  configurationId: string,
+  version: number,
+): Promise<VersionWithContent | undefined> {
   return db('configuration_versions')
     .select([...VERSION_COLUMNS, 'content'])
     .where({ configuration_id: configurationId, version })
@@ -80,7 +96,11 @@ export interface TargetVersionRow {
   author: string;
 }
 
-export async function findTargetVersion(db: Db, configurationId: string, version: number): Promise<TargetVersionRow | undefined> {
+export async function findTargetVersion(
+  db: Db,
+  configurationId: string,
+  version: number,
+): Promise<TargetVersionRow | undefined> {
   const row: TargetVersionRow | undefined = await db('configuration_versions')
     .select('version', 'state', 'content', 'content_hash', 'author')
     .where({ configuration_id: configurationId, version })

@@ -23,8 +23,18 @@ export type NewConfiguration = Pick<ConfigurationRow, 'tenant_id' | 'name' | 'de
 export type ConfigurationChanges = Pick<ConfigurationRow, 'name' | 'description' | 'labels'>;
 
 const CONFIGURATION_COLUMNS: string[] = [
-  'id', 'tenant_id', 'name', 'description', 'format', 'labels', 'latest_version',
-  'published_version', 'managed_by', 'row_version', 'created_at', 'updated_at',
+  'id',
+  'tenant_id',
+  'name',
+  'description',
+  'format',
+  'labels',
+  'latest_version',
+  'published_version',
+  'managed_by',
+  'row_version',
+  'created_at',
+  'updated_at',
 ];
 
 export async function insertConfiguration(db: Db, row: NewConfiguration): Promise<ConfigurationRow> {
@@ -35,7 +45,9 @@ export async function insertConfiguration(db: Db, row: NewConfiguration): Promis
 }
 
 export async function findConfiguration(db: Db, tenantId: string, id: string): Promise<ConfigurationRow | undefined> {
-  return db('configurations').select(CONFIGURATION_COLUMNS).where({ tenant_id: tenantId, id }).first() as Promise<ConfigurationRow | undefined>;
+  return db('configurations').select(CONFIGURATION_COLUMNS).where({ tenant_id: tenantId, id }).first() as Promise<
+    ConfigurationRow | undefined
+  >;
 }
 
 /**
@@ -43,12 +55,24 @@ export async function findConfiguration(db: Db, tenantId: string, id: string): P
  * it (If-Match, Git management) and the write that follows are one atomic step: a second
  * writer waits here and then sees the first one's result.
  */
-export async function lockConfiguration(db: Knex.Transaction, tenantId: string, id: string): Promise<ConfigurationRow | undefined> {
-  return db('configurations').select(CONFIGURATION_COLUMNS).where({ tenant_id: tenantId, id }).forUpdate().first() as Promise<ConfigurationRow | undefined>;
+export async function lockConfiguration(
+  db: Knex.Transaction,
+  tenantId: string,
+  id: string,
+): Promise<ConfigurationRow | undefined> {
+  return db('configurations')
+    .select(CONFIGURATION_COLUMNS)
+    .where({ tenant_id: tenantId, id })
+    .forUpdate()
+    .first() as Promise<ConfigurationRow | undefined>;
 }
 
 /** Writes name, description and labels of a locked configuration; bumps its row version. */
-export async function updateConfiguration(db: Db, id: string, changes: ConfigurationChanges): Promise<ConfigurationRow> {
+export async function updateConfiguration(
+  db: Db,
+  id: string,
+  changes: ConfigurationChanges,
+): Promise<ConfigurationRow> {
   const [row] = await db('configurations')
     .where({ id })
     .update({
@@ -87,13 +111,21 @@ export function listConfigurationsQuery(db: Db, tenantId: string, filters: Confi
 export async function allocateVersionNumber(db: Knex.Transaction, id: string): Promise<ConfigurationRow> {
   const [configuration] = await db('configurations')
     .where({ id })
-    .update({ latest_version: db.raw('latest_version + 1'), row_version: db.raw('row_version + 1'), updated_at: db.fn.now() })
+    .update({
+      latest_version: db.raw('latest_version + 1'),
+      row_version: db.raw('row_version + 1'),
+      updated_at: db.fn.now(),
+    })
     .returning(CONFIGURATION_COLUMNS);
   return configuration as ConfigurationRow;
 }
 
 /** `published_version` is the highest version published: raised to `version` if below. */
-export async function raisePublishedVersion(db: Knex.Transaction, id: string, version: number): Promise<ConfigurationRow> {
+export async function raisePublishedVersion(
+  db: Knex.Transaction,
+  id: string,
+  version: number,
+): Promise<ConfigurationRow> {
   const [configuration] = await db('configurations')
     .where({ id })
     .update({
@@ -125,7 +157,11 @@ export interface TargetConfigurationRow {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export async function findTargetConfiguration(db: Db, tenantId: string, id: string): Promise<TargetConfigurationRow | undefined> {
+export async function findTargetConfiguration(
+  db: Db,
+  tenantId: string,
+  id: string,
+): Promise<TargetConfigurationRow | undefined> {
   if (!UUID.test(id)) return undefined;
   const row: TargetConfigurationRow | undefined = await db('configurations')
     .select('id', 'name', 'format', 'labels', 'latest_version', 'published_version')

@@ -91,7 +91,11 @@ export async function emitEvents(db: Db, events: NewEvent[]): Promise<EventRow[]
         })),
       )
       .returning('*');
-    await notifyEach(db, EVENTS_CHANNEL, inserted.map((r) => r.id));
+    await notifyEach(
+      db,
+      EVENTS_CHANNEL,
+      inserted.map((r) => r.id),
+    );
     rows.push(...inserted);
   }
   return rows;

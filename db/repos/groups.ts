@@ -49,7 +49,8 @@ function groupsView(db: Db, tenantId: string): Knex.QueryBuilder {
  * names turns the second insert into a no-op.
  */
 export async function ensureDefaultGroup(db: Db, tenantId: string): Promise<GroupRow> {
-  const live = () => db<GroupRow>('groups').where({ tenant_id: tenantId, name: DEFAULT_GROUP }).whereNull('deleted_at').first();
+  const live = () =>
+    db<GroupRow>('groups').where({ tenant_id: tenantId, name: DEFAULT_GROUP }).whereNull('deleted_at').first();
   const existing = await live();
   if (existing) return existing;
   await db.raw(
@@ -131,7 +132,11 @@ export async function setGroupDeleted(db: Db, id: string, deleted: boolean): Pro
  */
 export async function lockGroupsForMove(db: Db, tenantId: string, ids: string[]): Promise<GroupRow[]> {
   const sorted = [...new Set(ids)].sort();
-  const rows = await db<GroupRow>('groups').where({ tenant_id: tenantId }).whereIn('id', sorted).orderBy('id').forNoKeyUpdate();
+  const rows = await db<GroupRow>('groups')
+    .where({ tenant_id: tenantId })
+    .whereIn('id', sorted)
+    .orderBy('id')
+    .forNoKeyUpdate();
   return rows;
 }
 

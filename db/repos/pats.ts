@@ -15,11 +15,17 @@ export interface PatRow {
   created_at: Date;
 }
 
-export type NewPat = Pick<PatRow, 'tenant_id' | 'name' | 'token_hash' | 'role' | 'allowed_endpoints' | 'expires_at' | 'created_by'>;
+export type NewPat = Pick<
+  PatRow,
+  'tenant_id' | 'name' | 'token_hash' | 'role' | 'allowed_endpoints' | 'expires_at' | 'created_by'
+>;
 
 export async function insertPat(db: Db, pat: NewPat): Promise<PatRow> {
   const [row] = await db<PatRow>('pats')
-    .insert({ ...pat, allowed_endpoints: pat.allowed_endpoints ? JSON.stringify(pat.allowed_endpoints) : null } as never)
+    .insert({
+      ...pat,
+      allowed_endpoints: pat.allowed_endpoints ? JSON.stringify(pat.allowed_endpoints) : null,
+    } as never)
     .returning('*');
   return row!;
 }
@@ -33,7 +39,11 @@ export async function findPat(db: Db, tenantId: string, id: string): Promise<Pat
 }
 
 /** Who issued the tenant's PAT of this name, if there is one. */
-export async function findPatIssuer(db: Db, tenantId: string, name: string): Promise<Pick<PatRow, 'created_by'> | undefined> {
+export async function findPatIssuer(
+  db: Db,
+  tenantId: string,
+  name: string,
+): Promise<Pick<PatRow, 'created_by'> | undefined> {
   return db('pats').select('created_by').where({ tenant_id: tenantId, name }).first();
 }
 
@@ -57,7 +67,11 @@ export async function touchPat(db: Db, id: string): Promise<void> {
 
 export type PatState = 'active' | 'revoked' | 'expired';
 
-export function listPatsQuery(db: Db, tenantId: string, filters: { role?: string; state?: PatState }): Knex.QueryBuilder {
+export function listPatsQuery(
+  db: Db,
+  tenantId: string,
+  filters: { role?: string; state?: PatState },
+): Knex.QueryBuilder {
   const query = db('pats').select('*').where({ tenant_id: tenantId });
   if (filters.role) query.where({ role: filters.role });
   if (filters.state === 'revoked') query.whereNotNull('revoked_at');

@@ -24,7 +24,10 @@ export interface PolicyRow {
   updated_at: Date;
 }
 
-export type NewPolicy = Pick<PolicyRow, 'tenant_id' | 'name' | 'description' | 'expression' | 'scope' | 'enabled' | 'author'> &
+export type NewPolicy = Pick<
+  PolicyRow,
+  'tenant_id' | 'name' | 'description' | 'expression' | 'scope' | 'enabled' | 'author'
+> &
   Partial<Pick<PolicyRow, 'state' | 'builtin' | 'approver' | 'approved_at'>>;
 
 /** What PUT replaces; `enabled` is a switch, the others are what an approver reviewed. */
@@ -33,7 +36,9 @@ export type PolicyChanges = Pick<PolicyRow, 'name' | 'description' | 'expression
 const toRow = (policy: NewPolicy) => ({ state: 'draft', ...policy, scope: JSON.stringify(policy.scope) });
 
 export async function insertPolicy(db: Db, policy: NewPolicy): Promise<PolicyRow> {
-  const [row] = await db<PolicyRow>('policies').insert(toRow(policy) as never).returning('*');
+  const [row] = await db<PolicyRow>('policies')
+    .insert(toRow(policy) as never)
+    .returning('*');
   return row!;
 }
 
@@ -51,7 +56,11 @@ export async function findPolicy(db: Db, tenantId: string, id: string): Promise<
   return db<PolicyRow>('policies').where({ tenant_id: tenantId, id }).first();
 }
 
-export function listPoliciesQuery(db: Db, tenantId: string, filters: { state?: PolicyState; enabled?: boolean }): Knex.QueryBuilder {
+export function listPoliciesQuery(
+  db: Db,
+  tenantId: string,
+  filters: { state?: PolicyState; enabled?: boolean },
+): Knex.QueryBuilder {
   const query = db('policies').select('*').where({ tenant_id: tenantId });
   if (filters.state) query.where({ state: filters.state });
   if (filters.enabled !== undefined) query.where({ enabled: filters.enabled });
@@ -60,10 +69,9 @@ export function listPoliciesQuery(db: Db, tenantId: string, filters: { state?: P
 
 /** The policies that are enforced: approved and enabled. */
 export async function enforcedPolicies(db: Db, tenantId: string): Promise<PolicyRow[]> {
-  return db<PolicyRow>('policies').where({ tenant_id: tenantId, state: 'approved', enabled: true }).orderBy([
-    { column: 'created_at' },
-    { column: 'id' },
-  ]);
+  return db<PolicyRow>('policies')
+    .where({ tenant_id: tenantId, state: 'approved', enabled: true })
+    .orderBy([{ column: 'created_at' }, { column: 'id' }]);
 }
 
 /** `updateVersioned` on a policy of the tenant. */
@@ -94,7 +102,8 @@ export async function replacePolicy(
   const reviewedChanged =
     '(name IS DISTINCT FROM ? OR description IS DISTINCT FROM ? OR expression IS DISTINCT FROM ? OR scope IS DISTINCT FROM ?::jsonb)';
   const bindings = [changes.name, changes.description, changes.expression, scope];
-  const ifChanged = (then: string, otherwise: string) => db.raw(`CASE WHEN ${reviewedChanged} THEN ${then} ELSE ${otherwise} END`, bindings);
+  const ifChanged = (then: string, otherwise: string) =>
+    db.raw(`CASE WHEN ${reviewedChanged} THEN ${then} ELSE ${otherwise} END`, bindings);
   return updateWhere(db, tenantId, id, versions, (q) => q.where({ builtin: false }), {
     name: changes.name,
     description: changes.description,
@@ -111,12 +120,25 @@ export async function replacePolicy(
  * Approves a draft, unless its author is one of `approverIdentities` (the approver's name
  * and, for a PAT, the admin who issued it).
  */
-export async function approvePolicy(db: Db, tenantId: string, id: string, approverIdentities: string[], versions?: number[]) {
-  return updateWhere(db, tenantId, id, versions, (q) => q.where({ state: 'draft' }).whereNotIn('author', approverIdentities), {
-    state: 'approved',
-    approver: approverIdentities[0],
-    approved_at: db.fn.now(),
-  });
+export async function approvePolicy(
+  db: Db,
+  tenantId: string,
+  id: string,
+  approverIdentities: string[],
+  versions?: number[],
+) {
+  return updateWhere(
+    db,
+    tenantId,
+    id,
+    versions,
+    (q) => q.where({ state: 'draft' }).whereNotIn('author', approverIdentities),
+    {
+      state: 'approved',
+      approver: approverIdentities[0],
+      approved_at: db.fn.now(),
+    },
+  );
 }
 
 /**

@@ -4,4 +4,10 @@
  */
 export { findTargetConfiguration, type TargetConfigurationRow } from './configurations';
 export { findTargetVersion, type TargetVersionRow } from './configuration-versions';
-export { countTargetAgents, existingAgentIds, targetAgentsPage, type AgentTarget, type TargetAgentRow } from './agents/targets';
+export {
+  countTargetAgents,
+  existingAgentIds,
+  targetAgentsPage,
+  type AgentTarget,
+  type TargetAgentRow,
+} from './agents/targets';

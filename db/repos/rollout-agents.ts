@@ -44,7 +44,11 @@ function targetCondition(rollout: Pick<RolloutRow, 'tenant_id' | 'target'>): { s
  * in another active rollout are left out quietly (a later joiner); otherwise such an agent
  * fails the insert (23505), which the caller turns into a 409. Returns how many were added.
  */
-export async function addTargetAgents(db: Db, rollout: Pick<RolloutRow, 'id' | 'tenant_id' | 'target'>, options: { joining: boolean }): Promise<number> {
+export async function addTargetAgents(
+  db: Db,
+  rollout: Pick<RolloutRow, 'id' | 'tenant_id' | 'target'>,
+  options: { joining: boolean },
+): Promise<number> {
   const target = targetCondition(rollout);
   const result = await db.raw(
     `INSERT INTO rollout_agents (rollout_id, agent_id)
@@ -58,7 +62,10 @@ export async function addTargetAgents(db: Db, rollout: Pick<RolloutRow, 'id' | '
 }
 
 /** An active rollout other than this one that holds one of the target's agents, for a 409 that names it. */
-export async function activeRolloutInTarget(db: Db, rollout: Pick<RolloutRow, 'id' | 'tenant_id' | 'target'>): Promise<{ agentId: string; rolloutId: string } | undefined> {
+export async function activeRolloutInTarget(
+  db: Db,
+  rollout: Pick<RolloutRow, 'id' | 'tenant_id' | 'target'>,
+): Promise<{ agentId: string; rolloutId: string } | undefined> {
   const target = targetCondition(rollout);
   const { rows } = await db.raw(
     `SELECT ra.agent_id, ra.rollout_id FROM rollout_agents ra JOIN agents a ON a.id = ra.agent_id
@@ -82,13 +89,22 @@ export function rolloutMemberIds(db: Db, rolloutId: string): Knex.QueryBuilder {
 }
 
 /** One page of the rollout's agent ids, in id order after `afterId` (keyset pages over its primary key). */
-export async function rolloutAgentIdsPage(db: Db, rolloutId: string, afterId: string | null, limit: number): Promise<string[]> {
+export async function rolloutAgentIdsPage(
+  db: Db,
+  rolloutId: string,
+  afterId: string | null,
+  limit: number,
+): Promise<string[]> {
   const ids = db('rollout_agents').where({ rollout_id: rolloutId }).orderBy('agent_id').limit(limit).pluck('agent_id');
   if (afterId) ids.where('agent_id', '>', afterId);
   return ids;
 }
 
-export function rolloutAgentsQuery(db: Db, rolloutId: string, filters: { state?: AgentRolloutState; batch?: number }): Knex.QueryBuilder {
+export function rolloutAgentsQuery(
+  db: Db,
+  rolloutId: string,
+  filters: { state?: AgentRolloutState; batch?: number },
+): Knex.QueryBuilder {
   const query = db('rollout_agents').where({ rollout_id: rolloutId });
   if (filters.state) query.where({ state: filters.state });
   if (filters.batch !== undefined) query.where({ batch: filters.batch });
@@ -122,8 +138,16 @@ export interface RollbackProgress {
 const emptyProgress = (): Progress => ({ total: 0, pending: 0, applying: 0, succeeded: 0, failed: 0, skipped: 0 });
 
 /** Counts by state, overall and per batch, and of the rollback when there is one. */
-export async function rolloutProgress(db: Db, rolloutId: string): Promise<{ progress: Progress; batches: BatchProgress[]; rollback: RollbackProgress | null }> {
-  const rows: Array<{ batch: number | null; state: AgentRolloutState; rollback_state: RollbackState | null; n: string }> = await db('rollout_agents')
+export async function rolloutProgress(
+  db: Db,
+  rolloutId: string,
+): Promise<{ progress: Progress; batches: BatchProgress[]; rollback: RollbackProgress | null }> {
+  const rows: Array<{
+    batch: number | null;
+    state: AgentRolloutState;
+    rollback_state: RollbackState | null;
+    n: string;
+  }> = await db('rollout_agents')
     .where({ rollout_id: rolloutId })
     .groupBy('batch', 'state', 'rollback_state')
     .select('batch', 'state', 'rollback_state', db.raw('count(*) AS n'));
@@ -194,7 +218,13 @@ export async function countRolloutAgents(db: Db, rolloutId: string): Promise<num
 }
 
 /** Marks agents of the rollout done with an outcome the agent never reported (denied, unreachable, timed out). */
-export async function finishAgents(db: Db, rolloutId: string, agentIds: string[], state: 'failed' | 'skipped', error: string): Promise<string[]> {
+export async function finishAgents(
+  db: Db,
+  rolloutId: string,
+  agentIds: string[],
+  state: 'failed' | 'skipped',
+  error: string,
+): Promise<string[]> {
   if (agentIds.length === 0) return [];
   return db('rollout_agents')
     .where({ rollout_id: rolloutId })
@@ -211,7 +241,11 @@ export async function finishAgents(db: Db, rolloutId: string, agentIds: string[]
  * marked `skipped`. Run in the transaction that pushes: a retry after a crash finds them
  * `applying` and pushes none twice.
  */
-export async function claimBatchForPush(db: Db, rolloutId: string, batch: number): Promise<{ push: string[]; skipped: string[] }> {
+export async function claimBatchForPush(
+  db: Db,
+  rolloutId: string,
+  batch: number,
+): Promise<{ push: string[]; skipped: string[] }> {
   const rows: Array<{ agent_id: string; status: string | null }> = (
     await db.raw(
       `SELECT ra.agent_id, a.status
@@ -222,7 +256,9 @@ export async function claimBatchForPush(db: Db, rolloutId: string, batch: number
       [rolloutId, batch],
     )
   ).rows;
-  const skipped = rows.filter((row) => row.status === null || UNPUSHABLE.includes(row.status)).map((row) => row.agent_id);
+  const skipped = rows
+    .filter((row) => row.status === null || UNPUSHABLE.includes(row.status))
+    .map((row) => row.agent_id);
   const push = rows.filter((row) => row.status !== null && !UNPUSHABLE.includes(row.status)).map((row) => row.agent_id);
   if (push.length > 0) {
     await db.raw(
@@ -236,7 +272,13 @@ export async function claimBatchForPush(db: Db, rolloutId: string, batch: number
       [rolloutId, push],
     );
   }
-  await finishAgents(db, rolloutId, skipped, 'skipped', 'the agent can no longer receive configurations (revoked, handed over or awaiting approval)');
+  await finishAgents(
+    db,
+    rolloutId,
+    skipped,
+    'skipped',
+    'the agent can no longer receive configurations (revoked, handed over or awaiting approval)',
+  );
   return { push, skipped };
 }
 
@@ -264,7 +306,11 @@ export async function settleBatch(db: Db, rolloutId: string, batch: number, hash
 }
 
 /** The batch's agents still applying, and when the first of them was pushed (the apply timeout runs from then). */
-export async function batchWaiting(db: Db, rolloutId: string, batch: number): Promise<{ applying: number; pushedAt: Date | null }> {
+export async function batchWaiting(
+  db: Db,
+  rolloutId: string,
+  batch: number,
+): Promise<{ applying: number; pushedAt: Date | null }> {
   const row = await db('rollout_agents')
     .where({ rollout_id: rolloutId, batch, state: 'applying' })
     .first(db.raw('count(*)::int AS applying'), db.raw('min(pushed_at) AS pushed_at'));
@@ -280,7 +326,11 @@ export async function failApplying(db: Db, rolloutId: string, batch: number, err
   return rows.map((row) => row.agent_id);
 }
 
-export async function batchOutcome(db: Db, rolloutId: string, batch: number): Promise<Record<AgentRolloutState, number>> {
+export async function batchOutcome(
+  db: Db,
+  rolloutId: string,
+  batch: number,
+): Promise<Record<AgentRolloutState, number>> {
   const rows: Array<{ state: AgentRolloutState; n: string }> = await db('rollout_agents')
     .where({ rollout_id: rolloutId, batch })
     .groupBy('state')
@@ -298,7 +348,11 @@ export async function batchOutcome(db: Db, rolloutId: string, batch: number): Pr
  * version each had before; agents that had none are `skipped` (nothing to restore).
  * Idempotent: agents already claimed are not returned again.
  */
-export async function claimRollback(db: Db, rolloutId: string, hash: string): Promise<Array<{ configurationId: string; version: number; agentIds: string[] }>> {
+export async function claimRollback(
+  db: Db,
+  rolloutId: string,
+  hash: string,
+): Promise<Array<{ configurationId: string; version: number; agentIds: string[] }>> {
   // An agent a later push moved on from this rollout's configuration is that push's now.
   await db.raw(
     `UPDATE rollout_agents ra SET rollback_state = 'skipped', rollback_error = 'a later push replaced this rollout''s configuration'
@@ -330,12 +384,19 @@ export async function claimRollback(db: Db, rolloutId: string, hash: string): Pr
     }
     const key = `${row.previous_configuration_id}:${row.previous_version}`;
     let group = groups.get(key);
-    if (!group) groups.set(key, (group = { configurationId: row.previous_configuration_id, version: row.previous_version, agentIds: [] }));
+    if (!group)
+      groups.set(
+        key,
+        (group = { configurationId: row.previous_configuration_id, version: row.previous_version, agentIds: [] }),
+      );
     group.agentIds.push(row.agent_id);
   }
   const claimed = [...groups.values()].flatMap((group) => group.agentIds);
   if (claimed.length) {
-    await db('rollout_agents').where({ rollout_id: rolloutId }).whereRaw('agent_id = ANY(?::uuid[])', [claimed]).update({ rollback_state: 'applying' });
+    await db('rollout_agents')
+      .where({ rollout_id: rolloutId })
+      .whereRaw('agent_id = ANY(?::uuid[])', [claimed])
+      .update({ rollback_state: 'applying' });
   }
   if (nothing.length) {
     await db('rollout_agents')

@@ -3,7 +3,16 @@ import type { Db } from '../connection';
 import { releaseRolloutAgents, retakeTouchedAgents } from './rollout-agents';
 
 /** The values of `rollouts.state`; the transitions between them are domain/rollouts.ts. */
-export const ROLLOUT_STATES = ['pending', 'running', 'paused', 'completed', 'failed', 'aborted', 'rolling-back', 'rolled-back'] as const;
+export const ROLLOUT_STATES = [
+  'pending',
+  'running',
+  'paused',
+  'completed',
+  'failed',
+  'aborted',
+  'rolling-back',
+  'rolled-back',
+] as const;
 export type RolloutState = (typeof ROLLOUT_STATES)[number];
 
 export interface RolloutTarget {
@@ -43,7 +52,10 @@ export interface RolloutRow {
 
 export async function insertRollout(
   db: Db,
-  row: Pick<RolloutRow, 'tenant_id' | 'configuration_id' | 'version' | 'content_hash' | 'target' | 'strategy' | 'created_by'>,
+  row: Pick<
+    RolloutRow,
+    'tenant_id' | 'configuration_id' | 'version' | 'content_hash' | 'target' | 'strategy' | 'created_by'
+  >,
 ): Promise<RolloutRow> {
   const [inserted] = await db('rollouts')
     .insert({ ...row, target: JSON.stringify(row.target), strategy: JSON.stringify(row.strategy), state: 'pending' })
@@ -88,7 +100,14 @@ export function listRolloutsQuery(db: Db, tenantId: string, filters: RolloutFilt
  */
 export async function setRolloutState(
   db: Db,
-  change: { id: string; from: readonly RolloutState[]; to: RolloutState; versions?: number[]; reason?: string | null; currentBatch?: number },
+  change: {
+    id: string;
+    from: readonly RolloutState[];
+    to: RolloutState;
+    versions?: number[];
+    reason?: string | null;
+    currentBatch?: number;
+  },
 ): Promise<RolloutRow | undefined> {
   const changes: Record<string, unknown> = {
     state: change.to,
@@ -100,7 +119,11 @@ export async function setRolloutState(
   if (change.to === 'running') changes.started_at = db.raw('coalesce(started_at, now())');
   if (FINAL.has(change.to)) changes.finished_at = db.fn.now();
   if (change.to === 'rolling-back') changes.finished_at = null;
-  const query = db('rollouts').where({ id: change.id }).whereIn('state', change.from as RolloutState[]).update(changes).returning('*');
+  const query = db('rollouts')
+    .where({ id: change.id })
+    .whereIn('state', change.from as RolloutState[])
+    .update(changes)
+    .returning('*');
   if (change.versions) query.whereIn('row_version', change.versions);
   const [row] = (await query) as RolloutRow[];
   if (row && FINAL.has(change.to)) await releaseRolloutAgents(db, change.id);
@@ -116,7 +139,10 @@ const FINAL = new Set<RolloutState>(['completed', 'failed', 'aborted', 'rolled-b
  * with If-None-Match sees each batch. (Counts move within a batch without a new ETag.)
  */
 export async function setCurrentBatch(db: Db, id: string, batch: number): Promise<void> {
-  await db('rollouts').where({ id }).whereNot({ current_batch: batch }).update({ current_batch: batch, row_version: db.raw('row_version + 1'), updated_at: db.fn.now() });
+  await db('rollouts')
+    .where({ id })
+    .whereNot({ current_batch: batch })
+    .update({ current_batch: batch, row_version: db.raw('row_version + 1'), updated_at: db.fn.now() });
 }
 
 /** Locks the rollout row against transitions for the rest of the transaction; its state. */

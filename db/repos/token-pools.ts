@@ -14,11 +14,10 @@ export interface TokenPoolRow {
   created_at: Date;
 }
 
-export async function insertTokenPool(
-  db: Db,
-  pool: Omit<TokenPoolRow, 'id' | 'created_at'>,
-): Promise<TokenPoolRow> {
-  const [row] = await db<TokenPoolRow>('token_pools').insert(pool as never).returning('*');
+export async function insertTokenPool(db: Db, pool: Omit<TokenPoolRow, 'id' | 'created_at'>): Promise<TokenPoolRow> {
+  const [row] = await db<TokenPoolRow>('token_pools')
+    .insert(pool as never)
+    .returning('*');
   return row!;
 }
 
@@ -27,15 +26,14 @@ export async function findTokenPool(db: Db, tenantId: string, id: string): Promi
 }
 
 /** Locks the pool row until the transaction ends, so concurrent issues count one at a time. */
-export async function lockTokenPool(trx: Knex.Transaction, tenantId: string, id: string): Promise<TokenPoolRow | undefined> {
+export async function lockTokenPool(
+  trx: Knex.Transaction,
+  tenantId: string,
+  id: string,
+): Promise<TokenPoolRow | undefined> {
   return trx<TokenPoolRow>('token_pools').where({ tenant_id: tenantId, id }).forUpdate().first();
 }
 
 export function listTokenPoolsQuery(db: Db, tenantId: string): Knex.QueryBuilder {
-  return db('token_pools')
-    .select(
-      'token_pools.*',
-      activeTokensColumn(db),
-    )
-    .where({ tenant_id: tenantId });
+  return db('token_pools').select('token_pools.*', activeTokensColumn(db)).where({ tenant_id: tenantId });
 }

@@ -36,7 +36,7 @@ export async function loadOrCreateAgentCa(db: Knex, encryptionKey: Buffer): Prom
 }
 
 async function newCaRow(encryptionKey: Buffer) {
-  const keys = (await webcrypto.subtle.generateKey(SIGNING, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const keys = await webcrypto.subtle.generateKey(SIGNING, true, ['sign', 'verify']);
   const notBefore = new Date(Date.now() - 60 * 60 * 1000); // tolerate clock skew on agents
   const notAfter = new Date(notBefore);
   notAfter.setUTCFullYear(notAfter.getUTCFullYear() + CA_VALIDITY_YEARS);
@@ -54,13 +54,27 @@ async function newCaRow(encryptionKey: Buffer) {
   });
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
   const sealed = encrypt(encryptionKey, pkcs8, KEY_CONTEXT);
-  return { certificate_pem: certificate.toString('pem'), key_iv: sealed.iv, key_tag: sealed.tag, key_ciphertext: sealed.ciphertext };
+  return {
+    certificate_pem: certificate.toString('pem'),
+    key_iv: sealed.iv,
+    key_tag: sealed.tag,
+    key_ciphertext: sealed.ciphertext,
+  };
 }
 
 async function fromRow(row: AgentCaRow, encryptionKey: Buffer): Promise<AgentCa> {
-  const pkcs8 = decrypt(encryptionKey, { iv: row.key_iv, tag: row.key_tag, ciphertext: row.key_ciphertext }, KEY_CONTEXT);
+  const pkcs8 = decrypt(
+    encryptionKey,
+    { iv: row.key_iv, tag: row.key_tag, ciphertext: row.key_ciphertext },
+    KEY_CONTEXT,
+  );
   const certificate = new x509.X509Certificate(row.certificate_pem);
-  return { id: row.id, certificate, certificatePem: row.certificate_pem, privateKey: await importSigningKey(certificate, pkcs8) };
+  return {
+    id: row.id,
+    certificate,
+    certificatePem: row.certificate_pem,
+    privateKey: await importSigningKey(certificate, pkcs8),
+  };
 }
 
 /**
@@ -71,7 +85,11 @@ export async function loadAgentCaFromFiles(certificateFile: string, keyFile: str
   const certificatePem = await readFile(certificateFile, 'utf8');
   const certificate = new x509.X509Certificate(certificatePem);
   const basic = certificate.getExtension(x509.BasicConstraintsExtension);
-  if (!basic?.ca) throw new AgentCertificateError('not-a-ca', `${certificateFile} is not a CA certificate (basicConstraints cA is not set)`);
+  if (!basic?.ca)
+    throw new AgentCertificateError(
+      'not-a-ca',
+      `${certificateFile} is not a CA certificate (basicConstraints cA is not set)`,
+    );
   const pkcs8 = createPrivateKey(await readFile(keyFile, 'utf8')).export({ format: 'der', type: 'pkcs8' });
   const privateKey = await importSigningKey(certificate, pkcs8);
   await assertKeyMatches(certificate, privateKey);
@@ -87,7 +105,11 @@ async function importSigningKey(certificate: x509.X509Certificate, pkcs8: Buffer
       : algorithm.name === 'RSASSA-PKCS1-v1_5'
         ? { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }
         : undefined;
-  if (!params) throw new AgentCertificateError('unsupported-key', `CA key algorithm ${algorithm.name} is not supported (use EC or RSA)`);
+  if (!params)
+    throw new AgentCertificateError(
+      'unsupported-key',
+      `CA key algorithm ${algorithm.name} is not supported (use EC or RSA)`,
+    );
   return webcrypto.subtle.importKey('pkcs8', pkcs8, params, false, ['sign']);
 }
 

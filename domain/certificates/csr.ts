@@ -29,17 +29,22 @@ const MAX_CSR_BYTES = 16 * 1024;
 export async function checkCsr(input: string | Uint8Array, agentId: string): Promise<CheckedCsr> {
   const csr = parse(input);
   const keyType = checkKey(csr);
-  if (!(await verifySignature(csr))) throw new CsrRejectedError('bad-signature', 'the CSR signature does not verify with its public key');
+  if (!(await verifySignature(csr)))
+    throw new CsrRejectedError('bad-signature', 'the CSR signature does not verify with its public key');
   for (const uid of namedInstanceUids(csr)) {
     if (uid.toLowerCase() !== agentId.toLowerCase()) {
-      throw new CsrRejectedError('instance-uid-mismatch', `the CSR names instance uid ${uid}, not this agent's (${agentId})`);
+      throw new CsrRejectedError(
+        'instance-uid-mismatch',
+        `the CSR names instance uid ${uid}, not this agent's (${agentId})`,
+      );
     }
   }
   return { csr, keyType };
 }
 
 function parse(input: string | Uint8Array): x509.Pkcs10CertificateRequest {
-  if (input.length === 0 || input.length > MAX_CSR_BYTES) throw new CsrRejectedError('malformed', 'the CSR is empty or too large');
+  if (input.length === 0 || input.length > MAX_CSR_BYTES)
+    throw new CsrRejectedError('malformed', 'the CSR is empty or too large');
   try {
     // OpAMP carries the CSR as PEM bytes; DER is accepted too.
     const text = typeof input === 'string' ? input : Buffer.from(input).toString('latin1');
@@ -59,16 +64,23 @@ function checkKey(csr: x509.Pkcs10CertificateRequest): 'rsa' | 'ec' {
   const details = key.asymmetricKeyDetails ?? {};
   if (key.asymmetricKeyType === 'rsa') {
     const bits = details.modulusLength ?? 0;
-    if (bits < MIN_RSA_BITS) throw new CsrRejectedError('key-too-small', `RSA key of ${bits} bits; at least ${MIN_RSA_BITS} are required`);
+    if (bits < MIN_RSA_BITS)
+      throw new CsrRejectedError('key-too-small', `RSA key of ${bits} bits; at least ${MIN_RSA_BITS} are required`);
     return 'rsa';
   }
   if (key.asymmetricKeyType === 'ec') {
     if (!EC_CURVES.has(details.namedCurve ?? '')) {
-      throw new CsrRejectedError('unsupported-key', `EC curve ${details.namedCurve ?? 'unknown'} is not supported; use P-256 or P-384`);
+      throw new CsrRejectedError(
+        'unsupported-key',
+        `EC curve ${details.namedCurve ?? 'unknown'} is not supported; use P-256 or P-384`,
+      );
     }
     return 'ec';
   }
-  throw new CsrRejectedError('unsupported-key', `key type ${key.asymmetricKeyType ?? 'unknown'} is not supported; use RSA (2048 bits or more) or EC P-256/P-384`);
+  throw new CsrRejectedError(
+    'unsupported-key',
+    `key type ${key.asymmetricKeyType ?? 'unknown'} is not supported; use RSA (2048 bits or more) or EC P-256/P-384`,
+  );
 }
 
 async function verifySignature(csr: x509.Pkcs10CertificateRequest): Promise<boolean> {

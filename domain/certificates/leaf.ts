@@ -71,7 +71,12 @@ export async function issueLeafCertificate(db: Db, ca: AgentCa, request: IssueLe
     not_before: certificate.notBefore,
     not_after: certificate.notAfter,
   });
-  return { serial: row.serial, certificatePem: certificate.toString('pem'), notBefore: row.not_before, notAfter: row.not_after };
+  return {
+    serial: row.serial,
+    certificatePem: certificate.toString('pem'),
+    notBefore: row.not_before,
+    notAfter: row.not_after,
+  };
 }
 
 /** 16 random bytes as lower-case hex, first byte 0x01..0x7f: positive and exactly 16 bytes in DER. */

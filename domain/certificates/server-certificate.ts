@@ -19,7 +19,7 @@ const SERVER_VALIDITY_DAYS = 90;
  * their leaf carries it as `ca_cert`) then trust the listener too.
  */
 export async function issueServerCertificate(ca: AgentCa, hostnames: string[]): Promise<ServerCertificate> {
-  const keys = (await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const keys = await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
   const notBefore = new Date(Date.now() - 5 * 60_000);
   const notAfter = new Date(notBefore.getTime() + SERVER_VALIDITY_DAYS * 86_400_000);
   const serial = randomBytes(16);
@@ -37,18 +37,29 @@ export async function issueServerCertificate(ca: AgentCa, hostnames: string[]): 
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-      new x509.SubjectAlternativeNameExtension(hostnames.map((name) => (isIP(name) ? { type: 'ip', value: name } : { type: 'dns', value: name }))),
+      new x509.SubjectAlternativeNameExtension(
+        hostnames.map((name) => (isIP(name) ? { type: 'ip', value: name } : { type: 'dns', value: name })),
+      ),
       await x509.AuthorityKeyIdentifierExtension.create(ca.certificate),
     ],
   });
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
   return {
     certificatePem: `${certificate.toString('pem')}\n${ca.certificatePem.trim()}\n`,
-    keyPem: `-----BEGIN PRIVATE KEY-----\n${pkcs8.toString('base64').replace(/(.{64})/g, '$1\n').trim()}\n-----END PRIVATE KEY-----\n`,
+    keyPem: `-----BEGIN PRIVATE KEY-----\n${pkcs8
+      .toString('base64')
+      .replace(/(.{64})/g, '$1\n')
+      .trim()}\n-----END PRIVATE KEY-----\n`,
   };
 }
 
 /** An operator's certificate and key for the listener (`Agents:Tls:CertificateFile` / `KeyFile`). */
-export async function readServerCertificate(files: { certificateFile: string; keyFile: string }): Promise<ServerCertificate> {
-  return { certificatePem: await readFile(files.certificateFile, 'utf8'), keyPem: await readFile(files.keyFile, 'utf8') };
+export async function readServerCertificate(files: {
+  certificateFile: string;
+  keyFile: string;
+}): Promise<ServerCertificate> {
+  return {
+    certificatePem: await readFile(files.certificateFile, 'utf8'),
+    keyPem: await readFile(files.keyFile, 'utf8'),
+  };
 }

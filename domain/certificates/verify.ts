@@ -35,14 +35,26 @@ export async function verifyAgentCertificate(
 ): Promise<AgentIdentity> {
   const certificate = parse(presented);
   await checkIssuer(certificate, ca);
-  if (now < certificate.notBefore) throw new CertificateRejectedError('not-yet-valid', `the certificate is valid from ${certificate.notBefore.toISOString()}`);
-  if (now > certificate.notAfter) throw new CertificateRejectedError('expired', `the certificate expired at ${certificate.notAfter.toISOString()}`);
+  if (now < certificate.notBefore)
+    throw new CertificateRejectedError(
+      'not-yet-valid',
+      `the certificate is valid from ${certificate.notBefore.toISOString()}`,
+    );
+  if (now > certificate.notAfter)
+    throw new CertificateRejectedError('expired', `the certificate expired at ${certificate.notAfter.toISOString()}`);
   const identity = agentIdentity(certificate);
   const row = await findAgentCertificate(db, identity.serial);
   if (!row || row.tenant_id !== identity.tenantId || row.agent_id !== identity.agentId) {
-    throw new CertificateRejectedError('unknown-serial', `no certificate with serial ${identity.serial} was issued to this agent`);
+    throw new CertificateRejectedError(
+      'unknown-serial',
+      `no certificate with serial ${identity.serial} was issued to this agent`,
+    );
   }
-  if (row.revoked_at) throw new CertificateRejectedError('revoked', `the certificate ${identity.serial} was revoked at ${row.revoked_at.toISOString()}`);
+  if (row.revoked_at)
+    throw new CertificateRejectedError(
+      'revoked',
+      `the certificate ${identity.serial} was revoked at ${row.revoked_at.toISOString()}`,
+    );
   return identity;
 }
 
@@ -74,9 +86,16 @@ export async function verifyAuthorizedPeer(db: Db, peer: VerifiedPeer): Promise<
   const row = await findAgentCertificate(db, serial);
   if (!row) return undefined;
   if (row.tenant_id !== identity.tenantId || row.agent_id !== identity.agentId) {
-    throw new CertificateRejectedError('unknown-serial', `no certificate with serial ${serial} was issued to this agent`);
+    throw new CertificateRejectedError(
+      'unknown-serial',
+      `no certificate with serial ${serial} was issued to this agent`,
+    );
   }
-  if (row.revoked_at) throw new CertificateRejectedError('revoked', `the certificate ${serial} was revoked at ${row.revoked_at.toISOString()}`);
+  if (row.revoked_at)
+    throw new CertificateRejectedError(
+      'revoked',
+      `the certificate ${serial} was revoked at ${row.revoked_at.toISOString()}`,
+    );
   return identity;
 }
 
@@ -103,11 +122,18 @@ async function checkIssuer(certificate: x509.X509Certificate, ca: AgentCa): Prom
 /** The identity is the URI SAN the server wrote (and the CN must agree with it). */
 function agentIdentity(certificate: x509.X509Certificate): AgentIdentity {
   const san = certificate.getExtension(x509.SubjectAlternativeNameExtension);
-  const uris = san?.names.items.filter((n) => n.type === 'url').map((n) => AGENT_URI.exec(n.value)).filter((m) => m !== null) ?? [];
+  const uris =
+    san?.names.items
+      .filter((n) => n.type === 'url')
+      .map((n) => AGENT_URI.exec(n.value))
+      .filter((m) => m !== null) ?? [];
   const cn = certificate.subjectName.getField('CN');
   const match = uris.length === 1 ? uris[0]! : undefined;
   if (!match || cn.length !== 1 || cn[0]!.toLowerCase() !== match[2]!.toLowerCase()) {
-    throw new CertificateRejectedError('not-an-agent-certificate', 'the certificate does not carry exactly one agent identity');
+    throw new CertificateRejectedError(
+      'not-an-agent-certificate',
+      'the certificate does not carry exactly one agent identity',
+    );
   }
   return { tenantId: match[1]!, agentId: match[2]!.toLowerCase(), serial: certificate.serialNumber.toLowerCase() };
 }

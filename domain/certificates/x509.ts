@@ -10,7 +10,10 @@ export { x509, webcrypto };
 
 /** Errors the CA module refuses with carry a machine-readable reason and a readable message. */
 export class AgentCertificateError<Reason extends string = string> extends Error {
-  constructor(readonly reason: Reason, message: string) {
+  constructor(
+    readonly reason: Reason,
+    message: string,
+  ) {
     super(message);
   }
 }

@@ -124,7 +124,8 @@ export function jsonErrorAt(text: string): { offset: number; reason: string } | 
       }
     } else {
       const top = stack[stack.length - 1];
-      if (top === undefined) return i < text.length ? { offset: i, reason: 'unexpected content after the JSON value' } : undefined;
+      if (top === undefined)
+        return i < text.length ? { offset: i, reason: 'unexpected content after the JSON value' } : undefined;
       const close = top === '{' ? '}' : ']';
       if (c === ',') {
         i++;
@@ -174,7 +175,10 @@ export function parseContent(format: Format, content: string): Parsed {
   if (format === 'text') return { ok: true, value: content };
   const parsed = format === 'yaml' ? parseYaml(content) : parseJson(content);
   if (parsed.ok && nestingDepth(parsed.value) > MAX_NESTING) {
-    return { ok: false, message: `invalid ${format === 'yaml' ? 'YAML' : 'JSON'}: nested deeper than ${MAX_NESTING} levels` };
+    return {
+      ok: false,
+      message: `invalid ${format === 'yaml' ? 'YAML' : 'JSON'}: nested deeper than ${MAX_NESTING} levels`,
+    };
   }
   return parsed;
 }
@@ -235,7 +239,8 @@ function replacementPatch(oldName: string, newName: string, a: string, b: string
   const [old, next] = [linesOf(a), linesOf(b)];
   const range = (n: number) => (n === 0 ? '0,0' : `1,${n}`);
   const body = (lines: string[], sign: string, text: string) =>
-    lines.map((l) => `${sign}${l}\n`).join('') + (lines.length > 0 && !text.endsWith('\n') ? '\\ No newline at end of file\n' : '');
+    lines.map((l) => `${sign}${l}\n`).join('') +
+    (lines.length > 0 && !text.endsWith('\n') ? '\\ No newline at end of file\n' : '');
   return (
     `===================================================================\n--- ${oldName}\n+++ ${newName}\n` +
     `@@ -${range(old.length)} +${range(next.length)} @@\n${body(old, '-', a)}${body(next, '+', b)}`
@@ -243,11 +248,23 @@ function replacementPatch(oldName: string, newName: string, a: string, b: string
 }
 
 /** Unified diff of two contents; `name` labels the file in the headers. */
-export function unifiedDiff(name: string, from: { version: number; content: string }, to: { version: number; content: string }): string {
+export function unifiedDiff(
+  name: string,
+  from: { version: number; content: string },
+  to: { version: number; content: string },
+): string {
   const oldName = `a/${name}\tversion ${from.version}`;
   const newName = `b/${name}\tversion ${to.version}`;
-  const patch = createTwoFilesPatch(`a/${name}`, `b/${name}`, from.content, to.content, `version ${from.version}`, `version ${to.version}`, {
-    timeout: DIFF_TIMEOUT_MS,
-  });
+  const patch = createTwoFilesPatch(
+    `a/${name}`,
+    `b/${name}`,
+    from.content,
+    to.content,
+    `version ${from.version}`,
+    `version ${to.version}`,
+    {
+      timeout: DIFF_TIMEOUT_MS,
+    },
+  );
   return patch ?? replacementPatch(oldName, newName, from.content, to.content);
 }

@@ -16,7 +16,8 @@ export function withinBudget<T>(work: () => T, ms: number): T {
   try {
     return script.runInContext(context, { timeout: ms }) as T;
   } catch (error) {
-    if ((error as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw new BudgetExceeded(`exceeded ${ms} ms`);
+    if ((error as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT')
+      throw new BudgetExceeded(`exceeded ${ms} ms`);
     throw error;
   } finally {
     context.work = null;

@@ -41,7 +41,12 @@ export const CEL_TYPES = {
   Rollout: { batchPercent: 'int', batchSize: 'int', targetCount: 'int' },
 } as const;
 
-export const CEL_VARIABLES = { agent: 'Agent', configuration: 'Configuration', version: 'Version', rollout: 'Rollout' } as const;
+export const CEL_VARIABLES = {
+  agent: 'Agent',
+  configuration: 'Configuration',
+  version: 'Version',
+  rollout: 'Rollout',
+} as const;
 
 /** What an evaluation is given; field names and types follow CEL_TYPES. */
 export interface AgentConfigFacts {
@@ -85,7 +90,9 @@ export const MAX_EXPRESSION_LENGTH = 4096;
 
 function buildEnvironment(): Environment {
   // Structural limits keep a hostile expression from costing much to parse or run.
-  const env = new Environment({ limits: { maxAstNodes: 500, maxDepth: 40, maxListElements: 200, maxMapEntries: 200, maxCallArguments: 8 } });
+  const env = new Environment({
+    limits: { maxAstNodes: 500, maxDepth: 40, maxListElements: 200, maxMapEntries: 200, maxCallArguments: 8 },
+  });
   for (const [name, fields] of Object.entries(CEL_TYPES)) env.registerType(name, { fields: { ...fields } });
   for (const [name, type] of Object.entries(CEL_VARIABLES)) env.registerVariable(name, type);
   return env;
@@ -105,7 +112,8 @@ export type CheckResult = { ok: true } | { ok: false; message: string };
 
 /** Type-checks an expression against the declared variables; it must yield `bool`. */
 export function checkExpression(expression: string): CheckResult {
-  if (expression.length > MAX_EXPRESSION_LENGTH) return { ok: false, message: `is longer than ${MAX_EXPRESSION_LENGTH} characters` };
+  if (expression.length > MAX_EXPRESSION_LENGTH)
+    return { ok: false, message: `is longer than ${MAX_EXPRESSION_LENGTH} characters` };
   let result;
   try {
     result = environment.check(expression);
@@ -140,7 +148,7 @@ export type Outcome = { allowed: true } | { allowed: false; error?: string };
  */
 export function runExpression(expression: string, context: PolicyContext): Outcome {
   try {
-    const value: unknown = program(expression)(context as never);
+    const value: unknown = program(expression)(context);
     if (value === true) return { allowed: true };
     if (value === false) return { allowed: false };
     return { allowed: false, error: `the expression returned ${typeof value}, not bool` };

@@ -91,7 +91,12 @@ export function contentData(format: string, content: string): unknown {
 }
 
 const stringMap = (labels: Record<string, unknown> | null | undefined): Record<string, string> =>
-  Object.fromEntries(Object.entries(labels ?? {}).map(([key, value]) => [key, typeof value === 'string' ? value : JSON.stringify(value)]));
+  Object.fromEntries(
+    Object.entries(labels ?? {}).map(([key, value]) => [
+      key,
+      typeof value === 'string' ? value : JSON.stringify(value),
+    ]),
+  );
 
 function agentFacts(row: TargetAgentRow): PolicyContext['agent'] {
   return {
@@ -126,7 +131,11 @@ function configurationFacts(row: TargetConfigurationRow): PolicyContext['configu
   };
 }
 
-function versionFacts(configuration: TargetConfigurationRow, row: TargetVersionRow, withData: boolean): PolicyContext['version'] {
+function versionFacts(
+  configuration: TargetConfigurationRow,
+  row: TargetVersionRow,
+  withData: boolean,
+): PolicyContext['version'] {
   return {
     version: BigInt(row.version),
     state: row.state,
@@ -139,7 +148,11 @@ function versionFacts(configuration: TargetConfigurationRow, row: TargetVersionR
 }
 
 /** Unknown, deleted or other tenants' groups and agents are not found, as if they were a path. */
-export async function checkTarget(db: Db, tenantId: string, target: { groupIds: string[]; agentIds: string[] }): Promise<void> {
+export async function checkTarget(
+  db: Db,
+  tenantId: string,
+  target: { groupIds: string[]; agentIds: string[] },
+): Promise<void> {
   const groups = await liveGroupIds(db, tenantId, target.groupIds);
   const missingGroup = target.groupIds.find((id) => !groups.has(id));
   if (missingGroup) throw new NotFoundError('group', missingGroup);
@@ -148,7 +161,8 @@ export async function checkTarget(db: Db, tenantId: string, target: { groupIds: 
   if (missingAgent) throw new NotFoundError('agent', missingAgent);
 }
 
-const applies = (policy: PolicyRow, agent: TargetAgentRow) => policy.scope.length === 0 || policy.scope.includes(agent.group_id);
+const applies = (policy: PolicyRow, agent: TargetAgentRow) =>
+  policy.scope.length === 0 || policy.scope.includes(agent.group_id);
 
 /** How long one policy may take over one page (PAGE agents); typical CEL runs take microseconds. */
 const POLICY_PAGE_BUDGET_MS = 1_000;
@@ -166,13 +180,21 @@ function judgePage(policies: PolicyRow[], contexts: PolicyContext[], agents: Tar
         agents.forEach((agent, i) => {
           if (!applies(policy, agent)) return;
           const outcome = runExpression(policy.expression, contexts[i]!);
-          if (!outcome.allowed) denials.push([i, { policyId: policy.id, name: policy.name, ...(outcome.error ? { error: outcome.error } : {}) }]);
+          if (!outcome.allowed)
+            denials.push([
+              i,
+              { policyId: policy.id, name: policy.name, ...(outcome.error ? { error: outcome.error } : {}) },
+            ]);
         });
       }, POLICY_PAGE_BUDGET_MS);
     } catch (error) {
       if (!(error instanceof BudgetExceeded)) throw error;
       denials.length = 0;
-      const denial = { policyId: policy.id, name: policy.name, error: `evaluation exceeded its time budget (${POLICY_PAGE_BUDGET_MS} ms for ${agents.length} agents)` };
+      const denial = {
+        policyId: policy.id,
+        name: policy.name,
+        error: `evaluation exceeded its time budget (${POLICY_PAGE_BUDGET_MS} ms for ${agents.length} agents)`,
+      };
       agents.forEach((agent, i) => applies(policy, agent) && denials.push([i, denial]));
     }
     for (const [i, denial] of denials) deniedBy[i]!.push(denial);
@@ -191,13 +213,20 @@ export async function evaluatePolicies(db: Db, tenantId: string, input: Evaluati
   if (!configuration) throw new NotFoundError('configuration', input.configurationId);
   const version = await findTargetVersion(db, configuration.id, input.version);
   if (!version) {
-    throw new NotFoundError('configuration version', `${configuration.id}/${input.version}`, `Configuration '${configuration.id}' has no version ${input.version}.`);
+    throw new NotFoundError(
+      'configuration version',
+      `${configuration.id}/${input.version}`,
+      `Configuration '${configuration.id}' has no version ${input.version}.`,
+    );
   }
   let target: AgentTarget;
   if ('rolloutId' in input.target) {
     target = { rolloutId: input.target.rolloutId };
   } else {
-    target = { groupIds: [...new Set(input.target.groupIds ?? [])], agentIds: [...new Set(input.target.agentIds ?? [])] };
+    target = {
+      groupIds: [...new Set(input.target.groupIds ?? [])],
+      agentIds: [...new Set(input.target.agentIds ?? [])],
+    };
     await checkTarget(db, tenantId, target);
   }
 
@@ -213,14 +242,22 @@ export async function evaluatePolicies(db: Db, tenantId: string, input: Evaluati
   let after: string | null = null;
   do {
     const page = await targetAgentsPage(db, tenantId, target, after, PAGE);
-    verdicts.push(...judgePage(policies, page.agents.map((agent) => ({ ...shared, agent: agentFacts(agent) })), page.agents));
+    verdicts.push(
+      ...judgePage(
+        policies,
+        page.agents.map((agent) => ({ ...shared, agent: agentFacts(agent) })),
+        page.agents,
+      ),
+    );
     after = page.after;
   } while (after);
   return { allowed: verdicts.every((verdict) => verdict.allowed), verdicts };
 }
 
 export function violationsOf(evaluation: Evaluation): Violation[] {
-  return evaluation.verdicts.flatMap((verdict) => verdict.deniedBy.map((denial) => ({ ...denial, agentId: verdict.agentId })));
+  return evaluation.verdicts.flatMap((verdict) =>
+    verdict.deniedBy.map((denial) => ({ ...denial, agentId: verdict.agentId })),
+  );
 }
 
 /** Denials a 422 lists; a start judging 100,000 agents must not answer megabytes. */
@@ -241,7 +278,11 @@ export function policyDenied(evaluation: Evaluation): PolicyDeniedError | undefi
   const truncated = listed.length < violations.length;
   const detail =
     `Policy '${first.name}' denied the push to agent ${first.agentId}.` +
-    (more === 0 ? '' : truncated ? ` ${more} more denials; the first ${listed.length} are in violations.` : ` ${more} more denial${more === 1 ? '' : 's'} in violations.`);
+    (more === 0
+      ? ''
+      : truncated
+        ? ` ${more} more denials; the first ${listed.length} are in violations.`
+        : ` ${more} more denial${more === 1 ? '' : 's'} in violations.`);
   return new PolicyDeniedError(detail, {
     policyId: first.policyId,
     agentId: first.agentId,

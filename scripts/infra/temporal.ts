@@ -56,7 +56,9 @@ export async function ensureTemporalCli(log: (line: string) => void): Promise<st
 
 async function buildWithGo(dir: string, log: (line: string) => void): Promise<void> {
   const started = Date.now();
-  log(`Building the Temporal CLI ${TEMPORAL_CLI_VERSION} with Go into ${dir} (first run only; about 5 minutes on 2 cores)...`);
+  log(
+    `Building the Temporal CLI ${TEMPORAL_CLI_VERSION} with Go into ${dir} (first run only; about 5 minutes on 2 cores)...`,
+  );
   const child = spawn('go', ['install', `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`], {
     env: { ...process.env, GOBIN: dir, CGO_ENABLED: '0' },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -73,7 +75,10 @@ async function buildWithGo(dir: string, log: (line: string) => void): Promise<vo
   }, 20_000);
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   clearInterval(progress);
-  if (code !== 0) throw new MissingToolError(`Building the Temporal CLI with Go failed (exit ${code}): ${tail.trim().split('\n').pop()}`);
+  if (code !== 0)
+    throw new MissingToolError(
+      `Building the Temporal CLI with Go failed (exit ${code}): ${tail.trim().split('\n').pop()}`,
+    );
   log(`Built the Temporal CLI in ${Math.round((Date.now() - started) / 1000)}s.`);
 }
 
@@ -95,7 +100,8 @@ function waitForPort(host: string, port: number, timeoutMs: number, child: Child
       });
       socket.on('error', () => {
         socket.destroy();
-        if (Date.now() > deadline) reject(new Error(`Temporal dev server did not listen on ${host}:${port} within ${timeoutMs} ms`));
+        if (Date.now() > deadline)
+          reject(new Error(`Temporal dev server did not listen on ${host}:${port} within ${timeoutMs} ms`));
         else setTimeout(attempt, 200);
       });
     };
@@ -121,8 +127,8 @@ export async function startTemporal(options: {
   // Its own process group: a terminal's Ctrl-C must not stop it before its clients.
   const child = spawn(options.cli, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const log = options.log ?? (() => {});
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => log(d.trimEnd()));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => log(d.trimEnd()));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => log(d.trimEnd()));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => log(d.trimEnd()));
   await waitForPort('127.0.0.1', options.port, 60_000, child);
   return {
     address: `127.0.0.1:${options.port}`,

@@ -20,7 +20,12 @@ const call = (method: string, path: string, body?: unknown) => env.t.call(method
 test('a push blocked past its heartbeat timeout (10 s) heartbeats, stays on its first attempt, then completes', async () => {
   const { groupId, fleet, ids } = await env.fleet(3);
   const [v1] = await publishConfiguration(env.t, env.operator, ['blocked: 1\n']);
-  const created = await call('POST', '/api/rollouts', { configurationId: v1!.configurationId, version: v1!.version, target: { groupIds: [groupId] }, strategy: { batchSize: 3 } });
+  const created = await call('POST', '/api/rollouts', {
+    configurationId: v1!.configurationId,
+    version: v1!.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 3 },
+  });
   expect(created.status).toBe(201);
   const rolloutId: string = created.body.id;
 

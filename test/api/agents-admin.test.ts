@@ -39,14 +39,28 @@ async function cutoff(expected: Record<string, unknown>) {
 const serial = () => randomBytes(8).toString('hex');
 
 async function issueCertificate(agent: { id: string; tenant_id: string }, fields: { revoked_at?: Date } = {}) {
-  const row = { serial: serial(), ca_id: null, tenant_id: agent.tenant_id, agent_id: agent.id, not_before: new Date(), not_after: new Date(Date.now() + 86_400_000), ...fields };
+  const row = {
+    serial: serial(),
+    ca_id: null,
+    tenant_id: agent.tenant_id,
+    agent_id: agent.id,
+    not_before: new Date(),
+    not_after: new Date(Date.now() + 86_400_000),
+    ...fields,
+  };
   await t.database.db('agent_certificates').insert(row);
-  await t.database.db('agents').where({ id: agent.id }).update({ certificate_serial: row.serial, certificate_not_after: row.not_after });
+  await t.database
+    .db('agents')
+    .where({ id: agent.id })
+    .update({ certificate_serial: row.serial, certificate_not_after: row.not_after });
   return row.serial;
 }
 
 async function bootstrapToken() {
-  const issued = await t.call('POST', '/api/tokens', { token: operator, body: { name: `t-${randomUUID().slice(0, 8)}` } });
+  const issued = await t.call('POST', '/api/tokens', {
+    token: operator,
+    body: { name: `t-${randomUUID().slice(0, 8)}` },
+  });
   expect(issued.status).toBe(201);
   return issued.body.id as string;
 }
@@ -61,8 +75,15 @@ describe('POST /api/agents/{id}/revoke-cert', () => {
 
     const res = await t.call('POST', `/api/agents/${agent.id}/revoke-cert`, { token: admin });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: agent.id, status: 'revoked', certificate: { serial: current, revokedAt: expect.any(String) } });
-    expect((await t.call('GET', `/api/agents/${agent.id}`, { token: viewer })).body).toMatchObject({ status: 'revoked', certificate: { revokedAt: res.body.certificate.revokedAt } });
+    expect(res.body).toMatchObject({
+      id: agent.id,
+      status: 'revoked',
+      certificate: { serial: current, revokedAt: expect.any(String) },
+    });
+    expect((await t.call('GET', `/api/agents/${agent.id}`, { token: viewer })).body).toMatchObject({
+      status: 'revoked',
+      certificate: { revokedAt: res.body.certificate.revokedAt },
+    });
 
     const certificates = await t.database.db('agent_certificates').where({ agent_id: agent.id }).orderBy('serial');
     expect(certificates.every((c) => c.revoked_at !== null)).toBe(true);
@@ -74,14 +95,19 @@ describe('POST /api/agents/{id}/revoke-cert', () => {
     expect(event).toMatchObject({ tenant_id: 'default', source: '/api/agents' });
     expect(event.data.agentId).toBe(agent.id);
     expect([...event.data.serials].sort()).toEqual([first, current].sort());
-    const audit = await t.database.db('audit_events').where({ resource_type: 'agent', resource_id: agent.id, method: 'POST' });
+    const audit = await t.database
+      .db('audit_events')
+      .where({ resource_type: 'agent', resource_id: agent.id, method: 'POST' });
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ status: 200, path: `/api/agents/${agent.id}/revoke-cert` });
     await cutoff({ action: 'revoke', agentId: agent.id });
   });
 
   test('an agent without a certificate (token only) is revoked too; a repeat is 200 and emits nothing more', async () => {
-    const agent = await seedAgent(t.database.db, 'default', { status: 'offline', enrolled_with_token_id: await bootstrapToken() });
+    const agent = await seedAgent(t.database.db, 'default', {
+      status: 'offline',
+      enrolled_with_token_id: await bootstrapToken(),
+    });
     const first = await t.call('POST', `/api/agents/${agent.id}/revoke-cert`, { token: admin });
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ status: 'revoked', certificate: null });
@@ -129,7 +155,9 @@ describe('approving and rejecting pending agents', () => {
     const event = await t.database.db('events').where({ type: 'agent.approved', subject: agent.id }).first();
     expect(event.data).toEqual({ agentId: agent.id, approvedBy: expect.any(String) });
     expect(event.data.approvedBy).not.toBe('');
-    expect(await t.database.db('audit_events').where({ resource_type: 'agent', resource_id: agent.id, method: 'POST' })).toHaveLength(1);
+    expect(
+      await t.database.db('audit_events').where({ resource_type: 'agent', resource_id: agent.id, method: 'POST' }),
+    ).toHaveLength(1);
     await cutoff({ action: 'approve', agentId: agent.id });
   });
 
@@ -143,15 +171,18 @@ describe('approving and rejecting pending agents', () => {
     await cutoff({ action: 'reject', agentId: agent.id });
   });
 
-  test.each(['approve', 'reject'])('%s of an agent that is not pending is 409 invalid-state-transition naming its status', async (action) => {
-    const agent = await seedAgent(t.database.db, 'default', { status: 'online' });
-    const res = await t.call('POST', `/api/agents/${agent.id}/${action}`, { token: operator });
-    expect(res.status).toBe(409);
-    expect(res.body.type).toBe('http://fleet.test/errors/invalid-state-transition');
-    expect(res.body.detail).toContain('online');
-    expect((await t.database.db('agents').where({ id: agent.id }).first()).status).toBe('online');
-    expect(await t.database.db('events').where({ subject: agent.id })).toHaveLength(0);
-  });
+  test.each(['approve', 'reject'])(
+    '%s of an agent that is not pending is 409 invalid-state-transition naming its status',
+    async (action) => {
+      const agent = await seedAgent(t.database.db, 'default', { status: 'online' });
+      const res = await t.call('POST', `/api/agents/${agent.id}/${action}`, { token: operator });
+      expect(res.status).toBe(409);
+      expect(res.body.type).toBe('http://fleet.test/errors/invalid-state-transition');
+      expect(res.body.detail).toContain('online');
+      expect((await t.database.db('agents').where({ id: agent.id }).first()).status).toBe('online');
+      expect(await t.database.db('events').where({ subject: agent.id })).toHaveLength(0);
+    },
+  );
 
   test('a second approval is 409 (the agent is enrolling by then)', async () => {
     const agent = await seedAgent(t.database.db, 'default', { status: 'pending-approval' });
@@ -188,7 +219,10 @@ describe('health on the agent resource', () => {
     expect(list.body.items).toEqual([expect.objectContaining({ id: agent.id, health, effectiveConfigHash: hash })]);
 
     const fresh = await seedAgent(t.database.db, 'default');
-    expect((await t.call('GET', `/api/agents/${fresh.id}`, { token: viewer })).body).toMatchObject({ health: null, effectiveConfigHash: null });
+    expect((await t.call('GET', `/api/agents/${fresh.id}`, { token: viewer })).body).toMatchObject({
+      health: null,
+      effectiveConfigHash: null,
+    });
   });
 
   test('the OpenAPI Agent schema describes health', async () => {

@@ -83,7 +83,13 @@ describe('agent detail', () => {
   test('a new agent has no desired, applied or certificate yet', async () => {
     const agent = await seedAgent(t.database.db, 'default');
     const res = await t.call('GET', `/api/agents/${agent.id}`, { token: viewer });
-    expect(res.body).toMatchObject({ status: 'enrolling', desired: null, applied: null, certificate: null, lastSeenAt: null });
+    expect(res.body).toMatchObject({
+      status: 'enrolling',
+      desired: null,
+      applied: null,
+      certificate: null,
+      lastSeenAt: null,
+    });
   });
 
   test('unknown is 404, a malformed id 400', async () => {
@@ -104,8 +110,14 @@ describe('moving agents', () => {
     expect((await t.call('GET', `/api/agents/${agent.id}`, { token: viewer })).body.groupId).toBe(target.id);
     expect((await t.call('GET', `/api/groups/${target.id}`, { token: viewer })).body.memberCount).toBe(1);
     const event = await t.database.db('events').where({ type: 'agent.moved', subject: agent.id }).first();
-    expect(event).toMatchObject({ tenant_id: 'default', source: '/api/agents', data: { agentId: agent.id, fromGroupId: agent.group_id, toGroupId: target.id } });
-    const audit = await t.database.db('audit_events').where({ resource_type: 'agent', resource_id: agent.id, method: 'POST' });
+    expect(event).toMatchObject({
+      tenant_id: 'default',
+      source: '/api/agents',
+      data: { agentId: agent.id, fromGroupId: agent.group_id, toGroupId: target.id },
+    });
+    const audit = await t.database
+      .db('audit_events')
+      .where({ resource_type: 'agent', resource_id: agent.id, method: 'POST' });
     expect(audit).toHaveLength(1);
   });
 
@@ -113,10 +125,15 @@ describe('moving agents', () => {
     const agent = await seedAgent(t.database.db, 'default');
     const gone = await newGroup();
     expect((await t.call('DELETE', `/api/groups/${gone.id}`, { token: operator })).status).toBe(204);
-    const deleted = await t.call('POST', `/api/agents/${agent.id}/move`, { token: operator, body: { groupId: gone.id } });
+    const deleted = await t.call('POST', `/api/agents/${agent.id}/move`, {
+      token: operator,
+      body: { groupId: gone.id },
+    });
     expect(deleted.status).toBe(409);
     expect(deleted.body.type).toBe('http://fleet.test/errors/conflict');
-    expect(deleted.body.detail).toBe(`Group '${gone.name}' (${gone.id}) is deleted; restore it before moving agents into it.`);
+    expect(deleted.body.detail).toBe(
+      `Group '${gone.name}' (${gone.id}) is deleted; restore it before moving agents into it.`,
+    );
 
     const groupId = randomUUID();
     const unknown = await t.call('POST', `/api/agents/${agent.id}/move`, { token: operator, body: { groupId } });
@@ -128,11 +145,18 @@ describe('moving agents', () => {
 
   test('an unknown agent is 404; bad bodies are 400 naming the field', async () => {
     const target = await newGroup();
-    const unknown = await t.call('POST', `/api/agents/${randomUUID()}/move`, { token: operator, body: { groupId: target.id } });
+    const unknown = await t.call('POST', `/api/agents/${randomUUID()}/move`, {
+      token: operator,
+      body: { groupId: target.id },
+    });
     expect(unknown.status).toBe(404);
     expect(unknown.body.detail).toMatch(/^No agent/);
     const agent = await seedAgent(t.database.db, 'default');
-    for (const [body, path] of [[{}, 'body.groupId'], [{ groupId: 'default' }, 'body.groupId'], [{ groupId: target.id, x: 1 }, 'body']] as const) {
+    for (const [body, path] of [
+      [{}, 'body.groupId'],
+      [{ groupId: 'default' }, 'body.groupId'],
+      [{ groupId: target.id, x: 1 }, 'body'],
+    ] as const) {
       const res = await t.call('POST', `/api/agents/${agent.id}/move`, { token: operator, body });
       expect(res.status).toBe(400);
       expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
@@ -150,7 +174,9 @@ describe('moving agents', () => {
       expect(res.status).toBe(403);
     }
     const pat = await t.pat('operator');
-    expect((await t.call('POST', `/api/agents/${agent.id}/move`, { token: pat, body: { groupId: target.id } })).status).toBe(200);
+    expect(
+      (await t.call('POST', `/api/agents/${agent.id}/move`, { token: pat, body: { groupId: target.id } })).status,
+    ).toBe(200);
   });
 });
 
@@ -170,11 +196,20 @@ describe('tenant isolation', () => {
     expect((await t.call('GET', `/api/agents?q=${mine.id.slice(0, 8)}`, { token: acmeViewer })).body.items).toEqual([]);
     expect((await t.call('GET', `/api/agents?groupId=${mine.group_id}`, { token: acmeViewer })).body.items).toEqual([]);
 
-    const steal = await t.call('POST', `/api/agents/${mine.id}/move`, { token: acmeOperator, body: { groupId: acmeGroup.id } });
+    const steal = await t.call('POST', `/api/agents/${mine.id}/move`, {
+      token: acmeOperator,
+      body: { groupId: acmeGroup.id },
+    });
     expect(steal.status).toBe(404);
-    const push = await t.call('POST', `/api/agents/${theirs.id}/move`, { token: acmeOperator, body: { groupId: defaultGroup.id } });
+    const push = await t.call('POST', `/api/agents/${theirs.id}/move`, {
+      token: acmeOperator,
+      body: { groupId: defaultGroup.id },
+    });
     expect(push.status).toBe(404);
-    const pull = await t.call('POST', `/api/agents/${mine.id}/move`, { token: operator, body: { groupId: acmeGroup.id } });
+    const pull = await t.call('POST', `/api/agents/${mine.id}/move`, {
+      token: operator,
+      body: { groupId: acmeGroup.id },
+    });
     expect(pull.status).toBe(404);
     expect((await t.call('GET', `/api/agents/${mine.id}`, { token: viewer })).body.groupId).toBe(mine.group_id);
   });
@@ -234,7 +269,9 @@ describe('listing agents', () => {
     const target = ids[1234]!;
     const res = await t.call('GET', `/api/agents?q=${target.slice(0, 13)}`, { token });
     expect(res.body.items.map((a: { id: string }) => a.id)).toEqual([target]);
-    expect((await t.call('GET', `/api/agents?q=${target.slice(0, 13).toUpperCase()}`, { token })).body.items).toHaveLength(1);
+    expect(
+      (await t.call('GET', `/api/agents?q=${target.slice(0, 13).toUpperCase()}`, { token })).body.items,
+    ).toHaveLength(1);
     expect((await t.call('GET', '/api/agents?q=%25', { token })).body.items).toEqual([]);
   });
 
@@ -275,7 +312,9 @@ describe('listing agents', () => {
     const plan = await db.transaction(async (trx) => {
       await trx.raw('SET LOCAL enable_seqscan = off');
       await trx.raw('SET LOCAL enable_indexscan = off'); // leave the planner only the bitmap paths
-      const rows = await trx.raw(`EXPLAIN ${db('agents').where({ tenant_id: TENANT }).whereRaw('labels @> ?::jsonb', ['{"env":"prod"}']).count().toString()}`);
+      const rows = await trx.raw(
+        `EXPLAIN ${db('agents').where({ tenant_id: TENANT }).whereRaw('labels @> ?::jsonb', ['{"env":"prod"}']).count().toString()}`,
+      );
       return rows.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
     });
     expect(plan).toContain('agents_labels');

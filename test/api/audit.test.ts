@@ -14,8 +14,16 @@ afterAll(() => t?.close());
 describe('audit trail', () => {
   test('every call is recorded: reads, writes, refusals and unauthenticated attempts', async () => {
     const read = await t.call('GET', '/api/tenant', { token: admin, headers: { 'x-request-id': 'audit-read-1' } });
-    const write = await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: 'audited' }, headers: { 'x-request-id': 'audit-write-1' } });
-    const refused = await t.call('PUT', '/api/tenant', { token: await t.token('default.viewer'), body: { displayName: 'nope' }, headers: { 'x-request-id': 'audit-refused-1' } });
+    const write = await t.call('PUT', '/api/tenant', {
+      token: admin,
+      body: { displayName: 'audited' },
+      headers: { 'x-request-id': 'audit-write-1' },
+    });
+    const refused = await t.call('PUT', '/api/tenant', {
+      token: await t.token('default.viewer'),
+      body: { displayName: 'nope' },
+      headers: { 'x-request-id': 'audit-refused-1' },
+    });
     await t.call('GET', '/api/tenant', { headers: { 'x-request-id': 'audit-anon-1' } });
     expect([read.status, write.status, refused.status]).toEqual([200, 200, 403]);
 
@@ -25,8 +33,20 @@ describe('audit trail', () => {
         expect(res.body.items).toHaveLength(1);
         return res.body.items[0];
       });
-    expect(await byRequest('audit-read-1')).toMatchObject({ actorType: 'oidc', actor: 'default.admin', method: 'GET', route: '/api/tenant', status: 200, resourceType: 'tenant' });
-    expect(await byRequest('audit-write-1')).toMatchObject({ method: 'PUT', status: 200, resourceType: 'tenant', resourceId: 'default' });
+    expect(await byRequest('audit-read-1')).toMatchObject({
+      actorType: 'oidc',
+      actor: 'default.admin',
+      method: 'GET',
+      route: '/api/tenant',
+      status: 200,
+      resourceType: 'tenant',
+    });
+    expect(await byRequest('audit-write-1')).toMatchObject({
+      method: 'PUT',
+      status: 200,
+      resourceType: 'tenant',
+      resourceId: 'default',
+    });
     expect(await byRequest('audit-refused-1')).toMatchObject({ actor: 'default.viewer', status: 403 });
     const anonymous = await eventually(async () => {
       const row = await t.database.db('audit_events').where({ request_id: 'audit-anon-1' }).first();
@@ -37,11 +57,16 @@ describe('audit trail', () => {
   });
 
   test('a caller-chosen NUL cannot cost anyone else their audit row', async () => {
-    await t.call('GET', '/api/tenant', { token: await t.token('acme.admin'), headers: { 'x-request-id': 'nul-neighbour' } });
+    await t.call('GET', '/api/tenant', {
+      token: await t.token('acme.admin'),
+      headers: { 'x-request-id': 'nul-neighbour' },
+    });
     await t.call('GET', '/api/pats/%00', { headers: { 'x-request-id': 'nul-anon' } });
     await t.call('GET', '/api/pats/%00', { token: admin, headers: { 'x-request-id': 'nul-authenticated' } });
     for (const id of ['nul-neighbour', 'nul-anon', 'nul-authenticated']) {
-      await eventually(async () => expect(await t.database.db('audit_events').where({ request_id: id }).first()).toBeDefined());
+      await eventually(async () =>
+        expect(await t.database.db('audit_events').where({ request_id: id }).first()).toBeDefined(),
+      );
     }
   });
 
@@ -57,10 +82,18 @@ describe('audit trail', () => {
 
   test('a change and its audit row commit together; a failed change leaves the change out', async () => {
     const etag = (await t.call('GET', '/api/tenant', { token: admin })).headers.get('etag')!;
-    await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: 'first' }, headers: { 'if-match': etag, 'x-request-id': 'tx-ok' } });
+    await t.call('PUT', '/api/tenant', {
+      token: admin,
+      body: { displayName: 'first' },
+      headers: { 'if-match': etag, 'x-request-id': 'tx-ok' },
+    });
     // written inside the transaction: visible as soon as the response is
     expect(await t.database.db('audit_events').where({ request_id: 'tx-ok' }).first()).toMatchObject({ status: 200 });
-    await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: 'second' }, headers: { 'if-match': etag, 'x-request-id': 'tx-412' } });
+    await t.call('PUT', '/api/tenant', {
+      token: admin,
+      body: { displayName: 'second' },
+      headers: { 'if-match': etag, 'x-request-id': 'tx-412' },
+    });
     const failed = await eventually(async () => {
       const row = await t.database.db('audit_events').where({ request_id: 'tx-412' }).first();
       expect(row).toBeDefined();
@@ -71,7 +104,9 @@ describe('audit trail', () => {
   });
 
   test('the chain verifies, and the database refuses UPDATE, DELETE and TRUNCATE', async () => {
-    await eventually(async () => expect(Number((await t.database.db('audit_events').count({ n: '*' }))[0]!.n)).toBeGreaterThan(5));
+    await eventually(async () =>
+      expect(Number((await t.database.db('audit_events').count({ n: '*' }))[0]!.n)).toBeGreaterThan(5),
+    );
     const verdict = await t.call('GET', '/api/audit/verify', { token: auditor });
     expect(verdict.body).toMatchObject({ valid: true, firstBrokenSeq: null });
     expect(verdict.body.checked).toBeGreaterThan(5);
@@ -83,14 +118,34 @@ describe('audit trail', () => {
 
   test('rows inserted by other means are linked too, interleaving with batched appends', async () => {
     const db = t.database.db;
-    await db('audit_events').insert({ tenant_id: 'default', actor_type: 'anonymous', method: 'GET', path: '/direct', status: 200 });
-    await db('audit_events').insert({ tenant_id: 'acme', actor_type: 'anonymous', method: 'GET', path: '/direct', status: 200 });
+    await db('audit_events').insert({
+      tenant_id: 'default',
+      actor_type: 'anonymous',
+      method: 'GET',
+      path: '/direct',
+      status: 200,
+    });
+    await db('audit_events').insert({
+      tenant_id: 'acme',
+      actor_type: 'anonymous',
+      method: 'GET',
+      path: '/direct',
+      status: 200,
+    });
     await Promise.all([
       t.call('GET', '/api/tenant', { token: admin }),
       t.call('GET', '/api/tenant', { token: await t.token('acme.viewer') }),
-      db('audit_events').insert({ tenant_id: 'default', actor_type: 'anonymous', method: 'GET', path: '/direct', status: 200 }),
+      db('audit_events').insert({
+        tenant_id: 'default',
+        actor_type: 'anonymous',
+        method: 'GET',
+        path: '/direct',
+        status: 200,
+      }),
     ]);
-    await eventually(async () => expect(await db('audit_events').where({ chain: 'acme' }).count({ n: '*' })).toEqual([{ n: 2 }]));
+    await eventually(async () =>
+      expect(await db('audit_events').where({ chain: 'acme' }).count({ n: '*' })).toEqual([{ n: 2 }]),
+    );
     for (const token of [auditor, await t.token('acme.auditor')]) {
       const verdict = await t.call('GET', '/api/audit/verify', { token });
       expect(verdict.body.valid).toBe(true);
@@ -118,19 +173,34 @@ describe('audit trail', () => {
     const first = await t.call('GET', '/api/audit/events?actor=default.admin&method=GET&limit=5', { token: auditor });
     const seqs = first.body.items.map((e: { seq: number }) => e.seq);
     expect(seqs).toEqual([...seqs].sort((a, b) => b - a));
-    const second = await t.call('GET', `/api/audit/events?actor=default.admin&method=GET&limit=5&cursor=${first.body.nextCursor}`, { token: auditor });
+    const second = await t.call(
+      'GET',
+      `/api/audit/events?actor=default.admin&method=GET&limit=5&cursor=${first.body.nextCursor}`,
+      { token: auditor },
+    );
     expect(second.body.items[0].seq).toBeLessThan(seqs[4]);
-    const future = await t.call('GET', `/api/audit/events?from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, { token: auditor });
+    const future = await t.call(
+      'GET',
+      `/api/audit/events?from=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`,
+      { token: auditor },
+    );
     expect(future.body.items).toEqual([]);
     expect((await t.call('GET', '/api/audit/events?from=yesterday', { token: auditor })).status).toBe(400);
   });
 
   test("a tenant's auditor sees only its own tenant's events", async () => {
-    await t.call('GET', '/api/tenant', { token: await t.token('acme.viewer'), headers: { 'x-request-id': 'acme-only' } });
-    await eventually(async () => expect(await t.database.db('audit_events').where({ request_id: 'acme-only' }).first()).toBeDefined());
+    await t.call('GET', '/api/tenant', {
+      token: await t.token('acme.viewer'),
+      headers: { 'x-request-id': 'acme-only' },
+    });
+    await eventually(async () =>
+      expect(await t.database.db('audit_events').where({ request_id: 'acme-only' }).first()).toBeDefined(),
+    );
     const mine = await t.call('GET', '/api/audit/events?requestId=acme-only', { token: auditor });
     expect(mine.body.items).toEqual([]);
-    const theirs = await t.call('GET', '/api/audit/events?requestId=acme-only', { token: await t.token('acme.auditor') });
+    const theirs = await t.call('GET', '/api/audit/events?requestId=acme-only', {
+      token: await t.token('acme.auditor'),
+    });
     expect(theirs.body.items).toHaveLength(1);
   });
 });

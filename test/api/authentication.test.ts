@@ -126,7 +126,13 @@ describe('automation with PATs', () => {
       expect(res.body.items).toHaveLength(1);
       return res.body.items[0];
     });
-    expect(found).toMatchObject({ actorType: 'pat', actor: 'nightly-report', method: 'GET', path: '/api/tenant', status: 200 });
+    expect(found).toMatchObject({
+      actorType: 'pat',
+      actor: 'nightly-report',
+      method: 'GET',
+      path: '/api/tenant',
+      status: 200,
+    });
     const admin = await t.token('default.admin');
     const list = await t.call('GET', '/api/pats?state=active&limit=1000', { token: admin });
     const pat = list.body.items.find((p: { name: string }) => p.name === 'nightly-report');

@@ -15,7 +15,10 @@ const ERRORS = 'http://fleet.test/errors';
 let names = 0;
 
 async function create(format: 'yaml' | 'json' | 'text' = 'yaml', extra: Record<string, unknown> = {}) {
-  const res = await t.call('POST', '/api/configurations', { token: operator, body: { name: `cfg-${++names}`, format, ...extra } });
+  const res = await t.call('POST', '/api/configurations', {
+    token: operator,
+    body: { name: `cfg-${++names}`, format, ...extra },
+  });
   expect(res.status).toBe(201);
   return res.body as { id: string; name: string };
 }
@@ -30,18 +33,32 @@ describe('configuration containers', () => {
   test('create, read with ETag, list with filters', async () => {
     const res = await t.call('POST', '/api/configurations', {
       token: operator,
-      body: { name: 'edge/otel-collector', format: 'yaml', description: 'edge collectors', labels: { env: 'prod', team: 'obs' } },
+      body: {
+        name: 'edge/otel-collector',
+        format: 'yaml',
+        description: 'edge collectors',
+        labels: { env: 'prod', team: 'obs' },
+      },
     });
     expect(res.status).toBe(201);
     expect(res.headers.get('location')).toBe(`/api/configurations/${res.body.id}`);
     expect(res.headers.get('etag')).toMatch(/^"[0-9a-f]+"$/);
-    expect(res.body).toMatchObject({ name: 'edge/otel-collector', format: 'yaml', latestVersion: 0, publishedVersion: null, managedBy: null });
+    expect(res.body).toMatchObject({
+      name: 'edge/otel-collector',
+      format: 'yaml',
+      latestVersion: 0,
+      publishedVersion: null,
+      managedBy: null,
+    });
 
     const detail = await t.call('GET', `/api/configurations/${res.body.id}`, { token: viewer });
     expect(detail.status).toBe(200);
     expect(detail.body).toEqual(res.body);
     expect(detail.headers.get('etag')).toBe(res.headers.get('etag'));
-    const again = await t.call('GET', `/api/configurations/${res.body.id}`, { token: viewer, headers: { 'if-none-match': detail.headers.get('etag')! } });
+    const again = await t.call('GET', `/api/configurations/${res.body.id}`, {
+      token: viewer,
+      headers: { 'if-none-match': detail.headers.get('etag')! },
+    });
     expect(again.status).toBe(304);
 
     await create('json', { labels: { env: 'dev' } });
@@ -58,10 +75,16 @@ describe('configuration containers', () => {
 
   test('names are unique per tenant (409), not across tenants', async () => {
     const first = await create();
-    const again = await t.call('POST', '/api/configurations', { token: operator, body: { name: first.name, format: 'text' } });
+    const again = await t.call('POST', '/api/configurations', {
+      token: operator,
+      body: { name: first.name, format: 'text' },
+    });
     expect(again.status).toBe(409);
     expect(again.body.type).toBe(`${ERRORS}/conflict`);
-    const elsewhere = await t.call('POST', '/api/configurations', { token: await t.token('acme.operator'), body: { name: first.name, format: 'text' } });
+    const elsewhere = await t.call('POST', '/api/configurations', {
+      token: await t.token('acme.operator'),
+      body: { name: first.name, format: 'text' },
+    });
     expect(elsewhere.status).toBe(201);
   });
 
@@ -90,13 +113,20 @@ describe('configuration containers', () => {
     expect(put.body).toMatchObject({ name: `${cfg.name}-renamed`, description: 'new', labels: { tier: 'edge' } });
     expect(put.headers.get('etag')).not.toBe(etag);
 
-    const stale = await t.call('PUT', `/api/configurations/${cfg.id}`, { token: operator, body: { name: cfg.name }, headers: { 'if-match': etag } });
+    const stale = await t.call('PUT', `/api/configurations/${cfg.id}`, {
+      token: operator,
+      body: { name: cfg.name },
+      headers: { 'if-match': etag },
+    });
     expect(stale.status).toBe(412);
     expect(stale.body.type).toBe(`${ERRORS}/precondition-failed`);
 
     const clash = await t.call('PUT', `/api/configurations/${cfg.id}`, { token: operator, body: { name: taken.name } });
     expect(clash.status).toBe(409);
-    const format = await t.call('PUT', `/api/configurations/${cfg.id}`, { token: operator, body: { name: cfg.name, format: 'json' } });
+    const format = await t.call('PUT', `/api/configurations/${cfg.id}`, {
+      token: operator,
+      body: { name: cfg.name, format: 'json' },
+    });
     expect(format.status).toBe(400);
     expect(await events('configuration.updated', cfg.id)).toHaveLength(1);
   });
@@ -129,7 +159,10 @@ describe('roles and tenants', () => {
       expect(res.body.type).toBe(`${ERRORS}/forbidden`);
     }
     const pat = await t.pat('viewer');
-    expect((await t.call('POST', `/api/configurations/${cfg.id}/versions`, { token: pat, body: { content: 'a: 3\n' } })).status).toBe(403);
+    expect(
+      (await t.call('POST', `/api/configurations/${cfg.id}/versions`, { token: pat, body: { content: 'a: 3\n' } }))
+        .status,
+    ).toBe(403);
   });
 
   test("another tenant's configuration is 404 on every route and absent from lists", async () => {
@@ -151,7 +184,9 @@ describe('roles and tenants', () => {
     }
     const list = await t.call('GET', `/api/configurations?q=${cfg.name}`, { token: acme });
     expect(list.body.items).toHaveLength(0);
-    expect((await t.call('GET', `/api/configurations/${cfg.id}/versions/1`, { token: viewer })).body.state).toBe('draft');
+    expect((await t.call('GET', `/api/configurations/${cfg.id}/versions/1`, { token: viewer })).body.state).toBe(
+      'draft',
+    );
   });
 });
 
@@ -193,15 +228,27 @@ describe('versions', () => {
     expect(savedEvent.data).toMatchObject({ configurationId: cfg.id, version: 1, state: 'draft' });
     expect(savedEvent.data.content).toBeUndefined();
     const [publishedEvent] = await events('configuration.version-published', cfg.id);
-    expect(publishedEvent.data).toMatchObject({ configurationId: cfg.id, name: cfg.name, version: 1, state: 'published', contentHash: saved.body.contentHash });
+    expect(publishedEvent.data).toMatchObject({
+      configurationId: cfg.id,
+      name: cfg.name,
+      version: 1,
+      state: 'published',
+      contentHash: saved.body.contentHash,
+    });
   });
 
   test('publishing twice is idempotent: the same body, no second event, even with the old ETag', async () => {
     const cfg = await create('text');
     const saved = await save(cfg.id, 'hello');
     const etag = saved.headers.get('etag')!;
-    const first = await t.call('POST', `/api/configurations/${cfg.id}/versions/1/publish`, { token: operator, headers: { 'if-match': etag } });
-    const second = await t.call('POST', `/api/configurations/${cfg.id}/versions/1/publish`, { token: operator, headers: { 'if-match': etag } });
+    const first = await t.call('POST', `/api/configurations/${cfg.id}/versions/1/publish`, {
+      token: operator,
+      headers: { 'if-match': etag },
+    });
+    const second = await t.call('POST', `/api/configurations/${cfg.id}/versions/1/publish`, {
+      token: operator,
+      headers: { 'if-match': etag },
+    });
     expect(first.status).toBe(200);
     expect(second.status).toBe(200);
     expect(second.body).toEqual(first.body);
@@ -213,20 +260,29 @@ describe('versions', () => {
     const cfg = await create('text');
     const one = await save(cfg.id, 'one');
     await save(cfg.id, 'two');
-    const stale = await t.call('POST', `/api/configurations/${cfg.id}/versions/1/publish`, { token: operator, headers: { 'if-match': one.headers.get('etag')! } });
+    const stale = await t.call('POST', `/api/configurations/${cfg.id}/versions/1/publish`, {
+      token: operator,
+      headers: { 'if-match': one.headers.get('etag')! },
+    });
     expect(stale.status).toBe(412);
-    expect((await t.call('GET', `/api/configurations/${cfg.id}/versions/1`, { token: viewer })).body.state).toBe('draft');
+    expect((await t.call('GET', `/api/configurations/${cfg.id}/versions/1`, { token: viewer })).body.state).toBe(
+      'draft',
+    );
 
     await t.call('POST', `/api/configurations/${cfg.id}/versions/2/publish`, { token: operator });
     await t.call('POST', `/api/configurations/${cfg.id}/versions/1/publish`, { token: operator });
     const container = await t.call('GET', `/api/configurations/${cfg.id}`, { token: viewer });
     expect(container.body).toMatchObject({ latestVersion: 2, publishedVersion: 2 });
-    expect((await t.call('POST', `/api/configurations/${cfg.id}/versions/3/publish`, { token: operator })).status).toBe(404);
+    expect((await t.call('POST', `/api/configurations/${cfg.id}/versions/3/publish`, { token: operator })).status).toBe(
+      404,
+    );
   });
 
   test('20 concurrent draft saves get distinct, consecutive version numbers', async () => {
     const cfg = await create('json');
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => save(cfg.id, JSON.stringify({ writer: i }))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => save(cfg.id, JSON.stringify({ writer: i }))),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(20).fill(201));
     const numbers = results.map((r) => r.body.version as number).sort((a, b) => a - b);
     expect(numbers).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
@@ -268,7 +324,9 @@ describe('versions', () => {
     const res = await t.call('GET', `/api/configurations/${cfg.id}/versions/${version}`, { token: viewer });
     expect(res.status).toBe(400);
     expect(res.body.errors[0].path).toBe('path.version');
-    const publish = await t.call('POST', `/api/configurations/${cfg.id}/versions/${version}/publish`, { token: operator });
+    const publish = await t.call('POST', `/api/configurations/${cfg.id}/versions/${version}/publish`, {
+      token: operator,
+    });
     expect(publish.status).toBe(400);
   });
 
@@ -313,8 +371,14 @@ describe('versions', () => {
 describe('compare', () => {
   test('YAML: a unified diff and key-level added, removed and changed paths', async () => {
     const cfg = await create('yaml');
-    await save(cfg.id, 'exporters:\n  debug: {}\nservice:\n  pipelines:\n    traces:\n      receivers: [otlp]\n      exporters: [debug]\nlevel: info\n');
-    await save(cfg.id, 'exporters:\n  otlphttp:\n    endpoint: https://x\nservice:\n  pipelines:\n    traces:\n      receivers: [otlp, zipkin]\n      exporters: [otlphttp]\nlevel: info\n');
+    await save(
+      cfg.id,
+      'exporters:\n  debug: {}\nservice:\n  pipelines:\n    traces:\n      receivers: [otlp]\n      exporters: [debug]\nlevel: info\n',
+    );
+    await save(
+      cfg.id,
+      'exporters:\n  otlphttp:\n    endpoint: https://x\nservice:\n  pipelines:\n    traces:\n      receivers: [otlp, zipkin]\n      exporters: [otlphttp]\nlevel: info\n',
+    );
     const res = await t.call('GET', `/api/configurations/${cfg.id}/versions/compare?from=1&to=2`, { token: viewer });
     expect(res.status).toBe(200);
     expect(res.body.from).toBe(1);
@@ -345,11 +409,15 @@ describe('compare', () => {
   test('an unknown version is 404; missing or bad numbers are 400', async () => {
     const cfg = await create('json');
     await save(cfg.id, '{}');
-    expect((await t.call('GET', `/api/configurations/${cfg.id}/versions/compare?from=1&to=9`, { token: viewer })).status).toBe(404);
+    expect(
+      (await t.call('GET', `/api/configurations/${cfg.id}/versions/compare?from=1&to=9`, { token: viewer })).status,
+    ).toBe(404);
     const missing = await t.call('GET', `/api/configurations/${cfg.id}/versions/compare?from=1`, { token: viewer });
     expect(missing.status).toBe(400);
     expect(missing.body.errors.map((e: { path: string }) => e.path)).toContain('query.to');
-    expect((await t.call('GET', `/api/configurations/${cfg.id}/versions/compare?from=0&to=1`, { token: viewer })).status).toBe(400);
+    expect(
+      (await t.call('GET', `/api/configurations/${cfg.id}/versions/compare?from=0&to=1`, { token: viewer })).status,
+    ).toBe(400);
   });
 });
 
@@ -358,12 +426,17 @@ describe('Git-managed configurations', () => {
     const cfg = await create('text');
     await save(cfg.id, 'from git');
     await t.database.db('configurations').where({ id: cfg.id }).update({ managed_by: 'git-source-1' });
-    const put = await t.call('PUT', `/api/configurations/${cfg.id}`, { token: operator, body: { name: cfg.name, description: 'edited' } });
+    const put = await t.call('PUT', `/api/configurations/${cfg.id}`, {
+      token: operator,
+      body: { name: cfg.name, description: 'edited' },
+    });
     expect(put.status).toBe(409);
     expect(put.body.type).toBe(`${ERRORS}/managed-by-git`);
     const draft = await save(cfg.id, 'edited');
     expect(draft.status).toBe(409);
     expect(draft.body.type).toBe(`${ERRORS}/managed-by-git`);
-    expect((await t.call('POST', `/api/configurations/${cfg.id}/versions/1/publish`, { token: operator })).status).toBe(200);
+    expect((await t.call('POST', `/api/configurations/${cfg.id}/versions/1/publish`, { token: operator })).status).toBe(
+      200,
+    );
   });
 });

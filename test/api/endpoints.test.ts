@@ -17,14 +17,23 @@ describe('allowed endpoints', () => {
   });
 
   test('malformed entries are refused', () => {
-    for (const entry of ['post /api/x', 'POST api/x', 'POST /other/x', 'FETCH /api/x', 'POST /api/x?y=1', 'POST  /api/x']) {
+    for (const entry of [
+      'post /api/x',
+      'POST api/x',
+      'POST /other/x',
+      'FETCH /api/x',
+      'POST /api/x?y=1',
+      'POST  /api/x',
+    ]) {
       expect(parseEndpoint(entry)).toBeUndefined();
     }
   });
 
   test('an entry overlaps a route when segments agree or either is a parameter', () => {
     expect(endpointOverlapsRoute(start, 'post', '/api/rollouts/{id}/start')).toBe(true);
-    expect(endpointOverlapsRoute(parseEndpoint('POST /api/rollouts/r-1/start')!, 'post', '/api/rollouts/{id}/start')).toBe(true);
+    expect(
+      endpointOverlapsRoute(parseEndpoint('POST /api/rollouts/r-1/start')!, 'post', '/api/rollouts/{id}/start'),
+    ).toBe(true);
     expect(endpointOverlapsRoute(start, 'post', '/api/rollouts/{id}/pause')).toBe(false);
   });
 });

@@ -31,20 +31,33 @@ describe('creating and reading groups', () => {
     const res = await createGroup('web', { description: 'web servers', labels: { env: 'prod' } });
     expect(res.headers.get('location')).toBe(`/api/groups/${res.body.id}`);
     expect(res.headers.get('etag')).toMatch(/^"[0-9a-f]+"$/);
-    expect(res.body).toMatchObject({ name: 'web', description: 'web servers', labels: { env: 'prod' }, memberCount: 0, deletedAt: null });
+    expect(res.body).toMatchObject({
+      name: 'web',
+      description: 'web servers',
+      labels: { env: 'prod' },
+      memberCount: 0,
+      deletedAt: null,
+    });
 
     const detail = await t.call('GET', `/api/groups/${res.body.id}`, { token: viewer });
     expect(detail.status).toBe(200);
     expect(detail.body).toEqual(res.body);
     expect(detail.headers.get('etag')).toBe(res.headers.get('etag'));
-    const again = await t.call('GET', `/api/groups/${res.body.id}`, { token: viewer, headers: { 'if-none-match': detail.headers.get('etag')! } });
+    const again = await t.call('GET', `/api/groups/${res.body.id}`, {
+      token: viewer,
+      headers: { 'if-none-match': detail.headers.get('etag')! },
+    });
     expect(again.status).toBe(304);
 
     expect(await events('group.created', res.body.id)).toHaveLength(1);
-    const write = await t.database.db('audit_events').where({ resource_type: 'group', resource_id: res.body.id, method: 'POST' });
+    const write = await t.database
+      .db('audit_events')
+      .where({ resource_type: 'group', resource_id: res.body.id, method: 'POST' });
     expect(write).toHaveLength(1);
     await eventually(async () => {
-      const read = await t.database.db('audit_events').where({ resource_type: 'group', resource_id: res.body.id, method: 'GET' });
+      const read = await t.database
+        .db('audit_events')
+        .where({ resource_type: 'group', resource_id: res.body.id, method: 'GET' });
       expect(read.length).toBeGreaterThanOrEqual(1);
     });
   });
@@ -126,7 +139,9 @@ describe('roles', () => {
       }
     }
     const operatorPat = await t.pat('operator');
-    expect((await t.call('POST', '/api/groups', { token: operatorPat, body: { name: unique('by-pat') } })).status).toBe(201);
+    expect((await t.call('POST', '/api/groups', { token: operatorPat, body: { name: unique('by-pat') } })).status).toBe(
+      201,
+    );
   });
 
   test('no token is 401', async () => {
@@ -152,7 +167,10 @@ describe('tenant isolation', () => {
     expect(list.body.items.map((g: { id: string }) => g.id)).not.toContain(group.id);
     // acme's group cannot take default's agent either
     const acmeGroup = (await t.call('POST', '/api/groups', { token: acme, body: { name: unique('acme') } })).body;
-    const take = await t.call('POST', `/api/groups/${acmeGroup.id}/members`, { token: acme, body: { agentId: agent.id } });
+    const take = await t.call('POST', `/api/groups/${acmeGroup.id}/members`, {
+      token: acme,
+      body: { agentId: agent.id },
+    });
     expect(take.status).toBe(404);
     expect(take.body.detail).toContain(agent.id);
     expect((await t.call('GET', `/api/agents/${agent.id}`, { token: operator })).body.groupId).toBe(agent.group_id);
@@ -172,7 +190,11 @@ describe('renaming with If-Match', () => {
     expect(put.body).toMatchObject({ description: 'renamed', labels: { tier: 'gold' } });
     expect(put.headers.get('etag')).not.toBe(etag);
 
-    const stale = await t.call('PUT', `/api/groups/${created.body.id}`, { token: operator, body: { name: 'lost' }, headers: { 'if-match': etag } });
+    const stale = await t.call('PUT', `/api/groups/${created.body.id}`, {
+      token: operator,
+      body: { name: 'lost' },
+      headers: { 'if-match': etag },
+    });
     expect(stale.status).toBe(412);
     expect(stale.body.type).toBe('http://fleet.test/errors/precondition-failed');
     expect((await t.call('GET', `/api/groups/${created.body.id}`, { token: viewer })).body.name).toBe(put.body.name);
@@ -184,7 +206,11 @@ describe('renaming with If-Match', () => {
     const etag = created.headers.get('etag')!;
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        t.call('PUT', `/api/groups/${created.body.id}`, { token: operator, body: { name: unique(`race-${i}`) }, headers: { 'if-match': etag } }),
+        t.call('PUT', `/api/groups/${created.body.id}`, {
+          token: operator,
+          body: { name: unique(`race-${i}`) },
+          headers: { 'if-match': etag },
+        }),
       ),
     );
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
@@ -197,15 +223,22 @@ describe('renaming with If-Match', () => {
     const clash = await t.call('PUT', `/api/groups/${b.body.id}`, { token: operator, body: { name: a.body.name } });
     expect(clash.status).toBe(409);
     const list = await t.call('GET', '/api/groups?q=default', { token: viewer });
-    const rename = await t.call('PUT', `/api/groups/${list.body.items[0].id}`, { token: operator, body: { name: 'not-default' } });
+    const rename = await t.call('PUT', `/api/groups/${list.body.items[0].id}`, {
+      token: operator,
+      body: { name: 'not-default' },
+    });
     expect(rename.status).toBe(409);
   });
 
   test('an unknown group is 404, a deleted one 409', async () => {
-    expect((await t.call('PUT', `/api/groups/${randomUUID()}`, { token: operator, body: { name: 'x' } })).status).toBe(404);
+    expect((await t.call('PUT', `/api/groups/${randomUUID()}`, { token: operator, body: { name: 'x' } })).status).toBe(
+      404,
+    );
     const g = await createGroup();
     expect((await t.call('DELETE', `/api/groups/${g.body.id}`, { token: operator })).status).toBe(204);
-    expect((await t.call('PUT', `/api/groups/${g.body.id}`, { token: operator, body: { name: unique('x') } })).status).toBe(409);
+    expect(
+      (await t.call('PUT', `/api/groups/${g.body.id}`, { token: operator, body: { name: unique('x') } })).status,
+    ).toBe(409);
   });
 });
 
@@ -219,13 +252,22 @@ describe('soft delete and restore', () => {
     expect(busy.body.detail).toMatch(/still has agents/);
 
     const defaultGroup = (await t.call('GET', '/api/groups?q=default', { token: viewer })).body.items[0];
-    expect((await t.call('POST', `/api/agents/${agent.id}/move`, { token: operator, body: { groupId: defaultGroup.id } })).status).toBe(200);
+    expect(
+      (await t.call('POST', `/api/agents/${agent.id}/move`, { token: operator, body: { groupId: defaultGroup.id } }))
+        .status,
+    ).toBe(200);
 
     const current = await t.call('GET', `/api/groups/${group.body.id}`, { token: viewer });
     expect(current.body.memberCount).toBe(0);
-    const stale = await t.call('DELETE', `/api/groups/${group.body.id}`, { token: operator, headers: { 'if-match': group.headers.get('etag')! } });
+    const stale = await t.call('DELETE', `/api/groups/${group.body.id}`, {
+      token: operator,
+      headers: { 'if-match': group.headers.get('etag')! },
+    });
     expect(stale.status).toBe(412); // the move changed its memberCount, so its ETag
-    const deleted = await t.call('DELETE', `/api/groups/${group.body.id}`, { token: operator, headers: { 'if-match': current.headers.get('etag')! } });
+    const deleted = await t.call('DELETE', `/api/groups/${group.body.id}`, {
+      token: operator,
+      headers: { 'if-match': current.headers.get('etag')! },
+    });
     expect(deleted.status).toBe(204);
     expect(deleted.headers.get('etag')).toMatch(/^"[0-9a-f]+"$/);
     expect(await events('group.deleted', group.body.id)).toHaveLength(1);
@@ -255,10 +297,23 @@ describe('soft delete and restore', () => {
     expect(blocked.status).toBe(409);
     expect(blocked.body.detail).toContain(name);
 
-    expect((await t.call('PUT', `/api/groups/${second.body.id}`, { token: operator, body: { name: unique('other') } })).status).toBe(200);
+    expect(
+      (await t.call('PUT', `/api/groups/${second.body.id}`, { token: operator, body: { name: unique('other') } }))
+        .status,
+    ).toBe(200);
     const etag = (await t.call('GET', `/api/groups/${first.body.id}`, { token: viewer })).headers.get('etag')!;
-    expect((await t.call('POST', `/api/groups/${first.body.id}/restore`, { token: operator, headers: { 'if-match': '"00000000"' } })).status).toBe(412);
-    const restored = await t.call('POST', `/api/groups/${first.body.id}/restore`, { token: operator, headers: { 'if-match': etag } });
+    expect(
+      (
+        await t.call('POST', `/api/groups/${first.body.id}/restore`, {
+          token: operator,
+          headers: { 'if-match': '"00000000"' },
+        })
+      ).status,
+    ).toBe(412);
+    const restored = await t.call('POST', `/api/groups/${first.body.id}/restore`, {
+      token: operator,
+      headers: { 'if-match': etag },
+    });
     expect(restored.status).toBe(200);
     expect(restored.body).toMatchObject({ name, deletedAt: null });
     expect(await events('group.restored', first.body.id)).toHaveLength(1);
@@ -271,7 +326,10 @@ describe('members', () => {
     const from = await createGroup();
     const to = await createGroup();
     const ids = await seedAgents(t.database.db, 'default', 7, () => ({ group_id: from.body.id }));
-    const added = await t.call('POST', `/api/groups/${to.body.id}/members`, { token: operator, body: { agentId: ids[0] } });
+    const added = await t.call('POST', `/api/groups/${to.body.id}/members`, {
+      token: operator,
+      body: { agentId: ids[0] },
+    });
     expect(added.status).toBe(200);
     expect(added.body.memberCount).toBe(1);
     expect(added.headers.get('etag')).not.toBe(to.headers.get('etag'));
@@ -293,7 +351,10 @@ describe('members', () => {
     expect(seen).toEqual(ids.slice(1).sort());
 
     // adding it again changes nothing
-    const again = await t.call('POST', `/api/groups/${to.body.id}/members`, { token: operator, body: { agentId: ids[0] } });
+    const again = await t.call('POST', `/api/groups/${to.body.id}/members`, {
+      token: operator,
+      body: { agentId: ids[0] },
+    });
     expect(again.status).toBe(200);
     expect(await events('agent.moved', ids[0]!)).toHaveLength(1);
   });
@@ -301,20 +362,31 @@ describe('members', () => {
   test('an unknown agent is 404; a deleted group 409; a bad body 400; a stale If-Match 412', async () => {
     const group = await createGroup();
     const agent = await seedAgent(t.database.db, 'default');
-    const unknown = await t.call('POST', `/api/groups/${group.body.id}/members`, { token: operator, body: { agentId: randomUUID() } });
+    const unknown = await t.call('POST', `/api/groups/${group.body.id}/members`, {
+      token: operator,
+      body: { agentId: randomUUID() },
+    });
     expect(unknown.status).toBe(404);
     expect(unknown.body.detail).toMatch(/No agent/);
-    for (const [body, path] of [[{}, 'body.agentId'], [{ agentId: 'x' }, 'body.agentId']] as const) {
+    for (const [body, path] of [
+      [{}, 'body.agentId'],
+      [{ agentId: 'x' }, 'body.agentId'],
+    ] as const) {
       const bad = await t.call('POST', `/api/groups/${group.body.id}/members`, { token: operator, body });
       expect(bad.status).toBe(400);
       expect(bad.body.errors.map((e: { path: string }) => e.path)).toContain(path);
     }
     const stale = await t.call('POST', `/api/groups/${group.body.id}/members`, {
-      token: operator, body: { agentId: agent.id }, headers: { 'if-match': '"00000000"' },
+      token: operator,
+      body: { agentId: agent.id },
+      headers: { 'if-match': '"00000000"' },
     });
     expect(stale.status).toBe(412);
     expect((await t.call('DELETE', `/api/groups/${group.body.id}`, { token: operator })).status).toBe(204);
-    const into = await t.call('POST', `/api/groups/${group.body.id}/members`, { token: operator, body: { agentId: agent.id } });
+    const into = await t.call('POST', `/api/groups/${group.body.id}/members`, {
+      token: operator,
+      body: { agentId: agent.id },
+    });
     expect(into.status).toBe(409);
     expect(into.body.detail).toMatch(/deleted/);
   });
@@ -348,7 +420,9 @@ describe('listing groups', () => {
       expect(res.headers.get('x-total-count')).toBe('13');
       seen.push(...res.body.items.map((g: { name: string }) => g.name));
       const link = res.headers.get('link');
-      next = link ? new URL(/^<([^>]+)>/.exec(link)![1]!).pathname + new URL(/^<([^>]+)>/.exec(link)![1]!).search : null;
+      next = link
+        ? new URL(/^<([^>]+)>/.exec(link)![1]!).pathname + new URL(/^<([^>]+)>/.exec(link)![1]!).search
+        : null;
     }
     expect(seen).toEqual(Array.from({ length: 13 }, (_, i) => `fleet-${i * 2}`));
     const wildcard = await t.call('GET', '/api/groups?q=%25', { token: viewer });

@@ -42,14 +42,27 @@ describe('values the database cannot hold are 400, never 500', () => {
   });
 
   test('a JSON document nested deeper than 256 levels is refused when saved, so compare never overflows', async () => {
-    const created = await t.call('POST', '/api/configurations', { token: operator, body: { name: 'deep', format: 'json' } });
+    const created = await t.call('POST', '/api/configurations', {
+      token: operator,
+      body: { name: 'deep', format: 'json' },
+    });
     const deep = '['.repeat(100_000) + ']'.repeat(100_000);
-    const res = await t.call('POST', `/api/configurations/${created.body.id}/versions`, { token: operator, body: { content: deep } });
+    const res = await t.call('POST', `/api/configurations/${created.body.id}/versions`, {
+      token: operator,
+      body: { content: deep },
+    });
     expect(res.status).toBe(400);
     expect(res.body.errors[0]).toMatchObject({ path: 'body.content' });
     expect(res.body.errors[0].message).toMatch(/nested deeper than 256/);
     const fine = '['.repeat(200) + ']'.repeat(200);
-    expect((await t.call('POST', `/api/configurations/${created.body.id}/versions`, { token: operator, body: { content: fine } })).status).toBe(201);
+    expect(
+      (
+        await t.call('POST', `/api/configurations/${created.body.id}/versions`, {
+          token: operator,
+          body: { content: fine },
+        })
+      ).status,
+    ).toBe(201);
   });
 });
 

@@ -36,23 +36,44 @@ describe('every error is an RFC 9457 problem', () => {
 
   test('malformed JSON: 400, nothing changed', async () => {
     const before = await t.call('GET', '/api/tenant', { token: admin });
-    const res = await t.call('PUT', '/api/tenant', { token: admin, raw: '{"displayName": "x",', headers: { 'content-type': 'application/json' } });
+    const res = await t.call('PUT', '/api/tenant', {
+      token: admin,
+      raw: '{"displayName": "x",',
+      headers: { 'content-type': 'application/json' },
+    });
     expectProblem(res, 400, 'malformed-json');
     expect((await t.call('GET', '/api/tenant', { token: admin })).body).toEqual(before.body);
   });
 
   test('body over the limit: 413', async () => {
     const big = JSON.stringify({ displayName: 'x'.repeat(3 * 1024 * 1024) });
-    expectProblem(await t.call('PUT', '/api/tenant', { token: admin, raw: big, headers: { 'content-type': 'application/json' } }), 413, 'payload-too-large');
+    expectProblem(
+      await t.call('PUT', '/api/tenant', { token: admin, raw: big, headers: { 'content-type': 'application/json' } }),
+      413,
+      'payload-too-large',
+    );
   });
 
   test('a huge declared body is refused before it is read', async () => {
     const status = await new Promise<number>((resolve, reject) => {
       const url = new URL(`${t.baseUrl}/api/tenant`);
-      const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'PUT', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json', 'content-length': String(1 << 30) } }, (res) => {
-        resolve(res.statusCode!);
-        req.destroy();
-      });
+      const req = request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'PUT',
+          headers: {
+            authorization: `Bearer ${admin}`,
+            'content-type': 'application/json',
+            'content-length': String(1 << 30),
+          },
+        },
+        (res) => {
+          resolve(res.statusCode!);
+          req.destroy();
+        },
+      );
       req.on('error', reject);
       req.write('{"displayName":');
     });
@@ -60,18 +81,27 @@ describe('every error is an RFC 9457 problem', () => {
   });
 
   test('wrong content type: 415', async () => {
-    const res = await t.call('PUT', '/api/tenant', { token: admin, raw: 'displayName=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const res = await t.call('PUT', '/api/tenant', {
+      token: admin,
+      raw: 'displayName=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expectProblem(res, 415, 'unsupported-media-type');
   });
 
   test('validation: 400 with each field error', async () => {
-    const res = await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: '', labels: { 'bad key!': 'x' }, extra: 1 } });
+    const res = await t.call('PUT', '/api/tenant', {
+      token: admin,
+      body: { displayName: '', labels: { 'bad key!': 'x' }, extra: 1 },
+    });
     expectProblem(res, 400, 'validation-failed');
     const paths = res.body.errors.map((e: { path: string }) => e.path);
     expect(paths).toEqual(expect.arrayContaining(['body.displayName', 'body.labels.bad key!', 'body']));
     const query = await t.call('GET', '/api/audit/events?limit=1001&colour=red', { token: admin });
     expectProblem(query, 400, 'validation-failed');
-    expect(query.body.errors.map((e: { path: string }) => e.path)).toEqual(expect.arrayContaining(['query.limit', 'query']));
+    expect(query.body.errors.map((e: { path: string }) => e.path)).toEqual(
+      expect.arrayContaining(['query.limit', 'query']),
+    );
     expectProblem(await t.call('PUT', '/api/tenant', { token: admin }), 400, 'validation-failed');
     expectProblem(await t.call('GET', '/api/pats/not-a-uuid', { token: admin }), 400, 'validation-failed');
   });
@@ -86,7 +116,13 @@ describe('every error is an RFC 9457 problem', () => {
     expect(res.body).toMatchObject({ slug: 'precondition-failed', status: 412, title: 'Precondition failed' });
     const all = await t.call('GET', '/errors');
     expect(all.body.items.map((e: { slug: string }) => e.slug)).toEqual(
-      expect.arrayContaining(['validation-failed', 'unauthorized', 'policy-denied', 'invalid-state-transition', 'internal']),
+      expect.arrayContaining([
+        'validation-failed',
+        'unauthorized',
+        'policy-denied',
+        'invalid-state-transition',
+        'internal',
+      ]),
     );
     expectProblem(await t.call('GET', '/errors/no-such-error'), 404, 'not-found');
   });
@@ -110,7 +146,11 @@ describe('hostile input gets a 4xx, never a 500', () => {
 
   test('an If-Match beyond any row version is 412', async () => {
     for (const tag of ['"ffffffffffffffff"', '"8000000000000000"', '"zz"']) {
-      const res = await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: 'x' }, headers: { 'if-match': tag } });
+      const res = await t.call('PUT', '/api/tenant', {
+        token: admin,
+        body: { displayName: 'x' },
+        headers: { 'if-match': tag },
+      });
       expectProblem(res, 412, 'precondition-failed');
     }
   });
@@ -130,10 +170,17 @@ describe('hostile input gets a 4xx, never a 500', () => {
     expectProblem(res, 401, 'unauthorized');
   });
 
-  test.each([['null'], ['[]'], ['5'], ['"s"'], ['true'], ['{"__proto__": {"displayName": "x"}}']])('body %s is 400', async (raw) => {
-    const res = await t.call('PUT', '/api/tenant', { token: admin, raw, headers: { 'content-type': 'application/json' } });
-    expectProblem(res, 400, 'validation-failed');
-  });
+  test.each([['null'], ['[]'], ['5'], ['"s"'], ['true'], ['{"__proto__": {"displayName": "x"}}']])(
+    'body %s is 400',
+    async (raw) => {
+      const res = await t.call('PUT', '/api/tenant', {
+        token: admin,
+        raw,
+        headers: { 'content-type': 'application/json' },
+      });
+      expectProblem(res, 400, 'validation-failed');
+    },
+  );
 });
 
 describe('request ids', () => {

@@ -11,7 +11,8 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const total = async (path: string) => Number((await t.call('GET', path, { token: viewer })).headers.get('x-total-count'));
+const total = async (path: string) =>
+  Number((await t.call('GET', path, { token: viewer })).headers.get('x-total-count'));
 
 test('small counts are exact on every call', async () => {
   expect(await total('/api/agents?label=env:prod&limit=1')).toBe(5_000);

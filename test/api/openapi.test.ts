@@ -17,7 +17,10 @@ test('it is OpenAPI 3.1 and covers every route the app serves, with problem resp
   expect(doc.openapi).toBe('3.1.0');
   for (const route of t.app.routes) {
     const operation = doc.paths[route.path]?.[route.method];
-    expect({ route: `${route.method} ${route.path}`, documented: Boolean(operation) }).toEqual({ route: `${route.method} ${route.path}`, documented: true });
+    expect({ route: `${route.method} ${route.path}`, documented: Boolean(operation) }).toEqual({
+      route: `${route.method} ${route.path}`,
+      documented: true,
+    });
     expect(operation.responses.default.content['application/problem+json']).toBeDefined();
   }
   const put = doc.paths['/api/tenant'].put;
@@ -34,6 +37,9 @@ test('the schemas in the document are the ones that validate: a documented enum 
   const schema = doc.paths['/api/pats'].post.requestBody.content['application/json'].schema;
   const body = schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema;
   expect(body.properties.role.enum).toEqual(['viewer', 'operator', 'auditor', 'admin', 'peer']);
-  const res = await t.call('POST', '/api/pats', { token: await t.token('default.admin'), body: { name: 'x', role: 'superuser' } });
+  const res = await t.call('POST', '/api/pats', {
+    token: await t.token('default.admin'),
+    body: { name: 'x', role: 'superuser' },
+  });
   expect(res.status).toBe(400);
 });

@@ -17,7 +17,13 @@ describe('issuing PATs', () => {
     });
     expect(res.status).toBe(201);
     expect(res.headers.get('location')).toBe(`/api/pats/${res.body.id}`);
-    expect(res.body).toMatchObject({ name: 'deployer', role: 'operator', state: 'active', allowedEndpoints: ['GET /api/tenant'], createdBy: 'default.admin' });
+    expect(res.body).toMatchObject({
+      name: 'deployer',
+      role: 'operator',
+      state: 'active',
+      allowedEndpoints: ['GET /api/tenant'],
+      createdBy: 'default.admin',
+    });
     expect(res.body.token).toMatch(/^svc-pat\.[a-z2-7]{32}\.[a-z2-7]{7}$/);
 
     const detail = await t.call('GET', `/api/pats/${res.body.id}`, { token: admin });
@@ -36,7 +42,10 @@ describe('issuing PATs', () => {
     const again = await t.call('POST', '/api/pats', { token: admin, body: { name: 'twice', role: 'viewer' } });
     expect(again.status).toBe(409);
     expect(again.body.type).toBe('http://fleet.test/errors/conflict');
-    const elsewhere = await t.call('POST', '/api/pats', { token: await t.token('acme.admin'), body: { name: 'twice', role: 'viewer' } });
+    const elsewhere = await t.call('POST', '/api/pats', {
+      token: await t.token('acme.admin'),
+      body: { name: 'twice', role: 'viewer' },
+    });
     expect(elsewhere.status).toBe(201);
   });
 
@@ -57,7 +66,10 @@ describe('issuing PATs', () => {
     const limited = await t.pat('admin', { allowedEndpoints: ['POST /api/pats', 'GET /api/tenant'] });
     const wider = await t.call('POST', '/api/pats', { token: limited, body: { name: 'wider', role: 'viewer' } });
     expect(wider.status).toBe(400);
-    const narrower = await t.call('POST', '/api/pats', { token: limited, body: { name: 'narrower', role: 'viewer', allowedEndpoints: ['GET /api/tenant'] } });
+    const narrower = await t.call('POST', '/api/pats', {
+      token: limited,
+      body: { name: 'narrower', role: 'viewer', allowedEndpoints: ['GET /api/tenant'] },
+    });
     expect(narrower.status).toBe(201);
   });
 });
@@ -119,7 +131,9 @@ describe('listing PATs', () => {
       total = res.headers.get('x-total-count');
       names.push(...res.body.items.map((p: { name: string }) => p.name));
       const link = res.headers.get('link');
-      next = link ? new URL(/^<([^>]+)>; rel="next"$/.exec(link)![1]!).pathname + new URL(/^<([^>]+)>/.exec(link)![1]!).search : null;
+      next = link
+        ? new URL(/^<([^>]+)>; rel="next"$/.exec(link)![1]!).pathname + new URL(/^<([^>]+)>/.exec(link)![1]!).search
+        : null;
       pages++;
     }
     return { names, pages, total };

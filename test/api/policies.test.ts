@@ -21,7 +21,11 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 const PROBLEMS = 'http://fleet.test/errors';
-const draft = (name: string, expression = 'agent.labels.env != "prod" || rollout.batchPercent <= 10', extra: Record<string, unknown> = {}) => ({
+const draft = (
+  name: string,
+  expression = 'agent.labels.env != "prod" || rollout.batchPercent <= 10',
+  extra: Record<string, unknown> = {},
+) => ({
   name,
   description: `policy ${name}`,
   expression,
@@ -101,16 +105,28 @@ describe('creating policies', () => {
     const again = await t.call('POST', '/api/policies', { token: operator, body: draft('twice') });
     expect(again.status).toBe(409);
     expect(again.body.type).toBe(`${PROBLEMS}/conflict`);
-    const elsewhere = await t.call('POST', '/api/policies', { token: await t.token('acme.operator'), body: draft('twice') });
+    const elsewhere = await t.call('POST', '/api/policies', {
+      token: await t.token('acme.operator'),
+      body: draft('twice'),
+    });
     expect(elsewhere.status).toBe(201);
   });
 
   test('scope names live groups of the tenant', async () => {
-    const [group] = await t.database.db('groups').insert({ tenant_id: 'default', name: `scoped-${randomUUID()}` }).returning('id');
+    const [group] = await t.database
+      .db('groups')
+      .insert({ tenant_id: 'default', name: `scoped-${randomUUID()}` })
+      .returning('id');
     const res = await create('scoped', operator, draft('scoped', 'true', { scope: [group.id, group.id] }));
     expect(res.body.scope).toEqual([group.id]);
-    const [foreign] = await t.database.db('groups').insert({ tenant_id: 'acme', name: `foreign-${randomUUID()}` }).returning('id');
-    const refused = await t.call('POST', '/api/policies', { token: operator, body: draft('foreign-scope', 'true', { scope: [foreign.id] }) });
+    const [foreign] = await t.database
+      .db('groups')
+      .insert({ tenant_id: 'acme', name: `foreign-${randomUUID()}` })
+      .returning('id');
+    const refused = await t.call('POST', '/api/policies', {
+      token: operator,
+      body: draft('foreign-scope', 'true', { scope: [foreign.id] }),
+    });
     expect(refused.status).toBe(400);
     expect(refused.body.errors).toEqual([{ path: 'body.scope.0', message: `no group with id '${foreign.id}'` }]);
   });
@@ -140,7 +156,11 @@ describe('roles', () => {
       ['PUT', `/api/policies/${body.id}`, draft('roles-target')],
       ['POST', `/api/policies/${body.id}/disable`, undefined],
       ['POST', `/api/policies/${body.id}/enable`, undefined],
-      ['POST', '/api/policies/evaluate', { configurationId: randomUUID(), version: 1, target: { agentIds: [randomUUID()] } }],
+      [
+        'POST',
+        '/api/policies/evaluate',
+        { configurationId: randomUUID(), version: 1, target: { agentIds: [randomUUID()] } },
+      ],
     ] as const) {
       expect((await t.call(method, path, { token: viewer, body: payload })).status).toBe(403);
     }
@@ -160,7 +180,9 @@ describe('approval', () => {
     const self = await t.call('POST', `/api/policies/${body.id}/approve`, { token: admin });
     expect(self.status).toBe(403);
     expect(self.body.type).toBe(`${PROBLEMS}/forbidden`);
-    expect(self.body.detail).toBe("'default.admin' wrote policy 'author-approves' and cannot approve it; another admin must.");
+    expect(self.body.detail).toBe(
+      "'default.admin' wrote policy 'author-approves' and cannot approve it; another admin must.",
+    );
     expect((await t.call('GET', `/api/policies/${body.id}`, { token: admin })).body.state).toBe('draft');
 
     const approved = await t.call('POST', `/api/policies/${body.id}/approve`, { token: secondAdmin });
@@ -207,7 +229,10 @@ describe('approval', () => {
 
     // switching it off and on, or writing back the same content, is not a change to what was approved
     expect((await t.call('POST', `/api/policies/${body.id}/disable`, { token: operator })).body.state).toBe('approved');
-    const same = await t.call('PUT', `/api/policies/${body.id}`, { token: operator, body: draft('changed-after-approval', body.expression, { enabled: true }) });
+    const same = await t.call('PUT', `/api/policies/${body.id}`, {
+      token: operator,
+      body: draft('changed-after-approval', body.expression, { enabled: true }),
+    });
     expect(same.status).toBe(200);
     expect(same.body).toMatchObject({ state: 'approved', approver: 'default.admin', enabled: true });
 
@@ -217,17 +242,32 @@ describe('approval', () => {
       headers: { 'if-match': same.headers.get('etag')! },
     });
     expect(changed.status).toBe(200);
-    expect(changed.body).toMatchObject({ state: 'draft', approver: null, approvedAt: null, expression: 'agent.labels.env != "prod" || rollout.batchPercent <= 50' });
+    expect(changed.body).toMatchObject({
+      state: 'draft',
+      approver: null,
+      approvedAt: null,
+      expression: 'agent.labels.env != "prod" || rollout.batchPercent <= 50',
+    });
     expect(changed.headers.get('etag')).not.toBe(same.headers.get('etag'));
-    const event = await t.database.db('events').where({ type: 'policy.updated', subject: body.id }).orderBy('seq', 'desc').first();
+    const event = await t.database
+      .db('events')
+      .where({ type: 'policy.updated', subject: body.id })
+      .orderBy('seq', 'desc')
+      .first();
     expect(event.data.state).toBe('draft');
   });
 
   test('an update is type-checked too', async () => {
     const { body } = await create('update-checked');
-    const res = await t.call('PUT', `/api/policies/${body.id}`, { token: operator, body: draft('update-checked', 'agent.labels') });
+    const res = await t.call('PUT', `/api/policies/${body.id}`, {
+      token: operator,
+      body: draft('update-checked', 'agent.labels'),
+    });
     expect(res.status).toBe(400);
-    expect(res.body.errors[0]).toEqual({ path: 'body.expression', message: 'must evaluate to bool, but its type is map<string, string>' });
+    expect(res.body.errors[0]).toEqual({
+      path: 'body.expression',
+      message: 'must evaluate to bool, but its type is map<string, string>',
+    });
   });
 
   test('renaming onto another policy’s name is 409', async () => {
@@ -243,7 +283,11 @@ describe('If-Match', () => {
     const created = await create('concurrency');
     const stale = created.headers.get('etag')!;
     const id = created.body.id;
-    const updated = await t.call('PUT', `/api/policies/${id}`, { token: operator, body: draft('concurrency', 'true'), headers: { 'if-match': stale } });
+    const updated = await t.call('PUT', `/api/policies/${id}`, {
+      token: operator,
+      body: draft('concurrency', 'true'),
+      headers: { 'if-match': stale },
+    });
     expect(updated.status).toBe(200);
     const current = updated.headers.get('etag')!;
 
@@ -256,19 +300,35 @@ describe('If-Match', () => {
       expect(res.status).toBe(412);
       expect(res.body.type).toBe(`${PROBLEMS}/precondition-failed`);
     }
-    expect((await t.call('GET', `/api/policies/${id}`, { token: admin })).body).toMatchObject({ expression: 'true', state: 'draft', enabled: true });
+    expect((await t.call('GET', `/api/policies/${id}`, { token: admin })).body).toMatchObject({
+      expression: 'true',
+      state: 'draft',
+      enabled: true,
+    });
 
-    const disabled = await t.call('POST', `/api/policies/${id}/disable`, { token: operator, headers: { 'if-match': current } });
+    const disabled = await t.call('POST', `/api/policies/${id}/disable`, {
+      token: operator,
+      headers: { 'if-match': current },
+    });
     expect(disabled.status).toBe(200);
-    const enabledStale = await t.call('POST', `/api/policies/${id}/enable`, { token: operator, headers: { 'if-match': current } });
+    const enabledStale = await t.call('POST', `/api/policies/${id}/enable`, {
+      token: operator,
+      headers: { 'if-match': current },
+    });
     expect(enabledStale.status).toBe(412);
-    const approved = await t.call('POST', `/api/policies/${id}/approve`, { token: admin, headers: { 'if-match': disabled.headers.get('etag')! } });
+    const approved = await t.call('POST', `/api/policies/${id}/approve`, {
+      token: admin,
+      headers: { 'if-match': disabled.headers.get('etag')! },
+    });
     expect(approved.status).toBe(200);
   });
 
   test('If-None-Match answers 304', async () => {
     const created = await create('not-modified');
-    const res = await t.call('GET', `/api/policies/${created.body.id}`, { token: viewer, headers: { 'if-none-match': created.headers.get('etag')! } });
+    const res = await t.call('GET', `/api/policies/${created.body.id}`, {
+      token: viewer,
+      headers: { 'if-none-match': created.headers.get('etag')! },
+    });
     expect(res.status).toBe(304);
   });
 
@@ -302,8 +362,13 @@ describe('built-in policies and lists', () => {
     const list = await t.call('GET', '/api/policies?limit=1000', { token: await t.token('acme.viewer') });
     expect(list.status).toBe(200);
     const builtins = list.body.items.filter((p: { builtin: boolean }) => p.builtin);
-    expect(builtins.map((p: { name: string }) => p.name).sort()).toEqual(['healthy-agents-only', 'no-prod-big-batch', 'published-only']);
-    for (const policy of builtins) expect(policy).toMatchObject({ state: 'approved', enabled: false, author: 'system', approver: 'system' });
+    expect(builtins.map((p: { name: string }) => p.name).sort()).toEqual([
+      'healthy-agents-only',
+      'no-prod-big-batch',
+      'published-only',
+    ]);
+    for (const policy of builtins)
+      expect(policy).toMatchObject({ state: 'approved', enabled: false, author: 'system', approver: 'system' });
 
     const acmeOperator = await t.token('acme.operator');
     const [healthy] = builtins.filter((p: { name: string }) => p.name === 'healthy-agents-only');
@@ -311,7 +376,10 @@ describe('built-in policies and lists', () => {
     expect(enabled.body).toMatchObject({ enabled: true, state: 'approved' });
     const again = await t.call('POST', `/api/policies/${healthy.id}/enable`, { token: acmeOperator });
     expect(again.headers.get('etag')).toBe(enabled.headers.get('etag'));
-    const edit = await t.call('PUT', `/api/policies/${healthy.id}`, { token: acmeOperator, body: draft('healthy-agents-only', 'true') });
+    const edit = await t.call('PUT', `/api/policies/${healthy.id}`, {
+      token: acmeOperator,
+      body: draft('healthy-agents-only', 'true'),
+    });
     expect(edit.status).toBe(409);
     expect(edit.body.detail).toContain('built-in');
 
@@ -380,7 +448,9 @@ describe('evaluation', () => {
 
   async function agent(name: string, groupId: string, labels: Record<string, string>, status = 'online') {
     const id = randomUUID();
-    await t.database.db('agents').insert({ id, tenant_id: tenant, group_id: groupId, name, labels: JSON.stringify(labels), status });
+    await t.database
+      .db('agents')
+      .insert({ id, tenant_id: tenant, group_id: groupId, name, labels: JSON.stringify(labels), status });
     agents[name] = id;
   }
 
@@ -395,7 +465,16 @@ describe('evaluation', () => {
   const deniedBy = (res: { body: { verdicts: Array<{ agentId: string; deniedBy: Array<{ name: string }> }> } }) =>
     Object.fromEntries(
       Object.entries(agents)
-        .map(([name, id]) => [name, res.body.verdicts.find((v) => v.agentId === id)?.deniedBy.map((d) => d.name).sort()] as const)
+        .map(
+          ([name, id]) =>
+            [
+              name,
+              res.body.verdicts
+                .find((v) => v.agentId === id)
+                ?.deniedBy.map((d) => d.name)
+                .sort(),
+            ] as const,
+        )
         .filter(([, denials]) => denials !== undefined),
     );
 
@@ -411,11 +490,34 @@ describe('evaluation', () => {
     const content = (replicas: number) => `receivers:\n  otlp: {}\nreplicas: ${replicas}\n`;
     [{ id: configurationId }] = await t.database
       .db('configurations')
-      .insert({ tenant_id: tenant, name: 'collector', format: 'yaml', labels: JSON.stringify({ team: 'obs' }), latest_version: 2, published_version: 1 })
+      .insert({
+        tenant_id: tenant,
+        name: 'collector',
+        format: 'yaml',
+        labels: JSON.stringify({ team: 'obs' }),
+        latest_version: 2,
+        published_version: 1,
+      })
       .returning('id');
     await t.database.db('configuration_versions').insert([
-      { configuration_id: configurationId, version: 1, state: 'published', content: content(3), content_hash: createHash('sha256').update(content(3)).digest('hex'), author: 'alice', published_at: new Date(), published_by: 'alice' },
-      { configuration_id: configurationId, version: 2, state: 'draft', content: content(9), content_hash: createHash('sha256').update(content(9)).digest('hex'), author: 'alice' },
+      {
+        configuration_id: configurationId,
+        version: 1,
+        state: 'published',
+        content: content(3),
+        content_hash: createHash('sha256').update(content(3)).digest('hex'),
+        author: 'alice',
+        published_at: new Date(),
+        published_by: 'alice',
+      },
+      {
+        configuration_id: configurationId,
+        version: 2,
+        state: 'draft',
+        content: content(9),
+        content_hash: createHash('sha256').update(content(9)).digest('hex'),
+        author: 'alice',
+      },
     ]);
   });
 
@@ -431,7 +533,9 @@ describe('evaluation', () => {
     expect(res.status).toBe(200);
     expect(res.body.allowed).toBe(false);
     for (const verdict of res.body.verdicts) {
-      expect(verdict.deniedBy).toEqual([expect.objectContaining({ name: 'runaway', error: expect.stringMatching(/exceeded its time budget/) })]);
+      expect(verdict.deniedBy).toEqual([
+        expect.objectContaining({ name: 'runaway', error: expect.stringMatching(/exceeded its time budget/) }),
+      ]);
     }
     // the stall is bounded: the API answers right after
     expect((await t.call('GET', '/healthz')).status).toBe(200);
@@ -443,12 +547,19 @@ describe('evaluation', () => {
     expect(res.status).toBe(200);
     expect(res.body.allowed).toBe(true);
     expect(res.body.verdicts).toHaveLength(4);
-    expect(res.body.verdicts.every((v: { allowed: boolean; deniedBy: unknown[] }) => v.allowed && v.deniedBy.length === 0)).toBe(true);
+    expect(
+      res.body.verdicts.every((v: { allowed: boolean; deniedBy: unknown[] }) => v.allowed && v.deniedBy.length === 0),
+    ).toBe(true);
   });
 
   test('labels and the batch size: prod agents are denied a big batch, allowed a small one (200, never 422)', async () => {
     const id = await enforce('prod-batches', 'agent.labels.env != "prod" || rollout.batchPercent <= 10');
-    const big = await evaluate({ configurationId, version: 1, target: { groupIds: [prod, dev] }, rollout: { batchPercent: 50 } });
+    const big = await evaluate({
+      configurationId,
+      version: 1,
+      target: { groupIds: [prod, dev] },
+      rollout: { batchPercent: 50 },
+    });
     expect(big.status).toBe(200);
     expect(big.body.allowed).toBe(false);
     expect(big.body.verdicts.find((v: { agentId: string }) => v.agentId === agents['prod-1'])).toEqual({
@@ -457,14 +568,29 @@ describe('evaluation', () => {
       deniedBy: [{ policyId: id, name: 'prod-batches' }],
     });
     // an agent without the label makes `agent.labels.env` a runtime error: a deny, with the message
-    expect(deniedBy(big)).toEqual({ 'prod-1': ['prod-batches'], 'prod-2': ['prod-batches'], 'dev-1': [], unlabelled: ['prod-batches'] });
+    expect(deniedBy(big)).toEqual({
+      'prod-1': ['prod-batches'],
+      'prod-2': ['prod-batches'],
+      'dev-1': [],
+      unlabelled: ['prod-batches'],
+    });
     const unlabelled = big.body.verdicts.find((v: { agentId: string }) => v.agentId === agents.unlabelled);
     expect(unlabelled.deniedBy[0].error).toBe('No such key: env (at offset 13)');
 
-    const small = await evaluate({ configurationId, version: 1, target: { groupIds: [prod] }, rollout: { batchPercent: 10 } });
+    const small = await evaluate({
+      configurationId,
+      version: 1,
+      target: { groupIds: [prod] },
+      rollout: { batchPercent: 10 },
+    });
     expect(small.body.allowed).toBe(true);
     // a batch of one agent out of two is 50%
-    const bySize = await evaluate({ configurationId, version: 1, target: { groupIds: [prod] }, rollout: { batchSize: 1 } });
+    const bySize = await evaluate({
+      configurationId,
+      version: 1,
+      target: { groupIds: [prod] },
+      rollout: { batchSize: 1 },
+    });
     expect(bySize.body.allowed).toBe(false);
     // no rollout given: judged as one batch of the whole target
     const whole = await evaluate({ configurationId, version: 1, target: { agentIds: [agents['prod-1']] } });
@@ -477,13 +603,22 @@ describe('evaluation', () => {
     expect(v1.body.allowed).toBe(true);
     const v2 = await evaluate({ configurationId, version: 2, target: { groupIds: [prod, dev] } });
     // scoped to dev: prod agents are not judged by it
-    expect(deniedBy(v2)).toEqual({ 'prod-1': [], 'prod-2': [], 'dev-1': ['few-replicas'], unlabelled: ['few-replicas'] });
+    expect(deniedBy(v2)).toEqual({
+      'prod-1': [],
+      'prod-2': [],
+      'dev-1': ['few-replicas'],
+      unlabelled: ['few-replicas'],
+    });
 
     const list = await t.call('GET', '/api/policies?limit=100', { token: author });
     const builtin = (name: string) => list.body.items.find((p: { name: string }) => p.name === name).id;
     await t.call('POST', `/api/policies/${builtin('published-only')}/enable`, { token: author });
     await t.call('POST', `/api/policies/${builtin('healthy-agents-only')}/enable`, { token: author });
-    const withBuiltins = await evaluate({ configurationId, version: 2, target: { agentIds: [agents['prod-2'], agents['dev-1']] } });
+    const withBuiltins = await evaluate({
+      configurationId,
+      version: 2,
+      target: { agentIds: [agents['prod-2'], agents['dev-1']] },
+    });
     expect(deniedBy(withBuiltins)).toEqual({
       'prod-2': ['healthy-agents-only', 'published-only'],
       'dev-1': ['few-replicas', 'published-only'],
@@ -495,8 +630,14 @@ describe('evaluation', () => {
   });
 
   test('a group and an agent in it are judged once', async () => {
-    const res = await evaluate({ configurationId, version: 1, target: { groupIds: [prod], agentIds: [agents['prod-1'], agents['dev-1']] } });
-    expect(res.body.verdicts.map((v: { agentId: string }) => v.agentId).sort()).toEqual([agents['prod-1'], agents['prod-2'], agents['dev-1']].sort());
+    const res = await evaluate({
+      configurationId,
+      version: 1,
+      target: { groupIds: [prod], agentIds: [agents['prod-1'], agents['dev-1']] },
+    });
+    expect(res.body.verdicts.map((v: { agentId: string }) => v.agentId).sort()).toEqual(
+      [agents['prod-1'], agents['prod-2'], agents['dev-1']].sort(),
+    );
   });
 
   test('unknown or foreign configuration, version, group or agent is 404; a bad body is 400', async () => {
@@ -527,7 +668,9 @@ describe('evaluation', () => {
     expect(problem.slug).toBe('policy-denied');
     expect(problem.status).toBe(422);
     expect(problem.title).toBe('Policy denied the push');
-    expect(problem.detail).toBe(`Policy 'prod-batches-assert' denied the push to agent ${first}. 1 more denial in violations.`);
+    expect(problem.detail).toBe(
+      `Policy 'prod-batches-assert' denied the push to agent ${first}. 1 more denial in violations.`,
+    );
     expect(problem.extensions).toEqual({
       policyId: id,
       agentId: first,
@@ -544,7 +687,12 @@ describe('evaluation', () => {
 
   test('rendered by the problem middleware, the denial is the spec’s 422 body', async () => {
     await enforce('prod-batches-render', 'agent.labels.env != "prod" || rollout.batchPercent <= 10', [prod]);
-    const input = { configurationId, version: 1, target: { agentIds: [agents['prod-1']!] }, rollout: { batchPercent: 25 } };
+    const input = {
+      configurationId,
+      version: 1,
+      target: { agentIds: [agents['prod-1']!] },
+      rollout: { batchPercent: 25 },
+    };
     const headers: Record<string, string> = {};
     const ctx = {
       status: 200,
@@ -561,7 +709,8 @@ describe('evaluation', () => {
     });
     expect(ctx.status).toBe(422);
     expect(ctx.type).toBe('application/problem+json');
-    const policyId = (await t.database.db('policies').where({ tenant_id: tenant, name: 'prod-batches-render' }).first()).id;
+    const policyId = (await t.database.db('policies').where({ tenant_id: tenant, name: 'prod-batches-render' }).first())
+      .id;
     expect(ctx.body).toEqual({
       type: `${PROBLEMS}/policy-denied`,
       title: 'Policy denied the push',

@@ -13,8 +13,20 @@ type Role = (typeof ROLES)[number];
 const classes: Array<{ name: string; method: string; path: string; body?: unknown; allowed: Role[] }> = [
   { name: 'read', method: 'GET', path: '/api/tenant', allowed: ['viewer', 'operator', 'auditor', 'admin'] },
   { name: 'read inventory', method: 'GET', path: '/api/agents', allowed: ['viewer', 'operator', 'auditor', 'admin'] },
-  { name: 'day-to-day change', method: 'POST', path: '/api/groups', body: { name: 'g' }, allowed: ['operator', 'admin'] },
-  { name: 'issue bootstrap tokens', method: 'POST', path: '/api/tokens', body: { name: 't' }, allowed: ['operator', 'admin'] },
+  {
+    name: 'day-to-day change',
+    method: 'POST',
+    path: '/api/groups',
+    body: { name: 'g' },
+    allowed: ['operator', 'admin'],
+  },
+  {
+    name: 'issue bootstrap tokens',
+    method: 'POST',
+    path: '/api/tokens',
+    body: { name: 't' },
+    allowed: ['operator', 'admin'],
+  },
   { name: 'tenant settings', method: 'PUT', path: '/api/tenant', body: { displayName: 'Default' }, allowed: ['admin'] },
   { name: 'list PATs', method: 'GET', path: '/api/pats', allowed: ['admin'] },
   { name: 'issue PATs', method: 'POST', path: '/api/pats', body: { name: 'p', role: 'viewer' }, allowed: ['admin'] },
@@ -28,7 +40,10 @@ describe.each(['oidc', 'pat'] as const)('roles enforced for %s callers', (kind) 
   test.each(cases)('%s as %s', async (_name, role, c) => {
     const token = kind === 'oidc' ? await t.token(`default.${role}`) : await t.pat(role);
     // unique names, so that each call can succeed on its own
-    const body = c.method === 'POST' ? { ...(c.body as object), name: `${(c.body as { name: string }).name}-${kind}-${role}` } : c.body;
+    const body =
+      c.method === 'POST'
+        ? { ...(c.body as object), name: `${(c.body as { name: string }).name}-${kind}-${role}` }
+        : c.body;
     const res = await t.call(c.method, c.path, { token, body });
     if (c.allowed.includes(role)) {
       expect(res.status).toBeLessThan(300);
@@ -54,7 +69,10 @@ describe('tenant isolation', () => {
   });
 
   test("another tenant's object is 404, never 403", async () => {
-    const created = await t.call('POST', '/api/pats', { token: await t.token('default.admin'), body: { name: 'isolated', role: 'viewer' } });
+    const created = await t.call('POST', '/api/pats', {
+      token: await t.token('default.admin'),
+      body: { name: 'isolated', role: 'viewer' },
+    });
     expect(created.status).toBe(201);
     const acmeAdmin = await t.token('acme.admin');
     const read = await t.call('GET', `/api/pats/${created.body.id}`, { token: acmeAdmin });

@@ -28,7 +28,10 @@ async function slowedWorker() {
   const worker = await Worker.create({
     connection,
     taskQueue: env.taskQueue,
-    workflowBundle: await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') }),
+    workflowBundle: await bundleWorkflowCode({
+      workflowsPath: require.resolve('../../workflows'),
+      logger: new DefaultLogger('WARN'),
+    }),
     activities: {
       ...activities,
       transitionRollout: async (...args: Parameters<typeof activities.transitionRollout>) => {
@@ -54,7 +57,12 @@ test('twenty rollout operations in flight against a slowed worker: other api cal
   const rollouts: string[] = [];
   for (let i = 0; i < 20; i += 1) {
     const groupId = (await call('POST', '/api/groups', { name: `in-flight-${i}-${Date.now()}` })).body.id;
-    const created = await call('POST', '/api/rollouts', { configurationId: v1!.configurationId, version: v1!.version, target: { groupIds: [groupId] }, strategy: { batchSize: 1 } });
+    const created = await call('POST', '/api/rollouts', {
+      configurationId: v1!.configurationId,
+      version: v1!.version,
+      target: { groupIds: [groupId] },
+      strategy: { batchSize: 1 },
+    });
     expect(created.status).toBe(201);
     rollouts.push(created.body.id);
   }
@@ -81,7 +89,9 @@ test('twenty rollout operations in flight against a slowed worker: other api cal
     await eventually(async () => {
       for (const id of rollouts) {
         const description = await env.client.workflow.getHandle(rolloutWorkflowId(id)).describe();
-        expect(description.raw.pendingActivities?.map((activity) => activity.activityType?.name)).toContain('transitionRollout');
+        expect(description.raw.pendingActivities?.map((activity) => activity.activityType?.name)).toContain(
+          'transitionRollout',
+        );
       }
     }, 30_000);
 
@@ -104,7 +114,9 @@ test('twenty rollout operations in flight against a slowed worker: other api cal
     worker.open();
     const results = await Promise.all(starts);
     // Running, or already completed: the rollouts target empty groups.
-    expect(results.map((res) => [res.status, res.body.state])).toEqual(rollouts.map(() => [200, expect.stringMatching(/^(running|completed)$/)]));
+    expect(results.map((res) => [res.status, res.body.state])).toEqual(
+      rollouts.map(() => [200, expect.stringMatching(/^(running|completed)$/)]),
+    );
   } finally {
     worker.open();
     await worker.stop();

@@ -48,7 +48,14 @@ test('a rollout runs batch by batch to completed; every agent applies the versio
   expect(agents.body.items.map((a: { agentId: string }) => a.agentId)).toEqual(ids);
 
   const types = await env.t.database.db('events').where({ subject: created.body.id }).orderBy('seq').pluck('type');
-  expect(types).toEqual(['rollout.created', 'rollout.started', 'rollout.progress', 'rollout.progress', 'rollout.progress', 'rollout.completed']);
+  expect(types).toEqual([
+    'rollout.created',
+    'rollout.started',
+    'rollout.progress',
+    'rollout.progress',
+    'rollout.progress',
+    'rollout.completed',
+  ]);
 }, 60_000);
 
 async function createRollout(body: Record<string, unknown>) {
@@ -57,7 +64,8 @@ async function createRollout(body: Record<string, unknown>) {
   return res.body as { id: string; state: string };
 }
 
-const eventTypes = (rolloutId: string) => env.t.database.db('events').where({ subject: rolloutId }).orderBy('seq').pluck('type');
+const eventTypes = (rolloutId: string) =>
+  env.t.database.db('events').where({ subject: rolloutId }).orderBy('seq').pluck('type');
 
 test('pause between batches, then resume; 409 on resume of a running rollout; 412 on a stale ETag', async () => {
   const { groupId, fleet } = await env.fleet(4);
@@ -77,9 +85,14 @@ test('pause between batches, then resume; 409 on resume of a running rollout; 41
   expect(running.body.type).toMatch(/invalid-state-transition$/);
 
   // The first batch applies, then the rollout bakes for 4 s: pause it there.
-  await eventually(async () => expect((await call('GET', `/api/rollouts/${rollout.id}`)).body.progress.succeeded).toBe(1), 15_000);
+  await eventually(
+    async () => expect((await call('GET', `/api/rollouts/${rollout.id}`)).body.progress.succeeded).toBe(1),
+    15_000,
+  );
   const current = await call('GET', `/api/rollouts/${rollout.id}`);
-  const paused = await call('POST', `/api/rollouts/${rollout.id}/pause`, undefined, { 'if-match': current.headers.get('etag')! });
+  const paused = await call('POST', `/api/rollouts/${rollout.id}/pause`, undefined, {
+    'if-match': current.headers.get('etag')!,
+  });
   expect(paused.status).toBe(200);
   expect(paused.body.state).toBe('paused');
 
@@ -91,20 +104,32 @@ test('pause between batches, then resume; 409 on resume of a running rollout; 41
   await new Promise((resolve) => setTimeout(resolve, 5000));
   expect(fleet.agents.filter((a) => a.state.lastConfigHash === v1!.contentHash)).toHaveLength(1);
 
-  const resumed = await call('POST', `/api/rollouts/${rollout.id}/resume`, undefined, { 'if-match': paused.headers.get('etag')! });
+  const resumed = await call('POST', `/api/rollouts/${rollout.id}/resume`, undefined, {
+    'if-match': paused.headers.get('etag')!,
+  });
   expect(resumed.status).toBe(200);
   expect(resumed.body.state).toBe('running');
   // What was left of the bake ran out while paused: batch 2 follows.
-  await eventually(async () => expect((await call('GET', `/api/rollouts/${rollout.id}`)).body.progress.succeeded).toBe(2), 15_000);
+  await eventually(
+    async () => expect((await call('GET', `/api/rollouts/${rollout.id}`)).body.progress.succeeded).toBe(2),
+    15_000,
+  );
   const aborted = await call('POST', `/api/rollouts/${rollout.id}/abort`);
   expect(aborted.status).toBe(200);
   expect(aborted.body).toMatchObject({ state: 'aborted', reason: expect.stringContaining('aborted by') });
   expect(await eventTypes(rollout.id)).toEqual(
-    expect.arrayContaining(['rollout.created', 'rollout.started', 'rollout.paused', 'rollout.resumed', 'rollout.aborted']),
+    expect.arrayContaining([
+      'rollout.created',
+      'rollout.started',
+      'rollout.paused',
+      'rollout.resumed',
+      'rollout.aborted',
+    ]),
   );
   // Every operation is in the audit trail, refused ones too. In call order: the chain (seq)
   // appends refused calls in batches, up to 200 ms after a later successful write.
-  const audited = await env.t.database.db('audit_events')
+  const audited = await env.t.database
+    .db('audit_events')
     .where({ method: 'POST', resource_type: 'rollout', resource_id: rollout.id })
     .orderBy([{ column: 'occurred_at' }, { column: 'seq' }])
     .select('route', 'status');
@@ -123,11 +148,21 @@ test('rollback after completion restores the previous version on every agent', a
   const { groupId, fleet } = await env.fleet(3);
   const [v1, v2] = await publishConfiguration(env.t, env.operator, ['level: info\n', 'level: debug\n']);
   const strategy = { batchPercent: 50 };
-  const first = await createRollout({ configurationId: v1!.configurationId, version: 1, target: { groupIds: [groupId] }, strategy });
+  const first = await createRollout({
+    configurationId: v1!.configurationId,
+    version: 1,
+    target: { groupIds: [groupId] },
+    strategy,
+  });
   await call('POST', `/api/rollouts/${first.id}/start`);
   await waitForState(first.id, 'completed');
 
-  const second = await createRollout({ configurationId: v2!.configurationId, version: 2, target: { groupIds: [groupId] }, strategy });
+  const second = await createRollout({
+    configurationId: v2!.configurationId,
+    version: 2,
+    target: { groupIds: [groupId] },
+    strategy,
+  });
   await call('POST', `/api/rollouts/${second.id}/start`);
   await waitForState(second.id, 'completed');
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v2!.contentHash);
@@ -140,11 +175,14 @@ test('rollback after completion restores the previous version on every agent', a
   expect(rolledBack.body.rollback).toEqual({ pending: 0, applying: 0, succeeded: 3, failed: 0, skipped: 0 });
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v1!.contentHash);
   const agents = await call('GET', `/api/agents?groupId=${groupId}`);
-  for (const agent of agents.body.items) expect(agent.applied).toMatchObject({ configurationId: v1!.configurationId, version: 1, status: 'APPLIED' });
+  for (const agent of agents.body.items)
+    expect(agent.applied).toMatchObject({ configurationId: v1!.configurationId, version: 1, status: 'APPLIED' });
 
   const again = await call('POST', `/api/rollouts/${second.id}/rollback`);
   expect(again.status).toBe(409);
-  expect(await eventTypes(second.id)).toEqual(expect.arrayContaining(['rollout.completed', 'rollout.rolling-back', 'rollout.rolled-back']));
+  expect(await eventTypes(second.id)).toEqual(
+    expect.arrayContaining(['rollout.completed', 'rollout.rolling-back', 'rollout.rolled-back']),
+  );
 }, 60_000);
 
 test('failures above maxFailurePercent pause the rollout (onFailure pause), naming why', async () => {
@@ -166,9 +204,17 @@ test('failures above maxFailurePercent pause the rollout (onFailure pause), nami
 }, 60_000);
 
 test('failures above maxFailurePercent roll back (onFailure rollback) to what each agent had', async () => {
-  const { groupId, fleet } = await env.fleet(4, { apply: (_agent, config) => (Object.values(config.files).some((f) => f.body.includes('broken')) ? 'invalid pipeline' : undefined) });
+  const { groupId, fleet } = await env.fleet(4, {
+    apply: (_agent, config) =>
+      Object.values(config.files).some((f) => f.body.includes('broken')) ? 'invalid pipeline' : undefined,
+  });
   const [good, bad] = await publishConfiguration(env.t, env.operator, ['ok: true\n', 'broken: true\n']);
-  const first = await createRollout({ configurationId: good!.configurationId, version: 1, target: { groupIds: [groupId] }, strategy: { batchPercent: 100 } });
+  const first = await createRollout({
+    configurationId: good!.configurationId,
+    version: 1,
+    target: { groupIds: [groupId] },
+    strategy: { batchPercent: 100 },
+  });
   await call('POST', `/api/rollouts/${first.id}/start`);
   await waitForState(first.id, 'completed');
 
@@ -184,18 +230,35 @@ test('failures above maxFailurePercent roll back (onFailure rollback) to what ea
   expect(rolledBack.body.progress).toMatchObject({ failed: 2, pending: 2 });
   expect(rolledBack.body.rollback).toMatchObject({ succeeded: 2 });
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(good!.contentHash);
-  expect(await eventTypes(second.id)).toEqual(['rollout.created', 'rollout.started', 'rollout.progress', 'rollout.rolling-back', 'rollout.rolled-back']);
+  expect(await eventTypes(second.id)).toEqual([
+    'rollout.created',
+    'rollout.started',
+    'rollout.progress',
+    'rollout.rolling-back',
+    'rollout.rolled-back',
+  ]);
 }, 60_000);
 
 test('start is refused with the exact 422 when a policy denies an agent; the rollout stays pending', async () => {
   const { groupId, ids } = await env.fleet(2);
   const [v1] = await publishConfiguration(env.t, env.operator, ['y: 1\n']);
-  const policy = await call('POST', '/api/policies', { name: `no-pushes-${groupId.slice(0, 8)}`, expression: 'false', scope: [groupId] });
+  const policy = await call('POST', '/api/policies', {
+    name: `no-pushes-${groupId.slice(0, 8)}`,
+    expression: 'false',
+    scope: [groupId],
+  });
   expect(policy.status).toBe(201);
-  const approved = await env.t.call('POST', `/api/policies/${policy.body.id}/approve`, { token: await env.t.token('default.admin') });
+  const approved = await env.t.call('POST', `/api/policies/${policy.body.id}/approve`, {
+    token: await env.t.token('default.admin'),
+  });
   expect(approved.status).toBe(200);
   try {
-    const rollout = await createRollout({ configurationId: v1!.configurationId, version: 1, target: { groupIds: [groupId] }, strategy: { batchSize: 1 } });
+    const rollout = await createRollout({
+      configurationId: v1!.configurationId,
+      version: 1,
+      target: { groupIds: [groupId] },
+      strategy: { batchSize: 1 },
+    });
     const refused = await call('POST', `/api/rollouts/${rollout.id}/start`);
     expect(refused.status).toBe(422);
     expect(refused.headers.get('content-type')).toMatch(/application\/problem\+json/);
@@ -211,7 +274,12 @@ test('start is refused with the exact 422 when a policy denies an agent; the rol
     expect((await call('GET', `/api/rollouts/${rollout.id}`)).body.state).toBe('pending');
     expect(await eventTypes(rollout.id)).toEqual(['rollout.created']);
   } finally {
-    await call('PUT', `/api/policies/${policy.body.id}`, { name: policy.body.name, expression: 'false', scope: [groupId], enabled: false });
+    await call('PUT', `/api/policies/${policy.body.id}`, {
+      name: policy.body.name,
+      expression: 'false',
+      scope: [groupId],
+      enabled: false,
+    });
   }
 }, 60_000);
 
@@ -231,7 +299,12 @@ test('the worker killed mid-rollout and started again: the rollout resumes, no a
   await env.stopWorker();
   let worker = startScript('worker/main.ts', [], env.workerEnv());
   try {
-    const rollout = await createRollout({ configurationId: v1!.configurationId, version: 1, target: { groupIds: [groupId] }, strategy: { batchSize: 2 } });
+    const rollout = await createRollout({
+      configurationId: v1!.configurationId,
+      version: 1,
+      target: { groupIds: [groupId] },
+      strategy: { batchSize: 2 },
+    });
     expect((await call('POST', `/api/rollouts/${rollout.id}/start`)).status).toBe(200);
     await eventually(async () => {
       const res = await call('GET', `/api/rollouts/${rollout.id}`);
@@ -246,7 +319,11 @@ test('the worker killed mid-rollout and started again: the rollout resumes, no a
     expect(done.body.progress).toEqual({ total: 6, pending: 0, applying: 0, succeeded: 6, failed: 0, skipped: 0 });
     expect(done.body.batches.map((b: { total: number }) => b.total)).toEqual([2, 2, 2]);
     expect([...pushes.values()]).toEqual([1, 1, 1, 1, 1, 1]);
-    const updates = await env.t.database.db('events').where({ type: 'rollout.agent-updated' }).whereRaw("data->>'rolloutId' = ?", [rollout.id]).count<{ n: string }[]>('* as n');
+    const updates = await env.t.database
+      .db('events')
+      .where({ type: 'rollout.agent-updated' })
+      .whereRaw("data->>'rolloutId' = ?", [rollout.id])
+      .count<{ n: string }[]>('* as n');
     expect(Number(updates[0]!.n)).toBe(6);
   } finally {
     worker.kill('SIGKILL');
@@ -257,7 +334,12 @@ test('the worker killed mid-rollout and started again: the rollout resumes, no a
 test('agents that join a target group while the rollout runs are included in a later batch', async () => {
   const { groupId } = await env.fleet(2);
   const [v1] = await publishConfiguration(env.t, env.operator, ['join: true\n']);
-  const rollout = await createRollout({ configurationId: v1!.configurationId, version: 1, target: { groupIds: [groupId] }, strategy: { batchSize: 1, bakeSeconds: 2 } });
+  const rollout = await createRollout({
+    configurationId: v1!.configurationId,
+    version: 1,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 1, bakeSeconds: 2 },
+  });
   await call('POST', `/api/rollouts/${rollout.id}/start`);
   const late = await env.fleet(1, { groupId });
   const done = await waitForState(rollout.id, 'completed', 30_000);
@@ -268,36 +350,61 @@ test('agents that join a target group while the rollout runs are included in a l
 test('an agent is in at most one active rollout; bad strategies and targets are refused with clear problems', async () => {
   const { groupId, ids } = await env.fleet(1);
   const [v1] = await publishConfiguration(env.t, env.operator, ['one: 1\n']);
-  const body = { configurationId: v1!.configurationId, version: 1, target: { groupIds: [groupId] }, strategy: { batchSize: 1 } };
+  const body = {
+    configurationId: v1!.configurationId,
+    version: 1,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 1 },
+  };
   const first = await createRollout(body);
   const second = await call('POST', '/api/rollouts', { ...body, target: { agentIds: [ids[0]] } });
   expect(second.status).toBe(409);
-  expect(second.body.detail).toBe(`Agent ${ids[0]} is already in active rollout ${first.id}; an agent is in at most one active rollout.`);
+  expect(second.body.detail).toBe(
+    `Agent ${ids[0]} is already in active rollout ${first.id}; an agent is in at most one active rollout.`,
+  );
 
-  const bad = async (patch: Record<string, unknown>) => (await call('POST', '/api/rollouts', { ...body, ...patch })).body;
-  expect(await bad({ strategy: { batchSize: 1, batchPercent: 10 } })).toMatchObject({ status: 400, errors: [{ path: 'body.strategy', message: 'give exactly one of batchSize and batchPercent' }] });
+  const bad = async (patch: Record<string, unknown>) =>
+    (await call('POST', '/api/rollouts', { ...body, ...patch })).body;
+  expect(await bad({ strategy: { batchSize: 1, batchPercent: 10 } })).toMatchObject({
+    status: 400,
+    errors: [{ path: 'body.strategy', message: 'give exactly one of batchSize and batchPercent' }],
+  });
   expect(await bad({ target: {} })).toMatchObject({ status: 400, errors: [{ path: 'body.target' }] });
   expect(await bad({ target: { labelSelector: {} } })).toMatchObject({ status: 400 });
   expect(await bad({ strategy: { batchSize: 0 } })).toMatchObject({ status: 400 });
   expect(await bad({ target: { groupIds: ['00000000-0000-4000-8000-000000000000'] } })).toMatchObject({ status: 404 });
   expect(await bad({ version: 99 })).toMatchObject({ status: 404 });
   const draft = await call('POST', `/api/configurations/${v1!.configurationId}/versions`, { content: 'two: 2\n' });
-  expect(await bad({ version: draft.body.version })).toMatchObject({ status: 409, detail: expect.stringContaining('draft') });
+  expect(await bad({ version: draft.body.version })).toMatchObject({
+    status: 409,
+    detail: expect.stringContaining('draft'),
+  });
   const viewer = await env.t.call('POST', '/api/rollouts', { token: await env.t.token('default.viewer'), body });
   expect(viewer.status).toBe(403);
 
   // Aborting the pending rollout frees the agent for another.
   expect((await call('POST', `/api/rollouts/${first.id}/abort`)).body.state).toBe('aborted');
   expect((await call('POST', '/api/rollouts', body)).status).toBe(201);
-  expect((await call('GET', `/api/rollouts?state=aborted&configurationId=${v1!.configurationId}`)).body.items.map((r: { id: string }) => r.id)).toEqual([first.id]);
+  expect(
+    (await call('GET', `/api/rollouts?state=aborted&configurationId=${v1!.configurationId}`)).body.items.map(
+      (r: { id: string }) => r.id,
+    ),
+  ).toEqual([first.id]);
 }, 60_000);
 
 test('the Temporal UI finds the rollout by its search attributes and the status query explains it', async () => {
   const { groupId } = await env.fleet(1);
   const [v1] = await publishConfiguration(env.t, env.operator, ['visible: 1\n']);
-  const rollout = await createRollout({ configurationId: v1!.configurationId, version: 1, target: { groupIds: [groupId] }, strategy: { batchSize: 1 } });
+  const rollout = await createRollout({
+    configurationId: v1!.configurationId,
+    version: 1,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 1 },
+  });
   const handle = env.client.workflow.getHandle(`rollout:${rollout.id}`);
-  await eventually(async () => expect(await handle.query(rolloutStatusQuery)).toMatchObject({ state: 'pending', currentBatch: 0 }));
+  await eventually(async () =>
+    expect(await handle.query(rolloutStatusQuery)).toMatchObject({ state: 'pending', currentBatch: 0 }),
+  );
   await call('POST', `/api/rollouts/${rollout.id}/start`);
   await waitForState(rollout.id, 'completed');
   // The workflow records its final state just after the database does; visibility follows.
@@ -306,21 +413,39 @@ test('the Temporal UI finds the rollout by its search attributes and the status 
     expect(description.type).toBe('rolloutWorkflow');
     expect(description.status.name).toBe('COMPLETED');
     const attributes = description.searchAttributes as Record<string, unknown[]>;
-    expect(attributes).toMatchObject({ TenantId: ['default'], RolloutId: [rollout.id], ConfigurationId: [v1!.configurationId], RolloutState: ['completed'] });
+    expect(attributes).toMatchObject({
+      TenantId: ['default'],
+      RolloutId: [rollout.id],
+      ConfigurationId: [v1!.configurationId],
+      RolloutState: ['completed'],
+    });
   });
   await eventually(async () => {
     const found = [];
-    for await (const execution of env.client.workflow.list({ query: `RolloutId = "${rollout.id}" AND RolloutState = "completed"` })) found.push(execution.workflowId);
+    for await (const execution of env.client.workflow.list({
+      query: `RolloutId = "${rollout.id}" AND RolloutState = "completed"`,
+    }))
+      found.push(execution.workflowId);
     expect(found).toEqual([`rollout:${rollout.id}`]);
   });
 }, 60_000);
 
 test('abort while a batch is being applied: the wait ends at once and the silent agents are given up', async () => {
-  const { groupId } = await env.fleet(2, { apply: () => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 20_000)) });
+  const { groupId } = await env.fleet(2, {
+    apply: () => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 20_000)),
+  });
   const [v1] = await publishConfiguration(env.t, env.operator, ['slow: true\n']);
-  const rollout = await createRollout({ configurationId: v1!.configurationId, version: 1, target: { groupIds: [groupId] }, strategy: { batchSize: 2 } });
+  const rollout = await createRollout({
+    configurationId: v1!.configurationId,
+    version: 1,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 2 },
+  });
   await call('POST', `/api/rollouts/${rollout.id}/start`);
-  await eventually(async () => expect((await call('GET', `/api/rollouts/${rollout.id}`)).body.progress.applying).toBe(2), 15_000);
+  await eventually(
+    async () => expect((await call('GET', `/api/rollouts/${rollout.id}`)).body.progress.applying).toBe(2),
+    15_000,
+  );
   expect((await call('POST', `/api/rollouts/${rollout.id}/abort`)).body.state).toBe('aborted');
   const agents = await eventually(async () => {
     const res = await call('GET', `/api/rollouts/${rollout.id}/agents`);
@@ -328,17 +453,29 @@ test('abort while a batch is being applied: the wait ends at once and the silent
     return res.body.items;
   });
   expect(agents[0].error).toBe('the rollout was aborted before the agent reported');
-  await eventually(async () => expect((await env.client.workflow.getHandle(`rollout:${rollout.id}`).describe()).status.name).toBe('COMPLETED'));
+  await eventually(async () =>
+    expect((await env.client.workflow.getHandle(`rollout:${rollout.id}`).describe()).status.name).toBe('COMPLETED'),
+  );
 }, 60_000);
 
 test('rolling back an older rollout leaves the agents a later rollout moved on', async () => {
   const { groupId, fleet } = await env.fleet(2);
   const [v1, v2] = await publishConfiguration(env.t, env.operator, ['gen: 1\n', 'gen: 2\n']);
   const target = { groupIds: [groupId] };
-  const older = await createRollout({ configurationId: v1!.configurationId, version: 1, target, strategy: { batchPercent: 100 } });
+  const older = await createRollout({
+    configurationId: v1!.configurationId,
+    version: 1,
+    target,
+    strategy: { batchPercent: 100 },
+  });
   await call('POST', `/api/rollouts/${older.id}/start`);
   await waitForState(older.id, 'completed');
-  const newer = await createRollout({ configurationId: v2!.configurationId, version: 2, target, strategy: { batchPercent: 100 } });
+  const newer = await createRollout({
+    configurationId: v2!.configurationId,
+    version: 2,
+    target,
+    strategy: { batchPercent: 100 },
+  });
   await call('POST', `/api/rollouts/${newer.id}/start`);
   await waitForState(newer.id, 'completed');
 
@@ -346,7 +483,10 @@ test('rolling back an older rollout leaves the agents a later rollout moved on',
   const rolledBack = await waitForState(older.id, 'rolled-back');
   expect(rolledBack.body.rollback).toMatchObject({ skipped: 2, succeeded: 0 });
   const agents = await call('GET', `/api/rollouts/${older.id}/agents`);
-  expect(agents.body.items[0].rollback).toEqual({ state: 'skipped', error: "a later push replaced this rollout's configuration" });
+  expect(agents.body.items[0].rollback).toEqual({
+    state: 'skipped',
+    error: "a later push replaced this rollout's configuration",
+  });
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v2!.contentHash);
 }, 60_000);
 
@@ -360,8 +500,13 @@ test('a rollout and its rollback over 20,000 agents: every agent result is recor
     status: 'offline',
   }));
   await env.t.database.db('agents').whereRaw('id = ANY(?::uuid[])', [ids]).update({
-    desired_configuration_id: v1!.configurationId, desired_version: v1!.version, desired_hash: v1!.contentHash,
-    applied_configuration_id: v1!.configurationId, applied_version: v1!.version, applied_hash: v1!.contentHash, applied_status: 'APPLIED',
+    desired_configuration_id: v1!.configurationId,
+    desired_version: v1!.version,
+    desired_hash: v1!.contentHash,
+    applied_configuration_id: v1!.configurationId,
+    applied_version: v1!.version,
+    applied_hash: v1!.contentHash,
+    applied_status: 'APPLIED',
   });
   const rollout = await createRollout({
     configurationId: v2!.configurationId,
@@ -378,7 +523,8 @@ test('a rollout and its rollback over 20,000 agents: every agent result is recor
   expect(rolledBack.body.rollback).toEqual({ pending: 0, applying: 0, succeeded: 20_000, failed: 0, skipped: 0 });
   const agent = await call('GET', `/api/rollouts/${rollout.id}/agents?limit=1`);
   expect(agent.body.items[0]).toMatchObject({ state: 'failed', rollback: { state: 'succeeded', error: null } });
-  const updates = await env.t.database.db('events')
+  const updates = await env.t.database
+    .db('events')
     .where({ type: 'rollout.agent-updated' })
     .whereRaw("data->>'rolloutId' = ?", [rollout.id])
     .count<{ n: string }[]>('* as n');
@@ -389,8 +535,17 @@ test('the list filters by state, configuration and creator, pages newest first, 
   const [v1] = await publishConfiguration(env.t, env.operator, ['listed: 1\n']);
   const admin = await env.t.token('default.admin');
   const create = async (token: string) => {
-    const groupId = (await call('POST', '/api/groups', { name: `list-${Math.random().toString(36).slice(2, 10)}` })).body.id;
-    const res = await env.t.call('POST', '/api/rollouts', { token, body: { configurationId: v1!.configurationId, version: v1!.version, target: { groupIds: [groupId] }, strategy: { batchSize: 1 } } });
+    const groupId = (await call('POST', '/api/groups', { name: `list-${Math.random().toString(36).slice(2, 10)}` }))
+      .body.id;
+    const res = await env.t.call('POST', '/api/rollouts', {
+      token,
+      body: {
+        configurationId: v1!.configurationId,
+        version: v1!.version,
+        target: { groupIds: [groupId] },
+        strategy: { batchSize: 1 },
+      },
+    });
     expect(res.status).toBe(201);
     return res.body as { id: string; createdBy: string };
   };
@@ -400,7 +555,9 @@ test('the list filters by state, configuration and creator, pages newest first, 
 
   const ids = (res: { body: { items: Array<{ id: string }> } }) => res.body.items.map((r) => r.id);
   const byConfiguration = `/api/rollouts?configurationId=${v1!.configurationId}`;
-  expect(ids(await call('GET', `${byConfiguration}&createdBy=${encodeURIComponent(theirs.createdBy)}`))).toEqual([theirs.id]);
+  expect(ids(await call('GET', `${byConfiguration}&createdBy=${encodeURIComponent(theirs.createdBy)}`))).toEqual([
+    theirs.id,
+  ]);
   expect(ids(await call('GET', `${byConfiguration}&state=running`))).toEqual([]);
 
   // Newest first, two a page, following nextCursor (and the Link header says the same).
@@ -410,13 +567,27 @@ test('the list filters by state, configuration and creator, pages newest first, 
     const page: Awaited<ReturnType<typeof call>> = await call('GET', next);
     expect(page.status).toBe(200);
     seen.push(...ids(page));
-    if (page.body.nextCursor) expect(page.headers.get('link')).toContain(`cursor=${encodeURIComponent(page.body.nextCursor)}`);
-    next = page.body.nextCursor ? `${byConfiguration}&state=pending&limit=2&cursor=${encodeURIComponent(page.body.nextCursor)}` : null;
+    if (page.body.nextCursor)
+      expect(page.headers.get('link')).toContain(`cursor=${encodeURIComponent(page.body.nextCursor)}`);
+    next = page.body.nextCursor
+      ? `${byConfiguration}&state=pending&limit=2&cursor=${encodeURIComponent(page.body.nextCursor)}`
+      : null;
   }
   expect(seen).toEqual([theirs.id, ...mine.map((r) => r.id).reverse()]);
 
-  for (const query of ['state=bogus', 'configurationId=not-a-uuid', 'createdBy=', 'limit=0', 'cursor=%00%01', 'colour=blue']) {
+  for (const query of [
+    'state=bogus',
+    'configurationId=not-a-uuid',
+    'createdBy=',
+    'limit=0',
+    'cursor=%00%01',
+    'colour=blue',
+  ]) {
     const res = await call('GET', `/api/rollouts?${query}`);
-    expect({ query, status: res.status, type: res.body.type }).toEqual({ query, status: 400, type: expect.stringMatching(/validation-failed$/) });
+    expect({ query, status: res.status, type: res.body.type }).toEqual({
+      query,
+      status: 400,
+      type: expect.stringMatching(/validation-failed$/),
+    });
   }
 }, 60_000);

@@ -9,14 +9,22 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const update = (displayName: string) => ({ displayName, description: 'the default tenant', labels: { region: 'eu' }, settings: { patDefaultTtlDays: 30 } });
+const update = (displayName: string) => ({
+  displayName,
+  description: 'the default tenant',
+  labels: { region: 'eu' },
+  settings: { patDefaultTtlDays: 30 },
+});
 
 describe('tenant', () => {
   test('GET returns a strong ETag; If-None-Match answers 304', async () => {
     const res = await t.call('GET', '/api/tenant', { token: admin });
     expect(res.status).toBe(200);
     expect(res.headers.get('etag')).toMatch(/^"[0-9a-f]+"$/);
-    const again = await t.call('GET', '/api/tenant', { token: admin, headers: { 'if-none-match': res.headers.get('etag')! } });
+    const again = await t.call('GET', '/api/tenant', {
+      token: admin,
+      headers: { 'if-none-match': res.headers.get('etag')! },
+    });
     expect(again.status).toBe(304);
     expect(again.body).toBe('');
   });
@@ -24,14 +32,22 @@ describe('tenant', () => {
   test('PUT with the current ETag succeeds and returns the new ETag; the old one is then 412', async () => {
     const current = await t.call('GET', '/api/tenant', { token: admin });
     const etag = current.headers.get('etag')!;
-    const put = await t.call('PUT', '/api/tenant', { token: admin, body: update('Default fleet'), headers: { 'if-match': etag } });
+    const put = await t.call('PUT', '/api/tenant', {
+      token: admin,
+      body: update('Default fleet'),
+      headers: { 'if-match': etag },
+    });
     expect(put.status).toBe(200);
     expect(put.body).toMatchObject(update('Default fleet'));
     const next = put.headers.get('etag');
     expect(next).not.toBe(etag);
     expect((await t.call('GET', '/api/tenant', { token: admin })).headers.get('etag')).toBe(next);
 
-    const stale = await t.call('PUT', '/api/tenant', { token: admin, body: update('lost update'), headers: { 'if-match': etag } });
+    const stale = await t.call('PUT', '/api/tenant', {
+      token: admin,
+      body: update('lost update'),
+      headers: { 'if-match': etag },
+    });
     expect(stale.status).toBe(412);
     expect(stale.body.type).toBe('http://fleet.test/errors/precondition-failed');
     expect((await t.call('GET', '/api/tenant', { token: admin })).body.displayName).toBe('Default fleet');
@@ -39,7 +55,11 @@ describe('tenant', () => {
 
   test('a weak ETag never matches If-Match', async () => {
     const etag = (await t.call('GET', '/api/tenant', { token: admin })).headers.get('etag')!;
-    const res = await t.call('PUT', '/api/tenant', { token: admin, body: update('weak'), headers: { 'if-match': `W/${etag}` } });
+    const res = await t.call('PUT', '/api/tenant', {
+      token: admin,
+      body: update('weak'),
+      headers: { 'if-match': `W/${etag}` },
+    });
     expect(res.status).toBe(412);
   });
 
@@ -74,7 +94,11 @@ describe('tenant', () => {
 
       // a refused write leaves neither change nor event behind
       const count = (await t.database.db('events').count({ n: '*' }))[0]!.n;
-      const refused = await t.call('PUT', '/api/tenant', { token: admin, body: update('refused'), headers: { 'if-match': '"00000000"' } });
+      const refused = await t.call('PUT', '/api/tenant', {
+        token: admin,
+        body: update('refused'),
+        headers: { 'if-match': '"00000000"' },
+      });
       expect(refused.status).toBe(412);
       expect((await t.database.db('events').count({ n: '*' }))[0]!.n).toBe(count);
     } finally {

@@ -12,7 +12,8 @@ afterAll(() => t?.close());
 
 async function group(tenant: string, name: string, deleted = false): Promise<string> {
   await t.database.db('tenants').insert({ id: tenant, display_name: tenant }).onConflict('id').ignore();
-  const [row] = await t.database.db('groups')
+  const [row] = await t.database
+    .db('groups')
     .insert({ tenant_id: tenant, name, deleted_at: deleted ? new Date() : null })
     .returning('id');
   return row.id;
@@ -20,7 +21,10 @@ async function group(tenant: string, name: string, deleted = false): Promise<str
 
 describe('bootstrap tokens', () => {
   test('issued once: svc-bt format, hashed at rest, never shown again; the default group by default', async () => {
-    const res = await t.call('POST', '/api/tokens', { token: operator, body: { name: 'rack 12', maxUses: 5, expiresInSeconds: 3600 } });
+    const res = await t.call('POST', '/api/tokens', {
+      token: operator,
+      body: { name: 'rack 12', maxUses: 5, expiresInSeconds: 3600 },
+    });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ name: 'rack 12', maxUses: 5, uses: 0, state: 'active', poolId: null });
     expect(res.body.token).toMatch(/^svc-bt\.[a-z2-7]{32}\.[a-z2-7]{7}$/);
@@ -30,7 +34,9 @@ describe('bootstrap tokens', () => {
     expect(stored.token_hash.equals(hashToken(res.body.token))).toBe(true);
     const detail = await t.call('GET', `/api/tokens/${res.body.id}`, { token: operator });
     expect(detail.body.token).toBeUndefined();
-    expect(JSON.stringify((await t.call('GET', '/api/tokens', { token: operator })).body)).not.toContain(res.body.token);
+    expect(JSON.stringify((await t.call('GET', '/api/tokens', { token: operator })).body)).not.toContain(
+      res.body.token,
+    );
     expect(Date.parse(res.body.expiresAt) - Date.now()).toBeGreaterThan(3500_000);
   });
 
@@ -49,9 +55,13 @@ describe('bootstrap tokens', () => {
 
   test("a deleted group or another tenant's group is refused", async () => {
     const deleted = await group('default', 'retired', true);
-    expect((await t.call('POST', '/api/tokens', { token: operator, body: { name: 'x', groupId: deleted } })).status).toBe(400);
+    expect(
+      (await t.call('POST', '/api/tokens', { token: operator, body: { name: 'x', groupId: deleted } })).status,
+    ).toBe(400);
     const foreign = await group('acme', 'acme-edge');
-    expect((await t.call('POST', '/api/tokens', { token: operator, body: { name: 'x', groupId: foreign } })).status).toBe(400);
+    expect(
+      (await t.call('POST', '/api/tokens', { token: operator, body: { name: 'x', groupId: foreign } })).status,
+    ).toBe(400);
   });
 
   test('viewers read, operators issue and revoke; other tenants see 404', async () => {
@@ -81,28 +91,46 @@ describe('bootstrap tokens', () => {
 describe('redemption', () => {
   test('20 parallel redemptions of a single-use token: exactly one succeeds', async () => {
     const { body } = await t.call('POST', '/api/tokens', { token: operator, body: { name: 'single use' } });
-    const results = await Promise.all(Array.from({ length: 20 }, () => redeemBootstrapToken(t.database.db, body.token)));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => redeemBootstrapToken(t.database.db, body.token)),
+    );
     expect(results.filter((r) => r.ok)).toHaveLength(1);
     expect(results.filter((r) => !r.ok && r.reason === 'exhausted')).toHaveLength(19);
-    expect((await t.call('GET', `/api/tokens/${body.id}`, { token: operator })).body).toMatchObject({ uses: 1, state: 'exhausted' });
+    expect((await t.call('GET', `/api/tokens/${body.id}`, { token: operator })).body).toMatchObject({
+      uses: 1,
+      state: 'exhausted',
+    });
   });
 
   test('a multi-use token admits exactly maxUses enrolments', async () => {
     const { body } = await t.call('POST', '/api/tokens', { token: operator, body: { name: 'five', maxUses: 5 } });
-    const results = await Promise.all(Array.from({ length: 12 }, () => redeemBootstrapToken(t.database.db, body.token)));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, () => redeemBootstrapToken(t.database.db, body.token)),
+    );
     expect(results.filter((r) => r.ok)).toHaveLength(5);
   });
 
   test('expired, unknown and malformed tokens are refused; a bad CRC never reaches the database', async () => {
     const { body } = await t.call('POST', '/api/tokens', { token: operator, body: { name: 'old' } });
-    await t.database.db('bootstrap_tokens').where({ id: body.id }).update({ expires_at: new Date(Date.now() - 1000) });
+    await t.database
+      .db('bootstrap_tokens')
+      .where({ id: body.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
     expect(await redeemBootstrapToken(t.database.db, body.token)).toEqual({ ok: false, reason: 'expired' });
-    expect(await redeemBootstrapToken(t.database.db, generateToken('svc-bt'))).toEqual({ ok: false, reason: 'unknown' });
+    expect(await redeemBootstrapToken(t.database.db, generateToken('svc-bt'))).toEqual({
+      ok: false,
+      reason: 'unknown',
+    });
     const queries: string[] = [];
     const record = (q: { sql: string }) => queries.push(q.sql);
     t.database.db.on('query', record);
-    expect(await redeemBootstrapToken(t.database.db, body.token.slice(0, -1) + (body.token.endsWith('a') ? 'b' : 'a'))).toEqual({ ok: false, reason: 'malformed' });
-    expect(await redeemBootstrapToken(t.database.db, 'svc-pat.not-even-close')).toEqual({ ok: false, reason: 'malformed' });
+    expect(
+      await redeemBootstrapToken(t.database.db, body.token.slice(0, -1) + (body.token.endsWith('a') ? 'b' : 'a')),
+    ).toEqual({ ok: false, reason: 'malformed' });
+    expect(await redeemBootstrapToken(t.database.db, 'svc-pat.not-even-close')).toEqual({
+      ok: false,
+      reason: 'malformed',
+    });
     t.database.db.off('query', record);
     expect(queries).toEqual([]);
   });
@@ -120,7 +148,10 @@ describe('token pools', () => {
     const first = await t.call('POST', `/api/tokens/pools/${pool.body.id}/issue`, { token: operator });
     expect(first.status).toBe(201);
     expect(first.body).toMatchObject({ poolId: pool.body.id, groupId: edge, maxUses: 2, name: 'edge-pool #1' });
-    const second = await t.call('POST', `/api/tokens/pools/${pool.body.id}/issue`, { token: operator, body: { name: 'named' } });
+    const second = await t.call('POST', `/api/tokens/pools/${pool.body.id}/issue`, {
+      token: operator,
+      body: { name: 'named' },
+    });
     expect(second.body.name).toBe('named');
     const third = await t.call('POST', `/api/tokens/pools/${pool.body.id}/issue`, { token: operator });
     expect(third.status).toBe(409);
@@ -136,8 +167,13 @@ describe('token pools', () => {
   });
 
   test('concurrent issues never exceed maxActiveTokens', async () => {
-    const pool = await t.call('POST', '/api/tokens/pools', { token: operator, body: { name: 'racy', maxActiveTokens: 3 } });
-    const results = await Promise.all(Array.from({ length: 10 }, () => t.call('POST', `/api/tokens/pools/${pool.body.id}/issue`, { token: operator })));
+    const pool = await t.call('POST', '/api/tokens/pools', {
+      token: operator,
+      body: { name: 'racy', maxActiveTokens: 3 },
+    });
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => t.call('POST', `/api/tokens/pools/${pool.body.id}/issue`, { token: operator })),
+    );
     expect(results.filter((r) => r.status === 201)).toHaveLength(3);
     expect(results.filter((r) => r.status === 409)).toHaveLength(7);
   });
@@ -145,9 +181,14 @@ describe('token pools', () => {
   test('pool validation, names, roles and tenants', async () => {
     expect((await t.call('POST', '/api/tokens/pools', { token: operator, body: { name: 'p' } })).status).toBe(400);
     await t.call('POST', '/api/tokens/pools', { token: operator, body: { name: 'dup', maxActiveTokens: 1 } });
-    expect((await t.call('POST', '/api/tokens/pools', { token: operator, body: { name: 'dup', maxActiveTokens: 1 } })).status).toBe(409);
+    expect(
+      (await t.call('POST', '/api/tokens/pools', { token: operator, body: { name: 'dup', maxActiveTokens: 1 } }))
+        .status,
+    ).toBe(409);
     const viewer = await t.token('default.viewer');
-    expect((await t.call('POST', '/api/tokens/pools', { token: viewer, body: { name: 'v', maxActiveTokens: 1 } })).status).toBe(403);
+    expect(
+      (await t.call('POST', '/api/tokens/pools', { token: viewer, body: { name: 'v', maxActiveTokens: 1 } })).status,
+    ).toBe(403);
     const pools = await t.call('GET', '/api/tokens/pools', { token: viewer });
     expect(pools.status).toBe(200);
     const id = pools.body.items[0].id;

@@ -6,7 +6,12 @@ import { connect, createServer, type TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { createDb } from '../../db/connection';
 import { revokeAgentCertificates } from '../../db/repos/agent-certificates';
-import { caSigningAlgorithm, loadAgentCaFromFiles, loadOrCreateAgentCa, type AgentCa } from '../../domain/certificates/ca';
+import {
+  caSigningAlgorithm,
+  loadAgentCaFromFiles,
+  loadOrCreateAgentCa,
+  type AgentCa,
+} from '../../domain/certificates/ca';
 import { checkCsr } from '../../domain/certificates/csr';
 import { issueLeafCertificate } from '../../domain/certificates/leaf';
 import { verifyAgentCertificate } from '../../domain/certificates/verify';
@@ -31,12 +36,14 @@ beforeAll(async () => {
 afterAll(() => database?.drop());
 
 async function keys(algorithm: object = EC) {
-  return (await webcrypto.subtle.generateKey(algorithm as never, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  return await webcrypto.subtle.generateKey(algorithm as never, true, ['sign', 'verify']);
 }
 
 async function csrPem(options: { name?: string; uris?: string[]; algorithm?: object } = {}): Promise<string> {
   const algorithm = options.algorithm ?? EC;
-  const extensions = options.uris ? [new x509.SubjectAlternativeNameExtension(options.uris.map((value) => ({ type: 'url' as const, value })))] : [];
+  const extensions = options.uris
+    ? [new x509.SubjectAlternativeNameExtension(options.uris.map((value) => ({ type: 'url' as const, value })))]
+    : [];
   const csr = await x509.Pkcs10CertificateRequestGenerator.create({
     name: options.name ?? 'CN=otelcol',
     keys: await keys(algorithm),
@@ -54,7 +61,12 @@ async function issue(agentId: string, now?: Date) {
 describe('agent CA', () => {
   test('a valid CSR is signed into a leaf whose identity the server set, and the leaf maps to the agent', async () => {
     const agentId = randomUUID();
-    const csr = await checkCsr(Buffer.from(await csrPem({ name: 'CN=i-want-to-be-admin', uris: [`urn:opamp:instance-uid:${agentId.toUpperCase()}`] })), agentId);
+    const csr = await checkCsr(
+      Buffer.from(
+        await csrPem({ name: 'CN=i-want-to-be-admin', uris: [`urn:opamp:instance-uid:${agentId.toUpperCase()}`] }),
+      ),
+      agentId,
+    );
     const leaf = await issueLeafCertificate(database.db, ca, { tenantId: TENANT, agentId, csr, ttlHours: 24 });
 
     const certificate = new x509.X509Certificate(leaf.certificatePem);
@@ -63,7 +75,9 @@ describe('agent CA', () => {
     expect(certificate.getExtension(x509.SubjectAlternativeNameExtension)!.names.toJSON()).toEqual([
       { type: 'url', value: `urn:fleet:agent:${TENANT}/${agentId}` },
     ]);
-    expect(certificate.getExtension(x509.ExtendedKeyUsageExtension)!.usages).toEqual([x509.ExtendedKeyUsage.clientAuth]);
+    expect(certificate.getExtension(x509.ExtendedKeyUsageExtension)!.usages).toEqual([
+      x509.ExtendedKeyUsage.clientAuth,
+    ]);
     expect(certificate.getExtension(x509.BasicConstraintsExtension)!.ca).toBe(false);
     const hours = (certificate.notAfter.getTime() - Date.now()) / 3600_000;
     expect(hours).toBeGreaterThan(23.9);
@@ -75,14 +89,24 @@ describe('agent CA', () => {
     expect(row.not_after.getTime()).toBe(certificate.notAfter.getTime());
 
     const der = new Uint8Array(certificate.rawData); // what a TLS socket's getPeerCertificate().raw gives
-    expect(await verifyAgentCertificate(database.db, ca, der)).toEqual({ tenantId: TENANT, agentId, serial: leaf.serial });
-    expect(await verifyAgentCertificate(database.db, ca, leaf.certificatePem)).toEqual({ tenantId: TENANT, agentId, serial: leaf.serial });
+    expect(await verifyAgentCertificate(database.db, ca, der)).toEqual({
+      tenantId: TENANT,
+      agentId,
+      serial: leaf.serial,
+    });
+    expect(await verifyAgentCertificate(database.db, ca, leaf.certificatePem)).toEqual({
+      tenantId: TENANT,
+      agentId,
+      serial: leaf.serial,
+    });
   });
 
   test('RSA 2048 and EC P-384 keys are accepted; a CSR whose CN is the agent uid is accepted', async () => {
     const agentId = randomUUID();
     await expect(checkCsr(await csrPem({ algorithm: rsa(2048) }), agentId)).resolves.toMatchObject({ keyType: 'rsa' });
-    await expect(checkCsr(await csrPem({ algorithm: { name: 'ECDSA', namedCurve: 'P-384', hash: 'SHA-384' } }), agentId)).resolves.toMatchObject({ keyType: 'ec' });
+    await expect(
+      checkCsr(await csrPem({ algorithm: { name: 'ECDSA', namedCurve: 'P-384', hash: 'SHA-384' } }), agentId),
+    ).resolves.toMatchObject({ keyType: 'ec' });
     await expect(checkCsr(await csrPem({ name: `CN=${agentId}` }), agentId)).resolves.toMatchObject({ keyType: 'ec' });
   });
 
@@ -90,11 +114,16 @@ describe('agent CA', () => {
     const pem = await csrPem();
     const der = Buffer.from(new x509.Pkcs10CertificateRequest(pem).rawData);
     der[der.length - 5] = der[der.length - 5]! ^ 0xff; // inside the signature value
-    await expect(checkCsr(der, randomUUID())).rejects.toMatchObject({ reason: 'bad-signature', message: expect.stringContaining('signature') });
+    await expect(checkCsr(der, randomUUID())).rejects.toMatchObject({
+      reason: 'bad-signature',
+      message: expect.stringContaining('signature'),
+    });
   });
 
   test('garbage is refused as malformed', async () => {
-    await expect(checkCsr('-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----', randomUUID())).rejects.toMatchObject({ reason: 'malformed' });
+    await expect(
+      checkCsr('-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----', randomUUID()),
+    ).rejects.toMatchObject({ reason: 'malformed' });
     await expect(checkCsr(Buffer.alloc(0), randomUUID())).rejects.toMatchObject({ reason: 'malformed' });
   });
 
@@ -107,7 +136,9 @@ describe('agent CA', () => {
 
   test('an EC key on another curve is refused', async () => {
     const algorithm = { name: 'ECDSA', namedCurve: 'P-521', hash: 'SHA-512' };
-    await expect(checkCsr(await csrPem({ algorithm }), randomUUID())).rejects.toMatchObject({ reason: 'unsupported-key' });
+    await expect(checkCsr(await csrPem({ algorithm }), randomUUID())).rejects.toMatchObject({
+      reason: 'unsupported-key',
+    });
   });
 
   test("a CSR naming another agent's uid (CN or URI SAN) is refused", async () => {
@@ -142,7 +173,9 @@ describe('agent CA', () => {
       publicKey: (await keys()).publicKey,
       signingKey: rogueKeys.privateKey,
       signingAlgorithm: EC,
-      extensions: [new x509.SubjectAlternativeNameExtension([{ type: 'url', value: `urn:fleet:agent:${TENANT}/${agentId}` }])],
+      extensions: [
+        new x509.SubjectAlternativeNameExtension([{ type: 'url', value: `urn:fleet:agent:${TENANT}/${agentId}` }]),
+      ],
     });
     await expect(verifyAgentCertificate(database.db, ca, leaf.toString('pem'))).rejects.toMatchObject({
       reason: 'unknown-issuer',
@@ -173,7 +206,9 @@ describe('agent CA', () => {
     const agentId = randomUUID();
     const leaf = await issue(agentId);
     await database.db('agent_certificates').where({ serial: leaf.serial }).delete();
-    await expect(verifyAgentCertificate(database.db, ca, leaf.certificatePem)).rejects.toMatchObject({ reason: 'unknown-serial' });
+    await expect(verifyAgentCertificate(database.db, ca, leaf.certificatePem)).rejects.toMatchObject({
+      reason: 'unknown-serial',
+    });
   });
 
   test('the CA is created once even when loaders race, and later loads return the same CA', async () => {
@@ -206,14 +241,28 @@ describe('agent CA', () => {
     const agentId = randomUUID();
     const csr = await checkCsr(await csrPem(), agentId);
     const leaf = await issueLeafCertificate(database.db, reloaded, { tenantId: TENANT, agentId, csr, ttlHours: 1 });
-    expect(await new x509.X509Certificate(leaf.certificatePem).verify({ publicKey: ca.certificate.publicKey, signatureOnly: true })).toBe(true);
+    expect(
+      await new x509.X509Certificate(leaf.certificatePem).verify({
+        publicKey: ca.certificate.publicKey,
+        signatureOnly: true,
+      }),
+    ).toBe(true);
   });
 
   test('a real TLS handshake accepts the leaf as a client certificate and the peer certificate maps to the agent', async () => {
     const agentId = randomUUID();
     const clientKeys = await keys();
-    const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name: 'CN=otelcol', keys: clientKeys, signingAlgorithm: EC });
-    const leaf = await issueLeafCertificate(database.db, ca, { tenantId: TENANT, agentId, csr: await checkCsr(csr.toString('pem'), agentId), ttlHours: 24 });
+    const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+      name: 'CN=otelcol',
+      keys: clientKeys,
+      signingAlgorithm: EC,
+    });
+    const leaf = await issueLeafCertificate(database.db, ca, {
+      tenantId: TENANT,
+      agentId,
+      csr: await checkCsr(csr.toString('pem'), agentId),
+      ttlHours: 24,
+    });
     const serverKeys = await keys();
     const serverCert = await x509.X509CertificateGenerator.create({
       subject: 'CN=localhost',
@@ -232,7 +281,9 @@ describe('agent CA', () => {
     });
     const mapped = new Promise((resolve, reject) =>
       server.once('secureConnection', (socket: TLSSocket) => {
-        verifyAgentCertificate(database.db, ca, socket.getPeerCertificate().raw).then(resolve, reject).finally(() => socket.end());
+        verifyAgentCertificate(database.db, ca, socket.getPeerCertificate().raw)
+          .then(resolve, reject)
+          .finally(() => socket.end());
       }),
     );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -262,8 +313,11 @@ describe('agent CA', () => {
       signingAlgorithm: EC,
       extensions: [new x509.BasicConstraintsExtension(true, 0, true)],
     });
-    const sec1 = createPrivateKey({ key: Buffer.from(await webcrypto.subtle.exportKey('pkcs8', caKeys.privateKey)), format: 'der', type: 'pkcs8' })
-      .export({ format: 'pem', type: 'sec1' }) as string;
+    const sec1 = createPrivateKey({
+      key: Buffer.from(await webcrypto.subtle.exportKey('pkcs8', caKeys.privateKey)),
+      format: 'der',
+      type: 'pkcs8',
+    }).export({ format: 'pem', type: 'sec1' }) as string;
     await writeFile(join(dir, 'ca.pem'), fileCa.toString('pem'));
     await writeFile(join(dir, 'ca.key'), sec1);
     await writeFile(join(dir, 'other.key'), await pkcs8Pem((await keys()).privateKey));
@@ -272,11 +326,22 @@ describe('agent CA', () => {
     const loaded = await loadAgentCaFromFiles(join(dir, 'ca.pem'), join(dir, 'ca.key'));
     expect(loaded.id).toBeNull();
     const agentId = randomUUID();
-    const leaf = await issueLeafCertificate(database.db, loaded, { tenantId: TENANT, agentId, csr: await checkCsr(await csrPem(), agentId), ttlHours: 1 });
+    const leaf = await issueLeafCertificate(database.db, loaded, {
+      tenantId: TENANT,
+      agentId,
+      csr: await checkCsr(await csrPem(), agentId),
+      ttlHours: 1,
+    });
     await expect(verifyAgentCertificate(database.db, loaded, leaf.certificatePem)).resolves.toMatchObject({ agentId });
-    await expect(verifyAgentCertificate(database.db, ca, leaf.certificatePem)).rejects.toMatchObject({ reason: 'unknown-issuer' });
-    await expect(loadAgentCaFromFiles(join(dir, 'ca.pem'), join(dir, 'other.key'))).rejects.toMatchObject({ reason: 'key-mismatch' });
-    await expect(loadAgentCaFromFiles(join(dir, 'leaf.pem'), join(dir, 'ca.key'))).rejects.toMatchObject({ reason: 'not-a-ca' });
+    await expect(verifyAgentCertificate(database.db, ca, leaf.certificatePem)).rejects.toMatchObject({
+      reason: 'unknown-issuer',
+    });
+    await expect(loadAgentCaFromFiles(join(dir, 'ca.pem'), join(dir, 'other.key'))).rejects.toMatchObject({
+      reason: 'key-mismatch',
+    });
+    await expect(loadAgentCaFromFiles(join(dir, 'leaf.pem'), join(dir, 'ca.key'))).rejects.toMatchObject({
+      reason: 'not-a-ca',
+    });
   });
 });
 

@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import { contentBytes, contentHash, jsonErrorAt, keyDiff, parseContent, positionOf, unifiedDiff } from '../../domain/configurations/content';
+import {
+  contentBytes,
+  contentHash,
+  jsonErrorAt,
+  keyDiff,
+  parseContent,
+  positionOf,
+  unifiedDiff,
+} from '../../domain/configurations/content';
 
 describe('parseContent', () => {
   test('valid YAML and JSON parse to values; text is anything', () => {
@@ -32,11 +40,14 @@ describe('parseContent', () => {
   });
 
   test('a YAML alias bomb is refused, not expanded', () => {
-    const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]', ...Array.from({ length: 8 }, (_, i) => {
-      const prev = String.fromCharCode(97 + i);
-      const next = String.fromCharCode(98 + i);
-      return `${next}: &${next} [${Array(9).fill(`*${prev}`).join(',')}]`;
-    })].join('\n');
+    const bomb = [
+      'a: &a ["x","x","x","x","x","x","x","x","x"]',
+      ...Array.from({ length: 8 }, (_, i) => {
+        const prev = String.fromCharCode(97 + i);
+        const next = String.fromCharCode(98 + i);
+        return `${next}: &${next} [${Array(9).fill(`*${prev}`).join(',')}]`;
+      }),
+    ].join('\n');
     expect(parseContent('yaml', bomb).ok).toBe(false);
   });
 
@@ -49,14 +60,26 @@ describe('parseContent', () => {
 describe('size and hash', () => {
   test('size counts UTF-8 bytes; the hash is sha256 hex of them', () => {
     expect(contentBytes('é')).toBe(2);
-    expect(contentHash('é')).toBe(createHash('sha256').update(Buffer.from([0xc3, 0xa9])).digest('hex'));
+    expect(contentHash('é')).toBe(
+      createHash('sha256')
+        .update(Buffer.from([0xc3, 0xa9]))
+        .digest('hex'),
+    );
   });
 });
 
 describe('keyDiff', () => {
   test('added, removed and changed paths, nested through objects and arrays', () => {
-    const from = { service: { pipelines: { traces: { receivers: ['otlp'], exporters: ['debug'] } } }, level: 'info', old: true };
-    const to = { service: { pipelines: { traces: { receivers: ['otlp', 'zipkin'], exporters: ['otlphttp'] } } }, level: 'info', 'x.y': 1 };
+    const from = {
+      service: { pipelines: { traces: { receivers: ['otlp'], exporters: ['debug'] } } },
+      level: 'info',
+      old: true,
+    };
+    const to = {
+      service: { pipelines: { traces: { receivers: ['otlp', 'zipkin'], exporters: ['otlphttp'] } } },
+      level: 'info',
+      'x.y': 1,
+    };
     expect(keyDiff(from, to)).toEqual([
       { op: 'added', path: 'service.pipelines.traces.receivers[1]', to: 'zipkin' },
       { op: 'changed', path: 'service.pipelines.traces.exporters[0]', from: 'debug', to: 'otlphttp' },
@@ -81,7 +104,13 @@ describe('unifiedDiff', () => {
 
 describe('jsonErrorAt', () => {
   test('finds no error where JSON.parse finds none, deep nesting included', () => {
-    const samples = ['{}', '[]', ' {"a": [1, -2.5e3, "x\\u00e9\\n", true, false, null, {}], "b": {"c": []}} ', '"s"', '0'];
+    const samples = [
+      '{}',
+      '[]',
+      ' {"a": [1, -2.5e3, "x\\u00e9\\n", true, false, null, {}], "b": {"c": []}} ',
+      '"s"',
+      '0',
+    ];
     for (const sample of samples) {
       expect(() => JSON.parse(sample)).not.toThrow();
       expect(jsonErrorAt(sample)).toBeUndefined();

@@ -3,11 +3,34 @@ import { checkExpression, runExpression, type PolicyContext } from '../../domain
 import { contentData, policyDenied, rolloutFacts } from '../../domain/policies/evaluate';
 import { problemOf } from '../../api/problems';
 
-function context(overrides: { labels?: Record<string, string>; status?: string; batchPercent?: number; data?: unknown; state?: string } = {}): PolicyContext {
+function context(
+  overrides: {
+    labels?: Record<string, string>;
+    status?: string;
+    batchPercent?: number;
+    data?: unknown;
+    state?: string;
+  } = {},
+): PolicyContext {
   const none = { configurationId: '', version: 0n, hash: '', status: '' };
   return {
-    agent: { id: 'a1', name: 'edge-1', groupId: 'g1', status: overrides.status ?? 'online', labels: overrides.labels ?? {}, desired: none, applied: none },
-    configuration: { id: 'c1', name: 'collector', format: 'yaml', labels: { team: 'obs' }, latestVersion: 2n, publishedVersion: 1n },
+    agent: {
+      id: 'a1',
+      name: 'edge-1',
+      groupId: 'g1',
+      status: overrides.status ?? 'online',
+      labels: overrides.labels ?? {},
+      desired: none,
+      applied: none,
+    },
+    configuration: {
+      id: 'c1',
+      name: 'collector',
+      format: 'yaml',
+      labels: { team: 'obs' },
+      latestVersion: 2n,
+      publishedVersion: 1n,
+    },
     version: {
       version: 2n,
       state: overrides.state ?? 'published',
@@ -53,7 +76,10 @@ describe('type-checking policy expressions', () => {
   });
 
   test('overlong expressions are refused without parsing', () => {
-    expect(checkExpression(`true${' && true'.repeat(600)}`)).toEqual({ ok: false, message: 'is longer than 4096 characters' });
+    expect(checkExpression(`true${' && true'.repeat(600)}`)).toEqual({
+      ok: false,
+      message: 'is longer than 4096 characters',
+    });
   });
 });
 
@@ -67,7 +93,10 @@ describe('running policy expressions', () => {
   });
 
   test('a missing label is a runtime error, which denies with its message, unless the other side of || allows', () => {
-    expect(runExpression(bigBatch, context({ batchPercent: 50 }))).toEqual({ allowed: false, error: 'No such key: env (at offset 13)' });
+    expect(runExpression(bigBatch, context({ batchPercent: 50 }))).toEqual({
+      allowed: false,
+      error: 'No such key: env (at offset 13)',
+    });
     expect(runExpression(bigBatch, context({ batchPercent: 5 }))).toEqual({ allowed: true });
     const guarded = BUILTIN_POLICIES.find((p) => p.name === 'no-prod-big-batch')!.expression;
     expect(runExpression(guarded, context({ batchPercent: 50 }))).toEqual({ allowed: true });
@@ -75,13 +104,22 @@ describe('running policy expressions', () => {
   });
 
   test('parsed YAML and JSON content is `version.data`, whole numbers as int', () => {
-    const yaml = contentData('yaml', 'replicas: 3\nexporters:\n  otlp:\n    endpoint: https://collector:4317\nratio: 0.5\n');
-    expect(runExpression('version.data.replicas <= 5 && version.data.ratio < 1.0', context({ data: yaml }))).toEqual({ allowed: true });
-    expect(runExpression('version.data.exporters.otlp.endpoint.startsWith("https://")', context({ data: yaml }))).toEqual({ allowed: true });
+    const yaml = contentData(
+      'yaml',
+      'replicas: 3\nexporters:\n  otlp:\n    endpoint: https://collector:4317\nratio: 0.5\n',
+    );
+    expect(runExpression('version.data.replicas <= 5 && version.data.ratio < 1.0', context({ data: yaml }))).toEqual({
+      allowed: true,
+    });
+    expect(
+      runExpression('version.data.exporters.otlp.endpoint.startsWith("https://")', context({ data: yaml })),
+    ).toEqual({ allowed: true });
     expect(runExpression('!has(version.data.exporters.debug)', context({ data: yaml }))).toEqual({ allowed: true });
     const json = contentData('json', '{"replicas": 9, "tags": ["a", "b"]}');
     expect(runExpression('version.data.replicas <= 5', context({ data: json }))).toEqual({ allowed: false });
-    expect(runExpression('size(version.data.tags) == 2 && "a" in version.data.tags', context({ data: json }))).toEqual({ allowed: true });
+    expect(runExpression('size(version.data.tags) == 2 && "a" in version.data.tags', context({ data: json }))).toEqual({
+      allowed: true,
+    });
     expect(contentData('text', 'replicas: 3')).toBeNull();
     expect(contentData('json', '{not json')).toBeNull();
   });
@@ -93,7 +131,10 @@ describe('running policy expressions', () => {
   });
 
   test('a stored expression that no longer parses denies rather than throws', () => {
-    expect(runExpression('agent.status ==', context())).toMatchObject({ allowed: false, error: expect.stringContaining('Unexpected token') });
+    expect(runExpression('agent.status ==', context())).toMatchObject({
+      allowed: false,
+      error: expect.stringContaining('Unexpected token'),
+    });
   });
 });
 
@@ -104,19 +145,32 @@ describe('the rollout variable', () => {
     expect(rolloutFacts({ batchSize: 3 }, 20)).toEqual({ batchPercent: 15n, batchSize: 3n, targetCount: 20n });
     expect(rolloutFacts({ batchSize: 50 }, 20)).toEqual({ batchPercent: 100n, batchSize: 50n, targetCount: 20n });
     expect(rolloutFacts(undefined, 7)).toEqual({ batchPercent: 100n, batchSize: 7n, targetCount: 7n });
-    expect(rolloutFacts({ batchPercent: 20, batchSize: 4 }, 100)).toEqual({ batchPercent: 20n, batchSize: 4n, targetCount: 100n });
+    expect(rolloutFacts({ batchPercent: 20, batchSize: 4 }, 100)).toEqual({
+      batchPercent: 20n,
+      batchSize: 4n,
+      targetCount: 100n,
+    });
   });
 });
 
 describe('the policy-denied problem', () => {
   test('names the first denial and lists every one', () => {
-    const problem = problemOf(policyDenied({
-      allowed: false,
-      verdicts: [
-        { agentId: 'a1', allowed: true, deniedBy: [] },
-        { agentId: 'a2', allowed: false, deniedBy: [{ policyId: 'p1', name: 'no-prod-big-batch' }, { policyId: 'p2', name: 'other', error: 'No such key: env' }] },
-      ],
-    })!);
+    const problem = problemOf(
+      policyDenied({
+        allowed: false,
+        verdicts: [
+          { agentId: 'a1', allowed: true, deniedBy: [] },
+          {
+            agentId: 'a2',
+            allowed: false,
+            deniedBy: [
+              { policyId: 'p1', name: 'no-prod-big-batch' },
+              { policyId: 'p2', name: 'other', error: 'No such key: env' },
+            ],
+          },
+        ],
+      })!,
+    );
     expect(problem.slug).toBe('policy-denied');
     expect(problem.status).toBe(422);
     expect(problem.title).toBe('Policy denied the push');
@@ -133,11 +187,17 @@ describe('the policy-denied problem', () => {
   });
 
   test('lists the first 1,000 denials of a wide push and counts them all', () => {
-    const verdicts = Array.from({ length: 100_000 }, (_, i) => ({ agentId: `a${i}`, allowed: false, deniedBy: [{ policyId: 'p1', name: 'healthy-agents-only' }] }));
+    const verdicts = Array.from({ length: 100_000 }, (_, i) => ({
+      agentId: `a${i}`,
+      allowed: false,
+      deniedBy: [{ policyId: 'p1', name: 'healthy-agents-only' }],
+    }));
     const problem = problemOf(policyDenied({ allowed: false, verdicts })!);
-    expect(problem.detail).toBe("Policy 'healthy-agents-only' denied the push to agent a0. 99999 more denials; the first 1000 are in violations.");
+    expect(problem.detail).toBe(
+      "Policy 'healthy-agents-only' denied the push to agent a0. 99999 more denials; the first 1000 are in violations.",
+    );
     expect(problem.extensions).toMatchObject({ policyId: 'p1', agentId: 'a0', violationCount: 100_000 });
-    const violations = problem.extensions!.violations as Array<{ agentId: string }>;
+    const violations = problem.extensions.violations as Array<{ agentId: string }>;
     expect(violations).toHaveLength(1000);
     expect(violations.at(-1)).toEqual({ policyId: 'p1', name: 'healthy-agents-only', agentId: 'a999' });
   });

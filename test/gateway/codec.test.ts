@@ -176,7 +176,8 @@ describe('OpAMP protobuf messages', () => {
     // AgentToServer: 1 instance_uid, 2 sequence_num, 4 capabilities, 7 remote_config_status
     // { 1 last_remote_config_hash, 2 status = APPLIED, 3 error_message }, 10 flags.
     const wire = Buffer.concat([
-      Buffer.from([0x0a, 0x10]), instanceUid,
+      Buffer.from([0x0a, 0x10]),
+      instanceUid,
       Buffer.from([0x10, 0x05]),
       Buffer.from([0x20, 0x83, 0x20]), // 0x1003 = ReportsStatus | AcceptsRemoteConfig | ReportsRemoteConfig
       Buffer.from([0x3a, 0x06, 0x0a, 0x02, 0xab, 0xcd, 0x10, 0x01]),
@@ -199,8 +200,10 @@ describe('OpAMP protobuf messages', () => {
     });
     expect(Buffer.from(bytes).toString('hex')).toBe(
       Buffer.concat([
-        Buffer.from([0x0a, 0x10]), instanceUid,
-        Buffer.from([0x30, 0x01, 0x38, 0x41, 0x42, 0x12, 0x0a, 0x10]), Buffer.alloc(16, 0xee),
+        Buffer.from([0x0a, 0x10]),
+        instanceUid,
+        Buffer.from([0x30, 0x01, 0x38, 0x41, 0x42, 0x12, 0x0a, 0x10]),
+        Buffer.alloc(16, 0xee),
       ]).toString('hex'),
     );
   });
@@ -253,7 +256,9 @@ describe('WebSocket framing errors', () => {
     expectReason(() => unframeWebSocket(huge), 'too-large');
     expectReason(() => frameWebSocket(Buffer.alloc(OPAMP_MAX_MESSAGE_BYTES + 1)), 'too-large');
     expect(unframeWebSocket(huge.subarray(0, OPAMP_MAX_MESSAGE_BYTES + 1))).toHaveLength(OPAMP_MAX_MESSAGE_BYTES);
-    const oversizeOffer = { remoteConfig: { config: { configMap: { big: { body: Buffer.alloc(OPAMP_MAX_MESSAGE_BYTES) } } } } };
+    const oversizeOffer = {
+      remoteConfig: { config: { configMap: { big: { body: Buffer.alloc(OPAMP_MAX_MESSAGE_BYTES) } } } },
+    };
     expectReason(() => encodeServerToAgent(oversizeOffer), 'too-large');
   });
 });
@@ -322,7 +327,9 @@ describe('HTTP bodies', () => {
     const error = expectReason(() => decodeHttpBody(bomb, 'gzip'), 'too-large');
     expect(error.message).toMatch(/inflates beyond/);
     // Exactly at the limit is accepted.
-    expect(decodeHttpBody(gzipSync(Buffer.alloc(OPAMP_MAX_MESSAGE_BYTES)), 'gzip')).toHaveLength(OPAMP_MAX_MESSAGE_BYTES);
+    expect(decodeHttpBody(gzipSync(Buffer.alloc(OPAMP_MAX_MESSAGE_BYTES)), 'gzip')).toHaveLength(
+      OPAMP_MAX_MESSAGE_BYTES,
+    );
   });
 
   test('oversize plain bodies, broken gzip and other encodings are refused', () => {

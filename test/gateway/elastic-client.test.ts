@@ -37,13 +37,19 @@ test('@elastic/opamp-client-node enrolls over HTTPS, receives a pushed configura
     instanceUid,
     heartbeatIntervalSeconds: 0.2,
     capabilities:
-      AgentCapability.ReportsStatus | AgentCapability.ReportsHeartbeat | AgentCapability.AcceptsRemoteConfig | AgentCapability.ReportsRemoteConfig,
+      AgentCapability.ReportsStatus |
+      AgentCapability.ReportsHeartbeat |
+      AgentCapability.AcceptsRemoteConfig |
+      AgentCapability.ReportsRemoteConfig,
     connect: { ca: gateway.ca.certificatePem },
     onMessage: ({ remoteConfig }) => {
       if (!remoteConfig) return;
       const files = Object.values(remoteConfig.config?.configMap ?? {}) as Array<{ body: Uint8Array }>;
       for (const file of files) received.push(Buffer.from(file.body).toString('utf8'));
-      client.setRemoteConfigStatus({ status: RemoteConfigStatuses.RemoteConfigStatuses_APPLIED, lastRemoteConfigHash: remoteConfig.configHash });
+      client.setRemoteConfigStatus({
+        status: RemoteConfigStatuses.RemoteConfigStatuses_APPLIED,
+        lastRemoteConfigHash: remoteConfig.configHash,
+      });
     },
   });
   client.setAgentDescription({ identifyingAttributes: { 'service.name': 'elastic-node-agent' } });
@@ -57,7 +63,12 @@ test('@elastic/opamp-client-node enrolls over HTTPS, receives a pushed configura
     expect(agent.id).toBe(instanceUid);
 
     await t.database.db.transaction((trx) =>
-      pushConfiguration(trx, { tenantId: 'default', agentIds: [instanceUid], configurationId: published!.configurationId, version: published!.version }),
+      pushConfiguration(trx, {
+        tenantId: 'default',
+        agentIds: [instanceUid],
+        configurationId: published!.configurationId,
+        version: published!.version,
+      }),
     );
 
     const applied = await eventually(async () => {
@@ -66,7 +77,11 @@ test('@elastic/opamp-client-node enrolls over HTTPS, receives a pushed configura
       return res.body;
     }, 10_000);
     expect(applied.applied).toMatchObject({ configurationId: published!.configurationId, version: published!.version });
-    expect(applied.desired).toEqual({ configurationId: published!.configurationId, version: published!.version, hash: published!.contentHash });
+    expect(applied.desired).toEqual({
+      configurationId: published!.configurationId,
+      version: published!.version,
+      hash: published!.contentHash,
+    });
     expect(received).toEqual(['receivers:\n  otlp: {}\n']);
   } finally {
     await client.shutdown();

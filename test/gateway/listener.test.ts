@@ -1,9 +1,23 @@
-import { AgentCapability, OPAMP_MAX_MESSAGE_BYTES, ServerCapability, ServerToAgentFlag, hasBits } from '../../gateway/codec';
+import {
+  AgentCapability,
+  OPAMP_MAX_MESSAGE_BYTES,
+  ServerCapability,
+  ServerToAgentFlag,
+  hasBits,
+} from '../../gateway/codec';
 import { RemoteConfigStatuses } from '../../gateway/gen/opamp_pb';
 import { issueBootstrapToken, startTestGateway, type TestGateway } from '../support/agent-gateway';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
-import { connectWs, description, newInstanceUid, postHttp, uidToUuid, UpgradeRefused, type AgentMessage } from '../support/opamp-client';
+import {
+  connectWs,
+  description,
+  newInstanceUid,
+  postHttp,
+  uidToUuid,
+  UpgradeRefused,
+  type AgentMessage,
+} from '../support/opamp-client';
 
 let t: TestApp;
 let operator: string;
@@ -28,14 +42,18 @@ const issueToken = (body: Record<string, unknown> = {}) => issueBootstrapToken(t
 const getAgent = (id: string) => t.call('GET', `/api/agents/${id}`, { token: operator });
 const tokenRow = (id: string) => t.database.db('bootstrap_tokens').where({ id }).first();
 const agentsOf = (tokenId: string) => t.database.db('agents').where({ enrolled_with_token_id: tokenId }).pluck('id');
-const eventTypes = (agentId: string) => t.database.db('events').where({ subject: agentId }).orderBy('seq').pluck('type');
+const eventTypes = (agentId: string) =>
+  t.database.db('events').where({ subject: agentId }).orderBy('seq').pluck('type');
 
 function hello(uid: Uint8Array, extra: Partial<AgentMessage> = {}): AgentMessage {
   return {
     instanceUid: uid,
     sequenceNum: 1n,
     capabilities: AgentCapability.ReportsStatus | AgentCapability.ReportsHealth | AgentCapability.ReportsHeartbeat,
-    agentDescription: description({ 'service.name': 'otelcol-edge', 'service.version': '0.99.0' }, { 'host.name': 'rack12-n3' }),
+    agentDescription: description(
+      { 'service.name': 'otelcol-edge', 'service.version': '0.99.0' },
+      { 'host.name': 'rack12-n3' },
+    ),
     ...extra,
   } as AgentMessage;
 }
@@ -75,11 +93,20 @@ describe('OpAMP listener: enrollment', () => {
           status: RemoteConfigStatuses.RemoteConfigStatuses_FAILED,
           errorMessage: 'bad exporter',
         },
-        effectiveConfig: { configMap: { configMap: { '': { body: Buffer.from('receivers: {}\n'), contentType: 'text/yaml' } } } },
+        effectiveConfig: {
+          configMap: { configMap: { '': { body: Buffer.from('receivers: {}\n'), contentType: 'text/yaml' } } },
+        },
       }),
     );
     expect(Buffer.from(reply.instanceUid).equals(Buffer.from(uid))).toBe(true);
-    expect(hasBits(reply.capabilities, ServerCapability.AcceptsStatus | ServerCapability.AcceptsEffectiveConfig | ServerCapability.OffersConnectionSettings)).toBe(true);
+    expect(
+      hasBits(
+        reply.capabilities,
+        ServerCapability.AcceptsStatus |
+          ServerCapability.AcceptsEffectiveConfig |
+          ServerCapability.OffersConnectionSettings,
+      ),
+    ).toBe(true);
     expect(reply.connectionSettings?.opamp?.heartbeatIntervalSeconds).toBe(30n);
     expect(reply.flags).toBe(0n);
 
@@ -91,7 +118,9 @@ describe('OpAMP listener: enrollment', () => {
       groupId: issued.groupId,
       status: 'online',
       description: { 'service.name': 'otelcol-edge', 'service.version': '0.99.0', 'host.name': 'rack12-n3' },
-      capabilities: Number(AgentCapability.ReportsStatus | AgentCapability.ReportsHealth | AgentCapability.ReportsHeartbeat),
+      capabilities: Number(
+        AgentCapability.ReportsStatus | AgentCapability.ReportsHealth | AgentCapability.ReportsHeartbeat,
+      ),
       applied: { hash: 'ab12', status: 'FAILED', error: 'bad exporter' },
     });
     expect(res.body.lastSeenAt).not.toBeNull();
@@ -158,7 +187,9 @@ describe('OpAMP listener: enrollment', () => {
   test('NUL in what an agent reports is stored as U+FFFD, not refused half-way through enrollment', async () => {
     const issued = await issueToken();
     const uid = newInstanceUid();
-    const res = await postHttp(httpUrl, hello(uid, { agentDescription: description({ 'service.name': 'a\u0000b' }) }), { token: issued.token });
+    const res = await postHttp(httpUrl, hello(uid, { agentDescription: description({ 'service.name': 'a\u0000b' }) }), {
+      token: issued.token,
+    });
     expect(res.status).toBe(200);
     expect((await getAgent(uidToUuid(uid))).body).toMatchObject({ name: 'a\uFFFDb', status: 'online' });
     expect((await postHttp(httpUrl, { instanceUid: uid, sequenceNum: 2n }, { token: issued.token })).status).toBe(200);
@@ -168,7 +199,10 @@ describe('OpAMP listener: enrollment', () => {
     const issued = await issueToken();
     const uid = newInstanceUid();
     expect((await postHttp(httpUrl, hello(uid), { token: issued.token })).status).toBe(200);
-    expect((await postHttp(httpUrl, { instanceUid: uid, sequenceNum: 2n, agentDisconnect: {} }, { token: issued.token })).status).toBe(200);
+    expect(
+      (await postHttp(httpUrl, { instanceUid: uid, sequenceNum: 2n, agentDisconnect: {} }, { token: issued.token }))
+        .status,
+    ).toBe(200);
     expect((await getAgent(uidToUuid(uid))).body.status).toBe('offline');
     expect(await eventTypes(uidToUuid(uid))).toEqual(['agent.enrolled', 'agent.connected', 'agent.disconnected']);
   });
@@ -196,11 +230,15 @@ describe('OpAMP listener: enrollment', () => {
   test('concurrent first messages: one use per new uid, never more than maxUses', async () => {
     const issued = await issueToken({ maxUses: 1 });
     const uids = Array.from({ length: 5 }, newInstanceUid);
-    const statuses = await Promise.all(uids.map((uid) => postHttp(httpUrl, hello(uid), { token: issued.token }).then((r) => r.status)));
+    const statuses = await Promise.all(
+      uids.map((uid) => postHttp(httpUrl, hello(uid), { token: issued.token }).then((r) => r.status)),
+    );
     expect(statuses.sort()).toEqual([200, 401, 401, 401, 401]);
     const same = await issueToken({ maxUses: 2 });
     const uid = newInstanceUid();
-    const twice = await Promise.all([1, 2].map(() => postHttp(httpUrl, hello(uid), { token: same.token }).then((r) => r.status)));
+    const twice = await Promise.all(
+      [1, 2].map(() => postHttp(httpUrl, hello(uid), { token: same.token }).then((r) => r.status)),
+    );
     expect(twice).toEqual([200, 200]);
     expect((await tokenRow(same.id)).uses).toBe(1);
     expect((await tokenRow(issued.id)).uses).toBe(1);
@@ -261,7 +299,12 @@ describe('OpAMP listener: enrollment', () => {
 
       await current.close();
       await eventually(async () => expect((await getAgent(id)).body.status).toBe('offline'));
-      expect(await eventTypes(id)).toEqual(['agent.enrolled', 'agent.connected', 'agent.connected', 'agent.disconnected']);
+      expect(await eventTypes(id)).toEqual([
+        'agent.enrolled',
+        'agent.connected',
+        'agent.connected',
+        'agent.disconnected',
+      ]);
     } finally {
       await replica.close();
     }
@@ -271,9 +314,14 @@ describe('OpAMP listener: enrollment', () => {
     const issued = await issueToken({ maxUses: 5 });
     const bound = newInstanceUid();
     expect((await postHttp(httpUrl, hello(bound), { token: issued.token })).status).toBe(200);
-    await t.database.db('bootstrap_tokens').where({ id: issued.id }).update({ expires_at: new Date(Date.now() - 1000) });
+    await t.database
+      .db('bootstrap_tokens')
+      .where({ id: issued.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
 
-    expect((await postHttp(httpUrl, { instanceUid: bound, sequenceNum: 2n }, { token: issued.token })).status).toBe(200);
+    expect((await postHttp(httpUrl, { instanceUid: bound, sequenceNum: 2n }, { token: issued.token })).status).toBe(
+      200,
+    );
     const ws = await connectWs(wsUrl, { token: issued.token });
     await ws.exchange(hello(bound, { sequenceNum: 3n }));
     await ws.close();
@@ -284,7 +332,10 @@ describe('OpAMP listener: enrollment', () => {
     expect((await tokenRow(issued.id)).uses).toBe(1);
 
     const lonely = await issueToken();
-    await t.database.db('bootstrap_tokens').where({ id: lonely.id }).update({ expires_at: new Date(Date.now() - 1000) });
+    await t.database
+      .db('bootstrap_tokens')
+      .where({ id: lonely.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
     expect(await refusedUpgrade(wsUrl, lonely.token)).toBe(401);
   });
 
@@ -329,7 +380,7 @@ describe('OpAMP listener: bad input', () => {
     const agent = await connectWs(wsUrl, { token: issued.token });
     await agent.exchange(hello(uid, { capabilities: all }));
     // the second message is a routine report: the batched path
-    await agent.exchange({ instanceUid: uid, sequenceNum: 2n, capabilities: all } as AgentMessage);
+    await agent.exchange({ instanceUid: uid, sequenceNum: 2n, capabilities: all });
     await agent.close();
     expect((await getAgent(uidToUuid(uid))).body.capabilities).toBe(Number.MAX_SAFE_INTEGER);
   });
@@ -349,11 +400,18 @@ describe('OpAMP listener: bad input', () => {
     expect((await postHttp(httpUrl, garbage, { token: issued.token, gzip: true })).status).toBe(400);
     const notGzip = await fetch(httpUrl, {
       method: 'POST',
-      headers: { authorization: `Bearer ${issued.token}`, 'content-type': 'application/x-protobuf', 'content-encoding': 'gzip' },
+      headers: {
+        authorization: `Bearer ${issued.token}`,
+        'content-type': 'application/x-protobuf',
+        'content-encoding': 'gzip',
+      },
       body: Buffer.from('not gzip'),
     });
     expect(notGzip.status).toBe(400);
-    expect((await postHttp(httpUrl, hello(newInstanceUid()), { token: issued.token, contentType: 'application/json' })).status).toBe(415);
+    expect(
+      (await postHttp(httpUrl, hello(newInstanceUid()), { token: issued.token, contentType: 'application/json' }))
+        .status,
+    ).toBe(415);
     expect((await tokenRow(issued.id)).uses).toBe(0);
     expect(await agentsOf(issued.id)).toEqual([]);
     const uid = newInstanceUid();

@@ -11,7 +11,14 @@ import { publishConfiguration } from '../support/configurations';
 import { runScript, startScript } from '../support/processes';
 import { eventually } from '../support/eventually';
 import { newInstanceUid, uidToUuid } from '../support/opamp-client';
-import { generateCsr, runFleet, SimulatedAgent, SIMULATOR_CAPABILITIES, type AgentCertificate, type Fleet } from '../support/simulator';
+import {
+  generateCsr,
+  runFleet,
+  SimulatedAgent,
+  SIMULATOR_CAPABILITIES,
+  type AgentCertificate,
+  type Fleet,
+} from '../support/simulator';
 
 let t: TestApp;
 let operator: string;
@@ -53,35 +60,53 @@ describe('agent simulator against the listener', () => {
   test.each([
     ['ws', () => wsUrl],
     ['http', () => httpUrl],
-  ])('5 agents over %s enroll, appear online with their service.name, and go offline when stopped', async (transport, url) => {
-    const issued = await issueToken({ maxUses: 5 });
-    const sims = await fleet({ count: 5, endpoint: url(), token: issued.token, serviceName: `edge-${transport}`, heartbeatSeconds: 1 });
-    await sims.waitForAll((state) => state.enrolled && state.connected);
-    expect(sims.stats()).toMatchObject({ agents: 5, connected: 5, enrolled: 5, mtls: 0, refused: 0, errors: 0 });
-    for (const sim of sims.agents) {
-      const res = await getAgent(sim.id);
-      expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ id: sim.id, name: `edge-${transport}`, status: 'online', groupId: issued.groupId, capabilities: Number(SIMULATOR_CAPABILITIES) });
-      expect(res.body.description).toMatchObject({ 'service.name': `edge-${transport}`, 'service.instance.id': sim.id });
-    }
-    expect((await t.database.db('bootstrap_tokens').where({ id: issued.id }).first()).uses).toBe(5);
+  ])(
+    '5 agents over %s enroll, appear online with their service.name, and go offline when stopped',
+    async (transport, url) => {
+      const issued = await issueToken({ maxUses: 5 });
+      const sims = await fleet({
+        count: 5,
+        endpoint: url(),
+        token: issued.token,
+        serviceName: `edge-${transport}`,
+        heartbeatSeconds: 1,
+      });
+      await sims.waitForAll((state) => state.enrolled && state.connected);
+      expect(sims.stats()).toMatchObject({ agents: 5, connected: 5, enrolled: 5, mtls: 0, refused: 0, errors: 0 });
+      for (const sim of sims.agents) {
+        const res = await getAgent(sim.id);
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({
+          id: sim.id,
+          name: `edge-${transport}`,
+          status: 'online',
+          groupId: issued.groupId,
+          capabilities: Number(SIMULATOR_CAPABILITIES),
+        });
+        expect(res.body.description).toMatchObject({
+          'service.name': `edge-${transport}`,
+          'service.instance.id': sim.id,
+        });
+      }
+      expect((await t.database.db('bootstrap_tokens').where({ id: issued.id }).first()).uses).toBe(5);
 
-    // Heartbeats (1 s here) keep the session in sequence: no error, no refusal.
-    const seen = (await t.database.db('agents').where({ id: sims.agents[0]!.id }).first()).last_seen_at as Date;
-    await eventually(async () => {
-      const row = await t.database.db('agents').where({ id: sims.agents[0]!.id }).first();
-      expect(row.last_seen_at.getTime()).toBeGreaterThan(seen.getTime());
-    }, 3000);
+      // Heartbeats (1 s here) keep the session in sequence: no error, no refusal.
+      const seen = (await t.database.db('agents').where({ id: sims.agents[0]!.id }).first()).last_seen_at as Date;
+      await eventually(async () => {
+        const row = await t.database.db('agents').where({ id: sims.agents[0]!.id }).first();
+        expect(row.last_seen_at.getTime()).toBeGreaterThan(seen.getTime());
+      }, 3000);
 
-    await sims.stop();
-    expect(sims.stats()).toMatchObject({ connected: 0, errors: 0 });
-    for (const sim of sims.agents) {
-      await eventually(async () => expect((await getAgent(sim.id)).body.status).toBe('offline'));
-    }
-    if (transport === 'ws') expect(sims.agents[0]!.state.lastClose?.code).toBe(1000);
-    const events = await t.database.db('events').where({ subject: sims.agents[0]!.id }).orderBy('seq').pluck('type');
-    expect(events).toEqual(['agent.enrolled', 'agent.connected', 'agent.disconnected']);
-  });
+      await sims.stop();
+      expect(sims.stats()).toMatchObject({ connected: 0, errors: 0 });
+      for (const sim of sims.agents) {
+        await eventually(async () => expect((await getAgent(sim.id)).body.status).toBe('offline'));
+      }
+      if (transport === 'ws') expect(sims.agents[0]!.state.lastClose?.code).toBe(1000);
+      const events = await t.database.db('events').where({ subject: sims.agents[0]!.id }).orderBy('seq').pluck('type');
+      expect(events).toEqual(['agent.enrolled', 'agent.connected', 'agent.disconnected']);
+    },
+  );
 
   test.each([
     ['ws', () => wsUrl],
@@ -114,7 +139,12 @@ describe('agent simulator against the listener', () => {
     const refused = new Promise((resolve) => sim.once('refused', resolve));
     await sim.start();
     expect(await refused).toEqual({ status: 401, reason: expect.any(String) });
-    expect(sim.state).toMatchObject({ enrolled: false, connected: false, refused: { status: 401 }, lastHttpStatus: 401 });
+    expect(sim.state).toMatchObject({
+      enrolled: false,
+      connected: false,
+      refused: { status: 401 },
+      lastHttpStatus: 401,
+    });
     await new Promise((resolve) => setTimeout(resolve, 200)); // ten backoffs' worth
     expect(sim.state.connects).toBe(1);
     expect((await getAgent(sim.id)).status).toBe(404);
@@ -135,7 +165,12 @@ describe('agent simulator against the listener', () => {
   });
 
   test('a network failure is retried with backoff and counted as an error, not a refusal', async () => {
-    const sim = agent({ endpoint: 'ws://127.0.0.1:1/v1/opamp', token: 'svc-bt.x', reconnectMinMs: 10, reconnectMaxMs: 20 });
+    const sim = agent({
+      endpoint: 'ws://127.0.0.1:1/v1/opamp',
+      token: 'svc-bt.x',
+      reconnectMinMs: 10,
+      reconnectMaxMs: 20,
+    });
     await sim.start();
     await sim.waitFor((state) => state.connects >= 3, 2000);
     expect(sim.state.refused).toBeUndefined();
@@ -157,7 +192,9 @@ describe('agent simulator against the listener', () => {
     expect(Buffer.from(csr.publicKey.rawData).equals(spki)).toBe(true);
     const checked = await checkCsr(Buffer.from(csrPem), id);
     expect(checked.keyType).toBe('ec');
-    await expect(checkCsr(Buffer.from(csrPem), '00000000-0000-7000-8000-000000000000')).rejects.toMatchObject({ reason: 'instance-uid-mismatch' });
+    await expect(checkCsr(Buffer.from(csrPem), '00000000-0000-7000-8000-000000000000')).rejects.toMatchObject({
+      reason: 'instance-uid-mismatch',
+    });
     // The key is usable by TLS (Node parses the PKCS#8 PEM).
     const { createPrivateKey } = await import('node:crypto');
     expect(createPrivateKey(keyPem).asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
@@ -181,7 +218,11 @@ describe('agent simulator against the listener', () => {
 describe('scripts/agents.ts', () => {
   test('runs N agents, prints a summary, and on SIGINT disconnects them and exits 0', async () => {
     const issued = await issueToken({ maxUses: 3 });
-    const child = startScript('scripts/agents.ts', ['--count', '3', '--token', issued.token, '--endpoint', httpUrl, '--transport', 'ws', '--heartbeat', '1'], {});
+    const child = startScript(
+      'scripts/agents.ts',
+      ['--count', '3', '--token', issued.token, '--endpoint', httpUrl, '--transport', 'ws', '--heartbeat', '1'],
+      {},
+    );
     let stdout = '';
     child.stderr!.resume();
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
@@ -223,7 +264,12 @@ describe('agent simulator against the TLS listener: CSR, then mTLS', () => {
     ['http', () => tlsGateway.httpUrl],
   ])('over %s: enrolls with the token, gets a certificate for its CSR, reconnects with it', async (transport, url) => {
     const issued = await issueToken();
-    const sim = agent({ endpoint: url(), token: issued.token, ca: tlsGateway.ca.certificatePem, serviceName: `mtls-${transport}` });
+    const sim = agent({
+      endpoint: url(),
+      token: issued.token,
+      ca: tlsGateway.ca.certificatePem,
+      serviceName: `mtls-${transport}`,
+    });
     const certificate = new Promise((resolve) => sim.once('certificate', resolve));
     await sim.start();
     await certificate;
@@ -259,7 +305,12 @@ describe('agent simulator against the TLS listener: CSR, then mTLS', () => {
     sims.agents[0]!.on('config', (event) => seen.push(event));
     const ids = sims.agents.map((sim) => sim.id);
     await t.database.db.transaction((trx) =>
-      pushConfiguration(trx, { tenantId: 'default', agentIds: ids, configurationId: published!.configurationId, version: published!.version }),
+      pushConfiguration(trx, {
+        tenantId: 'default',
+        agentIds: ids,
+        configurationId: published!.configurationId,
+        version: published!.version,
+      }),
     );
     await sims.waitForAll((state) => state.appliedStatus === 'APPLIED' || state.appliedStatus === 'FAILED');
     expect(seen.map((event) => event.status)).toEqual(['APPLYING', 'APPLIED']);
@@ -269,7 +320,11 @@ describe('agent simulator against the TLS listener: CSR, then mTLS', () => {
     await eventually(async () => {
       const [good, bad] = await Promise.all(ids.map(getAgent));
       expect(good!.body.applied).toMatchObject({ status: 'APPLIED', hash: published!.contentHash });
-      expect(bad!.body.applied).toMatchObject({ status: 'FAILED', hash: published!.contentHash, error: 'exporter otlp: connection refused' });
+      expect(bad!.body.applied).toMatchObject({
+        status: 'FAILED',
+        hash: published!.contentHash,
+        error: 'exporter otlp: connection refused',
+      });
     });
     const row = await t.database.db('agents').where({ id: ids[0] }).first();
     expect(row.effective_config_hash).toBe(published!.contentHash);
@@ -279,7 +334,12 @@ describe('agent simulator against the TLS listener: CSR, then mTLS', () => {
     const renewing = await startTestGateway(t, { minReissueSeconds: 0 });
     try {
       const issued = await issueToken();
-      const sim = agent({ endpoint: renewing.wsUrl, token: issued.token, ca: renewing.ca.certificatePem, heartbeatSeconds: 1 });
+      const sim = agent({
+        endpoint: renewing.wsUrl,
+        token: issued.token,
+        ca: renewing.ca.certificatePem,
+        heartbeatSeconds: 1,
+      });
       await sim.start();
       await sim.waitFor((state) => state.mtls && state.connected);
       const first = sim.state.certificate!;

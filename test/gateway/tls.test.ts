@@ -12,7 +12,13 @@ import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import WebSocket from 'ws';
 import { webcrypto, x509 } from '../../domain/certificates/x509';
-import { decodeServerToAgent, encodeAgentToServer, frameWebSocket, unframeWebSocket, type ServerToAgent } from '../../gateway/codec';
+import {
+  decodeServerToAgent,
+  encodeAgentToServer,
+  frameWebSocket,
+  unframeWebSocket,
+  type ServerToAgent,
+} from '../../gateway/codec';
 import { notifyAgentCutoff } from '../../db/notify';
 import { revokeAgent } from '../../db/repos/agents';
 import { configOutcomes, pushConfiguration, type PushResult } from '../../domain/pushes';
@@ -50,13 +56,16 @@ const issueToken = (body: Record<string, unknown> = {}) => issueBootstrapToken(t
 
 const getAgent = (id: string) => t.call('GET', `/api/agents/${id}`, { token: operator });
 const agentRow = (id: string) => t.database.db('agents').where({ id }).first();
-const certificateRows = (id: string) => t.database.db('agent_certificates').where({ agent_id: id }).orderBy('created_at');
+const certificateRows = (id: string) =>
+  t.database.db('agent_certificates').where({ agent_id: id }).orderBy('created_at');
 const eventsOf = (id: string) => t.database.db('events').where({ subject: id }).orderBy('seq');
 const tokenUses = async (id: string) => (await t.database.db('bootstrap_tokens').where({ id }).first()).uses as number;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Queries of this test database waiting on a lock. */
 async function lockWaiters(): Promise<number> {
-  const { rows } = await t.database.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+  const { rows } = await t.database.db.raw(
+    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+  );
   return rows[0].n;
 }
 const uidOf = (id: string) => new Uint8Array(Buffer.from(id.replaceAll('-', ''), 'hex'));
@@ -75,12 +84,22 @@ async function fleet(options: Parameters<typeof runFleet>[0]): Promise<Fleet> {
 
 async function push(version: PublishedVersion, agentIds: string[]): Promise<PushResult> {
   return t.database.db.transaction((trx) =>
-    pushConfiguration(trx, { tenantId: 'default', agentIds, configurationId: version.configurationId, version: version.version }),
+    pushConfiguration(trx, {
+      tenantId: 'default',
+      agentIds,
+      configurationId: version.configurationId,
+      version: version.version,
+    }),
   );
 }
 
 function hello(uid: Uint8Array, extra: Partial<AgentMessage> = {}): AgentMessage {
-  return { instanceUid: uid, sequenceNum: 0n, agentDescription: description({ 'service.name': 'raw-client' }), ...extra } as AgentMessage;
+  return {
+    instanceUid: uid,
+    sequenceNum: 0n,
+    agentDescription: description({ 'service.name': 'raw-client' }),
+    ...extra,
+  } as AgentMessage;
 }
 
 const withCsr = (uid: Uint8Array, csrPem: string): AgentMessage =>
@@ -104,10 +123,18 @@ type WsAttempt =
 
 function wssAttempt(url: string, options: { token?: string; client?: ClientCertificate } = {}): Promise<WsAttempt> {
   const headers = options.token ? { authorization: `Bearer ${options.token}` } : undefined;
-  const socket = new WebSocket(url, { ca: caPem, headers, ...options.client, handshakeTimeout: 5000, perMessageDeflate: false });
+  const socket = new WebSocket(url, {
+    ca: caPem,
+    headers,
+    ...options.client,
+    handshakeTimeout: 5000,
+    perMessageDeflate: false,
+  });
   const replies: ServerToAgent[] = [];
   socket.on('message', (data) => replies.push(decodeServerToAgent(unframeWebSocket(data as Buffer))));
-  const closed = new Promise<Close>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const closed = new Promise<Close>((resolve) =>
+    socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })),
+  );
   return new Promise((resolve) => {
     socket.once('unexpected-response', (_req, res) => {
       res.resume();
@@ -127,24 +154,36 @@ function wssAttempt(url: string, options: { token?: string; client?: ClientCerti
   });
 }
 
-type HttpsResult = { kind: 'reply'; status: number; message?: ServerToAgent; socket: Socket } | { kind: 'dropped'; error: string };
+type HttpsResult =
+  { kind: 'reply'; status: number; message?: ServerToAgent; socket: Socket } | { kind: 'dropped'; error: string };
 
 /** One OpAMP POST over HTTPS (fetch cannot be given our CA or a client certificate). */
-function postHttps(url: string, message: AgentMessage, options: { token?: string; client?: ClientCertificate; agent?: https.Agent } = {}): Promise<HttpsResult> {
+function postHttps(
+  url: string,
+  message: AgentMessage,
+  options: { token?: string; client?: ClientCertificate; agent?: https.Agent } = {},
+): Promise<HttpsResult> {
   const body = Buffer.from(encodeAgentToServer(message));
-  const headers: Record<string, string | number> = { 'content-type': 'application/x-protobuf', 'content-length': body.length };
+  const headers: Record<string, string | number> = {
+    'content-type': 'application/x-protobuf',
+    'content-length': body.length,
+  };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   return new Promise((resolve) => {
-    const req = https.request(url, { method: 'POST', headers, ca: caPem, ...options.client, agent: options.agent ?? false, timeout: 5000 }, (res) => {
-      const socket = res.socket; // null once a keep-alive socket goes back to its pool
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const bytes = Buffer.concat(chunks);
-        const status = res.statusCode ?? 0;
-        resolve({ kind: 'reply', status, message: status === 200 ? decodeServerToAgent(bytes) : undefined, socket });
-      });
-    });
+    const req = https.request(
+      url,
+      { method: 'POST', headers, ca: caPem, ...options.client, agent: options.agent ?? false, timeout: 5000 },
+      (res) => {
+        const socket = res.socket; // null once a keep-alive socket goes back to its pool
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const bytes = Buffer.concat(chunks);
+          const status = res.statusCode ?? 0;
+          resolve({ kind: 'reply', status, message: status === 200 ? decodeServerToAgent(bytes) : undefined, socket });
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', (error) => resolve({ kind: 'dropped', error: error.message }));
     req.end(body);
@@ -167,7 +206,12 @@ function recordRequests(gw: TestGateway) {
   const seen: Array<{ kind: 'upgrade' | 'request'; authorization?: string; url?: string; peerSerial?: string }> = [];
   const record = (kind: 'upgrade' | 'request') => (req: IncomingMessage) => {
     const peer = (req.socket as TLSSocket).getPeerCertificate();
-    seen.push({ kind, authorization: req.headers.authorization, url: req.url, peerSerial: peer?.serialNumber?.toLowerCase() });
+    seen.push({
+      kind,
+      authorization: req.headers.authorization,
+      url: req.url,
+      peerSerial: peer?.serialNumber?.toLowerCase(),
+    });
   };
   const onUpgrade = record('upgrade');
   const onRequest = record('request');
@@ -185,7 +229,7 @@ function recordRequests(gw: TestGateway) {
 /** A CA of our own making with the same name as the agents' CA, and a leaf naming `agentId`. */
 async function foreignCertificate(agentId: string): Promise<ClientCertificate> {
   const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const generate = async () => (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const generate = async () => await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify']);
   const [caKeys, leafKeys] = await Promise.all([generate(), generate()]);
   const notBefore = new Date(Date.now() - 60_000);
   const notAfter = new Date(Date.now() + 86_400_000);
@@ -196,7 +240,10 @@ async function foreignCertificate(agentId: string): Promise<ClientCertificate> {
     notAfter,
     keys: caKeys,
     signingAlgorithm: algorithm,
-    extensions: [new x509.BasicConstraintsExtension(true, undefined, true), new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true)],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+    ],
   });
   const leaf = await x509.X509CertificateGenerator.create({
     serialNumber: '7f0102030405060708090a0b0c0d0e0f',
@@ -216,7 +263,10 @@ async function foreignCertificate(agentId: string): Promise<ClientCertificate> {
   return { cert: leaf.toString('pem'), key: x509.PemConverter.encode(pkcs8, 'PRIVATE KEY') };
 }
 
-const clientCertificateOf = (sim: SimulatedAgent): ClientCertificate => ({ cert: sim.state.certificate!.certPem, key: sim.state.certificate!.keyPem });
+const clientCertificateOf = (sim: SimulatedAgent): ClientCertificate => ({
+  cert: sim.state.certificate!.certPem,
+  key: sim.state.certificate!.keyPem,
+});
 
 /** Collects the close codes of an agent's WebSockets from now on. */
 function closesOf(sim: SimulatedAgent): Close[] {
@@ -257,7 +307,12 @@ describe('CSR → mTLS', () => {
     const [published] = await publishConfiguration(t, operator, ['receivers:\n  otlp: {}\n']);
     const requests = recordRequests(gateway);
     try {
-      const sim = agent({ endpoint: gateway.httpUrl, token: issued.token, heartbeatSeconds: 1, serviceName: 'mtls-http' });
+      const sim = agent({
+        endpoint: gateway.httpUrl,
+        token: issued.token,
+        heartbeatSeconds: 1,
+        serviceName: 'mtls-http',
+      });
       await sim.start();
       await sim.waitFor((state) => state.mtls && state.connected);
       const serial = sim.state.certificate!.serial.toLowerCase();
@@ -299,16 +354,26 @@ describe('CSR → mTLS', () => {
     const cert = Buffer.from(enrolled.message.connectionSettings!.opamp!.certificate!.cert).toString();
 
     // Say the reply never reached the agent: it comes back with its token, and is let in.
-    expect(await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 1n }), { token: issued.token })).toMatchObject({ kind: 'reply', status: 200 });
+    expect(await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 1n }), { token: issued.token })).toMatchObject({
+      kind: 'reply',
+      status: 200,
+    });
     // It connects with the certificate once...
-    expect(await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 2n }), { client: { cert, key: keyPem } })).toMatchObject({ kind: 'reply', status: 200 });
+    expect(
+      await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 2n }), { client: { cert, key: keyPem } }),
+    ).toMatchObject({ kind: 'reply', status: 200 });
     // ...and from then on the token (a whole fleet's, maybe) does not speak for it, on either transport.
-    expect(await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 3n }), { token: issued.token })).toMatchObject({ kind: 'reply', status: 401 });
+    expect(await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 3n }), { token: issued.token })).toMatchObject({
+      kind: 'reply',
+      status: 401,
+    });
     const ws = await wssAttempt(gateway.wsUrl, { token: issued.token });
     if (ws.kind !== 'open') throw new Error(`upgrade: ${JSON.stringify(ws)}`);
     ws.send(hello(uid, { sequenceNum: 4n }));
     expect(await ws.closed).toEqual({ code: 1008, reason: 'refused: certificate-required' });
-    expect(await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 5n }), { client: { cert, key: keyPem } })).toMatchObject({ kind: 'reply', status: 200 });
+    expect(
+      await postHttps(gateway.httpUrl, hello(uid, { sequenceNum: 5n }), { client: { cert, key: keyPem } }),
+    ).toMatchObject({ kind: 'reply', status: 200 });
     expect((await getAgent(id)).body).toMatchObject({ status: 'online', certificate: { revokedAt: null } });
   });
 
@@ -337,39 +402,45 @@ describe('CSR → mTLS', () => {
   test.each([
     ['WebSocket', 'ws'],
     ['HTTP', 'http'],
-  ])("a CSR naming another agent's uid in the first message (%s) is refused before admission: nothing stored", async (_name, transport) => {
-    const victimToken = await issueToken();
-    const victim = agent({ endpoint: gateway.wsUrl, token: victimToken.token, csr: false });
-    await victim.start();
-    expect(victim.state.connected).toBe(true);
+  ])(
+    "a CSR naming another agent's uid in the first message (%s) is refused before admission: nothing stored",
+    async (_name, transport) => {
+      const victimToken = await issueToken();
+      const victim = agent({ endpoint: gateway.wsUrl, token: victimToken.token, csr: false });
+      await victim.start();
+      expect(victim.state.connected).toBe(true);
 
-    const issued = await issueToken();
-    const uid = newInstanceUid();
-    const id = uidToUuid(uid);
-    const { csrPem } = await generateCsr(victim.id);
-    if (transport === 'ws') {
-      const ws = await wssAttempt(gateway.wsUrl, { token: issued.token });
-      if (ws.kind !== 'open') throw new Error(`upgrade: ${JSON.stringify(ws)}`);
-      ws.send(withCsr(uid, csrPem));
-      const closed = await ws.closed;
-      expect(closed.code).toBe(1008);
-      expect(closed.reason).toMatch(/^CSR refused: .*names instance uid/);
-      expect(ws.replies).toEqual([]);
-    } else {
-      expect(await postHttps(gateway.httpUrl, withCsr(uid, csrPem), { token: issued.token })).toMatchObject({ kind: 'reply', status: 400 });
-    }
+      const issued = await issueToken();
+      const uid = newInstanceUid();
+      const id = uidToUuid(uid);
+      const { csrPem } = await generateCsr(victim.id);
+      if (transport === 'ws') {
+        const ws = await wssAttempt(gateway.wsUrl, { token: issued.token });
+        if (ws.kind !== 'open') throw new Error(`upgrade: ${JSON.stringify(ws)}`);
+        ws.send(withCsr(uid, csrPem));
+        const closed = await ws.closed;
+        expect(closed.code).toBe(1008);
+        expect(closed.reason).toMatch(/^CSR refused: .*names instance uid/);
+        expect(ws.replies).toEqual([]);
+      } else {
+        expect(await postHttps(gateway.httpUrl, withCsr(uid, csrPem), { token: issued.token })).toMatchObject({
+          kind: 'reply',
+          status: 400,
+        });
+      }
 
-    expect(await agentRow(id)).toBeUndefined();
-    expect(await certificateRows(id)).toEqual([]);
-    expect(await certificateRows(victim.id)).toEqual([]);
-    expect(await eventsOf(id)).toEqual([]);
-    expect(await tokenUses(issued.id)).toBe(0);
-    // The victim is untouched and the token still enrolls a well-behaved agent.
-    expect((await getAgent(victim.id)).body).toMatchObject({ status: 'online', certificate: null });
-    const good = agent({ endpoint: transport === 'ws' ? gateway.wsUrl : gateway.httpUrl, token: issued.token });
-    await good.start();
-    await good.waitFor((state) => state.mtls && state.connected);
-  });
+      expect(await agentRow(id)).toBeUndefined();
+      expect(await certificateRows(id)).toEqual([]);
+      expect(await certificateRows(victim.id)).toEqual([]);
+      expect(await eventsOf(id)).toEqual([]);
+      expect(await tokenUses(issued.id)).toBe(0);
+      // The victim is untouched and the token still enrolls a well-behaved agent.
+      expect((await getAgent(victim.id)).body).toMatchObject({ status: 'online', certificate: null });
+      const good = agent({ endpoint: transport === 'ws' ? gateway.wsUrl : gateway.httpUrl, token: issued.token });
+      await good.start();
+      await good.waitFor((state) => state.mtls && state.connected);
+    },
+  );
 });
 
 describe('cut-offs', () => {
@@ -399,7 +470,10 @@ describe('cut-offs', () => {
     if (ws.kind !== 'open') throw new Error(`upgrade: ${JSON.stringify(ws)}`);
     ws.send(hello(uidOf(sim.id)));
     expect(await ws.closed).toEqual({ code: 1008, reason: 'refused: agent-revoked' });
-    expect(await postHttps(gateway.httpUrl, hello(uidOf(sim.id)), { token: issued.token })).toMatchObject({ kind: 'reply', status: 401 });
+    expect(await postHttps(gateway.httpUrl, hello(uidOf(sim.id)), { token: issued.token })).toMatchObject({
+      kind: 'reply',
+      status: 401,
+    });
     expect((await getAgent(sim.id)).body.status).toBe('revoked');
     expect(await tokenUses(issued.id)).toBe(1);
 
@@ -422,7 +496,11 @@ describe('cut-offs', () => {
     const certificate = clientCertificateOf(sim);
     const keepAlive = new https.Agent({ keepAlive: true, maxSockets: 1 });
     try {
-      const first = await postHttps(gateway.httpUrl, { instanceUid: uidOf(sim.id), sequenceNum: 100n }, { client: certificate, agent: keepAlive });
+      const first = await postHttps(
+        gateway.httpUrl,
+        { instanceUid: uidOf(sim.id), sequenceNum: 100n },
+        { client: certificate, agent: keepAlive },
+      );
       if (first.kind !== 'reply') throw new Error(`poll: ${first.error}`);
       expect(first.status).toBe(200);
       const socketClosed = new Promise<void>((resolve) => first.socket.once('close', () => resolve()));
@@ -431,7 +509,13 @@ describe('cut-offs', () => {
       expect((await t.call('POST', `/api/agents/${sim.id}/revoke-cert`, { token: admin })).status).toBe(200);
       const deadline = sleep(1000).then(() => 'still open');
       expect(await Promise.race([socketClosed.then(() => 'closed'), deadline])).toBe('closed');
-      expectRefused(await postHttps(gateway.httpUrl, { instanceUid: uidOf(sim.id), sequenceNum: 101n }, { client: certificate, agent: keepAlive }));
+      expectRefused(
+        await postHttps(
+          gateway.httpUrl,
+          { instanceUid: uidOf(sim.id), sequenceNum: 101n },
+          { client: certificate, agent: keepAlive },
+        ),
+      );
     } finally {
       keepAlive.destroy();
     }
@@ -461,7 +545,10 @@ describe('cut-offs', () => {
     await sleep(200);
     expect((await getAgent(sim.id)).body.status).toBe('revoked');
     // Were it not, the token it is bound to would let it back in.
-    expect(await postHttps(gateway.httpUrl, hello(uid), { token: issued.token })).toMatchObject({ kind: 'reply', status: 401 });
+    expect(await postHttps(gateway.httpUrl, hello(uid), { token: issued.token })).toMatchObject({
+      kind: 'reply',
+      status: 401,
+    });
   });
 
   test('revoking the bootstrap token closes the live token-authenticated WebSocket (1008), not the mTLS one', async () => {
@@ -475,7 +562,10 @@ describe('cut-offs', () => {
     const certificateCloses = closesOf(withCertificate);
 
     expect((await t.call('POST', `/api/tokens/${issued.id}/revoke`, { token: operator })).status).toBe(200);
-    await eventually(async () => expect(tokenCloses).toEqual([{ code: 1008, reason: 'bootstrap token revoked' }]), 1000);
+    await eventually(
+      async () => expect(tokenCloses).toEqual([{ code: 1008, reason: 'bootstrap token revoked' }]),
+      1000,
+    );
     expect(tokenOnly.state.refused).toMatchObject({ code: 1008 });
     await sleep(300); // both would have been closed by the same notification
     expect(certificateCloses).toEqual([]);
@@ -498,7 +588,11 @@ describe('push', () => {
     expect(await push(published!, [sim.id])).toEqual({ hash: published!.contentHash, agentIds: [sim.id] });
     expect((await getAgent(sim.id)).body).toMatchObject({
       status: 'offline',
-      desired: { configurationId: published!.configurationId, version: published!.version, hash: published!.contentHash },
+      desired: {
+        configurationId: published!.configurationId,
+        version: published!.version,
+        hash: published!.contentHash,
+      },
       applied: null,
     });
 
@@ -514,10 +608,18 @@ describe('push', () => {
     await eventually(async () =>
       expect((await getAgent(sim.id)).body).toMatchObject({
         status: 'online',
-        applied: { configurationId: published!.configurationId, version: published!.version, hash: published!.contentHash, status: 'APPLIED', error: null },
+        applied: {
+          configurationId: published!.configurationId,
+          version: published!.version,
+          hash: published!.contentHash,
+          status: 'APPLIED',
+          error: null,
+        },
       }),
     );
-    expect(await configOutcomes(t.database.db, 'default', [sim.id], published!.contentHash)).toEqual([{ agentId: sim.id, status: 'APPLIED' }]);
+    expect(await configOutcomes(t.database.db, 'default', [sim.id], published!.contentHash)).toEqual([
+      { agentId: sim.id, status: 'APPLIED' },
+    ]);
   });
 
   test('configOutcomes: APPLIED, FAILED with the agent message, WAITING while applying', async () => {
@@ -554,7 +656,9 @@ describe('push', () => {
 
       release();
       await eventually(async () =>
-        expect(await configOutcomes(t.database.db, 'default', [ids[2]!], published!.contentHash)).toEqual([{ agentId: ids[2], status: 'APPLIED' }]),
+        expect(await configOutcomes(t.database.db, 'default', [ids[2]!], published!.contentHash)).toEqual([
+          { agentId: ids[2], status: 'APPLIED' },
+        ]),
       );
       // Another hash is WAITING for everyone; an unknown agent too.
       const unknown = randomUUID();
@@ -585,7 +689,11 @@ describe('approval mode', () => {
 
     const pending = await t.call('GET', '/api/agents?status=pending-approval', { token: operator });
     expect(pending.body.items.map((item: { id: string }) => item.id)).toContain(held.id);
-    expect((await getAgent(held.id)).body).toMatchObject({ status: 'pending-approval', certificate: null, name: 'otelcol-sim' });
+    expect((await getAgent(held.id)).body).toMatchObject({
+      status: 'pending-approval',
+      certificate: null,
+      name: 'otelcol-sim',
+    });
     expect((await eventsOf(held.id)).map((event) => event.type)).toEqual(['agent.pending-approval']);
 
     const [published] = await publishConfiguration(t, operator, ['receivers:\n  hostmetrics: {}\n']);
@@ -604,7 +712,12 @@ describe('approval mode', () => {
     await held.waitFor((state) => state.mtls && state.connected);
     expect(held.state.refused).toBeUndefined();
     const serial = held.state.certificate!.serial.toLowerCase();
-    await eventually(async () => expect((await getAgent(held.id)).body).toMatchObject({ status: 'online', certificate: { serial, revokedAt: null } }));
+    await eventually(async () =>
+      expect((await getAgent(held.id)).body).toMatchObject({
+        status: 'online',
+        certificate: { serial, revokedAt: null },
+      }),
+    );
     expect(await certificateRows(held.id)).toHaveLength(1);
 
     // Now that it holds a certificate, its uid alone no longer gets in.

@@ -71,7 +71,17 @@ test('SIGTERM: readiness turns 503, the in-flight request finishes, then the lis
   let readyDuringDrain: number | undefined;
   const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port, path: '/api/tenant', method: 'PUT', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/api/tenant',
+        method: 'PUT',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      },
       (res) => {
         let text = '';
         res.on('data', (d) => (text += d));
@@ -108,5 +118,7 @@ test('logs are JSON lines that never contain the token', () => {
   expect(stdout).not.toContain(token);
   expect(stdout).not.toContain(token.split('.')[1]);
   const messages = lines.map((l) => JSON.parse(l).msg);
-  expect(messages).toEqual(expect.arrayContaining(['api listening', 'shutting down: finishing in-flight requests', 'stopped']));
+  expect(messages).toEqual(
+    expect.arrayContaining(['api listening', 'shutting down: finishing in-flight requests', 'stopped']),
+  );
 });

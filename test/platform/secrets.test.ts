@@ -22,7 +22,9 @@ describe('secrets (AES-256-GCM)', () => {
     const tampered = { ...sealed, ciphertext: Buffer.from(sealed.ciphertext) };
     tampered.ciphertext[0] = tampered.ciphertext[0]! ^ 1;
     expect(() => decrypt(key, tampered, 'agent-ca:private-key')).toThrow(DecryptionError);
-    expect(() => decrypt(key, { ...sealed, tag: sealed.tag.subarray(0, 8) }, 'agent-ca:private-key')).toThrow(DecryptionError);
+    expect(() => decrypt(key, { ...sealed, tag: sealed.tag.subarray(0, 8) }, 'agent-ca:private-key')).toThrow(
+      DecryptionError,
+    );
     expect(decrypt(key, sealed, 'agent-ca:private-key').toString()).toBe('secret');
   });
 

@@ -10,11 +10,21 @@ const base = {
 
 describe('settings', () => {
   test('defaults, and environment variables with __ for :', () => {
-    const settings = loadSettings({ ...base, Http__Port: '9090', Authentication__Oidc__Authority: 'https://id.example.com/realms/x/', Authentication__Oidc__Audience: 'fleet' });
+    const settings = loadSettings({
+      ...base,
+      Http__Port: '9090',
+      Authentication__Oidc__Authority: 'https://id.example.com/realms/x/',
+      Authentication__Oidc__Audience: 'fleet',
+    });
     expect(settings.http.port).toBe(9090);
     expect(settings.http.publicBaseUrl).toBe('http://localhost:9090');
     expect(settings.errorsBaseUrl).toBe('http://localhost:9090/errors');
-    expect(settings.oidc).toEqual({ authority: 'https://id.example.com/realms/x', audience: 'fleet', roleClaim: 'roles', tenantClaim: 'tenant' });
+    expect(settings.oidc).toEqual({
+      authority: 'https://id.example.com/realms/x',
+      audience: 'fleet',
+      roleClaim: 'roles',
+      tenantClaim: 'tenant',
+    });
     expect(settings.git.defaultPollIntervalSeconds).toBe(60);
     expect(Object.isFrozen(settings)).toBe(true);
   });
@@ -23,8 +33,14 @@ describe('settings', () => {
     [{ Database__Url: undefined }, 'Invalid setting Database:Url: is required'],
     [{ Http__Port: 'eighty' }, 'Invalid setting Http:Port:'],
     [{ Environment: 'Staging' }, 'Invalid setting Environment:'],
-    [{ Authentication__Oidc__Authority: 'not a url' }, 'Invalid setting Authentication:Oidc:Authority: must be an absolute http(s) URL'],
-    [{ Authentication__Oidc__Authority: 'https://id.example.com' }, 'Invalid setting Authentication:Oidc:Audience: is required when Authentication:Oidc:Authority is set'],
+    [
+      { Authentication__Oidc__Authority: 'not a url' },
+      'Invalid setting Authentication:Oidc:Authority: must be an absolute http(s) URL',
+    ],
+    [
+      { Authentication__Oidc__Authority: 'https://id.example.com' },
+      'Invalid setting Authentication:Oidc:Audience: is required when Authentication:Oidc:Authority is set',
+    ],
     [{ Secrets__EncryptionKey: 'c2hvcnQ=' }, 'Invalid setting Secrets:EncryptionKey: must be 32 bytes, base64-encoded'],
     [{ Secrets__EncryptionKey: undefined }, 'Invalid setting Secrets:EncryptionKey: is required in Production'],
   ])('a bad value stops with one line naming the key: %j', (override, message) => {
@@ -40,7 +56,13 @@ describe('settings', () => {
   test('a JSON settings file, overridden by the environment', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'settings-'));
     const file = path.join(dir, 'settings.json');
-    writeFileSync(file, JSON.stringify({ Http: { Port: 7000, PublicBaseUrl: 'https://fleet.example.com' }, Git: { DefaultPollIntervalSeconds: 30 } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        Http: { Port: 7000, PublicBaseUrl: 'https://fleet.example.com' },
+        Git: { DefaultPollIntervalSeconds: 30 },
+      }),
+    );
     const settings = loadSettings({ ...base, FLEET_SETTINGS_FILE: file, Http__Port: '7001' });
     expect(settings.http.port).toBe(7001);
     expect(settings.errorsBaseUrl).toBe('https://fleet.example.com/errors');

@@ -6,7 +6,11 @@ let t: TestApp;
 let env: Record<string, string>;
 beforeAll(async () => {
   t = await startTestApp();
-  env = { Database__Url: t.database.url, Environment: 'Production', Secrets__EncryptionKey: randomBytes(32).toString('base64') };
+  env = {
+    Database__Url: t.database.url,
+    Environment: 'Production',
+    Secrets__EncryptionKey: randomBytes(32).toString('base64'),
+  };
 });
 afterAll(() => t?.close());
 

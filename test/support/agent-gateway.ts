@@ -63,8 +63,15 @@ export interface IssuedToken {
 }
 
 /** A bootstrap token issued through the API (`POST /api/tokens`) with `operatorToken`. */
-export async function issueBootstrapToken(t: TestApp, operatorToken: string, body: Record<string, unknown> = {}): Promise<IssuedToken> {
-  const res = await t.call('POST', '/api/tokens', { token: operatorToken, body: { name: `t-${randomUUID().slice(0, 8)}`, ...body } });
+export async function issueBootstrapToken(
+  t: TestApp,
+  operatorToken: string,
+  body: Record<string, unknown> = {},
+): Promise<IssuedToken> {
+  const res = await t.call('POST', '/api/tokens', {
+    token: operatorToken,
+    body: { name: `t-${randomUUID().slice(0, 8)}`, ...body },
+  });
   if (res.status !== 201) throw new Error(`POST /api/tokens answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body as IssuedToken;
 }

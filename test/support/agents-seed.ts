@@ -10,14 +10,25 @@ type AgentFields = Partial<Omit<NewAgent, 'tenant_id'>>;
 export async function seedAgent(db: Db, tenant: string, fields: AgentFields = {}): Promise<AgentRow> {
   await ensureTenant(db, tenant);
   const groupId = fields.group_id ?? (await ensureDefaultGroup(db, tenant)).id;
-  return insertAgent(db, { id: randomUUID(), name: `agent-${randomUUID().slice(0, 8)}`, ...fields, tenant_id: tenant, group_id: groupId });
+  return insertAgent(db, {
+    id: randomUUID(),
+    name: `agent-${randomUUID().slice(0, 8)}`,
+    ...fields,
+    tenant_id: tenant,
+    group_id: groupId,
+  });
 }
 
 /**
  * `count` agents of `tenant`; `fields(i)` gives the i-th agent's fields (labels, status,
  * group...). Returns the ids in insertion order.
  */
-export async function seedAgents(db: Db, tenant: string, count: number, fields: (i: number) => AgentFields = () => ({})): Promise<string[]> {
+export async function seedAgents(
+  db: Db,
+  tenant: string,
+  count: number,
+  fields: (i: number) => AgentFields = () => ({}),
+): Promise<string[]> {
   await ensureTenant(db, tenant);
   const defaultGroup = (await ensureDefaultGroup(db, tenant)).id;
   const agents: NewAgent[] = Array.from({ length: count }, (_, i) => ({

@@ -36,7 +36,10 @@ export interface TestApp {
   /** An OIDC access token from the real test issuer for client `<tenant>.<role>`. */
   token(client: string): Promise<string>;
   /** A PAT written straight to the database, as `npm run fleet -- create-pat` does. */
-  pat(role: Role, options?: { tenant?: string; allowedEndpoints?: string[]; name?: string; expiresAt?: Date }): Promise<string>;
+  pat(
+    role: Role,
+    options?: { tenant?: string; allowedEndpoints?: string[]; name?: string; expiresAt?: Date },
+  ): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -71,10 +74,18 @@ async function send(baseUrl: string, method: string, path: string, call: Call = 
 }
 
 /** `temporal`: a Temporal client for the routes that start and operate workflows (rollouts). */
-export async function startTestApp(env: Record<string, string> = {}, options: { temporal?: Client } = {}): Promise<TestApp> {
+export async function startTestApp(
+  env: Record<string, string> = {},
+  options: { temporal?: Client } = {},
+): Promise<TestApp> {
   const database = await createTestDatabase();
   const settings = testSettings(database.url, env);
-  const app = await createApp({ settings, db: database.db, logger: pino({ level: 'silent' }), temporal: options.temporal });
+  const app = await createApp({
+    settings,
+    db: database.db,
+    logger: pino({ level: 'silent' }),
+    temporal: options.temporal,
+  });
   const server: Server = createServer(app.koa.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

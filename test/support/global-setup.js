@@ -14,7 +14,9 @@ module.exports = async function globalSetup() {
   const info = await new Promise((resolve, reject) => {
     const lines = readline.createInterface({ input: child.stdout });
     lines.once('line', (line) => resolve(JSON.parse(line)));
-    child.once('exit', (code) => reject(new Error(`test infrastructure failed to start (exit ${code}); see [infra] lines above`)));
+    child.once('exit', (code) =>
+      reject(new Error(`test infrastructure failed to start (exit ${code}); see [infra] lines above`)),
+    );
   });
   process.env.FLEET_TEST_INFRA = JSON.stringify(info);
 };

@@ -11,6 +11,7 @@ export interface TestInfra {
 
 export function testInfra(): TestInfra {
   const raw = process.env.FLEET_TEST_INFRA;
-  if (!raw) throw new Error('FLEET_TEST_INFRA is not set: run the tests through jest (global setup starts the infrastructure)');
+  if (!raw)
+    throw new Error('FLEET_TEST_INFRA is not set: run the tests through jest (global setup starts the infrastructure)');
   return JSON.parse(raw) as TestInfra;
 }

@@ -58,12 +58,17 @@ async function main(): Promise<void> {
   try {
     const cli = await ensureTemporalCli(log);
     const temporalTestServer = await ensureTemporalTestServer(log);
-    const [pgPort, temporalPort, issuerPort, strangerPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+    const [pgPort, temporalPort, issuerPort, strangerPort] = await Promise.all([
+      freePort(),
+      freePort(),
+      freePort(),
+      freePort(),
+    ]);
     const [postgres, temporal, issuer, stranger] = await Promise.all([
-      startPostgres({ dataDir: path.join(dataDir, 'pg'), port: pgPort!, disposable: true }),
-      startTemporal({ cli, port: temporalPort! }),
-      startOidcIssuer(issuerPort!),
-      startOidcIssuer(strangerPort!),
+      startPostgres({ dataDir: path.join(dataDir, 'pg'), port: pgPort, disposable: true }),
+      startTemporal({ cli, port: temporalPort }),
+      startOidcIssuer(issuerPort),
+      startOidcIssuer(strangerPort),
     ]);
     stops.push(postgres.stop, temporal.stop, issuer.stop, stranger.stop);
     await postgres.createDatabase(TEMPLATE_DATABASE);

@@ -24,7 +24,10 @@ export interface RolloutEnv {
   /** Stops the worker at once, as a crash would look to Temporal (running activities are abandoned). */
   stopWorker(): Promise<void>;
   /** `count` simulated agents enrolled in a new group, or in `groupId` (WebSocket, TLS, no CSR). */
-  fleet(count: number, options?: Partial<FleetOptions> & { groupId?: string }): Promise<{ groupId: string; fleet: Fleet; ids: string[] }>;
+  fleet(
+    count: number,
+    options?: Partial<FleetOptions> & { groupId?: string },
+  ): Promise<{ groupId: string; fleet: Fleet; ids: string[] }>;
   /** Settings for a worker process of this environment (worker/main.ts). */
   workerEnv(): Record<string, string>;
   close(): Promise<void>;
@@ -40,14 +43,23 @@ export interface RolloutEnvOptions {
 export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<RolloutEnv> {
   const temporalAddress = options.temporalAddress ?? testInfra().temporalAddress;
   if (!Runtime._instance) Runtime.install({ logger: new DefaultLogger('WARN') });
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') });
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: require.resolve('../../workflows'),
+    logger: new DefaultLogger('WARN'),
+  });
   const taskQueue = `rollouts-${randomBytes(4).toString('hex')}`;
   const connection = await Connection.connect({ address: temporalAddress });
   const client = new Client({ connection });
-  const t = await startTestApp({ Temporal__TaskQueue: taskQueue, Temporal__Address: temporalAddress }, { temporal: client });
+  const t = await startTestApp(
+    { Temporal__TaskQueue: taskQueue, Temporal__Address: temporalAddress },
+    { temporal: client },
+  );
   const gateway = await startTestGateway(t);
   const operator = await t.token('default.operator');
-  const workerSettings = testSettings(t.database.url, { Temporal__TaskQueue: taskQueue, Temporal__Address: temporalAddress });
+  const workerSettings = testSettings(t.database.url, {
+    Temporal__TaskQueue: taskQueue,
+    Temporal__Address: temporalAddress,
+  });
   let worker: WorkerHandle | undefined;
   const fleets: Fleet[] = [];
 
@@ -69,9 +81,19 @@ export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<
       await stopping.connection.close();
     },
     async fleet(count, { groupId: existing, ...options } = {}) {
-      const groupId = existing ?? (await t.call('POST', '/api/groups', { token: operator, body: { name: `g-${randomUUID().slice(0, 8)}` } })).body.id;
+      const groupId =
+        existing ??
+        (await t.call('POST', '/api/groups', { token: operator, body: { name: `g-${randomUUID().slice(0, 8)}` } })).body
+          .id;
       const token = await issueBootstrapToken(t, operator, { groupId, maxUses: count });
-      const fleet = await runFleet({ count, endpoint: gateway.wsUrl, token: token.token, ca: gateway.ca.certificatePem, csr: false, ...options });
+      const fleet = await runFleet({
+        count,
+        endpoint: gateway.wsUrl,
+        token: token.token,
+        ca: gateway.ca.certificatePem,
+        csr: false,
+        ...options,
+      });
       fleets.push(fleet);
       await fleet.waitForAll((state) => state.enrolled && state.connected, 15_000);
       return { groupId, fleet, ids: fleet.agents.map((agent) => agent.id).sort() };
@@ -87,7 +109,10 @@ export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<
     async close() {
       await Promise.all(fleets.map((fleet) => fleet.stop().catch(() => {})));
       await env.stopWorker();
-      await client.workflow.getHandle(outboxRetentionWorkflowId(taskQueue)).terminate('test done').catch(() => {});
+      await client.workflow
+        .getHandle(outboxRetentionWorkflowId(taskQueue))
+        .terminate('test done')
+        .catch(() => {});
       await gateway.close();
       await t.close();
       await connection.close();

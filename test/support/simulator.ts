@@ -53,7 +53,10 @@ export interface RemoteConfig {
 }
 
 /** Returns undefined when the configuration applies, or the failure message. */
-export type ApplyHook = (agent: SimulatedAgent, config: RemoteConfig) => string | undefined | Promise<string | undefined>;
+export type ApplyHook = (
+  agent: SimulatedAgent,
+  config: RemoteConfig,
+) => string | undefined | Promise<string | undefined>;
 
 export interface AgentCertificate {
   certPem: string;
@@ -150,7 +153,8 @@ export class ConnectLimiter {
       if (released) return;
       released = true;
       const next = this.waiting.shift();
-      if (next) next(); // the slot passes on
+      if (next)
+        next(); // the slot passes on
       else this.active--;
     };
   }
@@ -191,7 +195,7 @@ export interface GeneratedCsr {
 /** A PKCS#10 CSR `CN=<agent id>` for a fresh EC P-256 key; the key as PKCS#8 PEM. */
 export async function generateCsr(agentId: string): Promise<GeneratedCsr> {
   const algorithm = { name: 'ECDSA', namedCurve: 'P-256' };
-  const keys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const keys = await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify']);
   const csr = await x509.Pkcs10CertificateRequestGenerator.create({
     name: `CN=${agentId}`,
     keys,
@@ -321,7 +325,9 @@ export class SimulatedAgent extends EventEmitter {
       };
       const timeout = setTimeout(() => {
         cleanup();
-        reject(new Error(`agent ${this.id}: condition not met within ${timeoutMs} ms; state ${describeState(this.state)}`));
+        reject(
+          new Error(`agent ${this.id}: condition not met within ${timeoutMs} ms; state ${describeState(this.state)}`),
+        );
       }, timeoutMs);
       const cleanup = () => {
         clearTimeout(timeout);
@@ -360,9 +366,17 @@ export class SimulatedAgent extends EventEmitter {
   }
 
   /** The URL and credentials of the next connection: mTLS once a certificate is held and a TLS endpoint is known. */
-  private target(): { url: URL; headers: Record<string, string>; tls: { ca?: string | Buffer; cert?: string; key?: string }; mtls: boolean } {
+  private target(): {
+    url: URL;
+    headers: Record<string, string>;
+    tls: { ca?: string | Buffer; cert?: string; key?: string };
+    mtls: boolean;
+  } {
     const certificate = this.state.certificate;
-    const mtlsUrl = this.options.mtlsEndpoint ?? (this.offeredEndpoint && isTls(this.offeredEndpoint) ? this.offeredEndpoint : undefined) ?? (isTls(this.options.endpoint) ? this.options.endpoint : undefined);
+    const mtlsUrl =
+      this.options.mtlsEndpoint ??
+      (this.offeredEndpoint && isTls(this.offeredEndpoint) ? this.offeredEndpoint : undefined) ??
+      (isTls(this.options.endpoint) ? this.options.endpoint : undefined);
     const mtls = Boolean(certificate && mtlsUrl);
     const url = new URL(withScheme(mtls ? mtlsUrl! : this.options.endpoint, this.state.transport));
     const headers: Record<string, string> = {};
@@ -379,7 +393,12 @@ export class SimulatedAgent extends EventEmitter {
 
   private openWebSocket(release: () => void): void {
     const { url, headers, tls, mtls } = this.target();
-    const ws = new WebSocket(url, { headers, ...tls, handshakeTimeout: this.options.requestTimeoutMs ?? 10_000, perMessageDeflate: false });
+    const ws = new WebSocket(url, {
+      headers,
+      ...tls,
+      handshakeTimeout: this.options.requestTimeoutMs ?? 10_000,
+      perMessageDeflate: false,
+    });
     this.ws = ws;
     let answered = false; // an HTTP answer to the upgrade is reported once, not again as an error
     ws.on('unexpected-response', (_req, res) => {
@@ -387,7 +406,8 @@ export class SimulatedAgent extends EventEmitter {
       const status = res.statusCode ?? 0;
       this.state.lastHttpStatus = status;
       res.resume();
-      if (REFUSAL_STATUSES.has(status)) this.refuse({ status, reason: `WebSocket upgrade refused with HTTP ${status}` });
+      if (REFUSAL_STATUSES.has(status))
+        this.refuse({ status, reason: `WebSocket upgrade refused with HTTP ${status}` });
       else this.fail(new Error(`WebSocket upgrade answered HTTP ${status}`));
       ws.terminate();
     });
@@ -483,10 +503,14 @@ export class SimulatedAgent extends EventEmitter {
       this.state.lastHttpStatus = response.status;
       if (REFUSAL_STATUSES.has(response.status)) {
         this.state.connected = false;
-        this.refuse({ status: response.status, reason: response.body.toString('utf8').slice(0, 200) || `HTTP ${response.status}` });
+        this.refuse({
+          status: response.status,
+          reason: response.body.toString('utf8').slice(0, 200) || `HTTP ${response.status}`,
+        });
         return false;
       }
-      if (response.status !== 200) throw new Error(`HTTP ${response.status}: ${response.body.toString('utf8').slice(0, 200)}`);
+      if (response.status !== 200)
+        throw new Error(`HTTP ${response.status}: ${response.body.toString('utf8').slice(0, 200)}`);
       const reply = decodeServerToAgent(decodeHttpBody(response.body, response.encoding));
       if (!this.state.connected) this.emit('connected');
       this.state.connected = !message.agentDisconnect;
@@ -560,12 +584,22 @@ export class SimulatedAgent extends EventEmitter {
         { 'host.name': `sim-${this.id.slice(-12)}`, 'os.type': 'linux', ...this.options.attributes },
       );
       message.capabilities = SIMULATOR_CAPABILITIES;
-      message.health = { healthy: true, status: 'StatusOK', startTimeUnixNano: this.startNanos, statusTimeUnixNano: BigInt(Date.now()) * 1_000_000n };
+      message.health = {
+        healthy: true,
+        status: 'StatusOK',
+        startTimeUnixNano: this.startNanos,
+        statusTimeUnixNano: BigInt(Date.now()) * 1_000_000n,
+      };
     }
     if ((p.full || p.remoteStatus) && this.remote) {
-      message.remoteConfigStatus = { lastRemoteConfigHash: this.remote.hash, status: this.remote.status, errorMessage: this.remote.error };
+      message.remoteConfigStatus = {
+        lastRemoteConfigHash: this.remote.hash,
+        status: this.remote.status,
+        errorMessage: this.remote.error,
+      };
     }
-    if ((p.full || p.remoteStatus) && this.effective) message.effectiveConfig = { configMap: { configMap: this.effective } };
+    if ((p.full || p.remoteStatus) && this.effective)
+      message.effectiveConfig = { configMap: { configMap: this.effective } };
     if (p.csr && this.csr) {
       message.connectionSettingsRequest = { opamp: { certificateRequest: { csr: Buffer.from(this.csr.csrPem) } } };
     }
@@ -595,14 +629,20 @@ export class SimulatedAgent extends EventEmitter {
     if (opamp) {
       if (opamp.destinationEndpoint) this.offeredEndpoint = opamp.destinationEndpoint;
       const seconds = Number(opamp.heartbeatIntervalSeconds);
-      if (seconds > 0 && this.options.heartbeatSeconds === undefined && this.heartbeatOverride === undefined && seconds !== this.state.heartbeatSeconds) {
+      if (
+        seconds > 0 &&
+        this.options.heartbeatSeconds === undefined &&
+        this.heartbeatOverride === undefined &&
+        seconds !== this.state.heartbeatSeconds
+      ) {
         this.state.heartbeatSeconds = seconds;
         if (this.ws) this.restartHeartbeat();
       }
       if (opamp.certificate?.cert.length) void this.onCertificate(opamp.certificate);
     }
     if (hasBits(reply.flags, ServerToAgentFlag.ReportFullState)) this.pending.full = true;
-    if (reply.remoteConfig) void this.onRemoteConfig(reply.remoteConfig.configHash, reply.remoteConfig.config?.configMap ?? {});
+    if (reply.remoteConfig)
+      void this.onRemoteConfig(reply.remoteConfig.configHash, reply.remoteConfig.config?.configMap ?? {});
     if (this.options.csr !== false) {
       // A CSR not yet answered goes again on each new connection (once per connection).
       if (this.csr) {
@@ -654,7 +694,8 @@ export class SimulatedAgent extends EventEmitter {
       if (offer.privateKey.length) keyPem = text(offer.privateKey);
       else {
         if (!this.csr) throw new Error('certificate offered without a CSR pending and without a private key');
-        if (!Buffer.from(cert.publicKey.rawData).equals(this.csr.spki)) throw new Error('offered certificate does not match the CSR key');
+        if (!Buffer.from(cert.publicKey.rawData).equals(this.csr.spki))
+          throw new Error('offered certificate does not match the CSR key');
         keyPem = this.csr.keyPem;
       }
       const first = !this.state.certificate;
@@ -694,14 +735,17 @@ export class SimulatedAgent extends EventEmitter {
   private async onRemoteConfig(hash: Uint8Array, map: Record<string, AgentConfigFile>): Promise<void> {
     if (!hash.length || (this.remote && Buffer.from(this.remote.hash).equals(hash))) return; // already handled
     this.setRemote(hash, RemoteConfigStatuses.RemoteConfigStatuses_APPLYING, '');
-    const files = Object.fromEntries(Object.entries(map).map(([name, file]) => [name, { body: text(file.body), contentType: file.contentType }]));
+    const files = Object.fromEntries(
+      Object.entries(map).map(([name, file]) => [name, { body: text(file.body), contentType: file.contentType }]),
+    );
     let error: string | undefined;
     try {
       error = await this.options.apply?.(this, { hash: hex(hash), files });
     } catch (thrown) {
       error = thrown instanceof Error ? thrown.message : String(thrown);
     }
-    if (error === undefined && this.options.failRate && Math.random() < this.options.failRate) error = 'simulated failure';
+    if (error === undefined && this.options.failRate && Math.random() < this.options.failRate)
+      error = 'simulated failure';
     if (!this.remote || !Buffer.from(this.remote.hash).equals(hash)) return; // a newer configuration arrived meanwhile
     if (error === undefined) {
       this.effective = map;
@@ -760,7 +804,10 @@ function withScheme(endpoint: string, transport: Transport): string {
 
 export function describeState(state: AgentState): string {
   const { certificate, ...rest } = state;
-  return JSON.stringify({ ...rest, certificate: certificate ? { serial: certificate.serial, notAfter: certificate.notAfter } : undefined });
+  return JSON.stringify({
+    ...rest,
+    certificate: certificate ? { serial: certificate.serial, notAfter: certificate.notAfter } : undefined,
+  });
 }
 
 interface PostResult {
@@ -772,7 +819,12 @@ interface PostResult {
 function postProtobuf(
   url: URL,
   payload: Uint8Array,
-  options: { headers: Record<string, string>; tls: { ca?: string | Buffer; cert?: string; key?: string }; agent: http.Agent; timeoutMs: number },
+  options: {
+    headers: Record<string, string>;
+    tls: { ca?: string | Buffer; cert?: string; key?: string };
+    agent: http.Agent;
+    timeoutMs: number;
+  },
 ): Promise<PostResult> {
   const request = url.protocol === 'https:' ? https.request : http.request;
   return new Promise((resolve, reject) => {
@@ -798,7 +850,13 @@ function postProtobuf(
           if (size > OPAMP_MAX_MESSAGE_BYTES) return req.destroy(new Error('reply larger than the OpAMP limit'));
           chunks.push(chunk);
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), encoding: res.headers['content-encoding'] }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks),
+            encoding: res.headers['content-encoding'],
+          }),
+        );
         res.on('error', reject);
       },
     );
@@ -846,7 +904,10 @@ export interface Fleet {
 export function startFleet(options: FleetOptions): Fleet {
   const { count, connectConcurrency = 200, agentOptions, ...common } = options;
   const shared = createSharedResources(connectConcurrency);
-  const agents = Array.from({ length: count }, (_, index) => new SimulatedAgent({ ...common, ...agentOptions?.(index), shared }));
+  const agents = Array.from(
+    { length: count },
+    (_, index) => new SimulatedAgent({ ...common, ...agentOptions?.(index), shared }),
+  );
   const ready = Promise.all(agents.map((agent) => agent.start())).then(() => undefined);
   return {
     agents,
@@ -870,7 +931,17 @@ export async function runFleet(options: FleetOptions): Promise<Fleet> {
 }
 
 export function fleetStats(agents: SimulatedAgent[]): FleetStats {
-  const stats: FleetStats = { agents: agents.length, connected: 0, enrolled: 0, mtls: 0, certificates: 0, configsApplied: 0, configsFailed: 0, refused: 0, errors: 0 };
+  const stats: FleetStats = {
+    agents: agents.length,
+    connected: 0,
+    enrolled: 0,
+    mtls: 0,
+    certificates: 0,
+    configsApplied: 0,
+    configsFailed: 0,
+    refused: 0,
+    errors: 0,
+  };
   for (const { state } of agents) {
     stats.connected += Number(state.connected);
     stats.enrolled += Number(state.enrolled);

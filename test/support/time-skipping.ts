@@ -16,7 +16,9 @@ export async function startTimeSkippingTemporal(): Promise<TestWorkflowEnvironme
   const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: testInfra().temporalTestServer } },
   });
-  const searchAttributes = Object.fromEntries(Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => [name, INDEXED_TYPES[type]]));
+  const searchAttributes = Object.fromEntries(
+    Object.entries(SEARCH_ATTRIBUTES).map(([name, type]) => [name, INDEXED_TYPES[type]]),
+  );
   await env.connection.operatorService.addSearchAttributes({ namespace: env.namespace ?? 'default', searchAttributes });
   return env;
 }

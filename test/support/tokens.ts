@@ -14,6 +14,7 @@ export async function fetchToken(issuer: string, clientId: string, resource?: st
     body,
   });
   const json = (await response.json()) as { access_token?: string; error?: string; error_description?: string };
-  if (!json.access_token) throw new Error(`token request for ${clientId} failed: ${json.error} ${json.error_description}`);
+  if (!json.access_token)
+    throw new Error(`token request for ${clientId} failed: ${json.error} ${json.error_description}`);
   return json.access_token;
 }

@@ -24,7 +24,10 @@ afterAll(async () => {
 });
 
 async function terminateRetention(taskQueue: string) {
-  await client.workflow.getHandle(outboxRetentionWorkflowId(taskQueue)).terminate('test done').catch(() => {});
+  await client.workflow
+    .getHandle(outboxRetentionWorkflowId(taskQueue))
+    .terminate('test done')
+    .catch(() => {});
 }
 
 test('the worker registers the workflows, starts the outbox retention, and it prunes old events', async () => {

@@ -42,7 +42,9 @@ export async function moveAndAnnounce(
     case 'no-group':
       throw problems.notFound('group', ids.groupId);
     case 'group-deleted':
-      throw problems.conflict(`Group '${outcome.group.name}' (${ids.groupId}) is deleted; restore it before moving agents into it.`);
+      throw problems.conflict(
+        `Group '${outcome.group.name}' (${ids.groupId}) is deleted; restore it before moving agents into it.`,
+      );
     case 'precondition-failed':
       throw problems.preconditionFailed('group', ids.groupId);
     case 'unchanged':
@@ -70,11 +72,19 @@ async function revokeAndAnnounce(db: Db, tenantId: string, agentId: string): Pro
   const outcome = await revokeAgent(db, tenantId, agentId);
   if (outcome.kind === 'no-agent') throw problems.notFound('agent', agentId);
   if (outcome.kind === 'handed-over') {
-    throw problems.invalidTransition(`Agent '${agentId}' is handed-over to another installation; it is no longer this one's to revoke.`);
+    throw problems.invalidTransition(
+      `Agent '${agentId}' is handed-over to another installation; it is no longer this one's to revoke.`,
+    );
   }
   if (outcome.changed) {
     await emitEvents(db, [
-      { tenantId, type: 'agent.cert-revoked', source: '/api/agents', subject: agentId, data: { agentId, serials: outcome.serials } },
+      {
+        tenantId,
+        type: 'agent.cert-revoked',
+        source: '/api/agents',
+        subject: agentId,
+        data: { agentId, serials: outcome.serials },
+      },
     ]);
   }
   await notifyAgentCutoff(db, { action: 'revoke', agentId });
@@ -91,15 +101,28 @@ const decisions = {
  * `invalid-state-transition`. Either way the held session is closed at commit: an approved
  * agent reconnects and is admitted, a rejected one is refused.
  */
-async function decideAndAnnounce(db: Db, principal: Principal, agentId: string, decision: keyof typeof decisions): Promise<AgentRow> {
+async function decideAndAnnounce(
+  db: Db,
+  principal: Principal,
+  agentId: string,
+  decision: keyof typeof decisions,
+): Promise<AgentRow> {
   const { status, event, by } = decisions[decision];
   const outcome = await decidePendingAgent(db, principal.tenantId, agentId, status);
   if (outcome.kind === 'no-agent') throw problems.notFound('agent', agentId);
   if (outcome.kind === 'not-pending') {
-    throw problems.invalidTransition(`Agent '${agentId}' is ${outcome.agent.status}; only a pending-approval agent can be ${decision}d.`);
+    throw problems.invalidTransition(
+      `Agent '${agentId}' is ${outcome.agent.status}; only a pending-approval agent can be ${decision}d.`,
+    );
   }
   await emitEvents(db, [
-    { tenantId: principal.tenantId, type: event, source: '/api/agents', subject: agentId, data: { agentId, [by]: principal.name } },
+    {
+      tenantId: principal.tenantId,
+      type: event,
+      source: '/api/agents',
+      subject: agentId,
+      data: { agentId, [by]: principal.name },
+    },
   ]);
   await notifyAgentCutoff(db, { action: decision, agentId });
   return outcome.agent;
@@ -153,7 +176,12 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
       body: moveBody,
       response: { status: 200, description: 'The agent, in its new group.', schema: agentSchema },
       handler: async ({ db, principal, params, body }) => {
-        const { agent } = await moveAndAnnounce(db, principal.tenantId, { agentId: params.id, groupId: body.groupId }, '/api/agents');
+        const { agent } = await moveAndAnnounce(
+          db,
+          principal.tenantId,
+          { agentId: params.id, groupId: body.groupId },
+          '/api/agents',
+        );
         return { body: presentAgent(agent) };
       },
     }),
@@ -172,7 +200,9 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
           'It must enroll again with another bootstrap token. Idempotent. 409 `invalid-state-transition` for a handed-over agent.',
         schema: agentSchema,
       },
-      handler: async ({ db, principal, params }) => ({ body: presentAgent(await revokeAndAnnounce(db, principal.tenantId, params.id)) }),
+      handler: async ({ db, principal, params }) => ({
+        body: presentAgent(await revokeAndAnnounce(db, principal.tenantId, params.id)),
+      }),
     }),
     route({
       method: 'post',
@@ -184,10 +214,13 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
       params: agentId,
       response: {
         status: 200,
-        description: 'The agent, now `enrolling`; it is admitted when it reconnects. 409 `invalid-state-transition` unless it was `pending-approval`.',
+        description:
+          'The agent, now `enrolling`; it is admitted when it reconnects. 409 `invalid-state-transition` unless it was `pending-approval`.',
         schema: agentSchema,
       },
-      handler: async ({ db, principal, params }) => ({ body: presentAgent(await decideAndAnnounce(db, principal, params.id, 'approve')) }),
+      handler: async ({ db, principal, params }) => ({
+        body: presentAgent(await decideAndAnnounce(db, principal, params.id, 'approve')),
+      }),
     }),
     route({
       method: 'post',
@@ -199,10 +232,13 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
       params: agentId,
       response: {
         status: 200,
-        description: 'The agent, now `revoked`; its held connection is closed. 409 `invalid-state-transition` unless it was `pending-approval`.',
+        description:
+          'The agent, now `revoked`; its held connection is closed. 409 `invalid-state-transition` unless it was `pending-approval`.',
         schema: agentSchema,
       },
-      handler: async ({ db, principal, params }) => ({ body: presentAgent(await decideAndAnnounce(db, principal, params.id, 'reject')) }),
+      handler: async ({ db, principal, params }) => ({
+        body: presentAgent(await decideAndAnnounce(db, principal, params.id, 'reject')),
+      }),
     }),
   ];
 }

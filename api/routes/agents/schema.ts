@@ -10,7 +10,9 @@ export const agentSchema = z
     labels: z.record(z.string(), z.string()),
     status: z.enum(AGENT_STATUSES),
     lastSeenAt: z.string().nullable(),
-    description: z.record(z.string(), z.unknown()).openapi({ description: "The agent's identifying and non-identifying attributes." }),
+    description: z
+      .record(z.string(), z.unknown())
+      .openapi({ description: "The agent's identifying and non-identifying attributes." }),
     capabilities: z.number().int().openapi({ description: 'OpAMP AgentCapabilities bit mask.' }),
     desired: z
       .object({ configurationId: z.string(), version: z.number().int().nullable(), hash: z.string().nullable() })
@@ -24,7 +26,9 @@ export const agentSchema = z
         error: z.string().nullable(),
       })
       .nullable(),
-    certificate: z.object({ serial: z.string(), notAfter: z.string().nullable(), revokedAt: z.string().nullable() }).nullable(),
+    certificate: z
+      .object({ serial: z.string(), notAfter: z.string().nullable(), revokedAt: z.string().nullable() })
+      .nullable(),
     health: z
       .record(z.string(), z.unknown())
       .nullable()
@@ -33,12 +37,19 @@ export const agentSchema = z
           'The last OpAMP ComponentHealth the agent reported, in protobuf JSON form: `healthy`, `startTimeUnixNano`, ' +
           '`statusTimeUnixNano` (decimal strings), `status`, `lastError` and `componentHealthMap` (the same shape per ' +
           'component). Null until the agent reports health.',
-        example: { healthy: true, startTimeUnixNano: '1763798400000000000', status: 'StatusOK', componentHealthMap: {} },
+        example: {
+          healthy: true,
+          startTimeUnixNano: '1763798400000000000',
+          status: 'StatusOK',
+          componentHealthMap: {},
+        },
       }),
     effectiveConfigHash: z
       .string()
       .nullable()
-      .openapi({ description: 'sha256 (hex) of the effective configuration the agent last reported; null until it reports one.' }),
+      .openapi({
+        description: 'sha256 (hex) of the effective configuration the agent last reported; null until it reports one.',
+      }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -49,7 +60,13 @@ export const agentListQuery = z.object({
   status: z.enum(AGENT_STATUSES).optional(),
   label: labelQuery,
   configurationId: z.uuid().optional().openapi({ description: 'Desired configuration.' }),
-  version: z.coerce.number().int().min(1).max(2_147_483_647).optional().openapi({ description: 'Desired version; requires `configurationId`.' }),
+  version: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(2_147_483_647)
+    .optional()
+    .openapi({ description: 'Desired version; requires `configurationId`.' }),
   q: z.string().min(1).max(100).optional().openapi({ description: 'Substring of the name, or a prefix of the id.' }),
 });
 
@@ -81,7 +98,11 @@ export function presentAgent(row: AgentRow): z.infer<typeof agentSchema> {
           }
         : null,
     certificate: row.certificate_serial
-      ? { serial: row.certificate_serial, notAfter: iso(row.certificate_not_after), revokedAt: iso(row.certificate_revoked_at) }
+      ? {
+          serial: row.certificate_serial,
+          notAfter: iso(row.certificate_not_after),
+          revokedAt: iso(row.certificate_revoked_at),
+        }
       : null,
     health: row.health ?? null,
     effectiveConfigHash: row.effective_config_hash ?? null,

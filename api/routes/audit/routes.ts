@@ -66,7 +66,11 @@ export function auditRoutes(baseUrl: string): RouteDef[] {
       query: auditQuery,
       response: { status: 200, description: 'A page of audit events.', schema: pageOf(auditEventSchema) },
       handler: async ({ db, principal, query, ctx }) => {
-        const filters = { ...query, from: query.from ? new Date(query.from) : undefined, to: query.to ? new Date(query.to) : undefined };
+        const filters = {
+          ...query,
+          from: query.from ? new Date(query.from) : undefined,
+          to: query.to ? new Date(query.to) : undefined,
+        };
         const page = await paginate<AuditRow>(listAuditQuery(db, principal.tenantId, filters), query, {
           columns: [{ column: 'seq', type: 'bigint' }],
           direction: 'desc',
@@ -83,7 +87,11 @@ export function auditRoutes(baseUrl: string): RouteDef[] {
       response: {
         status: 200,
         description: 'Whether every event links to the one before it and its digest matches.',
-        schema: z.object({ valid: z.boolean(), checked: z.number().int(), firstBrokenSeq: z.number().int().nullable() }),
+        schema: z.object({
+          valid: z.boolean(),
+          checked: z.number().int(),
+          firstBrokenSeq: z.number().int().nullable(),
+        }),
       },
       handler: async ({ db, principal }) => ({ body: await verifyAuditChain(db, principal.tenantId) }),
     }),

@@ -17,7 +17,14 @@ import {
 } from '../../../db/repos/configuration-versions';
 import { emitEvents, type EventType } from '../../../db/repos/events';
 import type { Principal } from '../../auth/principal';
-import { CONTENT_LIMIT_BYTES, contentBytes, contentHash, keyDiff, parseContent, unifiedDiff } from '../../../domain/configurations/content';
+import {
+  CONTENT_LIMIT_BYTES,
+  contentBytes,
+  contentHash,
+  keyDiff,
+  parseContent,
+  unifiedDiff,
+} from '../../../domain/configurations/content';
 import type { AppContext } from '../../http/context';
 import { ifMatchVersions } from '../../http/etag';
 import { labelFilter } from '../../http/labels';
@@ -56,7 +63,10 @@ async function mustFind(db: Knex | Knex.Transaction, principal: Principal, id: s
 
 const refuseManaged = (row: ConfigurationRow) => {
   if (row.managed_by) {
-    throw new Problem('managed-by-git', `Configuration '${row.name}' is managed by Git source '${row.managed_by}'; change it in the repository.`);
+    throw new Problem(
+      'managed-by-git',
+      `Configuration '${row.name}' is managed by Git source '${row.managed_by}'; change it in the repository.`,
+    );
   }
 };
 
@@ -77,10 +87,14 @@ async function lockForChange(db: Knex | Knex.Transaction, principal: Principal, 
 function checkContent(row: ConfigurationRow, content: string): void {
   const bytes = contentBytes(content);
   if (bytes > CONTENT_LIMIT_BYTES) {
-    throw new Problem('payload-too-large', `body.content is ${bytes} bytes of UTF-8; the limit is ${CONTENT_LIMIT_BYTES} bytes (1 MiB).`, {
-      limit: CONTENT_LIMIT_BYTES,
-      size: bytes,
-    });
+    throw new Problem(
+      'payload-too-large',
+      `body.content is ${bytes} bytes of UTF-8; the limit is ${CONTENT_LIMIT_BYTES} bytes (1 MiB).`,
+      {
+        limit: CONTENT_LIMIT_BYTES,
+        size: bytes,
+      },
+    );
   }
   const parsed = parseContent(row.format, content);
   if (!parsed.ok) throw problems.validation([{ path: 'body.content', message: parsed.message }]);
@@ -103,11 +117,18 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
       tag,
       permission: 'read',
       query: listQuery,
-      response: { status: 200, description: 'A page of configurations, newest first.', schema: pageOf(configurationSchema) },
+      response: {
+        status: 200,
+        description: 'A page of configurations, newest first.',
+        schema: pageOf(configurationSchema),
+      },
       handler: async ({ db, principal, query, ctx }) => {
         const filters = { q: query.q, format: query.format, labels: labelFilter(query.label) };
         const page = await paginate<ConfigurationRow>(listConfigurationsQuery(db, principal.tenantId, filters), query, {
-          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
+          columns: [
+            { column: 'created_at', type: 'timestamp' },
+            { column: 'id', type: 'uuid' },
+          ],
           direction: 'desc',
         });
         return { body: respondPage(ctx, options.baseUrl, page, presentConfiguration) };
@@ -124,10 +145,26 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
       body: createConfigurationBody,
       response: { status: 201, description: 'The configuration.', schema: configurationSchema },
       handler: async ({ db, principal, body }) => {
-        const row = await insertConfiguration(db, { tenant_id: principal.tenantId, ...body }).catch(uniqueName(body.name));
+        const row = await insertConfiguration(db, { tenant_id: principal.tenantId, ...body }).catch(
+          uniqueName(body.name),
+        );
         const configuration = presentConfiguration(row);
-        await emitEvents(db, [{ tenantId: principal.tenantId, type: 'configuration.created', source: SOURCE, subject: row.id, data: configuration }]);
-        return { status: 201, body: configuration, rowVersion: row.row_version, resourceId: row.id, headers: { Location: `${SOURCE}/${row.id}` } };
+        await emitEvents(db, [
+          {
+            tenantId: principal.tenantId,
+            type: 'configuration.created',
+            source: SOURCE,
+            subject: row.id,
+            data: configuration,
+          },
+        ]);
+        return {
+          status: 201,
+          body: configuration,
+          rowVersion: row.row_version,
+          resourceId: row.id,
+          headers: { Location: `${SOURCE}/${row.id}` },
+        };
       },
     }),
     route({
@@ -160,7 +197,15 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
         await lockForChange(db, principal, params.id, ctx);
         const row = await updateConfiguration(db, params.id, body).catch(uniqueName(body.name));
         const configuration = presentConfiguration(row);
-        await emitEvents(db, [{ tenantId: principal.tenantId, type: 'configuration.updated', source: SOURCE, subject: row.id, data: configuration }]);
+        await emitEvents(db, [
+          {
+            tenantId: principal.tenantId,
+            type: 'configuration.updated',
+            source: SOURCE,
+            subject: row.id,
+            data: configuration,
+          },
+        ]);
         return { body: configuration, rowVersion: row.row_version };
       },
     }),
@@ -174,7 +219,11 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
       etag: true,
       params: configurationId,
       body: saveDraftBody,
-      response: { status: 201, description: 'The draft (without its content); the ETag is the configuration’s new one.', schema: versionSummarySchema },
+      response: {
+        status: 201,
+        description: 'The draft (without its content); the ETag is the configuration’s new one.',
+        schema: versionSummarySchema,
+      },
       handler: async ({ db, principal, params, body, ctx }) => {
         const found = await mustFind(db, principal, params.id);
         refuseManaged(found);
@@ -185,7 +234,9 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
           content_hash: contentHash(body.content),
           author: principal.name,
         });
-        await emitEvents(db, [versionEvent(principal, 'configuration.version-saved', saved.configuration, saved.version)]);
+        await emitEvents(db, [
+          versionEvent(principal, 'configuration.version-saved', saved.configuration, saved.version),
+        ]);
         return {
           status: 201,
           body: presentVersionSummary(saved.version),
@@ -234,7 +285,10 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
         if (!to) throw problems.notFound('version', `${params.id}/versions/${query.to}`);
         let changes = null;
         if (configuration.format !== 'text') {
-          const [a, b] = [parseContent(configuration.format, from.content), parseContent(configuration.format, to.content)];
+          const [a, b] = [
+            parseContent(configuration.format, from.content),
+            parseContent(configuration.format, to.content),
+          ];
           // stored versions were validated when saved; Git may one day store unparsable ones
           changes = a.ok && b.ok ? keyDiff(a.value, b.value) : null;
         }
@@ -268,7 +322,11 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
       resource: 'configuration',
       etag: true,
       params: versionParams,
-      response: { status: 200, description: 'The published version (without its content); the ETag is the configuration’s.', schema: versionSummarySchema },
+      response: {
+        status: 200,
+        description: 'The published version (without its content); the ETag is the configuration’s.',
+        schema: versionSummarySchema,
+      },
       handler: async ({ db, principal, params, ctx }) => {
         // Git-managed versions may be published here: a source without autoPublish relies on it.
         const row = await lockConfiguration(db as Knex.Transaction, principal.tenantId, params.id);
@@ -279,7 +337,9 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
         if (version.state === 'published') return { body: presentVersionSummary(version), rowVersion: row.row_version };
         checkIfMatch(row, ctx);
         const published = await publishDraft(db as Knex.Transaction, params.id, params.version, principal.name);
-        await emitEvents(db, [versionEvent(principal, 'configuration.version-published', published.configuration, published.version)]);
+        await emitEvents(db, [
+          versionEvent(principal, 'configuration.version-published', published.configuration, published.version),
+        ]);
         return { body: presentVersionSummary(published.version), rowVersion: published.configuration.row_version };
       },
     }),

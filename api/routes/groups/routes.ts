@@ -53,9 +53,16 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
           await ensureDefaultGroup(db, principal.tenantId);
           withDefault.add(principal.tenantId); // the default group cannot be deleted, so once is enough
         }
-        const filters = { q: query.q, labels: labelFilter(query.label), includeDeleted: query.includeDeleted === 'true' };
+        const filters = {
+          q: query.q,
+          labels: labelFilter(query.label),
+          includeDeleted: query.includeDeleted === 'true',
+        };
         const page = await paginate<GroupView>(listGroupsQuery(db, principal.tenantId, filters), query, {
-          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
+          columns: [
+            { column: 'created_at', type: 'timestamp' },
+            { column: 'id', type: 'uuid' },
+          ],
           direction: 'asc',
         });
         return { body: respondPage(ctx, options.baseUrl, page, presentGroupView) };
@@ -74,8 +81,16 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
         await ensureDefaultGroup(db, principal.tenantId); // so `default` is taken before anyone else claims it
         const row = await insertGroup(db, principal.tenantId, body).catch(orNameTaken(body.name));
         const group = presentGroupView(row);
-        await emitEvents(db, [{ tenantId: principal.tenantId, type: 'group.created', source: SOURCE, subject: row.id, data: group }]);
-        return { status: 201, body: group, rowVersion: row.row_version, resourceId: row.id, headers: { Location: `/api/groups/${row.id}` } };
+        await emitEvents(db, [
+          { tenantId: principal.tenantId, type: 'group.created', source: SOURCE, subject: row.id, data: group },
+        ]);
+        return {
+          status: 201,
+          body: group,
+          rowVersion: row.row_version,
+          resourceId: row.id,
+          headers: { Location: `/api/groups/${row.id}` },
+        };
       },
     }),
     route({
@@ -112,11 +127,14 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
         if (current.name === DEFAULT_GROUP && !current.deleted_at && body.name !== DEFAULT_GROUP) {
           throw problems.conflict(`The '${DEFAULT_GROUP}' group cannot be renamed: agents without a group join it.`);
         }
-        const row = await updateGroup(db, tenantId, params.id, body, ifMatchVersions(ctx)).catch(orNameTaken(body.name));
+        const row = await updateGroup(db, tenantId, params.id, body, ifMatchVersions(ctx)).catch(
+          orNameTaken(body.name),
+        );
         if (!row) {
           const now = await findGroup(db, tenantId, params.id);
           if (!now) throw problems.notFound('group', params.id);
-          if (now.deleted_at) throw problems.conflict(`Group '${params.id}' is deleted; restore it before changing it.`);
+          if (now.deleted_at)
+            throw problems.conflict(`Group '${params.id}' is deleted; restore it before changing it.`);
           throw problems.preconditionFailed('group', params.id);
         }
         const group = presentGroup(row, current.member_count);
@@ -141,12 +159,15 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
         const versions = ifMatchVersions(ctx);
         if (versions && !versions.includes(locked.row_version)) throw problems.preconditionFailed('group', params.id);
         if (locked.deleted_at) throw problems.conflict(`Group '${locked.name}' is already deleted.`);
-        if (locked.name === DEFAULT_GROUP) throw problems.conflict(`The '${DEFAULT_GROUP}' group cannot be deleted: agents without a group join it.`);
+        if (locked.name === DEFAULT_GROUP)
+          throw problems.conflict(`The '${DEFAULT_GROUP}' group cannot be deleted: agents without a group join it.`);
         if (await groupHasAgents(db, tenantId, params.id)) {
           throw problems.conflict(`Group '${locked.name}' still has agents; move them to another group first.`);
         }
         const row = await setGroupDeleted(db, params.id, true);
-        await emitEvents(db, [{ tenantId, type: 'group.deleted', source: SOURCE, subject: row.id, data: presentGroup(row, 0) }]);
+        await emitEvents(db, [
+          { tenantId, type: 'group.deleted', source: SOURCE, subject: row.id, data: presentGroup(row, 0) },
+        ]);
         return { status: 204, rowVersion: row.row_version };
       },
     }),
@@ -192,7 +213,13 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
       response: { status: 200, description: 'The group, with the new member counted.', schema: groupSchema },
       handler: async ({ db, principal, params, body, ctx }) => {
         const tenantId = principal.tenantId;
-        await moveAndAnnounce(db, tenantId, { agentId: body.agentId, groupId: params.id }, SOURCE, ifMatchVersions(ctx));
+        await moveAndAnnounce(
+          db,
+          tenantId,
+          { agentId: body.agentId, groupId: params.id },
+          SOURCE,
+          ifMatchVersions(ctx),
+        );
         const row = (await findGroup(db, tenantId, params.id))!;
         return { body: presentGroupView(row), rowVersion: row.row_version };
       },

@@ -17,15 +17,26 @@ const DAY_MS = 86_400_000;
 
 export const createPatBody = z
   .object({
-    name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, '1-100 of A-Z a-z 0-9 . _ -, starting with a letter or digit'),
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, '1-100 of A-Z a-z 0-9 . _ -, starting with a letter or digit'),
     role: z.enum(ROLES),
     allowedEndpoints: z
       .array(z.string())
       .min(1)
       .max(100)
       .optional()
-      .openapi({ description: 'Limit the token to these calls, e.g. `"POST /api/rollouts/{id}/start"`; `{x}` matches one path segment.' }),
-    expiresInDays: z.number().int().min(1).max(3650).optional().openapi({ description: 'Lifetime (default: the tenant’s, else 90 days).' }),
+      .openapi({
+        description:
+          'Limit the token to these calls, e.g. `"POST /api/rollouts/{id}/start"`; `{x}` matches one path segment.',
+      }),
+    expiresInDays: z
+      .number()
+      .int()
+      .min(1)
+      .max(3650)
+      .optional()
+      .openapi({ description: 'Lifetime (default: the tenant’s, else 90 days).' }),
   })
   .strict()
   .openapi('PatCreate');
@@ -45,9 +56,11 @@ export const patSchema = z
   })
   .openapi('Pat');
 
-const createdPatSchema = patSchema.extend({
-  token: z.string().openapi({ description: 'The token itself. Shown only in this response; store it now.' }),
-}).openapi('PatCreated');
+const createdPatSchema = patSchema
+  .extend({
+    token: z.string().openapi({ description: 'The token itself. Shown only in this response; store it now.' }),
+  })
+  .openapi('PatCreated');
 
 function presentPat(row: PatRow): z.infer<typeof patSchema> {
   const state = row.revoked_at ? 'revoked' : row.expires_at.getTime() <= Date.now() ? 'expired' : 'active';
@@ -111,11 +124,16 @@ export function patRoutes(options: PatRouteOptions): RouteDef[] {
       summary: 'List personal access tokens',
       tag: 'pats',
       permission: 'admin',
-      query: pageQuery.extend({ role: z.enum(ROLES).optional(), state: z.enum(['active', 'revoked', 'expired']).optional() }).strict(),
+      query: pageQuery
+        .extend({ role: z.enum(ROLES).optional(), state: z.enum(['active', 'revoked', 'expired']).optional() })
+        .strict(),
       response: { status: 200, description: 'A page of PATs (never their tokens).', schema: pageOf(patSchema) },
       handler: async ({ db, principal, query, ctx }) => {
         const page = await paginate<PatRow>(listPatsQuery(db, principal.tenantId, query), query, {
-          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
+          columns: [
+            { column: 'created_at', type: 'timestamp' },
+            { column: 'id', type: 'uuid' },
+          ],
           direction: 'desc',
         });
         return { body: respondPage(ctx, options.baseUrl, page, presentPat) };
@@ -166,7 +184,12 @@ export function patRoutes(options: PatRouteOptions): RouteDef[] {
         await emitEvents(db, [
           { tenantId: principal.tenantId, type: 'pat.created', source: '/api/pats', subject: row.id, data: pat },
         ]);
-        return { status: 201, body: { ...pat, token }, resourceId: row.id, headers: { Location: `/api/pats/${row.id}` } };
+        return {
+          status: 201,
+          body: { ...pat, token },
+          resourceId: row.id,
+          headers: { Location: `/api/pats/${row.id}` },
+        };
       },
     }),
     route({

@@ -22,12 +22,22 @@ import { checkExpression } from '../../../domain/policies/cel';
 import { evaluatePolicies } from '../../../domain/policies/evaluate';
 import { conflictOnDuplicate, problems, type FieldError } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
-import { evaluateBody, evaluationSchema, policyBody, policyId, policyListQuery, policySchema, presentPolicy } from './schema';
+import {
+  evaluateBody,
+  evaluationSchema,
+  policyBody,
+  policyId,
+  policyListQuery,
+  policySchema,
+  presentPolicy,
+} from './schema';
 
 type PolicyBody = z.output<typeof policyBody>;
 
 async function emitPolicyEvent(db: Db, type: EventType, row: PolicyRow): Promise<void> {
-  await emitEvents(db, [{ tenantId: row.tenant_id, type, source: '/api/policies', subject: row.id, data: presentPolicy(row) }]);
+  await emitEvents(db, [
+    { tenantId: row.tenant_id, type, source: '/api/policies', subject: row.id, data: presentPolicy(row) },
+  ]);
 }
 
 /** The built-in policies, created (with their events, in one transaction) the first time a tenant lists its policies. */
@@ -71,7 +81,14 @@ const uniqueName = (name: string) => conflictOnDuplicate(`A policy named '${name
  * After a conditional UPDATE matched nothing: tell the caller why, or return the row
  * when the operation was already done (`done`), which makes it idempotent.
  */
-async function explainNoMatch(db: Db, tenantId: string, id: string, versions: number[] | undefined, refuse: (row: PolicyRow) => void, done: (row: PolicyRow) => boolean) {
+async function explainNoMatch(
+  db: Db,
+  tenantId: string,
+  id: string,
+  versions: number[] | undefined,
+  refuse: (row: PolicyRow) => void,
+  done: (row: PolicyRow) => boolean,
+) {
   const row = await findPolicy(db, tenantId, id);
   if (!row) throw problems.notFound('policy', id);
   if (versions && !versions.includes(row.row_version)) throw problems.preconditionFailed('policy', id);
@@ -98,7 +115,15 @@ function switchRoute(enabled: boolean): RouteDef {
       const versions = ifMatchVersions(ctx);
       let row = await setPolicyEnabled(db, principal.tenantId, params.id, enabled, versions);
       if (row) await emitPolicyEvent(db, 'policy.updated', row);
-      else row = await explainNoMatch(db, principal.tenantId, params.id, versions, () => {}, (r) => r.enabled === enabled);
+      else
+        row = await explainNoMatch(
+          db,
+          principal.tenantId,
+          params.id,
+          versions,
+          () => {},
+          (r) => r.enabled === enabled,
+        );
       return respond(row);
     },
   });
@@ -136,7 +161,10 @@ export function policiesRoutes(options: ResourceRouteOptions): RouteDef[] {
           seeded.add(principal.tenantId); // once per tenant and process, not a write per list
         }
         const page = await paginate<PolicyRow>(listPoliciesQuery(db, principal.tenantId, query), query, {
-          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
+          columns: [
+            { column: 'created_at', type: 'timestamp' },
+            { column: 'id', type: 'uuid' },
+          ],
           direction: 'asc',
         });
         return { body: respondPage(ctx, options.baseUrl, page, presentPolicy) };
@@ -170,7 +198,9 @@ export function policiesRoutes(options: ResourceRouteOptions): RouteDef[] {
       response: { status: 201, description: 'The draft policy.', schema: policySchema },
       handler: async ({ db, principal, body: request }) => {
         const body = await checkPolicyBody(db, principal.tenantId, request);
-        const row = await insertPolicy(db, { ...body, tenant_id: principal.tenantId, author: principal.name }).catch(uniqueName(body.name));
+        const row = await insertPolicy(db, { ...body, tenant_id: principal.tenantId, author: principal.name }).catch(
+          uniqueName(body.name),
+        );
         await emitPolicyEvent(db, 'policy.created', row);
         return { ...respond(row), status: 201, headers: { Location: `/api/policies/${row.id}` } };
       },
@@ -191,9 +221,17 @@ export function policiesRoutes(options: ResourceRouteOptions): RouteDef[] {
         const versions = ifMatchVersions(ctx);
         const row = await replacePolicy(db, principal.tenantId, params.id, body, versions).catch(uniqueName(body.name));
         if (!row) {
-          await explainNoMatch(db, principal.tenantId, params.id, versions, (r) => {
-            if (r.builtin) throw problems.conflict(`'${r.name}' is a built-in policy: it can be enabled or disabled, not edited.`);
-          }, () => false);
+          await explainNoMatch(
+            db,
+            principal.tenantId,
+            params.id,
+            versions,
+            (r) => {
+              if (r.builtin)
+                throw problems.conflict(`'${r.name}' is a built-in policy: it can be enabled or disabled, not edited.`);
+            },
+            () => false,
+          );
           throw problems.internal();
         }
         await emitPolicyEvent(db, 'policy.updated', row);
@@ -209,17 +247,30 @@ export function policiesRoutes(options: ResourceRouteOptions): RouteDef[] {
       resource: 'policy',
       etag: true,
       params: policyId,
-      response: { status: 200, description: 'The approved policy (approving it again changes nothing).', schema: policySchema },
+      response: {
+        status: 200,
+        description: 'The approved policy (approving it again changes nothing).',
+        schema: policySchema,
+      },
       handler: async ({ db, principal, params, ctx }) => {
         const versions = ifMatchVersions(ctx);
         const current = await findPolicy(db, principal.tenantId, params.id);
         if (!current) throw problems.notFound('policy', params.id);
-        const approver = principal.kind === 'pat' ? await identitiesBehind(db, principal.tenantId, principal.name) : [principal.name];
+        const approver =
+          principal.kind === 'pat' ? await identitiesBehind(db, principal.tenantId, principal.name) : [principal.name];
         if (versions && !versions.includes(current.row_version)) throw problems.preconditionFailed('policy', params.id);
         await refuseSelfApproval(db, principal, current, approver);
         let row = await approvePolicy(db, principal.tenantId, params.id, approver, versions);
         if (row) await emitPolicyEvent(db, 'policy.approved', row);
-        else row = await explainNoMatch(db, principal.tenantId, params.id, versions, () => {}, (r) => r.state === 'approved');
+        else
+          row = await explainNoMatch(
+            db,
+            principal.tenantId,
+            params.id,
+            versions,
+            () => {},
+            (r) => r.state === 'approved',
+          );
         return respond(row);
       },
     }),
@@ -232,7 +283,11 @@ export function policiesRoutes(options: ResourceRouteOptions): RouteDef[] {
       tag: 'policies',
       permission: 'operate',
       body: evaluateBody,
-      response: { status: 200, description: "Each agent's verdict and the policies that denied it (never 422).", schema: evaluationSchema },
+      response: {
+        status: 200,
+        description: "Each agent's verdict and the policies that denied it (never 422).",
+        schema: evaluationSchema,
+      },
       handler: async ({ db, principal, body }) => ({ body: await evaluatePolicies(db, principal.tenantId, body) }),
     }),
   ];

@@ -3,9 +3,12 @@ import { MAX_EXPRESSION_LENGTH } from '../../../domain/policies/cel';
 import { pageQuery } from '../../http/pagination';
 import { z } from '../../http/zod';
 
-const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, '1-100 of A-Z a-z 0-9 . _ -, starting with a letter or digit');
+const name = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, '1-100 of A-Z a-z 0-9 . _ -, starting with a letter or digit');
 const expression = z.string().min(1).max(MAX_EXPRESSION_LENGTH).openapi({
-  description: 'CEL over `agent`, `configuration`, `version` and `rollout` (see docs/policies.md); must type-check to bool.',
+  description:
+    'CEL over `agent`, `configuration`, `version` and `rollout` (see docs/policies.md); must type-check to bool.',
 });
 const scope = z
   .array(z.uuid())
@@ -76,7 +79,12 @@ export const policyListQuery = pageQuery
 
 export const policyId = z.object({ id: z.uuid() });
 
-const ids = (what: string) => z.array(z.uuid()).max(100_000).optional().openapi({ description: `${what} ids.` });
+const ids = (what: string) =>
+  z
+    .array(z.uuid())
+    .max(100_000)
+    .optional()
+    .openapi({ description: `${what} ids.` });
 
 export const evaluateBody = z
   .object({

@@ -11,7 +11,12 @@ import {
   rolloutProgress,
   type RolloutAgentRow,
 } from '../../../db/repos/rollout-agents';
-import { ROLLOUT_OPERATIONS, ROLLOUT_TRANSITIONS, refusedOperation, type RolloutOperation } from '../../../domain/rollouts';
+import {
+  ROLLOUT_OPERATIONS,
+  ROLLOUT_TRANSITIONS,
+  refusedOperation,
+  type RolloutOperation,
+} from '../../../domain/rollouts';
 import { ifMatchVersions } from '../../http/etag';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
@@ -36,7 +41,8 @@ const rolloutId = z.object({ id: z.uuid() });
 const SOURCE = '/api/rollouts';
 
 const DESCRIPTIONS: Record<RolloutOperation, string> = {
-  start: 'Start: the approved policies judge every target agent first (422 policy-denied, the rollout stays pending); then the batches run.',
+  start:
+    'Start: the approved policies judge every target agent first (422 policy-denied, the rollout stays pending); then the batches run.',
   pause: 'Pause: the batch being applied finishes, the next one waits.',
   resume: 'Resume a paused rollout.',
   abort: 'Abort: no further batch is pushed; agents already pushed keep their configuration.',
@@ -62,13 +68,18 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
       // The workflow makes the change in its own transaction; no connection waits on it here.
       transactional: false,
       params: rolloutId,
-      response: { status: 200, description: `${DESCRIPTIONS[operation]} Answers the rollout in its new state, with its new ETag.`, schema: rolloutSchema },
+      response: {
+        status: 200,
+        description: `${DESCRIPTIONS[operation]} Answers the rollout in its new state, with its new ETag.`,
+        schema: rolloutSchema,
+      },
       handler: async ({ db, principal, params, ctx }) => {
         const row = await findRollout(db, principal.tenantId, params.id);
         if (!row) throw problems.notFound('rollout', params.id);
         // Answer what is plainly refused here; the workflow checks again, atomically.
         const versions = ifMatchVersions(ctx);
-        if (versions && !versions.includes(Number(row.row_version))) throw problems.preconditionFailed('rollout', row.id);
+        if (versions && !versions.includes(Number(row.row_version)))
+          throw problems.preconditionFailed('rollout', row.id);
         if (!ROLLOUT_TRANSITIONS[operation].from.includes(row.state)) {
           throw problems.invalidTransition(refusedOperation(row.state, operation));
         }
@@ -99,7 +110,10 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
       response: { status: 200, description: 'A page of rollouts, newest first.', schema: pageOf(rolloutSummarySchema) },
       handler: async ({ db, principal, query, ctx }) => {
         const page = await paginate<RolloutRow>(listRolloutsQuery(db, principal.tenantId, query), query, {
-          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
+          columns: [
+            { column: 'created_at', type: 'timestamp' },
+            { column: 'id', type: 'uuid' },
+          ],
           direction: 'desc',
         });
         return { body: respondPage(ctx, options.baseUrl, page, presentRolloutSummary) };
@@ -114,14 +128,21 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
       resource: 'rollout',
       etag: true,
       body: createRolloutBody,
-      response: { status: 201, description: 'The rollout, pending; its workflow is started and waits for `start`.', schema: rolloutSchema },
+      response: {
+        status: 201,
+        description: 'The rollout, pending; its workflow is started and waits for `start`.',
+        schema: rolloutSchema,
+      },
       handler: async ({ db, principal, body, afterCommit }) => {
         const tenantId = principal.tenantId;
         const configuration = await findConfiguration(db, tenantId, body.configurationId);
         if (!configuration) throw problems.notFound('configuration', body.configurationId);
         const version = await findVersion(db, configuration.id, body.version);
         if (!version) throw problems.notFound('configuration version', `${configuration.id}/${body.version}`);
-        if (version.state !== 'published') throw problems.conflict(`Version ${body.version} of configuration '${configuration.name}' is a draft; publish it before rolling it out.`);
+        if (version.state !== 'published')
+          throw problems.conflict(
+            `Version ${body.version} of configuration '${configuration.name}' is a draft; publish it before rolling it out.`,
+          );
         const ids = (list: string[]) => [...new Set(list.map((id) => id.toLowerCase()))];
         const target = { ...body.target, groupIds: ids(body.target.groupIds), agentIds: ids(body.target.agentIds) };
         await checkTarget(db, tenantId, target);
@@ -151,8 +172,23 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
         await emitEvents(db, [{ tenantId, type: 'rollout.created', source: SOURCE, subject: row.id, data: body201 }]);
         // Started once the rollout is committed, so no connection waits on Temporal. If it
         // cannot start now, the first operation starts it (update-with-start).
-        afterCommit(() => workflows.start(row).catch((error: unknown) => options.logger.warn({ err: error, rolloutId: row.id }, 'rollout workflow not started; the first operation starts it')));
-        return { status: 201, body: body201, rowVersion: Number(row.row_version), resourceId: row.id, headers: { Location: `/api/rollouts/${row.id}` } };
+        afterCommit(() =>
+          workflows
+            .start(row)
+            .catch((error: unknown) =>
+              options.logger.warn(
+                { err: error, rolloutId: row.id },
+                'rollout workflow not started; the first operation starts it',
+              ),
+            ),
+        );
+        return {
+          status: 201,
+          body: body201,
+          rowVersion: Number(row.row_version),
+          resourceId: row.id,
+          headers: { Location: `/api/rollouts/${row.id}` },
+        };
       },
     }),
     route({

@@ -10,26 +10,43 @@ const targetSchema = z
     groupIds: z.array(z.uuid()).max(MAX_TARGET_IDS).default([]),
     agentIds: z.array(z.guid()).max(MAX_TARGET_IDS).default([]),
     labelSelector: labelsSchema
-      .refine((labels) => Object.keys(labels).length > 0, 'must name at least one label (an empty selector would match every agent)')
+      .refine(
+        (labels) => Object.keys(labels).length > 0,
+        'must name at least one label (an empty selector would match every agent)',
+      )
       .nullable()
       .default(null)
       .openapi({ description: 'Agents whose labels include every pair.' }),
   })
   .strict()
-  .refine((t) => t.groupIds.length > 0 || t.agentIds.length > 0 || t.labelSelector !== null, 'name at least one group, agent or label selector')
-  .openapi('RolloutTarget', { description: 'Agents in any of the groups, the agents listed, and agents matching the label selector (union). Agents that join a target group or start matching while the rollout runs are included in a later batch.' });
+  .refine(
+    (t) => t.groupIds.length > 0 || t.agentIds.length > 0 || t.labelSelector !== null,
+    'name at least one group, agent or label selector',
+  )
+  .openapi('RolloutTarget', {
+    description:
+      'Agents in any of the groups, the agents listed, and agents matching the label selector (union). Agents that join a target group or start matching while the rollout runs are included in a later batch.',
+  });
 
 const strategySchema = z
   .object({
     batchSize: z.number().int().min(1).max(1_000_000).optional(),
     batchPercent: z.number().min(0.01).max(100).optional(),
-    bakeSeconds: z.number().int().min(0).max(7 * 86_400).default(0),
+    bakeSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 86_400)
+      .default(0),
     applyTimeoutSeconds: z.number().int().min(1).max(86_400).default(300),
     maxFailurePercent: z.number().min(0).max(100).default(0),
     onFailure: z.enum(['pause', 'rollback']).default('pause'),
   })
   .strict()
-  .refine((s) => (s.batchSize === undefined) !== (s.batchPercent === undefined), 'give exactly one of batchSize and batchPercent')
+  .refine(
+    (s) => (s.batchSize === undefined) !== (s.batchPercent === undefined),
+    'give exactly one of batchSize and batchPercent',
+  )
   .openapi('RolloutStrategy');
 
 export const createRolloutBody = z
@@ -57,7 +74,11 @@ export const rolloutSchema = z
     configurationId: z.string(),
     version: z.number().int(),
     contentHash: z.string(),
-    target: z.object({ groupIds: z.array(z.string()), agentIds: z.array(z.string()), labelSelector: z.record(z.string(), z.string()).nullable() }),
+    target: z.object({
+      groupIds: z.array(z.string()),
+      agentIds: z.array(z.string()),
+      labelSelector: z.record(z.string(), z.string()).nullable(),
+    }),
     strategy: z.object({
       batchSize: z.number().int().optional(),
       batchPercent: z.number().optional(),
@@ -72,7 +93,13 @@ export const rolloutSchema = z
     currentBatch: z.number().int(),
     batches: z.array(progressSchema.extend({ batch: z.number().int() })),
     rollback: z
-      .object({ pending: z.number().int(), applying: z.number().int(), succeeded: z.number().int(), failed: z.number().int(), skipped: z.number().int() })
+      .object({
+        pending: z.number().int(),
+        applying: z.number().int(),
+        succeeded: z.number().int(),
+        failed: z.number().int(),
+        skipped: z.number().int(),
+      })
       .nullable()
       .openapi({ description: 'Progress of the rollback, once one started.' }),
     createdBy: z.string(),
@@ -83,7 +110,9 @@ export const rolloutSchema = z
   })
   .openapi('Rollout');
 
-export const rolloutSummarySchema = rolloutSchema.omit({ progress: true, batches: true, rollback: true }).openapi('RolloutSummary');
+export const rolloutSummarySchema = rolloutSchema
+  .omit({ progress: true, batches: true, rollback: true })
+  .openapi('RolloutSummary');
 
 export const rolloutListQuery = z.object({
   state: z.enum(ROLLOUT_STATES).optional(),
@@ -136,7 +165,12 @@ export function presentRollout(
   row: RolloutRow,
   counts: { progress: Progress; batches: BatchProgress[]; rollback: RollbackProgress | null },
 ): z.infer<typeof rolloutSchema> {
-  return { ...presentRolloutSummary(row), progress: counts.progress, batches: counts.batches, rollback: counts.rollback };
+  return {
+    ...presentRolloutSummary(row),
+    progress: counts.progress,
+    batches: counts.batches,
+    rollback: counts.rollback,
+  };
 }
 
 export function presentRolloutAgent(row: RolloutAgentRow): z.infer<typeof rolloutAgentSchema> {
@@ -145,7 +179,10 @@ export function presentRolloutAgent(row: RolloutAgentRow): z.infer<typeof rollou
     batch: row.batch,
     state: row.state,
     error: row.error,
-    previous: row.previous_configuration_id && row.previous_version !== null ? { configurationId: row.previous_configuration_id, version: row.previous_version } : null,
+    previous:
+      row.previous_configuration_id && row.previous_version !== null
+        ? { configurationId: row.previous_configuration_id, version: row.previous_version }
+        : null,
     rollback: row.rollback_state ? { state: row.rollback_state, error: row.rollback_error } : null,
     pushedAt: iso(row.pushed_at),
     finishedAt: iso(row.finished_at),

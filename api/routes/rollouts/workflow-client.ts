@@ -5,7 +5,12 @@
  * with. Workflow, update and query come from the shared definitions (workflows/definitions.ts).
  */
 import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
-import { WithStartWorkflowOperation, WorkflowIdConflictPolicy, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import {
+  WithStartWorkflowOperation,
+  WorkflowIdConflictPolicy,
+  WorkflowUpdateFailedError,
+  type Client,
+} from '@temporalio/client';
 import type { Settings } from '../../../platform/settings';
 import type { RolloutRow } from '../../../db/repos/rollouts';
 import {
@@ -47,14 +52,19 @@ export class RolloutWorkflows {
   }
 
   private temporal(): Client {
-    if (!this.client) throw problems.unavailable('Rollouts need Temporal, and this api has no Temporal client configured.');
+    if (!this.client)
+      throw problems.unavailable('Rollouts need Temporal, and this api has no Temporal client configured.');
     return this.client;
   }
 
   /** Starts the rollout's workflow (idempotent: an existing one is kept). */
   async start(rollout: RolloutRow): Promise<void> {
     const client = this.temporal();
-    await client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () => client.workflow.start<RolloutWorkflow>(rolloutWorkflowType, this.startOptions(rollout))).catch(unavailable);
+    await client
+      .withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
+        client.workflow.start<RolloutWorkflow>(rolloutWorkflowType, this.startOptions(rollout)),
+      )
+      .catch(unavailable);
   }
 
   async operate(rollout: RolloutRow, request: RolloutOperationRequest): Promise<RolloutOperationResult> {
@@ -63,13 +73,18 @@ export class RolloutWorkflows {
       return await client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
         client.workflow.executeUpdateWithStart(operateRolloutUpdate, {
           args: [request],
-          startWorkflowOperation: new WithStartWorkflowOperation<RolloutWorkflow>(rolloutWorkflowType, this.startOptions(rollout)),
+          startWorkflowOperation: new WithStartWorkflowOperation<RolloutWorkflow>(
+            rolloutWorkflowType,
+            this.startOptions(rollout),
+          ),
         }),
       );
     } catch (error) {
       if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) {
-        if (error.cause.type === ROLLOUT_FAILURES.preconditionFailed) throw problems.preconditionFailed('rollout', rollout.id);
-        if (error.cause.type === ROLLOUT_FAILURES.invalidTransition) throw problems.invalidTransition(error.cause.message);
+        if (error.cause.type === ROLLOUT_FAILURES.preconditionFailed)
+          throw problems.preconditionFailed('rollout', rollout.id);
+        if (error.cause.type === ROLLOUT_FAILURES.invalidTransition)
+          throw problems.invalidTransition(error.cause.message);
       }
       return unavailable(error);
     }

@@ -59,7 +59,9 @@ export function systemRoutes(readiness: Readiness, metrics: Registry): RouteDef[
             ...(readiness.temporalHealthy ? [check('temporal', readiness.temporalHealthy)] : []),
           ]),
         );
-        const down = Object.entries(checks).filter(([, state]) => state !== 'ok').map(([name]) => name);
+        const down = Object.entries(checks)
+          .filter(([, state]) => state !== 'ok')
+          .map(([name]) => name);
         if (down.length > 0) throw problems.unavailable(`Unreachable: ${down.join(', ')}.`);
         return { body: { status: 'ready', checks } };
       },
@@ -70,7 +72,12 @@ export function systemRoutes(readiness: Readiness, metrics: Registry): RouteDef[
       summary: 'Prometheus metrics',
       tag: 'system',
       permission: 'public',
-      response: { status: 200, description: 'Prometheus text exposition.', schema: z.string(), contentType: 'text/plain' },
+      response: {
+        status: 200,
+        description: 'Prometheus text exposition.',
+        schema: z.string(),
+        contentType: 'text/plain',
+      },
       handler: async ({ ctx }) => {
         ctx.type = metrics.contentType;
         return { body: await metrics.metrics() };

@@ -80,7 +80,12 @@ export function tenantRoutes(): RouteDef[] {
         const row = await updateTenant(
           db,
           id,
-          { display_name: body.displayName, description: body.description, labels: body.labels, settings: body.settings },
+          {
+            display_name: body.displayName,
+            description: body.description,
+            labels: body.labels,
+            settings: body.settings,
+          },
           ifMatchVersions(ctx),
         );
         if (!row) {

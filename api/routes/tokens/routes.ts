@@ -9,7 +9,13 @@ import {
   revokeBootstrapToken,
   type BootstrapTokenRow,
 } from '../../../db/repos/bootstrap-tokens';
-import { findTokenPool, insertTokenPool, listTokenPoolsQuery, lockTokenPool, type TokenPoolRow } from '../../../db/repos/token-pools';
+import {
+  findTokenPool,
+  insertTokenPool,
+  listTokenPoolsQuery,
+  lockTokenPool,
+  type TokenPoolRow,
+} from '../../../db/repos/token-pools';
 import { generateToken, hashToken } from '../../../domain/tokens/secret-token';
 import type { Db } from '../../../db/connection';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
@@ -20,12 +26,20 @@ import type { ResourceRouteOptions } from '../options';
 
 const DEFAULT_TTL_SECONDS = 24 * 3600;
 const MAX_TTL_SECONDS = 365 * 24 * 3600;
-const name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._ -]{0,99}$/, '1-100 of A-Z a-z 0-9 . _ - and spaces, starting with a letter or digit');
+const name = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._ -]{0,99}$/,
+    '1-100 of A-Z a-z 0-9 . _ - and spaces, starting with a letter or digit',
+  );
 
 export const issueTokenBody = z
   .object({
     name,
-    groupId: z.uuid().optional().openapi({ description: 'Group new agents join (default: the tenant’s `default` group).' }),
+    groupId: z
+      .uuid()
+      .optional()
+      .openapi({ description: 'Group new agents join (default: the tenant’s `default` group).' }),
     expiresInSeconds: z.number().int().min(60).max(MAX_TTL_SECONDS).default(DEFAULT_TTL_SECONDS),
     maxUses: z.number().int().min(1).max(1_000_000).default(1),
   })
@@ -126,7 +140,14 @@ async function targetGroup(db: Db, tenantId: string, groupId: string | undefined
 async function issue(
   db: Db,
   tenantId: string,
-  fields: { name: string; groupId: string; poolId: string | null; ttlSeconds: number; maxUses: number; createdBy: string },
+  fields: {
+    name: string;
+    groupId: string;
+    poolId: string | null;
+    ttlSeconds: number;
+    maxUses: number;
+    createdBy: string;
+  },
 ) {
   const token = generateToken('svc-bt');
   const row = await insertBootstrapToken(db, {
@@ -140,8 +161,15 @@ async function issue(
     created_by: fields.createdBy,
   });
   const presented = presentToken(row);
-  await emitEvents(db, [{ tenantId, type: 'bootstrap-token.issued', source: '/api/tokens', subject: row.id, data: presented }]);
-  return { status: 201, body: { ...presented, token }, resourceId: row.id, headers: { Location: `/api/tokens/${row.id}` } };
+  await emitEvents(db, [
+    { tenantId, type: 'bootstrap-token.issued', source: '/api/tokens', subject: row.id, data: presented },
+  ]);
+  return {
+    status: 201,
+    body: { ...presented, token },
+    resourceId: row.id,
+    headers: { Location: `/api/tokens/${row.id}` },
+  };
 }
 
 const idParams = z.object({ id: z.uuid() });
@@ -158,10 +186,17 @@ export function tokensRoutes(options: ResourceRouteOptions): RouteDef[] {
       query: pageQuery.strict(),
       response: { status: 200, description: 'A page of pools.', schema: pageOf(poolSchema) },
       handler: async ({ db, principal, query, ctx }) => {
-        const page = await paginate<TokenPoolRow & { active_tokens: number }>(listTokenPoolsQuery(db, principal.tenantId), query, {
-          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
-          direction: 'desc',
-        });
+        const page = await paginate<TokenPoolRow & { active_tokens: number }>(
+          listTokenPoolsQuery(db, principal.tenantId),
+          query,
+          {
+            columns: [
+              { column: 'created_at', type: 'timestamp' },
+              { column: 'id', type: 'uuid' },
+            ],
+            direction: 'desc',
+          },
+        );
         return { body: respondPage(ctx, options.baseUrl, page, (row) => presentPool(row)) };
       },
     }),
@@ -186,7 +221,15 @@ export function tokensRoutes(options: ResourceRouteOptions): RouteDef[] {
           created_by: principal.name,
         }).catch(conflictOnDuplicate(`A token pool named '${body.name}' already exists.`));
         const pool = presentPool(row, 0);
-        await emitEvents(db, [{ tenantId: principal.tenantId, type: 'token-pool.created', source: '/api/tokens/pools', subject: row.id, data: pool }]);
+        await emitEvents(db, [
+          {
+            tenantId: principal.tenantId,
+            type: 'token-pool.created',
+            source: '/api/tokens/pools',
+            subject: row.id,
+            data: pool,
+          },
+        ]);
         return { status: 201, body: pool, resourceId: row.id, headers: { Location: `/api/tokens/pools/${row.id}` } };
       },
     }),
@@ -221,7 +264,9 @@ export function tokensRoutes(options: ResourceRouteOptions): RouteDef[] {
         if (!pool) throw problems.notFound('token pool', params.id);
         const active = await countActivePoolTokens(db, pool.id);
         if (active >= pool.max_active_tokens) {
-          throw problems.conflict(`Pool '${pool.name}' already has ${active} active tokens, its maximum; revoke one or wait for one to expire or be used up.`);
+          throw problems.conflict(
+            `Pool '${pool.name}' already has ${active} active tokens, its maximum; revoke one or wait for one to expire or be used up.`,
+          );
         }
         return issue(db, principal.tenantId, {
           name: body?.name ?? `${pool.name} #${active + 1}`,
@@ -249,7 +294,10 @@ export function tokensRoutes(options: ResourceRouteOptions): RouteDef[] {
       response: { status: 200, description: 'A page of bootstrap tokens.', schema: pageOf(tokenSchema) },
       handler: async ({ db, principal, query, ctx }) => {
         const page = await paginate<BootstrapTokenRow>(listBootstrapTokensQuery(db, principal.tenantId, query), query, {
-          columns: [{ column: 'created_at', type: 'timestamp' }, { column: 'id', type: 'uuid' }],
+          columns: [
+            { column: 'created_at', type: 'timestamp' },
+            { column: 'id', type: 'uuid' },
+          ],
           direction: 'desc',
         });
         return { body: respondPage(ctx, options.baseUrl, page, presentToken) };
@@ -302,7 +350,15 @@ export function tokensRoutes(options: ResourceRouteOptions): RouteDef[] {
         const row = await revokeBootstrapToken(db, principal.tenantId, params.id);
         if (!row) throw problems.notFound('bootstrap token', params.id);
         const token = presentToken(row);
-        await emitEvents(db, [{ tenantId: principal.tenantId, type: 'bootstrap-token.revoked', source: '/api/tokens', subject: row.id, data: token }]);
+        await emitEvents(db, [
+          {
+            tenantId: principal.tenantId,
+            type: 'bootstrap-token.revoked',
+            source: '/api/tokens',
+            subject: row.id,
+            data: token,
+          },
+        ]);
         await notifyAgentCutoff(db, { action: 'token-revoked', tokenId: row.id });
         return { body: token };
       },

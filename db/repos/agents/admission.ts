@@ -27,8 +27,16 @@ export async function tokenHasBoundAgents(db: Db, tokenId: string): Promise<bool
 export async function lockAgentBinding(db: Db, id: string): Promise<AgentBinding | undefined> {
   return db('agents')
     .select(
-      'id', 'tenant_id', 'group_id', 'name', 'status', 'enrolled_with_token_id',
-      'certificate_serial', 'certificate_not_after', 'certificate_revoked_at', 'certificate_used_at',
+      'id',
+      'tenant_id',
+      'group_id',
+      'name',
+      'status',
+      'enrolled_with_token_id',
+      'certificate_serial',
+      'certificate_not_after',
+      'certificate_revoked_at',
+      'certificate_used_at',
     )
     .where({ id })
     .forNoKeyUpdate()
@@ -60,7 +68,13 @@ export async function hasUsableCredential(db: Db, agent: AgentBinding): Promise<
 export async function rebindAgentToken(db: Db, id: string, tokenId: string): Promise<void> {
   await db('agents')
     .where({ id })
-    .update({ enrolled_with_token_id: tokenId, status: 'enrolling', certificate_used_at: null, row_version: db.raw('row_version + 1'), updated_at: db.fn.now() } as never);
+    .update({
+      enrolled_with_token_id: tokenId,
+      status: 'enrolling',
+      certificate_used_at: null,
+      row_version: db.raw('row_version + 1'),
+      updated_at: db.fn.now(),
+    } as never);
 }
 
 /** Agents waiting for an operator's approval, installation-wide (a cap against floods). */
@@ -79,7 +93,10 @@ export async function findCertificateAdmission(
 
 /** The agent's first connection with its certificate: from now on that is how it gets in. */
 export async function markCertificateUsed(db: Db, id: string): Promise<void> {
-  await db('agents').where({ id }).whereNull('certificate_used_at').update({ certificate_used_at: db.fn.now() } as never);
+  await db('agents')
+    .where({ id })
+    .whereNull('certificate_used_at')
+    .update({ certificate_used_at: db.fn.now() } as never);
 }
 
 /** The status of each of these agents (ids of no agent are left out). */

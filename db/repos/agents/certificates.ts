@@ -10,12 +10,21 @@ import type { AgentStatus } from './inventory';
  * Locks the tenant's agent for a certificate request, and reads its status: serialises
  * CSRs of one agent, and holds off a revocation until the certificate is on record.
  */
-export async function lockAgentForCertificate(db: Db, tenantId: string, id: string): Promise<{ status: AgentStatus } | undefined> {
+export async function lockAgentForCertificate(
+  db: Db,
+  tenantId: string,
+  id: string,
+): Promise<{ status: AgentStatus } | undefined> {
   return db('agents').select('status').where({ id, tenant_id: tenantId }).forNoKeyUpdate().first();
 }
 
 /** Shows a newly issued certificate on its agent (no row in tests that record only the certificate). */
-export async function showAgentCertificate(db: Db, tenantId: string, id: string, certificate: { serial: string; notAfter: Date }): Promise<void> {
+export async function showAgentCertificate(
+  db: Db,
+  tenantId: string,
+  id: string,
+  certificate: { serial: string; notAfter: Date },
+): Promise<void> {
   await db('agents')
     .where({ tenant_id: tenantId, id })
     .update({

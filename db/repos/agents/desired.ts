@@ -14,12 +14,21 @@ export interface DesiredConfiguration {
 }
 
 /** The desired configuration of these agents (for a push notification: one query for the batch). */
-export async function findDesired(db: Db, ids: string[]): Promise<Array<{ id: string; configurationId: string; version: number; hash: string }>> {
-  const rows: Array<{ id: string; desired_configuration_id: string; desired_version: number; desired_hash: string }> = await db('agents')
-    .select('id', 'desired_configuration_id', 'desired_version', 'desired_hash')
-    .whereRaw('id = ANY(?::uuid[])', [ids]) // one parameter: a resync asks for every live session
-    .whereNotNull('desired_hash');
-  return rows.map((row) => ({ id: row.id, configurationId: row.desired_configuration_id, version: row.desired_version, hash: row.desired_hash }));
+export async function findDesired(
+  db: Db,
+  ids: string[],
+): Promise<Array<{ id: string; configurationId: string; version: number; hash: string }>> {
+  const rows: Array<{ id: string; desired_configuration_id: string; desired_version: number; desired_hash: string }> =
+    await db('agents')
+      .select('id', 'desired_configuration_id', 'desired_version', 'desired_hash')
+      .whereRaw('id = ANY(?::uuid[])', [ids]) // one parameter: a resync asks for every live session
+      .whereNotNull('desired_hash');
+  return rows.map((row) => ({
+    id: row.id,
+    configurationId: row.desired_configuration_id,
+    version: row.desired_version,
+    hash: row.desired_hash,
+  }));
 }
 
 /**

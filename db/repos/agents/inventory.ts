@@ -40,15 +40,36 @@ export interface AgentRow {
 
 /** The columns the API shows (never the enrollment token or the row version). */
 export const AGENT_COLUMNS = [
-  'id', 'tenant_id', 'group_id', 'name', 'labels', 'status', 'last_seen_at', 'description', 'capabilities',
-  'desired_configuration_id', 'desired_version', 'desired_hash',
-  'applied_configuration_id', 'applied_version', 'applied_hash', 'applied_status', 'applied_error',
-  'certificate_serial', 'certificate_not_after', 'certificate_revoked_at', 'health', 'effective_config_hash',
-  'created_at', 'updated_at',
+  'id',
+  'tenant_id',
+  'group_id',
+  'name',
+  'labels',
+  'status',
+  'last_seen_at',
+  'description',
+  'capabilities',
+  'desired_configuration_id',
+  'desired_version',
+  'desired_hash',
+  'applied_configuration_id',
+  'applied_version',
+  'applied_hash',
+  'applied_status',
+  'applied_error',
+  'certificate_serial',
+  'certificate_not_after',
+  'certificate_revoked_at',
+  'health',
+  'effective_config_hash',
+  'created_at',
+  'updated_at',
 ] as const;
 
 export type NewAgent = Pick<AgentRow, 'id' | 'tenant_id' | 'group_id'> &
-  Partial<Omit<AgentRow, 'id' | 'tenant_id' | 'group_id' | 'created_at' | 'updated_at'>> & { enrolled_with_token_id?: string | null };
+  Partial<Omit<AgentRow, 'id' | 'tenant_id' | 'group_id' | 'created_at' | 'updated_at'>> & {
+    enrolled_with_token_id?: string | null;
+  };
 
 export interface AgentFilters {
   groupId?: string;
@@ -72,7 +93,9 @@ function toInsert(agent: NewAgent) {
 
 /** Adds an agent (enrollment, seeding). Its group must be one of its tenant's. */
 export async function insertAgent(db: Db, agent: NewAgent): Promise<AgentRow> {
-  const [row] = await db('agents').insert(toInsert(agent)).returning([...AGENT_COLUMNS]);
+  const [row] = await db('agents')
+    .insert(toInsert(agent))
+    .returning([...AGENT_COLUMNS]);
   return row as AgentRow;
 }
 
@@ -84,11 +107,16 @@ export async function insertAgents(db: Db, agents: NewAgent[], chunk = 2000): Pr
 }
 
 export async function findAgent(db: Db, tenantId: string, id: string): Promise<AgentRow | undefined> {
-  return db('agents').select([...AGENT_COLUMNS]).where({ tenant_id: tenantId, id }).first();
+  return db('agents')
+    .select([...AGENT_COLUMNS])
+    .where({ tenant_id: tenantId, id })
+    .first();
 }
 
 export function listAgentsQuery(db: Db, tenantId: string, filters: AgentFilters): Knex.QueryBuilder {
-  const query = db('agents').select([...AGENT_COLUMNS]).where({ tenant_id: tenantId });
+  const query = db('agents')
+    .select([...AGENT_COLUMNS])
+    .where({ tenant_id: tenantId });
   if (filters.groupId) query.where({ group_id: filters.groupId });
   if (filters.status) query.where({ status: filters.status });
   if (filters.labels) query.whereRaw('labels @> ?::jsonb', [JSON.stringify(filters.labels)]);
@@ -97,7 +125,9 @@ export function listAgentsQuery(db: Db, tenantId: string, filters: AgentFilters)
   if (filters.q) {
     const q = likeLiteral(filters.q);
     query.where((where) =>
-      where.whereRaw("name ILIKE ? ESCAPE '\\'", [`%${q}%`]).orWhereRaw("id::text LIKE ? ESCAPE '\\'", [`${q.toLowerCase()}%`]),
+      where
+        .whereRaw("name ILIKE ? ESCAPE '\\'", [`%${q}%`])
+        .orWhereRaw("id::text LIKE ? ESCAPE '\\'", [`${q.toLowerCase()}%`]),
     );
   }
   return query;
@@ -105,7 +135,11 @@ export function listAgentsQuery(db: Db, tenantId: string, filters: AgentFilters)
 
 /** Locks the agent for a move; its current group is the one it leaves. */
 export async function lockAgent(db: Db, tenantId: string, id: string): Promise<AgentRow | undefined> {
-  return db('agents').select([...AGENT_COLUMNS]).where({ tenant_id: tenantId, id }).forNoKeyUpdate().first();
+  return db('agents')
+    .select([...AGENT_COLUMNS])
+    .where({ tenant_id: tenantId, id })
+    .forNoKeyUpdate()
+    .first();
 }
 
 export async function setAgentGroup(db: Db, id: string, groupId: string): Promise<AgentRow> {
@@ -142,11 +176,17 @@ export async function moveAgent(
   const target = groups.find((g) => g.id === groupId);
   if (!target) return { kind: 'no-group' };
   if (target.deleted_at) return { kind: 'group-deleted', group: target };
-  if (groupVersions && !groupVersions.includes(target.row_version)) return { kind: 'precondition-failed', group: target };
+  if (groupVersions && !groupVersions.includes(target.row_version))
+    return { kind: 'precondition-failed', group: target };
   if (agent.group_id === groupId) return { kind: 'unchanged', agent, group: target };
   const moved = await setAgentGroup(db, agentId, groupId);
   const versions = await bumpGroupVersions(db, [agent.group_id, groupId]);
-  return { kind: 'moved', agent: moved, fromGroupId: agent.group_id, group: { ...target, row_version: versions.get(groupId)! } };
+  return {
+    kind: 'moved',
+    agent: moved,
+    fromGroupId: agent.group_id,
+    group: { ...target, row_version: versions.get(groupId)! },
+  };
 }
 
 export type RevokeOutcome =
@@ -178,7 +218,9 @@ export async function revokeAgent(db: Db, tenantId: string, id: string): Promise
     .update({
       status: 'revoked',
       // The certificate the agent shows is revoked too, even when no issuance row records it.
-      certificate_revoked_at: db.raw('CASE WHEN certificate_serial IS NULL THEN certificate_revoked_at ELSE coalesce(certificate_revoked_at, now()) END'),
+      certificate_revoked_at: db.raw(
+        'CASE WHEN certificate_serial IS NULL THEN certificate_revoked_at ELSE coalesce(certificate_revoked_at, now()) END',
+      ),
       row_version: db.raw('row_version + 1'),
       updated_at: db.fn.now(),
     } as never)
@@ -187,15 +229,18 @@ export async function revokeAgent(db: Db, tenantId: string, id: string): Promise
 }
 
 export type DecisionOutcome =
-  | { kind: 'no-agent' }
-  | { kind: 'not-pending'; agent: AgentRow }
-  | { kind: 'decided'; agent: AgentRow };
+  { kind: 'no-agent' } | { kind: 'not-pending'; agent: AgentRow } | { kind: 'decided'; agent: AgentRow };
 
 /**
  * An operator's decision on an agent held as `pending-approval`: approve (`enrolling`, it
  * is admitted when it reconnects) or reject (`revoked`). Any other status is refused.
  */
-export async function decidePendingAgent(db: Db, tenantId: string, id: string, status: 'enrolling' | 'revoked'): Promise<DecisionOutcome> {
+export async function decidePendingAgent(
+  db: Db,
+  tenantId: string,
+  id: string,
+  status: 'enrolling' | 'revoked',
+): Promise<DecisionOutcome> {
   const agent = await lockAgent(db, tenantId, id);
   if (!agent) return { kind: 'no-agent' };
   if (agent.status !== 'pending-approval') return { kind: 'not-pending', agent };

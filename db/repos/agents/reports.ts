@@ -61,7 +61,11 @@ function reportStatement(db: Db, id: string, report: AgentReport) {
   };
   if (report.status) {
     const held = report.status === 'pending-approval';
-    set(`status = CASE WHEN ?::boolean = (b.status = 'pending-approval') THEN ? ELSE a.status END`, held, report.status);
+    set(
+      `status = CASE WHEN ?::boolean = (b.status = 'pending-approval') THEN ? ELSE a.status END`,
+      held,
+      report.status,
+    );
   }
   if (report.session !== undefined) set('session_id = ?', report.session);
   if (report.description) set('description = ?::jsonb', JSON.stringify(report.description));
@@ -105,7 +109,11 @@ function reported(before: BeforeReport, report: AgentReport): ReportedAgent {
   }
   const desired =
     before.desired_hash && !cutOff
-      ? { configurationId: before.desired_configuration_id!, version: before.desired_version!, hash: before.desired_hash }
+      ? {
+          configurationId: before.desired_configuration_id!,
+          version: before.desired_version!,
+          hash: before.desired_hash,
+        }
       : null;
   return { previous: before.status, tenantId: before.tenant_id, desired, applied, cutOff };
 }
@@ -195,7 +203,10 @@ const REPORTS_SQL = `WITH i AS (
  * connection: on the hot path the planning of this statement cost more than its execution.
  */
 async function runPrepared<Row>(db: Db, name: string, text: string, values: unknown[]): Promise<Row[]> {
-  const client = (db as Knex).client as { acquireConnection(): Promise<PgConnection>; releaseConnection(connection: PgConnection): Promise<void> };
+  const client = (db as Knex).client as {
+    acquireConnection(): Promise<PgConnection>;
+    releaseConnection(connection: PgConnection): Promise<void>;
+  };
   const connection = await client.acquireConnection();
   try {
     return (await connection.query({ name, text, values })).rows as Row[];
@@ -208,14 +219,19 @@ interface PgConnection {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
 }
 
-export async function applyReportsIfOnline(db: Db, batch: BatchedReport[]): Promise<Map<string, ReportedAgent | undefined>> {
+export async function applyReportsIfOnline(
+  db: Db,
+  batch: BatchedReport[],
+): Promise<Map<string, ReportedAgent | undefined>> {
   const input = `[${batch.map((entry) => entry.row).join(',')}]`;
   const rows = await runPrepared<BeforeReport & { id: string }>(db, 'fleet_agent_reports', REPORTS_SQL, [input]);
   const byId = new Map((rows as Array<BeforeReport & { id: string }>).map((row) => [row.id, row]));
-  return new Map(batch.map(({ id, report }) => {
-    const before = byId.get(id);
-    return [id, before?.updated ? reported(before, report) : undefined];
-  }));
+  return new Map(
+    batch.map(({ id, report }) => {
+      const before = byId.get(id);
+      return [id, before?.updated ? reported(before, report) : undefined];
+    }),
+  );
 }
 
 /** Stamps `last_seen_at` of agents whose WebSocket answered a ping (a silent agent is still there). */
@@ -232,7 +248,10 @@ export async function touchAgents(db: Db, ids: string[]): Promise<void> {
 }
 
 /** Online agents not heard of for `silenceSeconds` become offline; returns them. */
-export async function markSilentAgentsOffline(db: Db, silenceSeconds: number): Promise<Array<{ id: string; tenantId: string }>> {
+export async function markSilentAgentsOffline(
+  db: Db,
+  silenceSeconds: number,
+): Promise<Array<{ id: string; tenantId: string }>> {
   // A row locked right now is an agent being heard from: skipped (and locks taken in id order).
   const { rows } = await db.raw(
     `UPDATE agents SET status = 'offline', updated_at = now()
@@ -250,7 +269,11 @@ export async function markSilentAgentsOffline(db: Db, silenceSeconds: number): P
  * was. With `session`, only while that WebSocket session still speaks for the agent: one
  * that reconnected elsewhere meanwhile stays online.
  */
-export async function markAgentOffline(db: Db, id: string, session?: string): Promise<{ tenantId: string } | undefined> {
+export async function markAgentOffline(
+  db: Db,
+  id: string,
+  session?: string,
+): Promise<{ tenantId: string } | undefined> {
   const query = db('agents').where({ id }).whereIn('status', ['online', 'enrolling']);
   if (session) query.where({ session_id: session });
   const [row] = await query.update({ status: 'offline', updated_at: db.fn.now() } as never).returning(['tenant_id']);

@@ -7,9 +7,18 @@ import type { AgentRow } from './inventory';
 /** What a policy sees of an agent. */
 export type TargetAgentRow = Pick<
   AgentRow,
-  | 'id' | 'name' | 'group_id' | 'status' | 'labels'
-  | 'desired_configuration_id' | 'desired_version' | 'desired_hash'
-  | 'applied_configuration_id' | 'applied_version' | 'applied_hash' | 'applied_status'
+  | 'id'
+  | 'name'
+  | 'group_id'
+  | 'status'
+  | 'labels'
+  | 'desired_configuration_id'
+  | 'desired_version'
+  | 'desired_hash'
+  | 'applied_configuration_id'
+  | 'applied_version'
+  | 'applied_hash'
+  | 'applied_status'
 >;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -18,7 +27,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export async function existingAgentIds(db: Db, tenantId: string, ids: string[]): Promise<Set<string>> {
   const valid = ids.filter((id) => UUID.test(id));
   if (valid.length === 0) return new Set();
-  const rows: Array<{ id: string }> = await db('agents').select('id').where({ tenant_id: tenantId }).whereRaw('id = ANY(?::uuid[])', [valid]);
+  const rows: Array<{ id: string }> = await db('agents')
+    .select('id')
+    .where({ tenant_id: tenantId })
+    .whereRaw('id = ANY(?::uuid[])', [valid]);
   return new Set(rows.map((row) => row.id));
 }
 
@@ -44,9 +56,18 @@ export async function countTargetAgents(db: Db, tenantId: string, target: AgentT
 }
 
 const TARGET_AGENT_COLUMNS = [
-  'id', 'name', 'group_id', 'status', 'labels',
-  'desired_configuration_id', 'desired_version', 'desired_hash',
-  'applied_configuration_id', 'applied_version', 'applied_hash', 'applied_status',
+  'id',
+  'name',
+  'group_id',
+  'status',
+  'labels',
+  'desired_configuration_id',
+  'desired_version',
+  'desired_hash',
+  'applied_configuration_id',
+  'applied_version',
+  'applied_hash',
+  'applied_status',
 ] as const;
 
 /**
@@ -69,11 +90,18 @@ export async function targetAgentsPage(
   if ('rolloutId' in target) {
     const page = await rolloutAgentIdsPage(db, target.rolloutId, afterId, limit);
     const agents: TargetAgentRow[] = page.length
-      ? await db('agents').select(...TARGET_AGENT_COLUMNS).where({ tenant_id: tenantId }).whereRaw('id = ANY(?::uuid[])', [page]).orderBy('id')
+      ? await db('agents')
+          .select(...TARGET_AGENT_COLUMNS)
+          .where({ tenant_id: tenantId })
+          .whereRaw('id = ANY(?::uuid[])', [page])
+          .orderBy('id')
       : [];
     return { agents, after: page.length === limit ? page[page.length - 1]! : null };
   }
-  const query = inTarget(db, tenantId, target).select(...TARGET_AGENT_COLUMNS).orderBy('id').limit(limit);
+  const query = inTarget(db, tenantId, target)
+    .select(...TARGET_AGENT_COLUMNS)
+    .orderBy('id')
+    .limit(limit);
   if (afterId) query.where('id', '>', afterId);
   const agents: TargetAgentRow[] = await query;
   return { agents, after: agents.length === limit ? agents[agents.length - 1]!.id : null };
