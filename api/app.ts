@@ -84,7 +84,12 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     ...openApiRoutes(allRoutes, baseUrl),
     ...(settings.isDevelopment ? swaggerRoutes() : []),
     ...tenantRoutes(),
-    ...patRoutes({ defaultTtlDays: settings.pat.defaultTtlDays, baseUrl, routes: allRoutes, evict: pats.evict }),
+    ...patRoutes({
+      defaultTtlDays: settings.pat.defaultTtlDays,
+      baseUrl,
+      routes: allRoutes,
+      evict: (patId) => pats.evict(patId),
+    }),
     ...auditRoutes(baseUrl),
     ...groupsRoutes(resources),
     ...agentsRoutes(resources),

@@ -29,7 +29,9 @@ async function main() {
       : 'agent listener (OpAMP, plain TCP: Development only)',
   );
 
-  const server = createServer(app.koa.callback());
+  // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.
+  const handle = app.koa.callback();
+  const server = createServer((req, res) => void handle(req, res));
   server.keepAliveTimeout = 65_000; // longer than common load-balancer idle timeouts
   await new Promise<void>((resolve) => server.listen(settings.http.port, settings.http.host, resolve));
   logger.info(

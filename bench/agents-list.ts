@@ -144,14 +144,14 @@ async function sqlFigures(db: Knex, deepAfter: string) {
       () => db.count({ n: '*' }).from(filtered().clearSelect().select(db.raw('1')).limit(10_001).as('capped')),
       50,
     ),
-    estimate: await timeSql(() => db.raw(`EXPLAIN (FORMAT JSON) ${count.toString()}`)),
+    estimate: await timeSql(() => db.raw(`EXPLAIN (FORMAT JSON) ${count.toQuery()}`)),
     pagePlan: await plan(db, page(deepAfter)),
     countPlan: await plan(db, count),
   };
 }
 
 async function plan(db: Knex, query: Knex.QueryBuilder): Promise<string> {
-  return (await db.raw(`EXPLAIN (ANALYZE, BUFFERS OFF, TIMING OFF) ${query.toString()}`)).rows
+  return (await db.raw(`EXPLAIN (ANALYZE, BUFFERS OFF, TIMING OFF) ${query.toQuery()}`)).rows
     .map((r: Record<string, string>) => r['QUERY PLAN'])
     .join('\n    ');
 }

@@ -4,7 +4,7 @@
  * with none of it. Both share one settings object and the same pool size.
  * Prints `{"full": <port>, "bare": <port>}` when listening.
  */
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import pino from 'pino';
@@ -14,8 +14,9 @@ import { createDb } from '../db/connection';
 import { listPatsQuery } from '../db/repos/pats';
 import { findTenant } from '../db/repos/tenants';
 
-function listen(handler: Parameters<typeof createServer>[1]): Promise<number> {
-  const server = createServer(handler);
+/** `handler`: a Koa app's callback, which settles every request itself (errors go to ctx.onerror). */
+function listen(handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>): Promise<number> {
+  const server = createServer((req, res) => void handler(req, res));
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
 }
 

@@ -219,15 +219,16 @@ async function batchGaps(
   db: Knex,
   rolloutId: string,
 ): Promise<{ batches: number; median: number; p90: number; max: number }> {
-  const rows = (await db('rollout_agents')
+  const rows = await db('rollout_agents')
     .where({ rollout_id: rolloutId })
     .whereNotNull('batch')
     .groupBy('batch')
     .orderBy('batch')
-    .select('batch', db.raw('min(pushed_at) as pushed'), db.raw('max(finished_at) as finished'))) as Array<{
-    pushed: Date;
-    finished: Date;
-  }>;
+    .select<Array<{ pushed: Date; finished: Date }>>(
+      'batch',
+      db.raw('min(pushed_at) as pushed'),
+      db.raw('max(finished_at) as finished'),
+    );
   const gaps = rows
     .slice(1)
     .map((row, i) => row.pushed.getTime() - rows[i]!.finished.getTime())

@@ -108,7 +108,9 @@ export async function startRolloutStack(databaseUrl: string, progress: (text: st
       temporalHealthy: temporal.healthy,
     });
     stops.push(() => app.close());
-    const http: Server = createServer(app.koa.callback());
+    // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.
+    const handle = app.koa.callback();
+    const http: Server = createServer((req, res) => void handle(req, res));
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     stops.push(() => (http.closeAllConnections(), new Promise((resolve) => http.close(resolve))));
     return {
@@ -339,21 +341,20 @@ export async function workflowHistory(client: Client, rolloutId: string) {
  * settled (the workflow's own time between batches), and until its last agent reported.
  */
 async function batchTimes(db: Knex, rolloutId: string): Promise<{ lines: string[]; databaseMs: number }> {
-  const batches = (await db('rollout_agents')
+  const batches = await db('rollout_agents')
     .where({ rollout_id: rolloutId })
     .whereNotNull('batch')
     .groupBy('batch')
     .orderBy('batch')
-    .select(
+    .select<Array<{ batch: number; n: number; pushed: Date | null; finished: Date | null }>>(
       'batch',
       db.raw('count(*)::int as n'),
       db.raw('min(pushed_at) as pushed'),
       db.raw('max(finished_at) as finished'),
-    )) as Array<{ batch: number; n: number; pushed: Date | null; finished: Date | null }>;
-  const rollout = (await db('rollouts').where({ id: rolloutId }).first('started_at', 'finished_at')) as {
-    started_at: Date;
-    finished_at: Date | null;
-  };
+    );
+  const rollout = await db('rollouts')
+    .where({ id: rolloutId })
+    .first<{ started_at: Date; finished_at: Date | null }>('started_at', 'finished_at');
   const startedAt = rollout.started_at.getTime();
   let previous = startedAt;
   const lines = batches.map((b) => {

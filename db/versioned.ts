@@ -13,7 +13,8 @@ export async function updateVersioned<Row>(
   match: Record<string, unknown>,
   versions: number[] | undefined,
   changes: Record<string, unknown>,
-  where?: (query: Knex.QueryBuilder) => void,
+  // Adds conditions to the builder (knex changes it in place) and returns it, as knex chains do.
+  where?: (query: Knex.QueryBuilder) => Knex.QueryBuilder,
 ): Promise<Row | undefined> {
   const query = db(table)
     .where(match)

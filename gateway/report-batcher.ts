@@ -134,5 +134,6 @@ export class ReportBatcher {
 
 /** SQLSTATE classes of a value the statement could not take (22 data, 23 constraint, 54 limits). */
 function isDataError(error: unknown): boolean {
-  return /^(22|23|54)/.test(String((error as { code?: unknown }).code ?? ''));
+  const code = (error as { code?: unknown }).code; // a SQLSTATE is a five-character string
+  return typeof code === 'string' && /^(22|23|54)/.test(code);
 }

@@ -5,7 +5,7 @@
  * SIGTERM stops everything this started. Needs no terminal.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import { createDb, migrateLatest } from '../db/connection';
@@ -156,7 +156,7 @@ async function main() {
     uiPort: PORTS.temporalUi,
     dbFile: path.join(DATA, 'temporal.db'),
   });
-  stops.push(temporal.stop);
+  stops.push(() => temporal.stop());
 
   log('running migrations...');
   const token = await firstAdminToken(databaseUrl);

@@ -30,8 +30,6 @@ import {
   rolloutStatusQuery,
   type BatchOutcome,
   type RolloutOperationRequest,
-  type RolloutOperationResult,
-  type RolloutStatus,
   type RolloutWorkflowInput,
 } from './definitions';
 import { rolloutStateKey } from './search-attributes';
@@ -139,7 +137,8 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
       }),
     {
       // Refused before it enters history: an operation that does not exist.
-      validator: (request) => {
+      // The payload comes off the wire: typed as the contract says, checked as if it were not.
+      validator: (request: RolloutOperationRequest | undefined) => {
         if (!request || !Object.hasOwn(ROLLOUT_TRANSITIONS, request.operation))
           throw new Error(`unknown operation ${String(request?.operation)}`);
       },

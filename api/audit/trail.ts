@@ -71,20 +71,23 @@ export function createAuditTrail(db: Knex, logger: Logger) {
     else timer ??= setTimeout(() => void flush(), FLUSH_MS);
   }
 
+  /** Writes the call's row in the route's transaction; the route marks it audited after commit. */
+  async function recordInTransaction(trx: Knex.Transaction, ctx: AppContext, status: number) {
+    await insertAudit(trx, [recordOf(ctx, status)]);
+  }
+
+  async function auditEveryCall(ctx: AppContext, next: Next) {
+    try {
+      await next();
+    } finally {
+      if (!ctx.state.audited && ctx.path.toLowerCase().startsWith('/api/')) enqueue(recordOf(ctx, ctx.status));
+    }
+  }
+
+  // Plain functions, not methods: the app hands them on unbound.
   return {
-    /** Writes the call's row in the route's transaction; the route marks it audited after commit. */
-    async recordInTransaction(trx: Knex.Transaction, ctx: AppContext, status: number) {
-      await insertAudit(trx, [recordOf(ctx, status)]);
-    },
-
-    middleware: async function auditEveryCall(ctx: AppContext, next: Next) {
-      try {
-        await next();
-      } finally {
-        if (!ctx.state.audited && ctx.path.toLowerCase().startsWith('/api/')) enqueue(recordOf(ctx, ctx.status));
-      }
-    },
-
+    recordInTransaction,
+    middleware: auditEveryCall,
     /** Writes what is queued; call before the process exits. */
     flush,
   };

@@ -5,7 +5,7 @@ import { z } from './zod';
  * Labels, as every labelled resource (tenant, group, agent, configuration) takes them, and
  * the `label=key:value` list filter that selects by them.
  */
-const LABEL_KEY = /^[A-Za-z0-9._\/-]{1,63}$/;
+const LABEL_KEY = /^[A-Za-z0-9._/-]{1,63}$/;
 
 export const labelsSchema = z
   .record(z.string().regex(LABEL_KEY, 'label keys are 1-63 of A-Z a-z 0-9 . _ / -'), z.string().max(256))
@@ -13,7 +13,7 @@ export const labelsSchema = z
 
 const labelSelector = z
   .string()
-  .regex(/^[A-Za-z0-9._\/-]{1,63}:.{0,256}$/s, 'must be key:value')
+  .regex(/^[A-Za-z0-9._/-]{1,63}:.{0,256}$/s, 'must be key:value')
   .openapi({ description: '`key:value`; repeat the parameter to require several labels (all must match).' });
 
 /** `label=k:v`, repeatable: the query string gives one string or several. */

@@ -151,13 +151,15 @@ export async function paginate<Row>(
   if (page.offset !== undefined && page.cursor !== undefined) {
     throw problems.validation([{ path: 'query', message: 'use either offset or cursor, not both' }]);
   }
+  // knex types Client.raw as returning `any`; it builds a Knex.Raw like knex.raw does.
+  const raw = (sql: string, bindings: Knex.RawBinding[]) => query.client.raw(sql, bindings) as Knex.Raw;
   const rows = query
     .clone()
     .select(
       keys.columns.map((key, i) =>
         key.type === 'timestamp'
-          ? query.client.raw('(extract(epoch FROM ??) * 1000000)::bigint AS ??', [key.column, keyAlias(i)])
-          : query.client.raw('?? AS ??', [key.column, keyAlias(i)]),
+          ? raw('(extract(epoch FROM ??) * 1000000)::bigint AS ??', [key.column, keyAlias(i)])
+          : raw('?? AS ??', [key.column, keyAlias(i)]),
       ),
     )
     .orderBy(keys.columns.map((key) => ({ column: key.column, order: keys.direction })))

@@ -25,7 +25,7 @@ export interface RouteInput<P, Q, B> {
    * Run once the route's transaction has committed (writes only), before the answer is
    * sent: work that must not hold a database connection, such as a call to Temporal.
    */
-  afterCommit(callback: () => void | Promise<void>): void;
+  afterCommit: (callback: () => void | Promise<void>) => void;
 }
 
 export interface RouteResult {
@@ -78,7 +78,7 @@ export function route<P extends Schema | undefined, Q extends Schema | undefined
 export interface RouteServices {
   db: Knex;
   /** Reads a JSON body into `ctx.request.body`; runs after authentication. */
-  parseBody(ctx: AppContext, next: Next): Promise<void>;
+  parseBody: (ctx: AppContext, next: Next) => Promise<void>;
   authenticate(ctx: AppContext): Promise<Principal>;
   recordAudit(trx: Knex.Transaction, ctx: AppContext, status: number): Promise<void>;
 }

@@ -32,7 +32,10 @@ async function readLimited(ctx: AppContext, limit: number): Promise<Buffer> {
  */
 export function jsonBody(limit: number) {
   return async function parseJsonBody(ctx: AppContext, next: Next) {
-    if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method) || !hasBody(ctx)) return next();
+    if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method) || !hasBody(ctx)) {
+      await next();
+      return;
+    }
     const type = ctx.get('content-type').split(';')[0]!.trim();
     if (!JSON_TYPE.test(type)) throw problems.unsupportedMediaType(type || undefined);
     const declared = Number(ctx.get('content-length') || 0);

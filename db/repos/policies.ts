@@ -80,7 +80,7 @@ function updateWhere(
   tenantId: string,
   id: string,
   versions: number[] | undefined,
-  where: (query: Knex.QueryBuilder) => void,
+  where: (query: Knex.QueryBuilder) => Knex.QueryBuilder,
   changes: Record<string, unknown>,
 ): Promise<PolicyRow | undefined> {
   return updateVersioned<PolicyRow>(db, 'policies', { tenant_id: tenantId, id }, versions, changes, where);

@@ -27,6 +27,7 @@ export function positionOf(text: string, offset: number): { line: number; col: n
 const at = (pos: { line: number; col: number }, message: string) => `line ${pos.line}, column ${pos.col}: ${message}`;
 
 // Postgres text cannot hold NUL, and a lone surrogate has no UTF-8 form: refuse both, with where.
+// eslint-disable-next-line no-control-regex -- matching NUL is the point
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 function checkStorable(content: string): string | undefined {

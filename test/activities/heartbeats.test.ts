@@ -44,7 +44,8 @@ test('a push blocked past its heartbeat timeout (10 s) heartbeats, stays on its 
       const push = pending.find((activity) => activity.activityType?.name === 'pushBatch');
       expect(push).toBeDefined();
       expect(push!.attempt).toBe(1);
-      if (push!.lastHeartbeatTime) beats.add(`${push!.lastHeartbeatTime.seconds}.${push!.lastHeartbeatTime.nanos}`);
+      if (push!.lastHeartbeatTime)
+        beats.add(`${String(push!.lastHeartbeatTime.seconds)}.${push!.lastHeartbeatTime.nanos}`);
       expect(beats.size).toBeGreaterThanOrEqual(3);
     }, 60_000);
   } finally {

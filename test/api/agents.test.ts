@@ -313,7 +313,7 @@ describe('listing agents', () => {
       await trx.raw('SET LOCAL enable_seqscan = off');
       await trx.raw('SET LOCAL enable_indexscan = off'); // leave the planner only the bitmap paths
       const rows = await trx.raw(
-        `EXPLAIN ${db('agents').where({ tenant_id: TENANT }).whereRaw('labels @> ?::jsonb', ['{"env":"prod"}']).count().toString()}`,
+        `EXPLAIN ${db('agents').where({ tenant_id: TENANT }).whereRaw('labels @> ?::jsonb', ['{"env":"prod"}']).count().toQuery()}`,
       );
       return rows.rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
     });

@@ -400,7 +400,7 @@ describe('built-in policies and lists', () => {
     const collect = async (query: string) => {
       const seen: string[] = [];
       let url = `/api/policies?limit=2&${query}`;
-      let total = '';
+      let total: string;
       for (;;) {
         const res = await t.call('GET', url, { token: pat });
         expect(res.status).toBe(200);

@@ -44,7 +44,7 @@ test('@elastic/opamp-client-node enrolls over HTTPS, receives a pushed configura
     connect: { ca: gateway.ca.certificatePem },
     onMessage: ({ remoteConfig }) => {
       if (!remoteConfig) return;
-      const files = Object.values(remoteConfig.config?.configMap ?? {}) as Array<{ body: Uint8Array }>;
+      const files = Object.values<{ body: Uint8Array }>(remoteConfig.config?.configMap ?? {});
       for (const file of files) received.push(Buffer.from(file.body).toString('utf8'));
       client.setRemoteConfigStatus({
         status: RemoteConfigStatuses.RemoteConfigStatuses_APPLIED,

@@ -92,9 +92,14 @@ test('SIGTERM: readiness turns 503, the in-flight request finishes, then the lis
     req.write(body.slice(0, half));
     setTimeout(() => {
       api.kill('SIGTERM');
-      setTimeout(async () => {
-        readyDuringDrain = (await fetch(`http://127.0.0.1:${port}/readyz`)).status;
-        req.end(body.slice(half));
+      setTimeout(() => {
+        // A failed probe fails the test through `response` instead of going unhandled.
+        fetch(`http://127.0.0.1:${port}/readyz`)
+          .then((ready) => {
+            readyDuringDrain = ready.status;
+            req.end(body.slice(half));
+          })
+          .catch(reject);
       }, 300);
     }, 200);
   });

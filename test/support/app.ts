@@ -86,7 +86,9 @@ export async function startTestApp(
     logger: pino({ level: 'silent' }),
     temporal: options.temporal,
   });
-  const server: Server = createServer(app.koa.callback());
+  // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.
+  const handle = app.koa.callback();
+  const server: Server = createServer((req, res) => void handle(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const tokens = new Map<string, string>();

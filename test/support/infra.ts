@@ -70,7 +70,12 @@ async function main(): Promise<void> {
       startOidcIssuer(issuerPort),
       startOidcIssuer(strangerPort),
     ]);
-    stops.push(postgres.stop, temporal.stop, issuer.stop, stranger.stop);
+    stops.push(
+      () => postgres.stop(),
+      () => temporal.stop(),
+      () => issuer.stop(),
+      () => stranger.stop(),
+    );
     await postgres.createDatabase(TEMPLATE_DATABASE);
     const db = createDb(postgres.url(TEMPLATE_DATABASE), 2);
     await migrateLatest(db);

@@ -739,8 +739,10 @@ export class SimulatedAgent extends EventEmitter {
       Object.entries(map).map(([name, file]) => [name, { body: text(file.body), contentType: file.contentType }]),
     );
     let error: string | undefined;
+    // A local name: `options.apply(this, ...)` reads to eslint as Function.prototype.apply.
+    const { apply } = this.options;
     try {
-      error = await this.options.apply?.(this, { hash: hex(hash), files });
+      error = await apply?.(this, { hash: hex(hash), files });
     } catch (thrown) {
       error = thrown instanceof Error ? thrown.message : String(thrown);
     }

@@ -7,7 +7,7 @@ import { z } from '../../http/zod';
 
 const name = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._\/-]{0,199}$/, '1-200 of A-Z a-z 0-9 . _ / -, starting with a letter or digit')
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$/, '1-200 of A-Z a-z 0-9 . _ / -, starting with a letter or digit')
   .openapi({
     description: 'Unique in the tenant. Git-managed configurations are named by their path without extension.',
   });
@@ -25,11 +25,9 @@ export const versionParams = z.object({ id: z.uuid(), version: versionNumber });
 export const createConfigurationBody = z
   .object({
     name,
-    format: z
-      .enum(FORMATS)
-      .openapi({
-        description: 'How versions are parsed: `yaml` and `json` must parse; `text` is anything. Fixed at creation.',
-      }),
+    format: z.enum(FORMATS).openapi({
+      description: 'How versions are parsed: `yaml` and `json` must parse; `text` is anything. Fixed at creation.',
+    }),
     description: z.string().max(2000).default(''),
     labels: labelsSchema.default({}),
   })
@@ -69,12 +67,9 @@ export const configurationSchema = z
     labels: z.record(z.string(), z.string()),
     latestVersion: z.number().int().openapi({ description: 'Highest version number saved; 0 before the first draft.' }),
     publishedVersion: z.number().int().nullable().openapi({ description: 'Highest published version number, if any.' }),
-    managedBy: z
-      .string()
-      .nullable()
-      .openapi({
-        description: 'The Git source that owns it; such configurations refuse edits (409 `managed-by-git`).',
-      }),
+    managedBy: z.string().nullable().openapi({
+      description: 'The Git source that owns it; such configurations refuse edits (409 `managed-by-git`).',
+    }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })

@@ -124,11 +124,11 @@ export function listAgentsQuery(db: Db, tenantId: string, filters: AgentFilters)
   if (filters.version !== undefined) query.where({ desired_version: filters.version });
   if (filters.q) {
     const q = likeLiteral(filters.q);
-    query.where((where) =>
+    query.where((where) => {
       where
         .whereRaw("name ILIKE ? ESCAPE '\\'", [`%${q}%`])
-        .orWhereRaw("id::text LIKE ? ESCAPE '\\'", [`${q.toLowerCase()}%`]),
-    );
+        .orWhereRaw("id::text LIKE ? ESCAPE '\\'", [`${q.toLowerCase()}%`]);
+    });
   }
   return query;
 }
