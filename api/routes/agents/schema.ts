@@ -44,12 +44,9 @@ export const agentSchema = z
           componentHealthMap: {},
         },
       }),
-    effectiveConfigHash: z
-      .string()
-      .nullable()
-      .openapi({
-        description: 'sha256 (hex) of the effective configuration the agent last reported; null until it reports one.',
-      }),
+    effectiveConfigHash: z.string().nullable().openapi({
+      description: 'sha256 (hex) of the effective configuration the agent last reported; null until it reports one.',
+    }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })

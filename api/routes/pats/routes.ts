@@ -21,15 +21,10 @@ export const createPatBody = z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, '1-100 of A-Z a-z 0-9 . _ -, starting with a letter or digit'),
     role: z.enum(ROLES),
-    allowedEndpoints: z
-      .array(z.string())
-      .min(1)
-      .max(100)
-      .optional()
-      .openapi({
-        description:
-          'Limit the token to these calls, e.g. `"POST /api/rollouts/{id}/start"`; `{x}` matches one path segment.',
-      }),
+    allowedEndpoints: z.array(z.string()).min(1).max(100).optional().openapi({
+      description:
+        'Limit the token to these calls, e.g. `"POST /api/rollouts/{id}/start"`; `{x}` matches one path segment.',
+    }),
     expiresInDays: z
       .number()
       .int()
