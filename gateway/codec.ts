@@ -46,24 +46,7 @@ export class OpampFrameError extends Error {
 // ---------------------------------------------------------------------------------------
 // Capability and flag bits (uint64 fields, hence bigint). Values from the specification.
 
-export const AgentCapability = Object.freeze({
-  ReportsStatus: 0x1n,
-  AcceptsRemoteConfig: 0x2n,
-  ReportsEffectiveConfig: 0x4n,
-  AcceptsPackages: 0x8n,
-  ReportsPackageStatuses: 0x10n,
-  ReportsOwnTraces: 0x20n,
-  ReportsOwnMetrics: 0x40n,
-  ReportsOwnLogs: 0x80n,
-  AcceptsOpAMPConnectionSettings: 0x100n,
-  AcceptsOtherConnectionSettings: 0x200n,
-  AcceptsRestartCommand: 0x400n,
-  ReportsHealth: 0x800n,
-  ReportsRemoteConfig: 0x1000n,
-  ReportsHeartbeat: 0x2000n,
-  ReportsAvailableComponents: 0x4000n,
-  ReportsConnectionSettingsStatus: 0x8000n,
-});
+export { AgentCapability } from '../domain/agent-capabilities';
 
 export const ServerCapability = Object.freeze({
   AcceptsStatus: 0x1n,

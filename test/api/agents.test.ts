@@ -70,6 +70,21 @@ describe('agent detail', () => {
       lastSeenAt: '2026-11-22T10:00:00.000Z',
       description: { identifying: { 'service.name': 'otelcol' } },
       capabilities: 0x1fff,
+      capabilityNames: [
+        'ReportsStatus',
+        'AcceptsRemoteConfig',
+        'ReportsEffectiveConfig',
+        'AcceptsPackages',
+        'ReportsPackageStatuses',
+        'ReportsOwnTraces',
+        'ReportsOwnMetrics',
+        'ReportsOwnLogs',
+        'AcceptsOpAMPConnectionSettings',
+        'AcceptsOtherConnectionSettings',
+        'AcceptsRestartCommand',
+        'ReportsHealth',
+        'ReportsRemoteConfig',
+      ],
       desired: { configurationId, version: 3, hash: 'abc' },
       applied: { configurationId, version: 2, hash: 'def', status: 'FAILED', error: 'bad yaml' },
       certificate: { serial: '01ff', notAfter: '2027-11-22T00:00:00.000Z', revokedAt: null },
@@ -77,6 +92,15 @@ describe('agent detail', () => {
       effectiveConfigHash: null,
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
+    });
+  });
+
+  test('capabilities by name, bits the specification does not name left out; the mask as it is', async () => {
+    const agent = await seedAgent(t.database.db, 'default', { capabilities: 0x2000 | 0x8000 | 0x10000 });
+    const res = await t.call('GET', `/api/agents/${agent.id}`, { token: viewer });
+    expect(res.body).toMatchObject({
+      capabilities: 0x2000 | 0x8000 | 0x10000,
+      capabilityNames: ['ReportsHeartbeat', 'ReportsConnectionSettingsStatus'],
     });
   });
 

@@ -1,3 +1,4 @@
+import { AgentCapability, capabilityNames, type AgentCapabilityName } from '../../../domain/agent-capabilities';
 import { AGENT_STATUSES, APPLIED_STATUSES, type AgentRow } from '../../../db/repos/agents';
 import { z } from '../../http/zod';
 import { labelQuery } from '../../http/labels';
@@ -14,6 +15,9 @@ export const agentSchema = z
       .record(z.string(), z.unknown())
       .openapi({ description: "The agent's identifying and non-identifying attributes." }),
     capabilities: z.number().int().openapi({ description: 'OpAMP AgentCapabilities bit mask.' }),
+    capabilityNames: z
+      .array(z.enum(Object.keys(AgentCapability) as [AgentCapabilityName, ...AgentCapabilityName[]]))
+      .openapi({ description: 'The bits of `capabilities` by their OpAMP names, in bit order.' }),
     desired: z
       .object({ configurationId: z.string(), version: z.number().int().nullable(), hash: z.string().nullable() })
       .nullable(),
@@ -81,6 +85,7 @@ export function presentAgent(row: AgentRow): z.infer<typeof agentSchema> {
     lastSeenAt: iso(row.last_seen_at),
     description: row.description,
     capabilities: row.capabilities,
+    capabilityNames: capabilityNames(row.capabilities),
     desired: row.desired_configuration_id
       ? { configurationId: row.desired_configuration_id, version: row.desired_version, hash: row.desired_hash }
       : null,
