@@ -44,6 +44,9 @@ async function main() {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
+    // Agents are not drained: their sockets close at once (1001) and they reconnect to another
+    // replica, while the API below waits for load balancers and in-flight requests.
+    const agentsClosed = agents.close();
     // Readiness turns 503 first, so load balancers stop routing here before we stop listening.
     app.drain();
     await new Promise((resolve) => setTimeout(resolve, settings.http.shutdownDelaySeconds * 1000));
@@ -55,7 +58,7 @@ async function main() {
     }, settings.http.shutdownTimeoutSeconds * 1000);
     await closed;
     clearTimeout(deadline);
-    await agents.close();
+    await agentsClosed;
     await app.close();
     await temporal.connection.close().catch(() => {});
     await db.destroy();

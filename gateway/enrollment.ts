@@ -56,6 +56,8 @@ export type RefusalReason =
 export interface Refusal {
   ok: false;
   reason: RefusalReason;
+  /** The bootstrap token refused, when it was found (for the log: its id, never its value). */
+  tokenId?: string;
 }
 
 export type Credential =
@@ -90,9 +92,9 @@ export async function checkCredential(
   if (!isWellFormed('svc-bt', token)) return { ok: false, reason: 'malformed' };
   const row = await findBootstrapTokenByHash(db, hashToken(token));
   if (!row) return { ok: false, reason: 'unknown' };
-  if (row.revoked_at) return { ok: false, reason: 'revoked' };
+  if (row.revoked_at) return { ok: false, reason: 'revoked', tokenId: row.id };
   const spent = inactiveReason(row);
-  if (spent && !(await tokenHasBoundAgents(db, row.id))) return { ok: false, reason: spent };
+  if (spent && !(await tokenHasBoundAgents(db, row.id))) return { ok: false, reason: spent, tokenId: row.id };
   return { ok: true, credential: { kind: 'token', token, row } };
 }
 

@@ -48,7 +48,19 @@ import {
 } from './enrollment';
 import { ReportBatcher } from './report-batcher';
 import { AgentSessions, type AdoptedSession, type WsSession } from './sessions';
-import { applyRoutineStatus, applyStatus, replyTo, SequenceTracker, setOffline } from './status';
+import { recordSettingsOffered } from '../db/repos/agents';
+import { FlapGuard } from './flapping';
+import {
+  applyRoutineStatus,
+  applyStatus,
+  replyTo,
+  retryLaterReply,
+  SequenceTracker,
+  settingsDue,
+  setOffline,
+  setSessionsOffline,
+  standingSettings,
+} from './status';
 
 export const OPAMP_PATH = '/v1/opamp';
 
@@ -103,22 +115,36 @@ const FRAME_STATUS: Record<OpampFrameError['reason'], number> = {
   'unsupported-encoding': 415,
 };
 
-type Refusal = { reason: RefusalReason | 'bad-csr'; detail?: string };
+type Refusal =
+  | { reason: RefusalReason | 'bad-csr'; detail?: string }
+  /** The agent opens sessions in a loop: it should come back after `retryAfterSeconds`. */
+  | { reason: 'flapping'; retryAfterSeconds: number };
 
+const tryLater = (reason: Refusal['reason']) => reason === 'too-many-pending' || reason === 'flapping';
 const refusalStatus = ({ reason }: Refusal) =>
-  reason === 'bad-uid' || reason === 'bad-csr' ? 400 : reason === 'too-many-pending' ? 503 : 401;
+  reason === 'bad-uid' || reason === 'bad-csr' ? 400 : tryLater(reason) ? 503 : 401;
 const refusalClose = ({ reason }: Refusal) =>
-  reason === 'bad-uid'
-    ? CLOSE.invalidPayload
-    : reason === 'too-many-pending'
-      ? CLOSE.tryAgainLater
-      : CLOSE.policyViolation;
+  reason === 'bad-uid' ? CLOSE.invalidPayload : tryLater(reason) ? CLOSE.tryAgainLater : CLOSE.policyViolation;
 const refusalText = (refusal: Refusal) =>
   refusal.reason === 'bad-uid'
     ? 'instance uid must be 16 bytes'
     : refusal.reason === 'bad-csr'
       ? `CSR refused: ${refusal.detail}`
-      : `refused: ${refusal.reason}`;
+      : refusal.reason === 'flapping'
+        ? `flapping: retry after ${refusal.retryAfterSeconds} s`
+        : `refused: ${refusal.reason}`;
+
+/**
+ * Who a refusal is about, for the log: the agent id, or the instance uid (hex) when it is not
+ * one. Never the credential: a token is named by its id, not its value.
+ */
+function refusedAgent(message: AgentToServer | undefined, credential?: Credential) {
+  const agentId = message && agentIdFromUid(message.instanceUid);
+  const instanceUid = message && !agentId ? Buffer.from(message.instanceUid).toString('hex') : undefined;
+  const tokenId = credential?.kind === 'token' ? credential.row.id : undefined;
+  const certificateAgent = credential?.kind === 'certificate' ? credential.identity.agentId : undefined;
+  return { agentId: agentId ?? certificateAgent, instanceUid, tokenId };
+}
 
 export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   const { db, ca, settings } = deps;
@@ -134,10 +160,13 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     minReissueSeconds: deps.minReissueSeconds ?? MIN_REISSUE_SECONDS,
   };
   const sequences = new SequenceTracker();
+  const flaps = new FlapGuard(db);
   const reports = new ReportBatcher(db, logger);
   const sessions = new AgentSessions(db, logger, { databaseUrl: settings.database.url, heartbeatSeconds, tls });
   /** Offline updates still running, so close() can wait for them. */
   const pending = new Set<Promise<unknown>>();
+  /** Sessions that `close()` marks offline all at once: their own close leaves that alone. */
+  const closedByShutdown = new Set<string>();
   /** The agent a TLS connection's client certificate names (checked once per connection). */
   const certificateIdentity = new WeakMap<TLSSocket, Promise<AgentIdentity | undefined>>();
   const wss = new WebSocketServer({ noServer: true, maxPayload: OPAMP_MAX_MESSAGE_BYTES + 10 });
@@ -155,7 +184,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   /** A client certificate wins over a token; no credential at all is for approval mode. */
   async function credentialOf(
     req: IncomingMessage,
-  ): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string }> {
+  ): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string; tokenId?: string }> {
     const identity = await certificateIdentity.get(req.socket as TLSSocket);
     if (identity) return { ok: true, credential: { kind: 'certificate', identity } };
     if (req.socket.destroyed) return { ok: false, reason: 'certificate refused' };
@@ -168,8 +197,10 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   function onSecureConnection(socket: TLSSocket) {
     const peer = socket.getPeerCertificate();
     if (!peer?.raw) return;
+    // Our leaves name their agent in the CN; another CA's name only its holder's claim.
+    const claimed = { agentId: peer.subject?.CN, serial: peer.serialNumber };
     if (!socket.authorized) {
-      logger.info({ reason: socket.authorizationError }, 'agent certificate refused at the handshake');
+      logger.info({ ...claimed, reason: socket.authorizationError }, 'agent certificate refused at the handshake');
       socket.destroy();
       return;
     }
@@ -182,7 +213,10 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
           return found;
         },
         (error: Error) => {
-          logger.info({ reason: (error as { reason?: string }).reason ?? error.message }, 'agent certificate refused');
+          logger.info(
+            { ...claimed, reason: (error as { reason?: string }).reason ?? error.message },
+            'agent certificate refused',
+          );
           socket.destroy();
           return undefined;
         },
@@ -228,13 +262,21 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         throw error;
       }
     }
+    if (!session.admitted) {
+      // An agent in a back-off costs nothing more than this look-up until it ends.
+      const retryAfterSeconds = flaps.retryAfter(agentIdFromUid(message.instanceUid));
+      if (retryAfterSeconds !== undefined) return { ok: false, reason: 'flapping', retryAfterSeconds };
+    }
     const admission = session.admitted ?? (await admitAgent(db, credential, message.instanceUid, transport, approval));
     if (!admission.ok) return admission;
     const { agentId, tenantId, pending: held } = admission;
-    const first = session.newSession || !sequences.has(agentId);
+    if (session.newSession) {
+      const retryAfterSeconds = await flaps.sessionStarted(agentId, tenantId);
+      if (retryAfterSeconds !== undefined) return { ok: false, reason: 'flapping', retryAfterSeconds };
+    }
     const reportFullState =
       sequences.record(agentId, message.sequenceNum, message.agentDescription !== undefined) && !admission.enrolled;
-    const replyOptions = { tls, first, heartbeatSeconds, reportFullState };
+    const replyOptions = { tls, reportFullState };
     if (message.agentDisconnect && transport === 'http') {
       await setOffline(db, agentId, 'agent-disconnect');
       sequences.forget(agentId);
@@ -258,8 +300,11 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         : undefined;
     const remoteConfig = held
       ? undefined
-      : await sessions.remoteConfigFor(reported.desired, reported.applied, session.sentHash);
+      : await sessions.remoteConfigFor(agentId, reported.desired, reported.applied, session.sentHash);
     if (remoteConfig && reported.desired) session.remember(reported.desired.hash);
+    const standing = standingSettings(reported.capabilities, heartbeatSeconds);
+    const offerSettings = settingsDue(standing, reported.settings);
+    if (offerSettings) await recordSettingsOffered(db, agentId, standing!.hash);
     if (admission.enrolled)
       logger.info({ agentId, transport, pending: held }, held ? 'agent held for approval' : 'agent enrolled');
     if (certificate) logger.info({ agentId }, 'agent certificate issued');
@@ -268,7 +313,13 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       agentId,
       admission,
       pending: held,
-      reply: replyTo(message, { ...replyOptions, remoteConfig, certificate }),
+      // Settings go with a certificate too: an offer is the whole of the agent's settings.
+      reply: replyTo(message, {
+        ...replyOptions,
+        remoteConfig,
+        certificate,
+        settings: offerSettings || certificate ? standing : undefined,
+      }),
     };
   }
 
@@ -280,7 +331,11 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     if (pathOf(req) !== OPAMP_PATH) return rejectUpgrade(socket, 404, 'Not Found');
     const checked = await credentialOf(req);
     if (!checked.ok) {
-      logger.info({ reason: checked.reason, transport: 'websocket' }, 'agent connection refused');
+      // No message yet, so no uid: the agent is whoever holds that certificate or token.
+      logger.info(
+        { tokenId: checked.tokenId, reason: checked.reason, transport: 'websocket' },
+        'agent connection refused',
+      );
       return rejectUpgrade(socket, 401, 'Unauthorized', 'WWW-Authenticate: Bearer\r\n');
     }
     wss.handleUpgrade(req, socket, head, (ws) => runSession(ws, checked.credential));
@@ -302,8 +357,9 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         });
       },
     };
-    const refuse = (code: number, reason: string) => {
-      logger.info({ agentId: session.agentId, code, reason }, 'agent session closed by the server');
+    const refuse = (code: number, reason: string, message?: AgentToServer) => {
+      const agent = session.agentId ? { agentId: session.agentId } : refusedAgent(message, credential);
+      logger.info({ ...agent, code, reason }, 'agent session closed by the server');
       ws.close(code, reason.slice(0, 120));
     };
 
@@ -319,7 +375,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       }
       const uid = agentIdFromUid(message.instanceUid);
       if (session.agentId && uid !== session.agentId)
-        return refuse(CLOSE.policyViolation, 'instance uid changed within the session');
+        return refuse(CLOSE.policyViolation, 'instance uid changed within the session', message);
       const served = await serve(credential, message, 'websocket', {
         id: session.id,
         newSession: session.agentId === undefined,
@@ -327,7 +383,11 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         remember: (hash) => (session.sentHash = hash),
         admitted: session.admitted,
       });
-      if (!served.ok) return refuse(refusalClose(served), refusalText(served));
+      if (!served.ok) {
+        if (served.reason === 'flapping')
+          ws.send(frameWebSocket(encodeServerToAgent(retryLaterReply(message, served.retryAfterSeconds, 'flapping'))));
+        return refuse(refusalClose(served), refusalText(served), message);
+      }
       session.pending = served.pending;
       session.admitted = { ...served.admission, enrolled: false };
       if (!session.agentId) {
@@ -354,7 +414,8 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       sequences.forget(id);
       // A held agent was never online: its close changes nothing (approval closes it on purpose).
       // Only while this session speaks for the agent: it may have reconnected to another replica.
-      if (!session.pending) track(queue.then(() => setOffline(db, id, `websocket closed (${code})`, session.id)));
+      if (!session.pending && !closedByShutdown.has(session.id))
+        track(queue.then(() => setOffline(db, id, `websocket closed (${code})`, session.id)));
     });
   }
 
@@ -367,7 +428,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       return reply(res, 405, 'POST application/x-protobuf, or a WebSocket upgrade', { allow: 'POST' });
     const checked = await credentialOf(req);
     if (!checked.ok) {
-      logger.info({ reason: checked.reason, transport: 'http' }, 'agent request refused');
+      logger.info({ tokenId: checked.tokenId, reason: checked.reason, transport: 'http' }, 'agent request refused');
       if (req.socket.destroyed) return;
       return reply(res, 401, 'unauthorized', { 'www-authenticate': 'Bearer' });
     }
@@ -389,8 +450,13 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       remember: (hash) => sessions.httpSent.set(agentKey, hash),
     });
     if (!served.ok) {
-      logger.info({ reason: served.reason, transport: 'http' }, 'agent request refused');
-      return reply(res, refusalStatus(served), refusalText(served));
+      logger.info(
+        { ...refusedAgent(message, checked.credential), reason: served.reason, transport: 'http' },
+        'agent request refused',
+      );
+      const retryAfter: Record<string, string> =
+        served.reason === 'flapping' ? { 'retry-after': String(served.retryAfterSeconds) } : {};
+      return reply(res, refusalStatus(served), refusalText(served), retryAfter);
     }
     const out = encodeHttpBody(encodeServerToAgent(served.reply), acceptsGzip(header(req, 'accept-encoding')));
     res.writeHead(200, {
@@ -435,14 +501,32 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     server,
     sessions,
     start: () => sessions.start(),
+    /**
+     * Agents go at once (1001, going away) and reconnect to another replica; their rows are
+     * marked offline by one statement, not one transaction each. New connections are refused;
+     * HTTP requests in flight are answered.
+     */
     async close() {
+      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const adopted = [...sessions.byAgent.values()].filter((session) => !session.pending);
+      for (const session of adopted) closedByShutdown.add(session.id);
       for (const ws of wss.clients) ws.close(CLOSE.goingAway, 'server shutting down');
-      await waitForClients(wss);
+      await Promise.all([
+        setSessionsOffline(
+          db,
+          adopted.map((session) => ({ agentId: session.agentId, sessionId: session.id })),
+          `websocket closed (${CLOSE.goingAway})`,
+        ).catch((error: unknown) => logger.error({ err: error }, 'marking agents offline at shutdown failed')),
+        waitForClients(wss),
+      ]);
       await Promise.all([...pending]);
       await sessions.close();
       wss.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // An HTTP request still in flight after the agents are gone has had its time.
+      const stragglers = setTimeout(() => server.closeAllConnections(), CLOSE_HANDSHAKE_MS);
+      await serverClosed;
+      clearTimeout(stragglers);
     },
   };
 }
@@ -492,7 +576,10 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefin
   });
 }
 
-/** Resolves when every client socket has closed (a stuck peer is terminated after 2 s). */
+/** How long a peer has to answer a close (or an HTTP request to finish) when the listener stops. */
+const CLOSE_HANDSHAKE_MS = 1000;
+
+/** Resolves when every client socket has closed (a stuck peer is terminated after CLOSE_HANDSHAKE_MS). */
 async function waitForClients(wss: WebSocketServer): Promise<void> {
   const clients = [...wss.clients];
   await Promise.all(
@@ -500,7 +587,7 @@ async function waitForClients(wss: WebSocketServer): Promise<void> {
       (ws) =>
         new Promise<void>((resolve) => {
           if (ws.readyState === ws.CLOSED) return resolve();
-          const timer = setTimeout(() => ws.terminate(), 2000);
+          const timer = setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS);
           ws.once('close', () => {
             clearTimeout(timer);
             resolve();

@@ -25,6 +25,13 @@ import { serverCapabilities } from './status';
 /** Close codes for what the server does to a live session. */
 export const SESSION_CLOSE = { policyViolation: 1008, serviceRestart: 1012 } as const;
 
+/**
+ * The same configuration is sent to an agent again no sooner than this (by this replica),
+ * however often it reconnects reporting an empty status: one that really lost it gets it
+ * again at a message after this.
+ */
+export const CONFIG_RESEND_SECONDS = 30;
+
 export interface WsSession {
   /** Recorded on the agent row (`session_id`): the session that speaks for the agent. */
   id: string;
@@ -51,6 +58,8 @@ export class AgentSessions {
   readonly byAgent = new Map<string, AdoptedSession>();
   /** config_hash last offered to each HTTP agent by this replica (HTTP has no session). */
   readonly httpSent = new Map<string, string>();
+  /** The last remote_config sent to each agent by this replica, and when (ms since the epoch). */
+  private readonly lastConfigSent = new Map<string, { hash: string; at: number }>();
   /** TLS sockets authenticated by an agent's certificate (HTTP keep-alive included). */
   private readonly certificateSockets = new Map<string, Set<TLSSocket>>();
   readonly configs: RemoteConfigCache;
@@ -115,16 +124,32 @@ export class AgentSessions {
 
   /**
    * Should this message's reply carry the desired configuration? Not while the agent has
-   * already reported on that hash, nor twice in one session before it answers.
+   * already reported on that hash, nor twice in one session before it answers, nor the
+   * same one again within CONFIG_RESEND_SECONDS.
    */
   async remoteConfigFor(
+    agentId: string,
     desired: Desired | null,
     applied: { hash: string | null; status: string | null },
     sent: string | undefined,
   ) {
     if (!desired || desired.hash === sent) return undefined;
     if (applied.hash === desired.hash && applied.status !== null) return undefined;
-    return this.configs.get(desired);
+    if (this.sentRecently(agentId, desired.hash)) return undefined;
+    const config = await this.configs.get(desired);
+    if (config) this.lastConfigSent.set(agentId, { hash: desired.hash, at: Date.now() });
+    return config;
+  }
+
+  private sentRecently(agentId: string, hash: string): boolean {
+    const last = this.lastConfigSent.get(agentId);
+    return last !== undefined && last.hash === hash && Date.now() - last.at < CONFIG_RESEND_SECONDS * 1000;
+  }
+
+  /** Forgets sends older than CONFIG_RESEND_SECONDS (they no longer hold anything back). */
+  private forgetOldSends(): void {
+    const before = Date.now() - CONFIG_RESEND_SECONDS * 1000;
+    for (const [agentId, last] of this.lastConfigSent) if (last.at < before) this.lastConfigSent.delete(agentId);
   }
 
   // -------------------------------------------------------------------------------------
@@ -141,6 +166,7 @@ export class AgentSessions {
         const remoteConfig = await this.configs.get(desired);
         if (!remoteConfig || session.ws.readyState !== session.ws.OPEN || session.sentHash === desired.hash) return;
         session.sentHash = desired.hash;
+        this.lastConfigSent.set(desired.id, { hash: desired.hash, at: Date.now() });
         const message = create(ServerToAgentSchema, {
           instanceUid: session.uid,
           capabilities: serverCapabilities(this.options.tls),
@@ -242,6 +268,7 @@ export class AgentSessions {
    * replica not seen for three intervals become offline.
    */
   private async sweep(): Promise<void> {
+    this.forgetOldSends();
     const alive: string[] = [];
     for (const [agentId, session] of this.byAgent) {
       if (!session.alive) {

@@ -9,17 +9,21 @@ import type { Knex } from 'knex';
 import {
   applyAgentReport,
   markAgentOffline,
+  markSessionsOffline,
   type AgentReport,
   type AgentStatus,
   type AppliedStatus,
   type ReportedAgent,
+  type SettingsState,
 } from '../db/repos/agents';
 import { emitEvents } from '../db/repos/events';
-import { ServerCapability, ServerToAgentFlag, type AgentToServer } from './codec';
+import { AgentCapability, ServerCapability, ServerToAgentFlag, type AgentToServer } from './codec';
 import type { AnyValue, KeyValue } from './gen/anyvalue_pb';
 import {
   ComponentHealthSchema,
+  ConnectionSettingsStatuses,
   RemoteConfigStatuses,
+  ServerErrorResponseType,
   ServerToAgentSchema,
   type AgentConfigMap,
   type AgentRemoteConfigSchema,
@@ -76,8 +80,23 @@ export function reportFrom(message: AgentToServer): AgentReport {
       error: remote.errorMessage || null,
     };
   }
+  const settings = message.connectionSettingsStatus;
+  if (settings) {
+    report.settings = {
+      hash: settings.lastConnectionSettingsHash.length
+        ? Buffer.from(settings.lastConnectionSettingsHash).toString('hex')
+        : null,
+      status: SETTINGS_APPLIED[settings.status] ?? null,
+    };
+  }
   return report;
 }
+
+const SETTINGS_APPLIED: Partial<Record<ConnectionSettingsStatuses, AppliedStatus>> = {
+  [ConnectionSettingsStatuses.ConnectionSettingsStatuses_APPLIED]: 'APPLIED',
+  [ConnectionSettingsStatuses.ConnectionSettingsStatuses_APPLYING]: 'APPLYING',
+  [ConnectionSettingsStatuses.ConnectionSettingsStatuses_FAILED]: 'FAILED',
+};
 
 /** UNSET is stored as null: the API's applied status is APPLYING / APPLIED / FAILED or nothing. */
 const APPLIED: Partial<Record<RemoteConfigStatuses, AppliedStatus>> = {
@@ -169,13 +188,16 @@ export async function applyStatus(
  * The hot path for an online agent's routine message (heartbeat, config status, health):
  * written with other agents' in one statement, no transaction. Undefined when the agent is
  * not online (or gone, or cut off): then `applyStatus` does it properly, with its events.
+ * A connection settings status (rare: it answers an offer) is not routine and goes there too.
  */
-export function applyRoutineStatus(
+export async function applyRoutineStatus(
   batcher: ReportBatcher,
   agentId: string,
   message: AgentToServer,
 ): Promise<ReportedAgent | undefined> {
-  return batcher.submit(agentId, storable(reportFrom(message)));
+  const report = storable(reportFrom(message));
+  if (report.settings) return undefined;
+  return batcher.submit(agentId, report);
 }
 
 export async function setOffline(db: Knex, agentId: string, reason: string, session?: string): Promise<void> {
@@ -191,6 +213,27 @@ export async function setOffline(db: Knex, agentId: string, reason: string, sess
         data: { agentId, reason },
       },
     ]);
+  });
+}
+
+/** `setOffline` for many WebSocket sessions at once (a replica stopping), in one transaction. */
+export async function setSessionsOffline(
+  db: Knex,
+  sessions: Array<{ agentId: string; sessionId: string }>,
+  reason: string,
+): Promise<void> {
+  await db.transaction(async (trx) => {
+    const changed = await markSessionsOffline(trx, sessions);
+    await emitEvents(
+      trx,
+      changed.map((agent) => ({
+        tenantId: agent.tenantId,
+        type: 'agent.disconnected',
+        source: OPAMP_SOURCE,
+        subject: agent.id,
+        data: { agentId: agent.id, reason },
+      })),
+    );
   });
 }
 
@@ -221,11 +264,35 @@ export class SequenceTracker {
 // ---------------------------------------------------------------------------------------
 // ServerToAgent
 
+// ---------------------------------------------------------------------------------------
+// Connection settings: offered only when they differ from what the agent has
+
+/** The settings every agent gets, and their hash (hex): what the agent is remembered to have been offered. */
+export interface StandingSettings {
+  heartbeatSeconds: number;
+  hash: string;
+}
+
+/** The heartbeat interval, for an agent that reports heartbeats (others have nothing to do with it). */
+export function standingSettings(capabilities: number, heartbeatSeconds: number): StandingSettings | undefined {
+  if ((BigInt(capabilities) & AgentCapability.ReportsHeartbeat) === 0n) return undefined;
+  return { heartbeatSeconds, hash: createHash('sha256').update(`heartbeat=${heartbeatSeconds}`).digest('hex') };
+}
+
+/**
+ * Offer the standing settings only when the agent was not offered them already and does not
+ * report having them (applied, or failed: offering again would not help). An agent that
+ * reconnects to apply every offer (a common way to verify new settings) would otherwise
+ * reconnect forever.
+ */
+export function settingsDue(standing: StandingSettings | undefined, agent: SettingsState): boolean {
+  return standing !== undefined && standing.hash !== agent.offered && standing.hash !== agent.reported;
+}
+
 export interface ReplyOptions {
   tls: boolean;
-  /** Offer the heartbeat interval (first message of a session). */
-  first: boolean;
-  heartbeatSeconds: number;
+  /** Connection settings to offer (with a certificate: those the agent gets with it, if any). */
+  settings?: StandingSettings;
   reportFullState: boolean;
   remoteConfig?: MessageInitShape<typeof AgentRemoteConfigSchema>;
   /** A leaf certificate answering the agent's CSR. */
@@ -233,7 +300,7 @@ export interface ReplyOptions {
 }
 
 export function replyTo(message: AgentToServer, options: ReplyOptions): MessageInitShape<typeof ServerToAgentSchema> {
-  const offer = options.first || options.certificate;
+  const offer = options.settings || options.certificate;
   return create(ServerToAgentSchema, {
     instanceUid: message.instanceUid,
     capabilities: serverCapabilities(options.tls),
@@ -243,7 +310,7 @@ export function replyTo(message: AgentToServer, options: ReplyOptions): MessageI
       ? {
           hash: connectionSettingsHash(options),
           opamp: {
-            heartbeatIntervalSeconds: BigInt(options.heartbeatSeconds),
+            heartbeatIntervalSeconds: BigInt(options.settings?.heartbeatSeconds ?? 0),
             certificate: options.certificate && {
               cert: Buffer.from(options.certificate.certificatePem),
               caCert: Buffer.from(options.certificate.caPem),
@@ -254,9 +321,28 @@ export function replyTo(message: AgentToServer, options: ReplyOptions): MessageI
   });
 }
 
-/** Identifies the offered settings, so an agent can tell a new offer from one it has applied. */
+/**
+ * Identifies the offered settings, so an agent can tell a new offer from one it has applied:
+ * the standing settings' hash, or with a certificate a hash of both.
+ */
 function connectionSettingsHash(options: ReplyOptions): Uint8Array {
-  const hash = createHash('sha256').update(`heartbeat=${options.heartbeatSeconds}`);
-  if (options.certificate) hash.update('\0').update(options.certificate.certificatePem);
-  return hash.digest();
+  const standing = Buffer.from(options.settings?.hash ?? '', 'hex');
+  if (!options.certificate) return standing;
+  return createHash('sha256').update(standing).update('\0').update(options.certificate.certificatePem).digest();
+}
+
+/** ServerToAgent.error_response UNAVAILABLE with retry_info: the agent should come back after `seconds`. */
+export function retryLaterReply(
+  message: AgentToServer,
+  seconds: number,
+  text: string,
+): MessageInitShape<typeof ServerToAgentSchema> {
+  return create(ServerToAgentSchema, {
+    instanceUid: message.instanceUid,
+    errorResponse: {
+      type: ServerErrorResponseType.ServerErrorResponseType_Unavailable,
+      errorMessage: text,
+      Details: { case: 'retryInfo', value: { retryAfterNanoseconds: BigInt(seconds) * 1_000_000_000n } },
+    },
+  });
 }

@@ -14,6 +14,7 @@ export const EVENT_TYPES = [
   'agent.rejected',
   'agent.connected',
   'agent.disconnected',
+  'agent.flapping',
   'agent.moved',
   'agent.cert-revoked',
   'bootstrap-token.issued',

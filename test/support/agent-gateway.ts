@@ -3,7 +3,7 @@
  * certificate from the agents' CA (the default), or plain TCP (Development) when asked.
  */
 import type { AddressInfo } from 'node:net';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { issueServerCertificate, loadOrCreateAgentCa, type AgentCa } from '../../domain/certificates';
 import { createAgentListener, type AgentListener } from '../../gateway/listener';
 import type { Settings } from '../../platform/settings';
@@ -23,7 +23,13 @@ export interface TestGateway {
 
 export async function startTestGateway(
   t: TestApp,
-  options: { plaintext?: boolean; env?: Record<string, string>; minReissueSeconds?: number } = {},
+  options: {
+    plaintext?: boolean;
+    env?: Record<string, string>;
+    minReissueSeconds?: number;
+    /** Where the listener logs (default: nowhere). */
+    logger?: Logger;
+  } = {},
 ): Promise<TestGateway> {
   const settings = testSettings(t.database.url, {
     Environment: 'Development',
@@ -36,7 +42,7 @@ export async function startTestGateway(
   const tls = options.plaintext ? undefined : await issueServerCertificate(ca, ['localhost', '127.0.0.1']);
   const listener = createAgentListener({
     db: t.database.db,
-    logger: pino({ level: 'silent' }),
+    logger: options.logger ?? pino({ level: 'silent' }),
     settings,
     ca,
     tls,

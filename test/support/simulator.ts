@@ -134,6 +134,13 @@ export interface SimulatedAgentOptions {
   requestTimeoutMs?: number;
   /** Shared by a fleet; a lone agent makes its own. */
   shared?: SharedResources;
+  /**
+   * Behave like an agent that builds a fresh OpAMP client per connection and applies every
+   * `connection_settings` offer by reconnecting (to verify the new settings): each connection
+   * reports an empty remote config status, and each offer closes the WebSocket and opens a
+   * new one at once. Default false.
+   */
+  reconnectOnEveryOffer?: boolean;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -265,6 +272,8 @@ export class SimulatedAgent extends EventEmitter {
   private firstSettled?: () => void;
   /** Set by setHeartbeatSeconds: wins over the option and the server's offer. */
   private heartbeatOverride?: number;
+  /** reconnectOnEveryOffer: the socket is closing to apply an offer; the next connection goes at once. */
+  private reconnectingForOffer = false;
 
   constructor(options: SimulatedAgentOptions) {
     super();
@@ -357,6 +366,10 @@ export class SimulatedAgent extends EventEmitter {
     if (this.state.stopped) return release();
     this.state.connects++;
     this.csrSentOnConnection = false;
+    if (this.options.reconnectOnEveryOffer) {
+      // A fresh client knows nothing of what the agent applied: it reports an empty status.
+      this.remote = { hash: new Uint8Array(), status: RemoteConfigStatuses.RemoteConfigStatuses_UNSET, error: '' };
+    }
     if (this.state.transport === 'ws') this.openWebSocket(release);
     else {
       this.httpSessionFresh = true;
@@ -445,8 +458,9 @@ export class SimulatedAgent extends EventEmitter {
       this.settleFirst();
       this.changed();
       if (this.state.stopped || this.state.refused) return;
-      if (this.switchingToMtls) {
+      if (this.switchingToMtls || this.reconnectingForOffer) {
         this.switchingToMtls = false;
+        this.reconnectingForOffer = false;
         void this.connect();
       } else this.scheduleReconnect();
     });
@@ -651,6 +665,10 @@ export class SimulatedAgent extends EventEmitter {
       else this.maybeRenew();
     }
     if (this.pending.full || this.pending.csr) this.flush();
+    if (reply.connectionSettings && this.options.reconnectOnEveryOffer && this.ws) {
+      this.reconnectingForOffer = true;
+      this.ws.close(1000, 'reconnecting with the offered settings');
+    }
     this.settleFirst();
     this.changed();
   }

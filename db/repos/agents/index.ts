@@ -6,3 +6,4 @@ export * from './reports';
 export * from './desired';
 export * from './certificates';
 export * from './targets';
+export * from './sessions';

@@ -19,6 +19,15 @@ export interface AgentReport {
   health?: unknown;
   effectiveConfigHash?: string | null;
   applied?: { hash: string | null; status: AppliedStatus | null; error: string | null };
+  /** `connection_settings_status`: the hash of the settings the agent has (hex) and how it fared with them. */
+  settings?: { hash: string | null; status: AppliedStatus | null };
+}
+
+/** What the gateway offered in `connection_settings` and what the agent says it has (hex hashes). */
+export interface SettingsState {
+  offered: string | null;
+  reported: string | null;
+  reportedStatus: AppliedStatus | null;
 }
 
 /** What a report leaves on the row that the gateway needs for its reply. */
@@ -28,6 +37,9 @@ export interface ReportedAgent {
   tenantId: string;
   desired: { configurationId: string; version: number; hash: string } | null;
   applied: { hash: string | null; status: AppliedStatus | null };
+  /** The capabilities the agent reported (this message's when it has them). */
+  capabilities: number;
+  settings: SettingsState;
   /** The agent was revoked (or handed over) since it was admitted: nothing but `last_seen_at` was written. */
   cutOff: boolean;
 }
@@ -41,8 +53,28 @@ interface BeforeReport {
   desired_hash: string | null;
   applied_hash: string | null;
   applied_status: AppliedStatus | null;
+  capabilities: number;
+  settings_offered_hash: string | null;
+  settings_reported_hash: string | null;
+  settings_reported_status: AppliedStatus | null;
   updated: boolean;
 }
+
+/** The columns both report statements return as the row was before the report. */
+const BEFORE_COLUMNS = [
+  'id',
+  'status',
+  'tenant_id',
+  'desired_configuration_id',
+  'desired_version',
+  'desired_hash',
+  'applied_hash',
+  'applied_status',
+  'capabilities',
+  'settings_offered_hash',
+  'settings_reported_hash',
+  'settings_reported_status',
+];
 
 /**
  * One statement that locks the agent row, applies the report and returns the row as it was
@@ -85,11 +117,12 @@ function reportStatement(db: Db, id: string, report: AgentReport) {
       );
     }
   }
+  if (report.settings)
+    set('settings_reported_hash = ?, settings_reported_status = ?', report.settings.hash, report.settings.status);
   if (report.nameIfEmpty) set(`name = CASE WHEN a.name = '' THEN ? ELSE a.name END`, report.nameIfEmpty);
   return db.raw(
     `WITH b AS (
-       SELECT id, status, tenant_id, desired_configuration_id, desired_version, desired_hash, applied_hash, applied_status
-         FROM agents WHERE id = ? FOR NO KEY UPDATE
+       SELECT ${BEFORE_COLUMNS.join(', ')} FROM agents WHERE id = ? FOR NO KEY UPDATE
      ), u AS (
        UPDATE agents a SET ${sets.join(', ')}
          FROM b WHERE a.id = b.id AND b.status NOT IN ('revoked', 'handed-over')
@@ -115,7 +148,13 @@ function reported(before: BeforeReport, report: AgentReport): ReportedAgent {
           hash: before.desired_hash,
         }
       : null;
-  return { previous: before.status, tenantId: before.tenant_id, desired, applied, cutOff };
+  const settings: SettingsState = {
+    offered: before.settings_offered_hash,
+    reported: report.settings && !cutOff ? report.settings.hash : before.settings_reported_hash,
+    reportedStatus: report.settings && !cutOff ? report.settings.status : before.settings_reported_status,
+  };
+  const capabilities = report.capabilities !== undefined ? Number(report.capabilities) : before.capabilities;
+  return { previous: before.status, tenantId: before.tenant_id, desired, applied, capabilities, settings, cutOff };
 }
 
 /**
@@ -168,7 +207,7 @@ const REPORTS_SQL = `WITH i AS (
       has_effective boolean, effective_config_hash text, has_applied boolean, applied_hash text, applied_status text,
       applied_error text, name_if_empty text)
   ), b AS (
-    SELECT a.id, a.status, a.tenant_id, a.desired_configuration_id, a.desired_version, a.desired_hash, a.applied_hash, a.applied_status
+    SELECT ${BEFORE_COLUMNS.map((column) => `a.${column}`).join(', ')}
       FROM agents a WHERE a.id IN (SELECT id FROM i) ORDER BY a.id FOR NO KEY UPDATE
   ), u AS (
     UPDATE agents a SET
