@@ -14,7 +14,7 @@ import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import { insertPat } from '../db/repos/pats';
 import { ensureTenant } from '../db/repos/tenants';
 import { startOidcIssuer } from '../test/support/oidc-issuer';
-import { runBench, startBenchDatabase, startBenchServers } from './support';
+import { cpuSecondsOfTree, runBench, startBenchDatabase, startBenchServers } from './support';
 import { fetchToken, TEST_AUDIENCE } from '../test/support/tokens';
 
 const { values: args } = parseArgs({
@@ -28,17 +28,32 @@ interface Figures {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU microseconds per request of the server process and of Postgres. */
+  serverCpu: number;
+  postgresCpu: number;
 }
 
-async function load(url: string, token?: string): Promise<Figures> {
+/** The processes whose CPU time a request costs (throughput alone moves with whatever else runs). */
+interface Meters {
+  server: () => number;
+  postgres: () => number;
+}
+
+async function loadOne(meters: Meters, url: string, token?: string): Promise<Figures> {
   const headers = token ? { authorization: `Bearer ${token}` } : undefined;
   await autocannon({ url, connections, duration: 2, headers }); // warm-up
+  const [server0, postgres0] = [meters.server(), meters.postgres()];
   const result = await autocannon({ url, connections, duration, headers });
+  // The audit rows of reads are written in batches every 200 ms: let the last one land.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const perRequest = (seconds: number) => (seconds * 1e6) / Math.max(1, result.requests.total);
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.non2xx,
+    serverCpu: perRequest(meters.server() - server0),
+    postgresCpu: perRequest(meters.postgres() - postgres0),
   };
 }
 
@@ -69,6 +84,8 @@ async function main() {
       Authentication__Oidc__Audience: TEST_AUDIENCE,
     });
     const { full, bare } = servers;
+    const meters: Meters = { server: () => cpuSecondsOfTree(servers!.pid), postgres: database.cpuSeconds };
+    const load = (url: string, token?: string) => loadOne(meters, url, token);
 
     // Each configuration runs twice, in mirrored order (bare, PAT, OIDC, OIDC, PAT, bare),
     // so warm-up, the growing audit table and background work fall on all of them alike.
@@ -77,9 +94,13 @@ async function main() {
       p50: (a.p50 + b.p50) / 2,
       p99: (a.p99 + b.p99) / 2,
       errors: a.errors + b.errors,
+      serverCpu: (a.serverCpu + b.serverCpu) / 2,
+      postgresCpu: (a.postgresCpu + b.postgresCpu) / 2,
     });
     const rows: string[] = [];
+    const costs: string[] = [];
     const runs: string[] = [];
+    const cpu = (f: Figures) => `${f.serverCpu.toFixed(0).padStart(6)} ${f.postgresCpu.toFixed(0).padStart(9)}`;
     const fmt = (f: Figures) =>
       `${f.rps.toFixed(0).padStart(7)} ${f.p50.toFixed(1).padStart(6)} ${f.p99.toFixed(1).padStart(6)}`;
     for (const [label, path, barePath] of [
@@ -105,6 +126,7 @@ async function main() {
         rows.push(
           `${label}  ${auth}  ${fmt(measured)}   ${fmt(baseline)}   ${ratio.padStart(4)}%${errors ? `  (${errors} errors!)` : ''}`,
         );
+        costs.push(`${label}  ${auth}  ${cpu(measured)}      ${cpu(baseline)}`);
       }
     }
     const lines = [
@@ -114,6 +136,11 @@ async function main() {
       '                                          full platform           bare Koa + same query',
       'route                             auth    req/s p50 ms p99 ms     req/s p50 ms p99 ms   full/bare',
       ...rows,
+      '',
+      'CPU per request in µs (not the load generator): steadier than req/s when other work shares the cores',
+      '                                          full platform           bare Koa + same query',
+      'route                             auth    server  postgres        server  postgres',
+      ...costs,
       '',
       'runs in order:',
       ...runs.map((run) => `  ${run}`),

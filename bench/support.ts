@@ -19,6 +19,9 @@ export async function startBenchDatabase(port: number) {
   return {
     url,
     db,
+    /** CPU seconds of this Postgres (postmaster, its live backends and those that exited). */
+    cpuSeconds: () =>
+      cpuSecondsOfTree(Number(readFileSync(path.join(dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0])),
     stop: async () => {
       await db.destroy().catch(() => {});
       await postgres.stop();
@@ -50,6 +53,7 @@ export async function startBenchServers(env: Record<string, string>) {
   return {
     full: `http://127.0.0.1:${ports.full}`,
     bare: `http://127.0.0.1:${ports.bare}`,
+    pid: server.pid!,
     stop: async () => {
       if (server.exitCode !== null) return;
       const exited = new Promise((resolve) => server.once('exit', resolve));
@@ -91,6 +95,20 @@ export function cpuSecondsOf(which: { pid: number } | { name: string }): number 
     }
   }
   return ticks / 100; // USER_HZ
+}
+
+/** CPU seconds of a process and its children (live ones, and through cutime those that exited). */
+export function cpuSecondsOfTree(pid: number): number {
+  const children = readdirSync('/proc').filter((entry) => {
+    if (!/^\d+$/.test(entry)) return false;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid; // ppid
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
+  return [pid, ...children.map(Number)].reduce((sum, each) => sum + cpuSecondsOf({ pid: each }), 0);
 }
 
 /** Runs a bench's main and exits with its outcome. */
