@@ -1,10 +1,11 @@
 import type { GroupRow, GroupView } from '../../../db/repos/groups';
 import { labelQuery, labelsSchema } from '../../http/labels';
+import { plainText } from '../../http/text';
 import { z } from '../../http/zod';
 
 export const groupBody = z
   .object({
-    name: z.string().trim().min(1).max(100),
+    name: plainText().trim().min(1).max(100),
     description: z.string().max(2000).default(''),
     labels: labelsSchema.default({}),
   })

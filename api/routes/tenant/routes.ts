@@ -4,6 +4,7 @@ import { problems } from '../../problems';
 import { ifMatchVersions } from '../../http/etag';
 import { route, type RouteDef } from '../../http/route';
 import { labelsSchema } from '../../http/labels';
+import { plainText } from '../../http/text';
 import { z } from '../../http/zod';
 
 const settings = z
@@ -16,7 +17,7 @@ const settings = z
 
 export const tenantBody = z
   .object({
-    displayName: z.string().trim().min(1).max(200),
+    displayName: plainText().trim().min(1).max(200),
     description: z.string().max(2000).default(''),
     labels: labelsSchema.default({}),
     settings: settings.default({}),
