@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
-import Koa from 'koa';
+import Koa, { type Next } from 'koa';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createAuditTrail } from './audit/trail';
@@ -52,13 +52,40 @@ function toKoaPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
 
-/** 405 with `Allow` when the path exists under another method; otherwise let 404 stand. */
+/**
+ * 405 with `Allow` when the path exists under other methods only. The most specific
+ * templates matching the path decide (fewest parameters): `PUT /api/policies/evaluate`
+ * is a 405 for the static `/api/policies/evaluate`, not a `PUT /api/policies/{id}` with a
+ * bad id. Runs before the router, so no other route gets to answer first.
+ */
 function methodNotAllowed(router: Router) {
-  return async function answerMethodNotAllowed(ctx: AppContext) {
-    const matched = router.match(ctx.path, ctx.method);
-    const allowed = [...new Set(matched.path.flatMap((layer) => layer.methods))].filter((m) => m !== 'HEAD');
-    if (matched.path.length > 0 && !matched.route) throw problems.methodNotAllowed(ctx.method, allowed);
+  return async function answerMethodNotAllowed(ctx: AppContext, next: Next) {
+    const layers = router.match(ctx.path, ctx.method).path;
+    const fewestParams = Math.min(...layers.map((layer) => layer.paramNames.length));
+    const specific = layers.filter((layer) => layer.paramNames.length === fewestParams);
+    const methods = new Set(specific.flatMap((layer) => layer.methods));
+    if (specific.length > 0 && !methods.has(ctx.method)) {
+      throw problems.methodNotAllowed(
+        ctx.method,
+        [...methods].filter((m) => m !== 'HEAD'),
+      );
+    }
+    await next();
   };
+}
+
+/**
+ * A request whose body has not fully arrived when the answer is ready (refused before the
+ * body was needed: 401, 404, 405, 415, or a 413 that stopped reading) gets
+ * `Connection: close`. Otherwise Node reads and discards the rest to keep the connection
+ * alive, however large it is (a 4 GB upload would stream into a 401).
+ */
+async function closeUnreadBodies(ctx: AppContext, next: Next) {
+  try {
+    await next();
+  } finally {
+    if (!ctx.req.complete) ctx.set('Connection', 'close');
+  }
 }
 
 export async function createApp(deps: AppDeps): Promise<FleetApp> {
@@ -112,12 +139,13 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
   const koa = new Koa<AppState>({ proxy: settings.http.trustProxy });
   koa.silent = true; // errors are rendered and logged by renderProblems
   koa
+    .use(closeUnreadBodies)
     .use(requestId)
     .use(observeRequests(logger, metrics))
     .use(audit.middleware)
     .use(renderProblems(logger, settings.errorsBaseUrl))
-    .use(router.routes() as never)
-    .use(methodNotAllowed(router));
+    .use(methodNotAllowed(router))
+    .use(router.routes() as never);
 
   return {
     koa,

@@ -89,7 +89,8 @@ export const catalogue = {
   'unsupported-media-type': {
     status: 415,
     title: 'Unsupported media type',
-    description: 'Request bodies must be `application/json`.',
+    description:
+      'Request bodies must be `application/json`, sent without a content coding (`Content-Encoding` absent or `identity`).',
   },
   'policy-denied': {
     status: 422,
@@ -185,6 +186,13 @@ export const problems = {
     new Problem(
       'unsupported-media-type',
       `Content-Type ${type ? `'${type}'` : '(none)'} is not accepted; send application/json.`,
+    ),
+  unsupportedEncoding: (encoding: string) =>
+    new Problem(
+      'unsupported-media-type',
+      `Content-Encoding '${encoding}' is not accepted; send the body uncompressed.`,
+      {},
+      { 'Accept-Encoding': 'identity' },
     ),
   unavailable: (detail: string) => new Problem('unavailable', detail),
   internal: () => new Problem('internal', 'An unexpected error occurred.'),

@@ -1,24 +1,12 @@
 import type { Context } from 'koa';
 import type { Knex } from 'knex';
 import { problems } from '../problems';
-import { z } from './zod';
+import { decimalQuery, z } from './zod';
 
 /** Query members every list accepts; routes `.extend()` it with their filters. */
 export const pageQuery = z.object({
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(1000)
-    .default(50)
-    .openapi({ description: 'Page size (1-1000, default 50).' }),
-  offset: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(10_000_000)
-    .optional()
-    .openapi({ description: 'Rows to skip. Not with `cursor`.' }),
+  limit: decimalQuery(1, 1000).default(50).openapi({ description: 'Page size (1-1000, default 50).' }),
+  offset: decimalQuery(0, 10_000_000).optional().openapi({ description: 'Rows to skip. Not with `cursor`.' }),
   cursor: z
     .string()
     .max(512)

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Next } from 'koa';
 import { problems } from '../problems';
 import type { AppContext } from '../http/context';
@@ -11,24 +12,43 @@ function hasBody(ctx: AppContext): boolean {
   return (length !== '' && length !== '0') || ctx.get('transfer-encoding') !== '';
 }
 
-async function readLimited(ctx: AppContext, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size <= limit) chunks.push(chunk);
-    else if (size > limit * DRAIN_FACTOR) break;
-  }
-  if (size > limit) {
-    ctx.set('Connection', 'close');
-    throw problems.payloadTooLarge(limit);
-  }
-  return Buffer.concat(chunks, size);
+/**
+ * Reads the body, keeping at most `limit` bytes. An overrun is drained up to DRAIN_FACTOR ×
+ * the limit (so the client reads our 413 rather than a reset), then reading stops without
+ * destroying the request: the 413 is still answered, and `Connection: close`
+ * (closeUnreadBodies in app.ts) ends the connection after it.
+ */
+function readLimited(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = (outcome: () => void) => {
+      req.off('data', onData).off('end', onEnd).off('error', onError);
+      req.pause();
+      outcome();
+    };
+    const onEnd = () =>
+      stop(() => (size > limit ? reject(problems.payloadTooLarge(limit)) : resolve(Buffer.concat(chunks, size))));
+    const onError = (error: Error) => stop(() => reject(error));
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+      else if (size > limit * DRAIN_FACTOR) stop(() => reject(problems.payloadTooLarge(limit)));
+    };
+    req.on('data', onData).on('end', onEnd).on('error', onError);
+  });
+}
+
+/** Bodies are taken as sent: a content coding (gzip, br…) is refused rather than inflated. */
+function contentCoded(ctx: AppContext): string | undefined {
+  const encoding = ctx.get('content-encoding').trim().toLowerCase();
+  return encoding === '' || encoding === 'identity' ? undefined : encoding;
 }
 
 /**
- * Parses JSON request bodies into `ctx.request.body`. Anything else with a body is 415,
- * a body over the limit 413, and invalid JSON 400 — before any route runs.
+ * Parses JSON request bodies into `ctx.request.body`. Anything else with a body is 415
+ * (so is a content-coded one), a body over the limit 413, and invalid JSON 400 — before
+ * any route runs.
  */
 export function jsonBody(limit: number) {
   return async function parseJsonBody(ctx: AppContext, next: Next) {
@@ -38,12 +58,11 @@ export function jsonBody(limit: number) {
     }
     const type = ctx.get('content-type').split(';')[0]!.trim();
     if (!JSON_TYPE.test(type)) throw problems.unsupportedMediaType(type || undefined);
+    const encoding = contentCoded(ctx);
+    if (encoding) throw problems.unsupportedEncoding(encoding);
     const declared = Number(ctx.get('content-length') || 0);
-    if (declared > limit * DRAIN_FACTOR) {
-      ctx.set('Connection', 'close');
-      throw problems.payloadTooLarge(limit);
-    }
-    const raw = await readLimited(ctx, limit);
+    if (declared > limit * DRAIN_FACTOR) throw problems.payloadTooLarge(limit);
+    const raw = await readLimited(ctx.req, limit);
     const text = raw.toString('utf8');
     if (text.trim() !== '') {
       try {

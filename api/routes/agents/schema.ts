@@ -1,6 +1,6 @@
 import { AgentCapability, capabilityNames, type AgentCapabilityName } from '../../../domain/agent-capabilities';
 import { AGENT_STATUSES, APPLIED_STATUSES, type AgentRow } from '../../../db/repos/agents';
-import { z } from '../../http/zod';
+import { decimalQuery, z } from '../../http/zod';
 import { labelQuery } from '../../http/labels';
 
 export const agentSchema = z
@@ -61,11 +61,7 @@ export const agentListQuery = z.object({
   status: z.enum(AGENT_STATUSES).optional(),
   label: labelQuery,
   configurationId: z.uuid().optional().openapi({ description: 'Desired configuration.' }),
-  version: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(2_147_483_647)
+  version: decimalQuery(1, 2_147_483_647)
     .optional()
     .openapi({ description: 'Desired version; requires `configurationId`.' }),
   q: z.string().min(1).max(100).optional().openapi({ description: 'Substring of the name, or a prefix of the id.' }),

@@ -1,7 +1,7 @@
 import { listAuditQuery, verifyAuditChain, type AuditRow } from '../../../db/repos/audit';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
-import { z } from '../../http/zod';
+import { decimalQuery, z } from '../../http/zod';
 
 export const auditEventSchema = z
   .object({
@@ -46,7 +46,7 @@ const auditQuery = pageQuery
     actor: z.string().max(200).optional(),
     actorType: z.enum(['oidc', 'pat', 'anonymous', 'webhook']).optional(),
     method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).optional(),
-    status: z.coerce.number().int().min(100).max(599).optional(),
+    status: decimalQuery(100, 599).optional(),
     resourceType: z.string().max(100).optional(),
     resourceId: z.string().max(200).optional(),
     requestId: z.string().max(128).optional(),

@@ -1,7 +1,7 @@
 import type { BatchProgress, Progress, RollbackProgress, RolloutAgentRow } from '../../../db/repos/rollout-agents';
 import { ROLLOUT_STATES, type RolloutRow } from '../../../db/repos/rollouts';
 import { labelsSchema } from '../../http/labels';
-import { z } from '../../http/zod';
+import { decimalQuery, z } from '../../http/zod';
 
 const MAX_TARGET_IDS = 10_000;
 
@@ -124,7 +124,7 @@ export const ROLLOUT_AGENT_STATES = ['pending', 'applying', 'succeeded', 'failed
 
 export const rolloutAgentQuery = z.object({
   state: z.enum(ROLLOUT_AGENT_STATES).optional(),
-  batch: z.coerce.number().int().min(1).max(2_147_483_647).optional(),
+  batch: decimalQuery(1, 2_147_483_647).optional(),
 });
 
 export const rolloutAgentSchema = z
