@@ -4,6 +4,8 @@
  * listen on Agents:Listen. Sends `{ type: 'listening', port }` over IPC once listening and
  * answers `{ type: 'stats', reset? }` with its memory (peak RSS sampled every second), CPU
  * time, event-loop delay since the last reset, and the number of live WebSocket sessions.
+ * `{ type: 'stop' }` stops the replica as the api does (the listener's close(), agents still
+ * connected), answers `{ type: 'stopped', closeMs }` and exits.
  */
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -39,6 +41,7 @@ async function main() {
   loop.enable();
 
   process.on('message', (message: { type: string; reset?: boolean }) => {
+    if (message.type === 'stop') return void stopTimed();
     if (message.type !== 'stats') return;
     // BENCH_GC=1: collect garbage first, to tell memory still in use from garbage not yet collected.
     (globalThis as { gc?: () => void }).gc?.();
@@ -58,6 +61,13 @@ async function main() {
     if (message.reset) loop.reset();
     process.send!(stats);
   });
+  async function stopTimed() {
+    const started = performance.now();
+    await gateway.listener.close();
+    process.send!({ type: 'stopped', closeMs: performance.now() - started }, () => {
+      void db.destroy().finally(() => process.exit(0));
+    });
+  }
   process.on('SIGTERM', () => {
     void gateway.listener
       .close()

@@ -72,6 +72,8 @@ const MiB = 1024 * 1024;
 interface Gateway {
   port: number;
   stats(reset?: boolean): Promise<GatewayStats>;
+  /** Stops the replica with its agents connected; how long the listener's close() took (ms). */
+  stopWithAgents(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -112,6 +114,21 @@ async function startGateway(databaseUrl: string): Promise<Gateway> {
         child.on('message', onMessage);
         child.send({ type: 'stats', reset });
       }),
+    stopWithAgents: async () => {
+      const stopped = new Promise<number>((resolve) => {
+        const onMessage = (message: { type: string; closeMs: number }) => {
+          if (message.type !== 'stopped') return;
+          child.off('message', onMessage);
+          resolve(message.closeMs);
+        };
+        child.on('message', onMessage);
+      });
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.send({ type: 'stop' });
+      const closeMs = await stopped;
+      await exited;
+      return closeMs;
+    },
     stop: async () => {
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -499,6 +516,17 @@ async function main() {
     await f.stop();
     const stopAllMs = Date.now() - stopAllStarted;
 
+    // 7. back, then the replica stops under them: every agent should be told 1001 at once
+    await reconnectAll();
+    const closeCodes: number[] = [];
+    for (const agent of f.agents) agent.once('closed', ({ code }: { code: number }) => closeCodes.push(code));
+    const replicaStopStarted = Date.now();
+    const closeMs = await gw.stopWithAgents();
+    const replicaStopMs = Date.now() - replicaStopStarted;
+    // The agents (in this busy process) may see their sockets end a little after the replica exited.
+    const allToldMs = await until('agents closed', () => closeCodes.length === count, replicaStopStarted, 10);
+    const goingAway = closeCodes.filter((code) => code === 1001).length;
+
     // CPU seconds of each party over the phase, and as a share of one core (200 % = both cores)
     const share = (used: number, ms: number) => `${used.toFixed(1)} (${((used / ms) * 100_000).toFixed(0)} %)`;
     const cpu = (c: PhaseCpu) =>
@@ -526,6 +554,7 @@ async function main() {
       `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (heap ${mib(afterConnect.heapUsed)}), after the reconnect ${rssAfterRounds.map(mib).join(' → ')} (${afterReconnect.sessions} sessions), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second)`,
       ...rolloutLines,
       `stop all (agent_disconnect, close): ${seconds(stopAllMs)}`,
+      `stop replica with ${count} agents connected: ${seconds(replicaStopMs)} (listener close() ${seconds(closeMs)}; every agent's socket closed after ${seconds(allToldMs)}, ${goingAway} of them with 1001)`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
