@@ -2,7 +2,7 @@
  * Allowed-endpoint entries of a PAT: `"POST /api/rollouts/{id}/start"`, where a `{name}`
  * segment matches any one segment. Route templates use the same spelling.
  */
-const ENTRY = /^(GET|POST|PUT|PATCH|DELETE) (\/api(?:\/[^/\s?#]+)+)$/;
+export const ENDPOINT_ENTRY = /^(GET|POST|PUT|PATCH|DELETE) (\/api(?:\/[^/\s?#]+)+)$/;
 
 export interface Endpoint {
   method: string;
@@ -12,7 +12,7 @@ export interface Endpoint {
 const isParam = (segment: string) => /^\{[^{}/]+\}$/.test(segment);
 
 export function parseEndpoint(entry: string): Endpoint | undefined {
-  const match = ENTRY.exec(entry);
+  const match = ENDPOINT_ENTRY.exec(entry);
   if (!match) return undefined;
   return { method: match[1]!, segments: match[2]!.split('/').slice(1) };
 }

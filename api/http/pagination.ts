@@ -6,12 +6,12 @@ import { decimalQuery, z } from './zod';
 /** Query members every list accepts; routes `.extend()` it with their filters. */
 export const pageQuery = z.object({
   limit: decimalQuery(1, 1000).default(50).openapi({ description: 'Page size (1-1000, default 50).' }),
-  offset: decimalQuery(0, 10_000_000).optional().openapi({ description: 'Rows to skip. Not with `cursor`.' }),
-  cursor: z
-    .string()
-    .max(512)
+  offset: decimalQuery(0, 10_000_000)
     .optional()
-    .openapi({ description: 'Opaque cursor from `nextCursor` or the `Link` header. Not with `offset`.' }),
+    .openapi({ description: 'Rows to skip. Give `offset` or `cursor`, not both (400).' }),
+  cursor: z.string().max(512).optional().openapi({
+    description: 'Opaque cursor from `nextCursor` or the `Link` header. Give `cursor` or `offset`, not both (400).',
+  }),
 });
 export type PageQuery = z.infer<typeof pageQuery>;
 

@@ -111,13 +111,18 @@ function authorize(def: RouteDef, principal: Principal, ctx: AppContext): void {
   }
 }
 
+/** Must the call send a body? Not when the schema takes an absent one (the document says the same). */
+function bodyRequired(def: RouteDef): boolean {
+  return def.body !== undefined && !def.body.safeParse(undefined).success;
+}
+
 /** Validates path, query and body against the route's schemas; every failure in one 400. */
 function validateInput(def: RouteDef, ctx: AppContext) {
   const errors: FieldError[] = [];
   const params = parse(def.params, ctx.params, 'path', errors);
   const query = parse(def.query, ctx.query, 'query', errors);
   const rawBody = (ctx.request as { body?: unknown }).body;
-  const bodyMissing = rawBody === undefined && def.body !== undefined && !def.body.safeParse(undefined).success;
+  const bodyMissing = rawBody === undefined && bodyRequired(def);
   if (bodyMissing) errors.push({ path: 'body', message: 'a JSON body is required' });
   const body = bodyMissing ? undefined : parse(def.body, rawBody, 'body', errors);
   if (errors.length > 0) throw problems.validation(errors);
@@ -238,7 +243,9 @@ export function registerOpenApi(registry: OpenAPIRegistry, def: RouteDef): void 
       params: def.params as never,
       query: def.query as never,
       headers: headers as never,
-      body: def.body ? { required: true, content: { 'application/json': { schema: def.body } } } : undefined,
+      body: def.body
+        ? { required: bodyRequired(def), content: { 'application/json': { schema: def.body } } }
+        : undefined,
     },
     responses,
   });

@@ -43,3 +43,82 @@ test('the schemas in the document are the ones that validate: a documented enum 
   });
   expect(res.status).toBe(400);
 });
+
+describe('the document states the rules the server enforces', () => {
+  let doc: any;
+  beforeAll(async () => {
+    doc = (await t.call('GET', '/api/openapi.json', { token: await t.token('default.admin') })).body;
+  });
+  const resolve = (schema: any) => (schema.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema);
+  const bodyOf = (path: string, method: string) =>
+    resolve(doc.paths[path][method].requestBody.content['application/json'].schema);
+  const parameter = (path: string, method: string, name: string) =>
+    doc.paths[path][method].parameters.find((p: { name: string }) => p.name === name);
+
+  test('label keys: their pattern (which refuses __proto__) and at most 64', () => {
+    const labels = bodyOf('/api/groups', 'post').properties.labels;
+    const keys = new RegExp(labels.propertyNames.pattern);
+    expect(keys.test('env')).toBe(true);
+    expect(keys.test('__proto__')).toBe(false);
+    expect(keys.test('bad key!')).toBe(false);
+    expect(labels.maxProperties).toBe(64);
+    expect(new RegExp(labels.additionalProperties.pattern).test('a\u0001b')).toBe(false);
+  });
+
+  test('names carry the text rule', () => {
+    const name = bodyOf('/api/groups', 'post').properties.name;
+    expect(new RegExp(name.pattern).test('a\u0085b')).toBe(false);
+    expect(new RegExp(name.pattern).test('Zürich')).toBe(true);
+  });
+
+  test('offset and cursor exclude each other', () => {
+    expect(parameter('/api/groups', 'get', 'offset').description).toMatch(/not both/);
+    expect(parameter('/api/groups', 'get', 'cursor').description).toMatch(/not both/);
+  });
+
+  test('numbers in the query are bounded integers', () => {
+    expect(parameter('/api/groups', 'get', 'limit').schema).toMatchObject({
+      type: 'integer',
+      minimum: 1,
+      maximum: 1000,
+    });
+    expect(parameter('/api/audit/events', 'get', 'status').schema).toMatchObject({
+      type: 'integer',
+      minimum: 100,
+      maximum: 599,
+    });
+  });
+
+  test('allowedEndpoints items have their format', async () => {
+    const items = bodyOf('/api/pats', 'post').properties.allowedEndpoints.items;
+    const entry = new RegExp(items.pattern);
+    expect(entry.test('POST /api/rollouts/{id}/start')).toBe(true);
+    expect(entry.test('post /api/rollouts')).toBe(false);
+    const res = await t.call('POST', '/api/pats', {
+      token: await t.token('default.admin'),
+      body: { name: 'fmt', role: 'viewer', allowedEndpoints: ['post /api/rollouts'] },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.errors[0].path).toBe('body.allowedEndpoints.0');
+  });
+
+  test('version numbers have their maximum', () => {
+    const path = '/api/configurations/{id}/versions/{version}';
+    expect(parameter(path, 'get', 'version').schema).toMatchObject({
+      type: 'integer',
+      minimum: 1,
+      maximum: 2147483647,
+    });
+    expect(parameter('/api/agents', 'get', 'version').schema).toMatchObject({ maximum: 2147483647 });
+    expect(bodyOf('/api/rollouts', 'post').properties.version).toMatchObject({ minimum: 1, maximum: 2147483647 });
+    expect(bodyOf('/api/policies/evaluate', 'post').properties.version).toMatchObject({ maximum: 2147483647 });
+  });
+
+  test('a body is required exactly where the server requires one', async () => {
+    expect(doc.paths['/api/groups'].post.requestBody.required).toBe(true);
+    expect(doc.paths['/api/tokens/pools/{id}/issue'].post.requestBody.required).toBe(false);
+    const res = await t.call('PUT', '/api/tenant', { token: await t.token('default.admin') });
+    expect(res.status).toBe(400);
+    expect(doc.paths['/api/tenant'].put.requestBody.required).toBe(true);
+  });
+});

@@ -13,11 +13,13 @@ const name = z
   });
 
 /** A path or query value that must be a version number: 1, 2, ... (an integer column). */
+const MAX_VERSION = 2_147_483_647;
 const versionNumber = z
   .string()
-  .regex(/^[1-9][0-9]{0,8}$/, 'must be a positive integer')
+  .regex(/^[1-9][0-9]{0,9}$/, 'must be a positive integer')
   .transform(Number)
-  .openapi({ type: 'integer', minimum: 1, example: 1 });
+  .pipe(z.number().max(MAX_VERSION))
+  .openapi({ type: 'integer', minimum: 1, maximum: MAX_VERSION, example: 1 });
 
 export const configurationId = z.object({ id: z.uuid() });
 export const versionParams = z.object({ id: z.uuid(), version: versionNumber });

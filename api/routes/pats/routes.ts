@@ -7,7 +7,7 @@ import { PAT_CHANGES_CHANNEL } from '../../auth/pat-auth';
 import type { Principal } from '../../auth/principal';
 import { ROLES, withinCeiling, type Role } from '../../auth/roles';
 import { generateToken, hashToken } from '../../../domain/tokens/secret-token';
-import { endpointOverlapsRoute, parseEndpoint } from '../../http/endpoints';
+import { ENDPOINT_ENTRY, endpointOverlapsRoute, parseEndpoint } from '../../http/endpoints';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
@@ -21,10 +21,15 @@ export const createPatBody = z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, '1-100 of A-Z a-z 0-9 . _ -, starting with a letter or digit'),
     role: z.enum(ROLES),
-    allowedEndpoints: z.array(z.string()).min(1).max(100).optional().openapi({
-      description:
-        'Limit the token to these calls, e.g. `"POST /api/rollouts/{id}/start"`; `{x}` matches one path segment.',
-    }),
+    allowedEndpoints: z
+      .array(z.string().max(300).regex(ENDPOINT_ENTRY, 'must look like "POST /api/rollouts/{id}/start"'))
+      .min(1)
+      .max(100)
+      .optional()
+      .openapi({
+        description:
+          'Limit the token to these calls, e.g. `"POST /api/rollouts/{id}/start"`; `{x}` matches one path segment.',
+      }),
     expiresInDays: z
       .number()
       .int()
