@@ -1,10 +1,12 @@
 /**
  * `npm run dev`: the whole stack on one machine. Embedded Postgres and the Temporal dev
  * server (with its Web UI) keep their data in .dev-data/ across restarts (`-- --reset`
- * starts empty); migrations run; api and worker start as child processes. Ctrl-C or
- * SIGTERM stops everything this started. Needs no terminal.
+ * starts empty); migrations run; api and worker start as child processes under
+ * dev/supervisor.ts (restarted with back-off when they crash; their JSON log lines printed
+ * for people by dev/pretty-log.ts, or as they are with `-- --json`). Ctrl-C or SIGTERM
+ * stops everything this started, api and worker first. Needs no terminal.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { generateToken, hashToken } from '../domain/tokens/secret-token';
@@ -14,29 +16,32 @@ import { countPats, insertPat } from '../db/repos/pats';
 import { ensureTenant } from '../db/repos/tenants';
 import { postgresUrl } from './infra/postgres-url';
 import { ensureTemporalCli, MissingToolError, startTemporal } from './infra/temporal';
+import { formatLogLine } from './dev/pretty-log';
+import { Supervisor } from './dev/supervisor';
 
 const ROOT = path.resolve(__dirname, '..');
 const DATA = path.join(ROOT, '.dev-data');
 const PORTS = { api: 8080, agents: 4320, temporal: 7233, temporalUi: 8233, postgres: 5433 };
+const JSON_OUTPUT = process.argv.includes('--json');
+const COLOR = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
 const log = (line: string) => process.stdout.write(`[dev] ${line}\n`);
 
-/** api and worker: they share our process group, so Ctrl-C reaches them directly. */
-const children: ChildProcess[] = [];
-/** Postgres and Temporal: stopped last, by us. */
-const stops: Array<() => Promise<void>> = [];
+const supervisor = new Supervisor({ log, output: printChildLine });
 
-function startService(name: string, entry: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry)], {
+/** Readable lines for people (pretty-log.ts); `--json` keeps the processes' JSON lines as they are. */
+function printChildLine(service: string, line: string): void {
+  const text = JSON_OUTPUT ? line : formatLogLine(service, line, { color: COLOR });
+  process.stdout.write(`${text}\n`);
+}
+
+/** api and worker run under the supervisor: restarted when they crash, stopped first. */
+function startService(name: string, entry: string, env: Record<string, string>): void {
+  supervisor.start({
+    name,
+    args: ['--import', 'tsx', path.join(ROOT, entry)],
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
   });
-  child.on('exit', (code, signal) => {
-    if (!stopping) log(`${name} exited (${signal ?? code}); stopping the stack`);
-    if (!stopping) process.kill(process.pid, 'SIGTERM');
-  });
-  children.push(child);
-  return child;
 }
 
 /**
@@ -63,26 +68,6 @@ async function startPostgresProcess(dataDir: string, port: number, database: str
       child.once('exit', () => resolve());
       child.kill('SIGTERM');
     });
-}
-
-let stopping = false;
-async function stopAll(): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  log('stopping api, worker, Temporal and Postgres...');
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          child.once('exit', () => resolve());
-          child.kill('SIGTERM');
-          setTimeout(() => child.kill('SIGKILL'), 30_000).unref();
-        }),
-    ),
-  );
-  for (const stop of stops.reverse()) await stop().catch(() => {});
-  log('stopped');
 }
 
 async function waitForReady(url: string, timeoutMs: number): Promise<void> {
@@ -135,9 +120,7 @@ async function firstAdminToken(databaseUrl: string): Promise<string | undefined>
 }
 
 async function main() {
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(signal, () => void stopAll().then(() => process.exit(0)));
-  }
+  supervisor.stopOnSignals();
   if (process.argv.includes('--reset')) {
     log('--reset: removing .dev-data/');
     rmSync(DATA, { recursive: true, force: true });
@@ -146,7 +129,10 @@ async function main() {
 
   const cli = await ensureTemporalCli(log);
   log(`starting embedded Postgres on ${PORTS.postgres} (data in .dev-data/postgres)...`);
-  stops.push(await startPostgresProcess(path.join(DATA, 'postgres'), PORTS.postgres, 'fleet'));
+  supervisor.afterChildren(
+    'Postgres',
+    await startPostgresProcess(path.join(DATA, 'postgres'), PORTS.postgres, 'fleet'),
+  );
   const databaseUrl = postgresUrl(PORTS.postgres, 'fleet');
 
   log(`starting the Temporal dev server on ${PORTS.temporal}, Web UI on ${PORTS.temporalUi}...`);
@@ -156,7 +142,7 @@ async function main() {
     uiPort: PORTS.temporalUi,
     dbFile: path.join(DATA, 'temporal.db'),
   });
-  stops.push(() => temporal.stop());
+  supervisor.afterChildren('Temporal', () => temporal.stop());
 
   log('running migrations...');
   const token = await firstAdminToken(databaseUrl);
@@ -200,6 +186,6 @@ async function main() {
 main().catch(async (error: unknown) => {
   const message = error instanceof MissingToolError ? error.message : `npm run dev failed: ${(error as Error).message}`;
   process.stderr.write(`${message}\n`);
-  await stopAll();
+  await supervisor.stop();
   process.exit(1);
 });
