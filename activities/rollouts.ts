@@ -9,6 +9,7 @@ import type { Knex } from 'knex';
 import { pushConfiguration, PushError } from '../domain/pushes';
 import { evaluatePolicies, violationsOf } from '../domain/policies/evaluate';
 import { lockAgentRows } from '../db/repos/agents';
+import { findConfiguration } from '../db/repos/configurations';
 import { emitEvents, type NewEvent } from '../db/repos/events';
 import {
   addTargetAgents,
@@ -25,6 +26,7 @@ import {
   rolloutProgress,
   settleBatch,
   settleRollback,
+  skipPendingAgents,
   type SettledAgent,
 } from '../db/repos/rollout-agents';
 import {
@@ -35,8 +37,8 @@ import {
   setRolloutState,
   type RolloutRow,
 } from '../db/repos/rollouts';
-import { ROLLOUT_STATE_EVENTS, type RolloutState } from '../domain/rollouts';
-import type { BatchOutcome } from '../workflows/definitions';
+import { NEVER_PUSHED, ROLLOUT_STATE_EVENTS, describeRollout, type RolloutState } from '../domain/rollouts';
+import type { BatchOutcome, RolloutCounts } from '../workflows/definitions';
 import { whileHeartbeating } from './keep-alive';
 
 /** How often a waiting activity looks for agents' reports (and heartbeats). */
@@ -48,10 +50,14 @@ export interface LoadedRollout {
   rowVersion: number;
   currentBatch: number;
   strategy: RolloutRow['strategy'];
+  reason: string | null;
+  counts: RolloutCounts;
+  /** One line naming the rollout (its Temporal summary), for the workflow's current details. */
+  summary: string;
 }
 
 export type TransitionResult =
-  | { ok: true; state: RolloutState; rowVersion: number }
+  | { ok: true; state: RolloutState; rowVersion: number; counts?: RolloutCounts }
   | { ok: false; why: 'precondition' | 'state' | 'missing'; state?: RolloutState; rowVersion?: number };
 
 const source = (id: string) => `/api/rollouts/${id}`;
@@ -75,6 +81,25 @@ export function createRolloutActivities(db: Knex) {
     }));
   }
 
+  async function countsOf(rolloutId: string): Promise<RolloutCounts> {
+    const { progress, rollback } = await rolloutProgress(db, rolloutId);
+    return { progress, rollback };
+  }
+
+  /** Settles the agents a rollout that just ended never pushed to (`skipped`, with why), each with its event. */
+  async function skipNeverPushed(trx: Knex.Transaction, rollout: RolloutRow) {
+    const reason = NEVER_PUSHED[rollout.state];
+    if (!reason) return;
+    const skipped = await skipPendingAgents(trx, rollout.id, reason);
+    await emitEvents(
+      trx,
+      agentEvents(
+        rollout,
+        skipped.map((id) => ({ agent_id: id, state: 'skipped' as const, error: reason })),
+      ),
+    );
+  }
+
   return {
     /**
      * The rollout as the workflow needs it. The api starts the workflow once the row is
@@ -85,18 +110,23 @@ export function createRolloutActivities(db: Knex) {
       const row = await findRolloutById(db, rolloutId);
       if (!row)
         throw ApplicationFailure.retryable(`rollout ${rolloutId} is not in the database (yet)`, 'rollout-missing');
+      const configuration = await findConfiguration(db, row.tenant_id, row.configuration_id);
       return {
         tenantId: row.tenant_id,
         state: row.state,
         rowVersion: Number(row.row_version),
         currentBatch: row.current_batch,
         strategy: row.strategy,
+        reason: row.reason,
+        counts: await countsOf(rolloutId),
+        summary: describeRollout(row, configuration?.name ?? row.configuration_id).summary,
       };
     },
 
     /**
      * The one writer of a rollout's state: a conditional UPDATE (state, and If-Match
-     * versions when an operator asked) and its `rollout.*` event, in one transaction.
+     * versions when an operator asked) and its `rollout.*` event, in one transaction. A
+     * final state settles the agents never pushed to as `skipped`. Answers the counts after.
      */
     async transitionRollout(change: {
       rolloutId: string;
@@ -106,7 +136,7 @@ export function createRolloutActivities(db: Knex) {
       reason?: string | null;
       actor?: string;
     }): Promise<TransitionResult> {
-      return db.transaction(async (trx) => {
+      const result: TransitionResult = await db.transaction(async (trx) => {
         const before = await lockRollout(trx, change.rolloutId);
         if (!before) return { ok: false as const, why: 'missing' as const };
         // A retry after the first attempt committed finds the rollout where it was sent.
@@ -134,6 +164,8 @@ export function createRolloutActivities(db: Knex) {
             subject: row.id,
             data: {
               rolloutId: row.id,
+              name: row.name,
+              description: row.description,
               from: before.state,
               state: row.state,
               reason: row.reason,
@@ -141,8 +173,10 @@ export function createRolloutActivities(db: Knex) {
             },
           },
         ]);
+        await skipNeverPushed(trx, row);
         return { ok: true as const, state: row.state, rowVersion: Number(row.row_version) };
       });
+      return result.ok ? { ...result, counts: await countsOf(change.rolloutId) } : result;
     },
 
     /**
@@ -165,7 +199,8 @@ export function createRolloutActivities(db: Knex) {
         const { batchSize, batchPercent } = rollout.strategy;
         const size = batchSize ?? Math.max(1, Math.ceil((total * (batchPercent ?? 100)) / 100));
         const agentIds = await assignBatch(trx, rollout.id, input.batch, size);
-        await setCurrentBatch(trx, rollout.id, input.batch);
+        // An empty batch means the rollout is done; it is not a batch (currentBatch stays).
+        if (agentIds.length > 0) await setCurrentBatch(trx, rollout.id, input.batch);
         return { total, agentIds };
       });
       if (!prepared) return { running: false, agents: 0, denied: 0 };
@@ -260,7 +295,10 @@ export function createRolloutActivities(db: Knex) {
      * agents still silent then fail. One `rollout.agent-updated` per agent, one
      * `rollout.progress` per batch.
      */
-    async awaitBatch(input: { rolloutId: string; batch: number }): Promise<BatchOutcome & { awaited: number }> {
+    async awaitBatch(input: {
+      rolloutId: string;
+      batch: number;
+    }): Promise<BatchOutcome & { awaited: number; counts: RolloutCounts }> {
       const rollout = await load(input.rolloutId);
       const timeoutMs = rollout.strategy.applyTimeoutSeconds * 1000;
       const awaited = (await batchWaiting(db, rollout.id, input.batch)).applying;
@@ -292,14 +330,14 @@ export function createRolloutActivities(db: Knex) {
         await sleep(POLL_MS); // a cancelled activity (abort, rollback) ends here: heartbeats deliver the cancellation
       }
       const outcome = await batchOutcome(db, rollout.id, input.batch);
-      const { progress } = await rolloutProgress(db, rollout.id);
+      const counts = await countsOf(rollout.id);
       await emitEvents(db, [
         {
           tenantId: rollout.tenant_id,
           type: 'rollout.progress',
           source: source(rollout.id),
           subject: rollout.id,
-          data: { rolloutId: rollout.id, batch: input.batch, progress },
+          data: { rolloutId: rollout.id, name: rollout.name, batch: input.batch, progress: counts.progress },
         },
       ]);
       return {
@@ -309,6 +347,7 @@ export function createRolloutActivities(db: Knex) {
         failed: outcome.failed,
         skipped: outcome.skipped,
         awaited,
+        counts,
       };
     },
 

@@ -5,6 +5,7 @@
  * at compile time that each workflow it registers has the signature declared here.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { Progress, RollbackProgress } from '../db/repos/rollout-agents';
 import type { RolloutOperation, RolloutState } from '../domain/rollouts';
 
 // ---------------------------------------------------------------------------------------
@@ -33,7 +34,7 @@ export type OutboxRetentionWorkflow = (input: OutboxRetentionInput) => Promise<v
 export const rolloutWorkflowId = (rolloutId: string) => `rollout:${rolloutId}`;
 
 export const rolloutWorkflowType = 'rolloutWorkflow';
-export type RolloutWorkflow = (input: RolloutWorkflowInput) => Promise<void>;
+export type RolloutWorkflow = (input: RolloutWorkflowInput) => Promise<RolloutOutcome>;
 
 export interface RolloutWorkflowInput {
   rolloutId: string;
@@ -66,10 +67,33 @@ export const ROLLOUT_FAILURES = {
   preconditionFailed: 'precondition-failed',
 } as const;
 
+/** The rollout's agents by state, and by rollback state once a rollback started. */
+export interface RolloutCounts {
+  progress: Progress;
+  rollback: RollbackProgress | null;
+}
+
 export interface RolloutStatus {
   state: RolloutState | 'loading';
   currentBatch: number;
   rowVersion: number;
+  /** Why it paused, failed, was aborted or rolled back. */
+  reason?: string | null;
+  /** As of the workflow's last step (a batch settled, a transition); the REST API counts live. */
+  counts?: RolloutCounts;
+  lastBatch?: BatchOutcome;
+}
+
+/**
+ * What a run that ends returns: the rollout's final state, so the Temporal UI's result of a
+ * "Completed" execution says whether the rollout completed, was aborted or rolled back.
+ */
+export interface RolloutOutcome {
+  state: RolloutState;
+  reason: string | null;
+  /** One line, e.g. "aborted: aborted by alice; 2 succeeded, 0 failed, 8 skipped of 10". */
+  outcome: string;
+  counts?: RolloutCounts;
   lastBatch?: BatchOutcome;
 }
 
@@ -85,5 +109,5 @@ export interface BatchOutcome {
 export const operateRolloutUpdate = defineUpdate<RolloutOperationResult, [RolloutOperationRequest]>(
   'operateRolloutUpdate',
 );
-/** Where the workflow stands (state, batch, last batch's outcome), from its memory. */
+/** Where the workflow stands (state, batch, counts per state, last batch's outcome), from its memory. */
 export const rolloutStatusQuery = defineQuery<RolloutStatus>('rolloutStatusQuery');

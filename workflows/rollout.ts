@@ -18,6 +18,7 @@ import {
   condition,
   continueAsNew,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -29,9 +30,12 @@ import {
   operateRolloutUpdate,
   rolloutStatusQuery,
   type BatchOutcome,
+  type RolloutCounts,
   type RolloutOperationRequest,
+  type RolloutOutcome,
   type RolloutWorkflowInput,
 } from './definitions';
+import { currentDetails, outcomeLine } from './rollout-details';
 import { rolloutStateKey } from './search-attributes';
 
 const quick = proxyActivities<Activities>({
@@ -49,18 +53,25 @@ const waiting = proxyActivities<Activities>({
 /** Continue as new after this many events even when the server does not suggest it yet. */
 const HISTORY_LIMIT = 1000;
 
-export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void> {
+export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<RolloutOutcome> {
   let state: RolloutState | 'loading' = 'loading';
   let rowVersion = 0;
   let currentBatch = 0;
   let lastBatch: BatchOutcome | undefined;
+  let reason: string | null | undefined;
+  let counts: RolloutCounts | undefined;
+  /** The rollout in one line (absent from activity results recorded by an older worker). */
+  let summary: string | undefined = undefined;
   let transitioning = false;
   /** Workflow time until which the last batch bakes (an absolute deadline, also across a pause). */
   let bakeUntil = input.bakeUntil ?? 0;
   /** The wait for the batch in flight; an abort or a rollback cancels it. */
   let batchWait: CancellationScope | undefined;
 
-  setHandler(rolloutStatusQuery, () => ({ state, currentBatch, rowVersion, lastBatch }));
+  setHandler(rolloutStatusQuery, () => ({ state, currentBatch, rowVersion, reason, counts, lastBatch }));
+  /** The Temporal UI's view of the rollout now (metadata, not a command: replay is unaffected). */
+  const showDetails = () =>
+    setCurrentDetails(currentDetails({ summary, state, currentBatch, reason, counts, lastBatch }));
   /** The state now (handlers change it while the main loop awaits; TypeScript's narrowing cannot know). */
   const stateNow = (): RolloutState | 'loading' => state;
 
@@ -84,6 +95,9 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
     if (result.ok) {
       state = result.state;
       rowVersion = result.rowVersion;
+      if (options.reason !== undefined) reason = options.reason;
+      counts = result.counts ?? counts;
+      showDetails();
       upsertSearchAttributes([{ key: rolloutStateKey, value: state }]);
       if (state === 'aborted' || state === 'rolling-back') batchWait?.cancel();
     } else if (result.state) {
@@ -150,6 +164,10 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
   state = loaded.state;
   rowVersion = loaded.rowVersion;
   currentBatch = loaded.currentBatch;
+  reason = loaded.reason;
+  counts = loaded.counts;
+  summary = loaded.summary;
+  showDetails();
   const strategy = loaded.strategy;
   /** A run that starts mid-rollout first finishes the batch it finds (push and wait are idempotent). */
   let unfinishedBatch = currentBatch > 0;
@@ -184,7 +202,10 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
         // A final state: let an operation that is still running (e.g. a rollback that
         // arrived with this run's start) finish, then end unless it moved us on.
         await condition(allHandlersFinished);
-        if (FINAL_ROLLOUT_STATES.includes(state)) return;
+        if (FINAL_ROLLOUT_STATES.includes(state)) {
+          const final = { state, reason: reason ?? null, counts, lastBatch };
+          return { ...final, outcome: outcomeLine(final) };
+        }
     }
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT)) {
       await condition(() => allHandlersFinished() && !transitioning);
@@ -211,11 +232,13 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
     const batch = currentBatch + 1;
     const prepared = await quick.prepareBatch({ rolloutId: input.rolloutId, batch });
     if (!prepared.running) return; // an operator moved it meanwhile; the loop follows the new state
-    currentBatch = batch;
     if (prepared.agents === 0) {
+      // No agent left: there is no batch `batch`, and the rollout is done.
       await move('completed', ['running']);
       return;
     }
+    currentBatch = batch;
+    showDetails();
     await pushAndAwait(batch);
   }
 
@@ -239,7 +262,15 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<void
     } finally {
       batchWait = undefined;
     }
-    lastBatch = outcome;
+    lastBatch = {
+      batch,
+      pushed: outcome.pushed,
+      succeeded: outcome.succeeded,
+      failed: outcome.failed,
+      skipped: outcome.skipped,
+    };
+    counts = outcome.counts ?? counts;
+    showDetails();
     // A batch a previous run had already judged is not judged again (a resume would re-pause).
     if (options.resumed && pushed === 0 && outcome.awaited === 0) return;
     const { failed } = outcome;

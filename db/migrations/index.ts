@@ -7,6 +7,7 @@ import * as rollouts from './20261122040000_rollouts';
 import * as agentCertificateUsed from './20261123000000_agent_certificate_used';
 import * as agentSession from './20261123010000_agent_session';
 import * as agentConnectionSettings from './20261124000000_agent_connection_settings';
+import * as rolloutName from './20261124010000_rollout_name';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -21,6 +22,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123000000_agent_certificate_used': agentCertificateUsed,
   '20261123010000_agent_session': agentSession,
   '20261124000000_agent_connection_settings': agentConnectionSettings,
+  '20261124010000_rollout_name': rolloutName,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -91,7 +91,8 @@ export interface ConfigurationFilters {
   labels?: Record<string, string>;
 }
 
-const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+/** `text` matched literally inside a LIKE pattern (with `ESCAPE '\\'`). */
+export const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 export function listConfigurationsQuery(db: Db, tenantId: string, filters: ConfigurationFilters): Knex.QueryBuilder {
   const query = db('configurations').select(CONFIGURATION_COLUMNS).where({ tenant_id: tenantId });

@@ -236,6 +236,19 @@ export async function finishAgents(
 }
 
 /**
+ * Settles the agents the rollout never pushed to (still `pending`, in a batch or not yet
+ * assigned one) as `skipped` with `error`: a rollout that ends before reaching them leaves
+ * none waiting for ever. Returns them.
+ */
+export async function skipPendingAgents(db: Db, rolloutId: string, error: string): Promise<string[]> {
+  const rows: Array<{ agent_id: string }> = await db('rollout_agents')
+    .where({ rollout_id: rolloutId, state: 'pending' })
+    .update({ state: 'skipped', error, finished_at: db.fn.now() })
+    .returning('agent_id');
+  return rows.map((row) => row.agent_id);
+}
+
+/**
  * Claims the batch's still-pending agents for pushing (locks them; records what each had
  * before, for a rollback) and returns them; agents that can no longer be pushed to are
  * marked `skipped`. Run in the transaction that pushes: a retry after a crash finds them

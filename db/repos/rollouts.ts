@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
+import { escapeLike } from './configurations';
 import { releaseRolloutAgents, retakeTouchedAgents } from './rollout-agents';
 
 /** The values of `rollouts.state`; the transitions between them are domain/rollouts.ts. */
@@ -34,6 +35,9 @@ export interface RolloutStrategy {
 export interface RolloutRow {
   id: string;
   tenant_id: string;
+  /** What operators call it, and why the change is made; null when not given. */
+  name: string | null;
+  description: string | null;
   configuration_id: string;
   version: number;
   content_hash: string;
@@ -54,7 +58,15 @@ export async function insertRollout(
   db: Db,
   row: Pick<
     RolloutRow,
-    'tenant_id' | 'configuration_id' | 'version' | 'content_hash' | 'target' | 'strategy' | 'created_by'
+    | 'tenant_id'
+    | 'name'
+    | 'description'
+    | 'configuration_id'
+    | 'version'
+    | 'content_hash'
+    | 'target'
+    | 'strategy'
+    | 'created_by'
   >,
 ): Promise<RolloutRow> {
   const [inserted] = await db('rollouts')
@@ -80,6 +92,8 @@ export interface RolloutFilters {
   state?: RolloutState;
   configurationId?: string;
   createdBy?: string;
+  /** Part of the name, case-insensitive. */
+  q?: string;
 }
 
 export function listRolloutsQuery(db: Db, tenantId: string, filters: RolloutFilters): Knex.QueryBuilder {
@@ -87,6 +101,7 @@ export function listRolloutsQuery(db: Db, tenantId: string, filters: RolloutFilt
   if (filters.state) query.where({ state: filters.state });
   if (filters.configurationId) query.where({ configuration_id: filters.configurationId });
   if (filters.createdBy) query.where({ created_by: filters.createdBy });
+  if (filters.q) query.whereRaw("name ILIKE ? ESCAPE '\\'", [`%${escapeLike(filters.q)}%`]);
   return query.select('*');
 }
 

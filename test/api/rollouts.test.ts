@@ -43,6 +43,8 @@ test('a rollout runs batch by batch to completed; every agent applies the versio
   const done = await waitForState(created.body.id, 'completed');
   expect(done.body.progress).toEqual({ total: 5, pending: 0, applying: 0, succeeded: 5, failed: 0, skipped: 0 });
   expect(done.body.batches.map((b: { total: number }) => b.total)).toEqual([2, 2, 1]);
+  // The search for a fourth batch finds no agent left: that is no batch.
+  expect(done.body.currentBatch).toBe(3);
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v1!.contentHash);
   const agents = await call('GET', `/api/rollouts/${created.body.id}/agents`);
   expect(agents.body.items.map((a: { agentId: string }) => a.agentId)).toEqual(ids);
@@ -117,6 +119,13 @@ test('pause between batches, then resume; 409 on resume of a running rollout; 41
   const aborted = await call('POST', `/api/rollouts/${rollout.id}/abort`);
   expect(aborted.status).toBe(200);
   expect(aborted.body).toMatchObject({ state: 'aborted', reason: expect.stringContaining('aborted by') });
+  // The two agents never pushed are settled, not left pending for ever.
+  expect(aborted.body.progress).toEqual({ total: 4, pending: 0, applying: 0, succeeded: 2, failed: 0, skipped: 2 });
+  const skipped = await call('GET', `/api/rollouts/${rollout.id}/agents?state=skipped`);
+  expect(skipped.body.items.map((a: { error: string }) => a.error)).toEqual([
+    'the rollout was aborted before the agent was pushed',
+    'the rollout was aborted before the agent was pushed',
+  ]);
   expect(await eventTypes(rollout.id)).toEqual(
     expect.arrayContaining([
       'rollout.created',
@@ -227,7 +236,9 @@ test('failures above maxFailurePercent roll back (onFailure rollback) to what ea
   await call('POST', `/api/rollouts/${second.id}/start`);
   const rolledBack = await waitForState(second.id, 'rolled-back');
   expect(rolledBack.body.reason).toMatch(/failed/);
-  expect(rolledBack.body.progress).toMatchObject({ failed: 2, pending: 2 });
+  expect(rolledBack.body.progress).toMatchObject({ failed: 2, pending: 0, skipped: 2 });
+  const never = await call('GET', `/api/rollouts/${second.id}/agents?state=skipped`);
+  expect(never.body.items[0].error).toBe('the rollout was rolled back before the agent was pushed');
   expect(rolledBack.body.rollback).toMatchObject({ succeeded: 2 });
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(good!.contentHash);
   expect(await eventTypes(second.id)).toEqual([
@@ -392,10 +403,13 @@ test('an agent is in at most one active rollout; bad strategies and targets are 
   ).toEqual([first.id]);
 }, 60_000);
 
-test('the Temporal UI finds the rollout by its search attributes and the status query explains it', async () => {
+test('the Temporal UI names the rollout, finds it by its search attributes, and shows its progress and outcome', async () => {
   const { groupId } = await env.fleet(1);
   const [v1] = await publishConfiguration(env.t, env.operator, ['visible: 1\n']);
+  const configuration = (await call('GET', `/api/configurations/${v1!.configurationId}`)).body as { name: string };
   const rollout = await createRollout({
+    name: 'Debug exporter for the canary',
+    description: 'Incident 42: we need the raw spans.',
     configurationId: v1!.configurationId,
     version: 1,
     target: { groupIds: [groupId] },
@@ -403,10 +417,25 @@ test('the Temporal UI finds the rollout by its search attributes and the status 
   });
   const handle = env.client.workflow.getHandle(`rollout:${rollout.id}`);
   await eventually(async () =>
-    expect(await handle.query(rolloutStatusQuery)).toMatchObject({ state: 'pending', currentBatch: 0 }),
+    expect(await handle.query(rolloutStatusQuery)).toMatchObject({
+      state: 'pending',
+      currentBatch: 0,
+      counts: { progress: { total: 1, pending: 1 }, rollback: null },
+    }),
   );
+  const started = await handle.describe();
+  expect(await started.staticSummary()).toBe(`Debug exporter for the canary: ${configuration.name} v1 → 1 group`);
+  const details = await started.staticDetails();
+  expect(details).toContain('Incident 42: we need the raw spans.');
+  expect(details).toContain(`- Configuration: ${configuration.name} (${v1!.configurationId}), version 1`);
+  expect(details).toContain(
+    '- Strategy: batches of 1, bake 0 s, apply timeout 300 s, max failures 0 %, on failure pause',
+  );
+
   await call('POST', `/api/rollouts/${rollout.id}/start`);
-  await waitForState(rollout.id, 'completed');
+  const done = await waitForState(rollout.id, 'completed');
+  // One batch: the search for a second that finds no agent is not counted.
+  expect(done.body.currentBatch).toBe(1);
   // The workflow records its final state just after the database does; visibility follows.
   await eventually(async () => {
     const description = await handle.describe();
@@ -428,6 +457,29 @@ test('the Temporal UI finds the rollout by its search attributes and the status 
       found.push(execution.workflowId);
     expect(found).toEqual([`rollout:${rollout.id}`]);
   });
+  // What the UI shows: the result says how the rollout ended; the status query and the
+  // current details (the workflow's metadata query) say where it stands.
+  expect(await handle.result()).toEqual({
+    state: 'completed',
+    reason: null,
+    outcome: 'completed: 1 succeeded of 1 agents',
+    counts: { progress: { total: 1, pending: 0, applying: 0, succeeded: 1, failed: 0, skipped: 0 }, rollback: null },
+    lastBatch: { batch: 1, pushed: 1, succeeded: 1, failed: 0, skipped: 0 },
+  });
+  expect(await handle.query(rolloutStatusQuery)).toMatchObject({
+    state: 'completed',
+    currentBatch: 1,
+    counts: { progress: { total: 1, succeeded: 1 } },
+    lastBatch: { batch: 1, succeeded: 1 },
+  });
+  const metadata = await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata');
+  expect(metadata.currentDetails.split('\n')).toEqual([
+    `Debug exporter for the canary: ${configuration.name} v1 → 1 group`,
+    '',
+    '**completed** · batch 1',
+    '- Agents: 1 succeeded of 1 agents',
+    '- Last batch 1: 1 pushed, 1 succeeded, 0 failed, 0 skipped',
+  ]);
 }, 60_000);
 
 test('abort while a batch is being applied: the wait ends at once and the silent agents are given up', async () => {
@@ -490,15 +542,14 @@ test('rolling back an older rollout leaves the agents a later rollout moved on',
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v2!.contentHash);
 }, 60_000);
 
-test('a rollout and its rollback over 20,000 agents: every agent result is recorded and an event', async () => {
+test('a rollout and its rollback settle a whole batch at once: every agent result is recorded and an event', async () => {
   const [v1, v2] = await publishConfiguration(env.t, env.operator, ['a: 1\n', 'a: 2\n']);
-  const groupId = (await call('POST', '/api/groups', { name: 'twenty-thousand' })).body.id as string;
+  const groupId = (await call('POST', '/api/groups', { name: 'settled-at-once' })).body.id as string;
   // Agents that have v1 and never connect: the rollout gives up on each after the apply
-  // timeout, and the rollback finds each already on v1. Both settle 20,000 agents at once.
-  const ids = await seedAgents(env.t.database.db, 'default', 20_000, () => ({
-    group_id: groupId,
-    status: 'offline',
-  }));
+  // timeout, and the rollback finds each already on v1. Both settle every agent at once.
+  // (20,000 of them, past one statement's parameters: npm run bench:rollout-settle.)
+  const agents = 2_000;
+  const ids = await seedAgents(env.t.database.db, 'default', agents, () => ({ group_id: groupId, status: 'offline' }));
   await env.t.database.db('agents').whereRaw('id = ANY(?::uuid[])', [ids]).update({
     desired_configuration_id: v1!.configurationId,
     desired_version: v1!.version,
@@ -516,20 +567,122 @@ test('a rollout and its rollback over 20,000 agents: every agent result is recor
   });
   expect((await call('POST', `/api/rollouts/${rollout.id}/start`)).status).toBe(200);
   const completed = await waitForState(rollout.id, 'completed', 60_000);
-  expect(completed.body.progress).toMatchObject({ total: 20_000, failed: 20_000 });
+  expect(completed.body.progress).toMatchObject({ total: agents, failed: agents });
 
   expect((await call('POST', `/api/rollouts/${rollout.id}/rollback`)).status).toBe(200);
   const rolledBack = await waitForState(rollout.id, 'rolled-back', 60_000);
-  expect(rolledBack.body.rollback).toEqual({ pending: 0, applying: 0, succeeded: 20_000, failed: 0, skipped: 0 });
+  expect(rolledBack.body.rollback).toEqual({ pending: 0, applying: 0, succeeded: agents, failed: 0, skipped: 0 });
   const agent = await call('GET', `/api/rollouts/${rollout.id}/agents?limit=1`);
   expect(agent.body.items[0]).toMatchObject({ state: 'failed', rollback: { state: 'succeeded', error: null } });
-  const updates = await env.t.database
+  expect(await agentUpdates(rollout.id)).toBe(2 * agents);
+}, 120_000);
+
+async function agentUpdates(rolloutId: string): Promise<number> {
+  const [row] = await env.t.database
     .db('events')
     .where({ type: 'rollout.agent-updated' })
-    .whereRaw("data->>'rolloutId' = ?", [rollout.id])
+    .whereRaw("data->>'rolloutId' = ?", [rolloutId])
     .count<{ n: string }[]>('* as n');
-  expect(Number(updates[0]!.n)).toBe(40_000);
-}, 150_000);
+  return Number(row!.n);
+}
+
+test('aborting a rollout of 14,000 agents it never pushed settles each as skipped, with an event each', async () => {
+  // More agents than one INSERT of events can carry (65,535 parameters, five an event),
+  // settled by one transition: the events go in several statements, all in its transaction.
+  const [v1] = await publishConfiguration(env.t, env.operator, ['never: pushed\n']);
+  const groupId = (await call('POST', '/api/groups', { name: 'never-pushed' })).body.id as string;
+  const agents = 14_000;
+  await seedAgents(env.t.database.db, 'default', agents, () => ({ group_id: groupId, status: 'offline' }));
+  const rollout = await createRollout({
+    configurationId: v1!.configurationId,
+    version: v1!.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchPercent: 10 },
+  });
+  const aborted = await call('POST', `/api/rollouts/${rollout.id}/abort`);
+  expect(aborted.status).toBe(200);
+  expect(aborted.body.progress).toEqual({
+    total: agents,
+    pending: 0,
+    applying: 0,
+    succeeded: 0,
+    failed: 0,
+    skipped: agents,
+  });
+  expect(aborted.body.currentBatch).toBe(0);
+  const agent = await call('GET', `/api/rollouts/${rollout.id}/agents?limit=1`);
+  expect(agent.body.items[0]).toMatchObject({
+    batch: null,
+    state: 'skipped',
+    error: 'the rollout was aborted before the agent was pushed',
+  });
+  expect(await agentUpdates(rollout.id)).toBe(agents);
+  // Temporal reads "Completed" for it (an abort pages no one); the result says it was aborted.
+  const result = await env.client.workflow.getHandle(`rollout:${rollout.id}`).result();
+  expect(result).toMatchObject({
+    state: 'aborted',
+    outcome: expect.stringMatching(/^aborted \(aborted by .+\): 14000 skipped of 14000 agents$/),
+  });
+}, 120_000);
+
+test('a rollout has an optional name and description: in the list, the detail and its events, and the list filters by name', async () => {
+  const [v1] = await publishConfiguration(env.t, env.operator, ['named: 1\n']);
+  const target = async () => ({
+    groupIds: [
+      (await call('POST', '/api/groups', { name: `named-${Math.random().toString(36).slice(2, 10)}` })).body.id,
+    ],
+  });
+  const body = { configurationId: v1!.configurationId, version: 1, strategy: { batchSize: 1 } };
+  const named = await call('POST', '/api/rollouts', {
+    ...body,
+    target: await target(),
+    name: '  Raise the batch timeout  ',
+    description: 'The exporter times out under load.\nSee incident 7.',
+  });
+  expect(named.status).toBe(201);
+  expect(named.body).toMatchObject({
+    name: 'Raise the batch timeout',
+    description: 'The exporter times out under load.\nSee incident 7.',
+  });
+  const unnamed = await createRollout({ ...body, target: await target() });
+  expect(unnamed).toMatchObject({ name: null, description: null });
+
+  const listed = await call('GET', `/api/rollouts?configurationId=${v1!.configurationId}&q=BATCH%20time`);
+  expect(listed.body.items.map((r: { id: string; name: string }) => [r.id, r.name])).toEqual([
+    [named.body.id, 'Raise the batch timeout'],
+  ]);
+  expect((await call('GET', `/api/rollouts?q=${encodeURIComponent('100%_')}`)).body.items).toEqual([]);
+  expect((await call('GET', `/api/rollouts/${named.body.id}`)).body.description).toBe(named.body.description);
+
+  expect((await call('POST', `/api/rollouts/${named.body.id}/abort`)).status).toBe(200);
+  const events = await env.t.database
+    .db('events')
+    .where({ subject: named.body.id })
+    .orderBy('seq')
+    .select('type', 'data');
+  expect(
+    events.map((e: { type: string; data: { name: string; description: string } }) => [
+      e.type,
+      e.data.name,
+      e.data.description,
+    ]),
+  ).toEqual([
+    ['rollout.created', 'Raise the batch timeout', named.body.description],
+    ['rollout.aborted', 'Raise the batch timeout', named.body.description],
+  ]);
+
+  const bad = async (patch: Record<string, unknown>) =>
+    (await call('POST', '/api/rollouts', { ...body, target: await target(), ...patch })).body;
+  for (const name of ['', '   ', 'x'.repeat(201), 'tab\there', 'bell\u0007', 'lone \ud800', 42]) {
+    expect(await bad({ name })).toMatchObject({ status: 400, errors: [{ path: 'body.name' }] });
+  }
+  expect(await bad({ description: 'x'.repeat(2001) })).toMatchObject({
+    status: 400,
+    errors: [{ path: 'body.description' }],
+  });
+  expect(await bad({ description: null })).toMatchObject({ status: 400, errors: [{ path: 'body.description' }] });
+  expect((await call('GET', `/api/rollouts?q=${'x'.repeat(201)}`)).status).toBe(400);
+}, 60_000);
 
 test('the list filters by state, configuration and creator, pages newest first, and refuses bad filters', async () => {
   const [v1] = await publishConfiguration(env.t, env.operator, ['listed: 1\n']);

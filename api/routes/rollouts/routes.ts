@@ -91,7 +91,13 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
             rollout: { batchSize: row.strategy.batchSize, batchPercent: row.strategy.batchPercent },
           });
         }
-        await workflows.operate(row, { operation, versions, actor: principal.name });
+        // The configuration's name, for the workflow's summary in the Temporal UI should this start it.
+        const configuration = await findConfiguration(db, principal.tenantId, row.configuration_id);
+        await workflows.operate(row, configuration?.name ?? row.configuration_id, {
+          operation,
+          versions,
+          actor: principal.name,
+        });
         // The body and its ETag from one read (the workflow may have moved on since it answered).
         const updated = (await findRollout(db, principal.tenantId, row.id))!;
         return { body: await detail(db, updated), rowVersion: Number(updated.row_version) };
@@ -149,6 +155,8 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
 
         const row = await insertRollout(db, {
           tenant_id: tenantId,
+          name: body.name ?? null,
+          description: body.description ?? null,
           configuration_id: configuration.id,
           version: body.version,
           content_hash: version.content_hash,
@@ -174,7 +182,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
         // cannot start now, the first operation starts it (update-with-start).
         afterCommit(() =>
           workflows
-            .start(row)
+            .start(row, configuration.name)
             .catch((error: unknown) =>
               options.logger.warn(
                 { err: error, rolloutId: row.id },

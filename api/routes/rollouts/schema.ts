@@ -1,6 +1,7 @@
 import type { BatchProgress, Progress, RollbackProgress, RolloutAgentRow } from '../../../db/repos/rollout-agents';
 import { ROLLOUT_STATES, type RolloutRow } from '../../../db/repos/rollouts';
 import { labelsSchema } from '../../http/labels';
+import { plainText } from '../../http/text';
 import { decimalQuery, z } from '../../http/zod';
 
 const MAX_TARGET_IDS = 10_000;
@@ -51,6 +52,17 @@ const strategySchema = z
 
 export const createRolloutBody = z
   .object({
+    name: plainText()
+      .trim()
+      .min(1)
+      .max(200)
+      .optional()
+      .openapi({ description: 'What operators call the rollout: shown in lists, events and the Temporal UI.' }),
+    description: z
+      .string()
+      .max(2000)
+      .optional()
+      .openapi({ description: 'Why this change is made: shown with the rollout, in its events and the Temporal UI.' }),
     configurationId: z.uuid(),
     version: z.number().int().min(1).max(2_147_483_647),
     target: targetSchema,
@@ -71,6 +83,8 @@ const progressSchema = z.object({
 export const rolloutSchema = z
   .object({
     id: z.string(),
+    name: z.string().nullable(),
+    description: z.string().nullable(),
     configurationId: z.string(),
     version: z.number().int(),
     contentHash: z.string(),
@@ -118,6 +132,7 @@ export const rolloutListQuery = z.object({
   state: z.enum(ROLLOUT_STATES).optional(),
   configurationId: z.uuid().optional(),
   createdBy: z.string().min(1).max(200).optional(),
+  q: z.string().min(1).max(200).optional().openapi({ description: 'Part of the name (case-insensitive).' }),
 });
 
 export const ROLLOUT_AGENT_STATES = ['pending', 'applying', 'succeeded', 'failed', 'skipped'] as const;
@@ -145,6 +160,8 @@ const iso = (date: Date | null) => date?.toISOString() ?? null;
 export function presentRolloutSummary(row: RolloutRow): z.infer<typeof rolloutSummarySchema> {
   return {
     id: row.id,
+    name: row.name,
+    description: row.description,
     configurationId: row.configuration_id,
     version: row.version,
     contentHash: row.content_hash,

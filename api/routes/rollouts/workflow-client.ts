@@ -13,6 +13,7 @@ import {
 } from '@temporalio/client';
 import type { Settings } from '../../../platform/settings';
 import type { RolloutRow } from '../../../db/repos/rollouts';
+import { describeRollout } from '../../../domain/rollouts';
 import {
   ROLLOUT_FAILURES,
   operateRolloutUpdate,
@@ -35,9 +36,16 @@ export class RolloutWorkflows {
     private readonly settings: Pick<Settings, 'temporal'>,
   ) {}
 
-  private startOptions(rollout: RolloutRow) {
+  /**
+   * `configurationName` names the configuration in the summary and details the Temporal UI
+   * shows for the execution (its user metadata), instead of a bare id.
+   */
+  private startOptions(rollout: RolloutRow, configurationName: string) {
     const args: [RolloutWorkflowInput] = [{ rolloutId: rollout.id, tenantId: rollout.tenant_id }];
+    const { summary, details } = describeRollout(rollout, configurationName);
     return {
+      staticSummary: summary,
+      staticDetails: details,
       workflowId: rolloutWorkflowId(rollout.id),
       taskQueue: this.settings.temporal.taskQueue,
       args,
@@ -58,16 +66,20 @@ export class RolloutWorkflows {
   }
 
   /** Starts the rollout's workflow (idempotent: an existing one is kept). */
-  async start(rollout: RolloutRow): Promise<void> {
+  async start(rollout: RolloutRow, configurationName: string): Promise<void> {
     const client = this.temporal();
     await client
       .withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
-        client.workflow.start<RolloutWorkflow>(rolloutWorkflowType, this.startOptions(rollout)),
+        client.workflow.start<RolloutWorkflow>(rolloutWorkflowType, this.startOptions(rollout, configurationName)),
       )
       .catch(unavailable);
   }
 
-  async operate(rollout: RolloutRow, request: RolloutOperationRequest): Promise<RolloutOperationResult> {
+  async operate(
+    rollout: RolloutRow,
+    configurationName: string,
+    request: RolloutOperationRequest,
+  ): Promise<RolloutOperationResult> {
     const client = this.temporal();
     try {
       return await client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
@@ -75,7 +87,7 @@ export class RolloutWorkflows {
           args: [request],
           startWorkflowOperation: new WithStartWorkflowOperation<RolloutWorkflow>(
             rolloutWorkflowType,
-            this.startOptions(rollout),
+            this.startOptions(rollout, configurationName),
           ),
         }),
       );
