@@ -304,7 +304,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     if (remoteConfig && reported.desired) session.remember(reported.desired.hash);
     const standing = standingSettings(reported.capabilities, heartbeatSeconds);
     const offerSettings = settingsDue(standing, reported.settings);
-    if (offerSettings) await recordSettingsOffered(db, agentId, standing!.hash);
+    if (offerSettings) await recordSettingsOffered(db, agentId, standing.hash);
     if (admission.enrolled)
       logger.info({ agentId, transport, pending: held }, held ? 'agent held for approval' : 'agent enrolled');
     if (certificate) logger.info({ agentId }, 'agent certificate issued');

@@ -255,10 +255,6 @@ export class SequenceTracker {
   forget(agentId: string): void {
     this.last.delete(agentId);
   }
-
-  has(agentId: string): boolean {
-    return this.last.has(agentId);
-  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -285,7 +281,10 @@ export function standingSettings(capabilities: number, heartbeatSeconds: number)
  * reconnects to apply every offer (a common way to verify new settings) would otherwise
  * reconnect forever.
  */
-export function settingsDue(standing: StandingSettings | undefined, agent: SettingsState): boolean {
+export function settingsDue(
+  standing: StandingSettings | undefined,
+  agent: SettingsState,
+): standing is StandingSettings {
   return standing !== undefined && standing.hash !== agent.offered && standing.hash !== agent.reported;
 }
 
