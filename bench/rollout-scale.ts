@@ -13,7 +13,13 @@
  * agent pushed since the last pass (every 100 ms): the rollout's own work — batches,
  * policies, pushes, waiting, events, history — is all real.
  *
- *   npm run bench:rollout-scale -- [--agents 100000] [--batch-percent 1] [--timeout 900]
+ * Every agent's result is an event, forward and back; the bench fails if one is missing.
+ * With `--batch-percent 100` one batch and the rollback each settle every agent at once:
+ * `npm run bench:rollout-settle` does it for 20,000 (more events than one statement's
+ * parameters would carry) with `--policies off` (the built-in no-prod-big-batch would deny
+ * it), the case the test suite keeps at 2,000.
+ *
+ *   npm run bench:rollout-scale -- [--agents 100000] [--batch-percent 1] [--policies on|off] [--timeout 900]
  */
 import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
@@ -35,6 +41,8 @@ const { values: args } = parseArgs({
   options: {
     agents: { type: 'string', default: '100000' },
     'batch-percent': { type: 'string', default: '1' },
+    // `off`: no policy judges the push (the built-in no-prod-big-batch denies one batch of 100 %).
+    policies: { type: 'string', default: 'on' },
     timeout: { type: 'string', default: '900' },
   },
 });
@@ -76,7 +84,7 @@ runBench(async () => {
       applied_status: 'APPLIED',
     });
     const v2 = await publish(api, configuration.id, 'receivers: {}\n# v2\n');
-    const policies = await enableBuiltinPolicies(api);
+    const policies = args.policies === 'off' ? [] : await enableBuiltinPolicies(api);
     reporter = startStandInReports(db, groupId);
 
     const created = must(
@@ -112,11 +120,18 @@ runBench(async () => {
     );
     const reports = await reporter.stop();
     reporter = undefined;
+    const agentEvents = await count(
+      db('events').where({ type: 'rollout.agent-updated' }).whereRaw("data->>'rolloutId' = ?", [id]),
+    );
+    if (agentEvents !== 2 * agents)
+      throw new Error(
+        `${agentEvents} rollout.agent-updated events; expected one per agent and direction (${2 * agents})`,
+      );
 
     const p = completed.progress;
     const used = (key: keyof ReturnType<typeof cpus>) => (cpu1[key] - cpu0[key]).toFixed(1);
     const lines = [
-      `rollout of one version to ${agents} agents in batches of ${batchPercent} % (bakeSeconds 0), ${policies.length} approved policies (${policies.join(', ')}):`,
+      `rollout of one version to ${agents} agents in batches of ${batchPercent} % (bakeSeconds 0), ${policies.length ? `${policies.length} approved policies (${policies.join(', ')})` : 'no policies'}:`,
       `  create (target: one group) answered in ${created.ms.toFixed(0)} ms; start (policies judge every agent) in ${start.ms.toFixed(0)} ms`,
       `  completed ${seconds(completedMs)} after the start call; ${gaps.batches} batches; succeeded ${p.succeeded}, failed ${p.failed}, skipped ${p.skipped} of ${p.total}`,
       `  between batches (last report of one → push of the next): median ${gaps.median} ms, p90 ${gaps.p90} ms, max ${gaps.max} ms`,
@@ -124,7 +139,8 @@ runBench(async () => {
       `  history until completed: ${forward.events} events in ${forward.runs.length} run(s) (${forward.runs.join(', ')})`,
       `  rollback answered in ${rollback.ms.toFixed(0)} ms; ${rolledBack.state} ${seconds(rollbackMs)} later; ${onV1} agents APPLIED the previous version again`,
       `  history in all: ${total.events} events in ${total.runs.length} run(s) (${total.runs.join(', ')}); stand-in reports written: ${reports}`,
-      `  reproduce: npm run bench:rollout-scale -- --agents ${agents} --batch-percent ${batchPercent}`,
+      `  rollout.agent-updated events: ${agentEvents} (one per agent, forward and back)`,
+      `  reproduce: npm run bench:rollout-scale -- --agents ${agents} --batch-percent ${batchPercent} --policies ${args.policies}`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
