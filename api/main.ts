@@ -46,7 +46,9 @@ async function main() {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     // Agents are not drained: their sockets close at once (1001) and they reconnect to another
     // replica, while the API below waits for load balancers and in-flight requests.
-    const agentsClosed = agents.close();
+    const agentsClosed = agents
+      .close()
+      .catch((error: unknown) => logger.error({ err: error }, 'closing the agent listener failed'));
     // Readiness turns 503 first, so load balancers stop routing here before we stop listening.
     app.drain();
     await new Promise((resolve) => setTimeout(resolve, settings.http.shutdownDelaySeconds * 1000));
