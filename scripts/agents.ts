@@ -3,16 +3,29 @@
  * agents in this process until Ctrl-C, printing a one-line summary every 5 s.
  * The library and its behaviour: test/support/simulator.ts, docs/agent-simulator.md.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { startFleet, type Fleet, type FleetOptions, type FleetStats } from '../test/support/simulator';
+import {
+  startFleet,
+  type Fleet,
+  type FleetOptions,
+  type FleetStats,
+  type Refusal,
+  type SimulatedAgent,
+} from '../test/support/simulator';
+import { classifyFailure, classifyRefusal, describeError, ErrorTally, type RunContext } from './agents/errors';
+
+/** Where `npm run dev` keeps its data, and so the agents' CA (FLEET_DEV_DATA: another checkout's). */
+const DEV_DATA = process.env.FLEET_DEV_DATA ?? path.resolve(__dirname, '..', '.dev-data');
 
 const USAGE = `usage: npm run agents -- --token svc-bt.… [options]
   --count N              agents to run (default 1)
   --token T              bootstrap token (svc-bt.…), required
   --endpoint URL         ws:// wss:// http:// https:// …/v1/opamp (default wss://localhost:4320/v1/opamp)
   --transport ws|http    default: from the endpoint's scheme
-  --ca FILE              PEM of the CA that signed the server's certificate (TLS endpoints)
+  --ca FILE              PEM of the CA that signed the server's certificate (TLS endpoints);
+                         default: npm run dev's .dev-data/agent-ca.pem when it exists
   --mtls-endpoint URL    TLS endpoint to reconnect to with the client certificate
                          (default: the server's offer, else --endpoint when it is TLS)
   --token-in-url         send the token as ?token= instead of an Authorization header
@@ -26,7 +39,13 @@ Ctrl-C: every agent says goodbye (agent_disconnect), sockets close; a second Ctr
 
 class UsageError extends Error {}
 
-function parse(argv: string[]): { fleet: FleetOptions } | 'help' {
+interface Parsed {
+  fleet: FleetOptions;
+  /** The CA file the agents trust and why, for the first line and the hints. */
+  ca?: { file: string; fromDevStack: boolean };
+}
+
+function parse(argv: string[]): Parsed | 'help' {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -68,15 +87,7 @@ function parse(argv: string[]): { fleet: FleetOptions } | 'help' {
     if (!(heartbeatSeconds > 0 && heartbeatSeconds <= 86_400))
       throw new UsageError('--heartbeat must be seconds, more than 0 and at most 86400');
   }
-  let ca: Buffer | undefined;
-  if (values.ca !== undefined) {
-    try {
-      ca = readFileSync(values.ca);
-    } catch (error) {
-      throw new UsageError(`--ca ${values.ca}: ${(error as Error).message}`);
-    }
-    if (!ca.includes('-----BEGIN CERTIFICATE-----')) throw new UsageError(`--ca ${values.ca} holds no PEM certificate`);
-  }
+  const ca = values.ca !== undefined ? { file: values.ca, fromDevStack: false } : devStackCa();
   return {
     fleet: {
       count,
@@ -85,14 +96,34 @@ function parse(argv: string[]): { fleet: FleetOptions } | 'help' {
       transport,
       token: values.token,
       tokenInUrl: values['token-in-url'],
-      ca,
+      ca: ca && readCa(ca.file),
       mtlsEndpoint,
       failRate,
       heartbeatSeconds,
       csr: !values['no-csr'],
       serviceName: values['service-name'],
     },
+    ca,
   };
+}
+
+/** npm run dev writes its agents' CA here; an empty file (no CA yet) does not count. */
+function devStackCa(): Parsed['ca'] {
+  const file = path.join(DEV_DATA, 'agent-ca.pem');
+  if (!existsSync(file) || !readFileSync(file, 'utf8').includes('-----BEGIN CERTIFICATE-----')) return undefined;
+  const relative = path.relative(process.cwd(), file);
+  return { file: relative.startsWith('..') ? file : relative, fromDevStack: true };
+}
+
+function readCa(file: string): Buffer {
+  let ca: Buffer;
+  try {
+    ca = readFileSync(file);
+  } catch (error) {
+    throw new UsageError(`--ca ${file}: ${(error as Error).message}`);
+  }
+  if (!ca.includes('-----BEGIN CERTIFICATE-----')) throw new UsageError(`--ca ${file} holds no PEM certificate`);
+  return ca;
 }
 
 function integer(text: string, name: string, min: number, max: number): number {
@@ -114,13 +145,28 @@ function endpointUrl(text: string, name: string): string {
   return url.toString();
 }
 
-function summary(stats: FleetStats): string {
+function summary(stats: FleetStats, tally: ErrorTally): string {
   const time = new Date().toISOString().slice(11, 19);
+  const kinds = tally.summary();
   return (
     `${time} agents=${stats.agents} connected=${stats.connected} enrolled=${stats.enrolled} mtls=${stats.mtls} ` +
     `certificates=${stats.certificates} applied=${stats.configsApplied} failed=${stats.configsFailed} ` +
-    `refused=${stats.refused} errors=${stats.errors}`
+    `refused=${stats.refused} errors=${stats.errors}${kinds && ` (${kinds})`}`
   );
+}
+
+function trusting(ca: Parsed['ca']): string {
+  if (!ca) return '';
+  return ca.fromDevStack ? `; trusting ${ca.file} (npm run dev's CA; --ca for another)` : `; trusting ${ca.file}`;
+}
+
+/** Each agent's errors and refusals go into the tally; the first of a kind is printed. */
+function reportErrors(agents: SimulatedAgent[], context: RunContext, tally: ErrorTally): void {
+  const print = (line: string | undefined) => line && process.stderr.write(`${line}\n`);
+  for (const agent of agents) {
+    agent.on('failure', (error: Error) => print(tally.record(classifyFailure(error, context), describeError(error))));
+    agent.on('refused', (refusal: Refusal) => print(tally.record(classifyRefusal(refusal), refusal.reason)));
+  }
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -129,12 +175,16 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const { fleet: options } = parsed;
-  process.stderr.write(`starting ${options.count} agent(s) against ${options.endpoint}; Ctrl-C to stop\n`);
+  const { fleet: options, ca } = parsed;
+  process.stderr.write(
+    `starting ${options.count} agent(s) against ${options.endpoint}${trusting(ca)}; Ctrl-C to stop\n`,
+  );
   const fleet: Fleet = startFleet(options);
-  const ticker = setInterval(() => process.stdout.write(`${summary(fleet.stats())}\n`), 5_000);
+  const tally = new ErrorTally();
+  reportErrors(fleet.agents, { endpoint: options.endpoint, caFile: ca?.file }, tally);
+  const ticker = setInterval(() => process.stdout.write(`${summary(fleet.stats(), tally)}\n`), 5_000);
   let stopping = false;
-  void fleet.ready.then(() => !stopping && process.stdout.write(`${summary(fleet.stats())} (all started)\n`));
+  void fleet.ready.then(() => !stopping && process.stdout.write(`${summary(fleet.stats(), tally)} (all started)\n`));
   const code = await new Promise<number>((resolve) => {
     const stop = () => {
       if (stopping) {
@@ -152,7 +202,7 @@ async function main(argv: string[]): Promise<number> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
-  process.stdout.write(`${summary(fleet.stats())}\n`);
+  process.stdout.write(`${summary(fleet.stats(), tally)}\n`);
   return code;
 }
 
