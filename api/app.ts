@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
@@ -5,7 +7,10 @@ import Koa, { type Next } from 'koa';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createAuditTrail } from './audit/trail';
-import { createAuthenticator } from './auth/authenticate';
+import { createAuthenticator, createTokenAuthenticator } from './auth/authenticate';
+import { LiveHub } from './hub/hub';
+import { EVENTS_CHANNEL } from '../db/repos/events';
+import { eventsRoutes } from './routes/events/routes';
 import { createOidcVerifier } from './auth/oidc';
 import { createPatAuthenticator, PAT_CHANGES_CHANNEL } from './auth/pat-auth';
 import { PgListener } from '../platform/pg-listener';
@@ -44,7 +49,11 @@ export interface FleetApp {
   routes: RouteDef[];
   /** Readiness turns 503 from now on, so load balancers stop sending new requests. */
   drain(): void;
-  /** Flushes the audit queue and closes the LISTEN connection (the pool is the caller's). */
+  /** Live-updates subscribers connected to this replica. */
+  liveSubscribers(): number;
+  /** The HTTP server's `upgrade` handler: the live-updates hub (any other path is closed). */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Closes the hub's subscribers (1001), flushes the audit queue and closes the LISTEN connection (the pool is the caller's). */
   close(): Promise<void>;
 }
 
@@ -95,11 +104,29 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
 
   const audit = createAuditTrail(db, logger);
   const pats = createPatAuthenticator(db);
-  const listener = new PgListener(settings.database.url, logger, () => pats.evict());
-  await listener.listen(PAT_CHANGES_CHANNEL, (id) => pats.evict(id));
-  await listener.start();
   const oidc = settings.oidc ? createOidcVerifier(settings.oidc) : undefined;
-  const authenticate = createAuthenticator(db, pats, oidc);
+  const authenticateToken = createTokenAuthenticator(db, pats, oidc);
+  const authenticate = createAuthenticator(authenticateToken);
+  const hub = new LiveHub({
+    db,
+    logger,
+    authenticateToken,
+    errorsBaseUrl: settings.errorsBaseUrl,
+    replayHours: settings.events.replayHours,
+    maxBufferedBytes: settings.events.subscriberBufferBytes,
+  });
+  // Notifications sent while the LISTEN connection was down are lost: forget every cached
+  // PAT, and send live subscribers off to reconnect with `since`, which replays what they missed.
+  const listener = new PgListener(settings.database.url, logger, () => {
+    pats.evict();
+    hub.restart();
+  });
+  await listener.listen(PAT_CHANGES_CHANNEL, (id) => {
+    pats.evict(id);
+    void hub.recheck(id);
+  });
+  await listener.listen(EVENTS_CHANNEL, (id) => hub.announced(id));
+  await listener.start();
 
   let draining = false;
   const routes: RouteDef[] = [];
@@ -118,6 +145,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
       evict: (patId) => pats.evict(patId),
     }),
     ...auditRoutes(baseUrl),
+    ...eventsRoutes(baseUrl, settings.events.replayHours),
     ...groupsRoutes(resources),
     ...agentsRoutes(resources),
     ...configurationsRoutes(resources),
@@ -153,7 +181,12 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     drain: () => {
       draining = true;
     },
+    liveSubscribers: () => hub.size,
+    upgrade: (req, socket, head) => {
+      if (!hub.handleUpgrade(req, socket, head)) socket.destroy();
+    },
     close: async () => {
+      await hub.close();
       await audit.flush();
       await listener.close();
     },

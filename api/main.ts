@@ -32,6 +32,7 @@ async function main() {
   // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.
   const handle = app.koa.callback();
   const server = createServer((req, res) => void handle(req, res));
+  server.on('upgrade', (req, socket, head) => app.upgrade(req, socket, head)); // the live-updates hub
   server.keepAliveTimeout = 65_000; // longer than common load-balancer idle timeouts
   await new Promise<void>((resolve) => server.listen(settings.http.port, settings.http.host, resolve));
   logger.info(

@@ -59,6 +59,8 @@ const definitions = {
   'Agents:Enrollment:MaxPending': positiveInt.default(1000),
   'Git:DefaultPollIntervalSeconds': positiveInt.default(60),
   'Events:RetentionDays': positiveInt.default(7),
+  'Events:ReplayHours': positiveInt.default(24),
+  'Events:SubscriberBufferBytes': positiveInt.default(1024 * 1024),
   'Logging:Level': z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 } as const;
 
@@ -98,7 +100,8 @@ export interface Settings {
     enrollment: { mode: 'token' | 'approval'; approvalTenant: string; maxPending: number };
   };
   git: { defaultPollIntervalSeconds: number };
-  events: { retentionDays: number };
+  /** Events are kept `retentionDays`; the hub's `since` and `GET /api/events?after=` reach back `replayHours`. */
+  events: { retentionDays: number; replayHours: number; subscriberBufferBytes: number };
   logLevel: Raw['Logging:Level'];
 }
 
@@ -199,7 +202,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Readonly<Set
     encryptionKey: key ? Buffer.from(key, 'base64') : undefined,
     agents: agentSettings(raw, isDevelopment),
     git: { defaultPollIntervalSeconds: raw['Git:DefaultPollIntervalSeconds'] },
-    events: { retentionDays: raw['Events:RetentionDays'] },
+    events: {
+      retentionDays: raw['Events:RetentionDays'],
+      replayHours: raw['Events:ReplayHours'],
+      subscriberBufferBytes: raw['Events:SubscriberBufferBytes'],
+    },
     logLevel: raw['Logging:Level'],
   });
 }

@@ -8,18 +8,21 @@ import type { Principal } from './principal';
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
 
+export type TokenAuthenticator = (token: string) => Promise<Principal>;
+
 /**
- * Turns `Authorization: Bearer <token>` into a principal: `svc-pat.` tokens are PATs,
- * anything else is an operator's OIDC token. The caller's tenant row is created on first
- * sight so every later write can reference it.
+ * Turns a bearer token into a principal: `svc-pat.` tokens are PATs, anything else is an
+ * operator's OIDC token. The caller's tenant row is created on first sight so every later
+ * write can reference it.
  */
-export function createAuthenticator(db: Knex, pats: PatAuthenticator, oidc: OidcVerifier | undefined) {
+export function createTokenAuthenticator(
+  db: Knex,
+  pats: PatAuthenticator,
+  oidc: OidcVerifier | undefined,
+): TokenAuthenticator {
   const knownTenants = new Set<string>();
 
-  return async function authenticate(ctx: AppContext): Promise<Principal> {
-    const match = BEARER.exec(ctx.get('authorization'));
-    if (!match) throw problems.unauthorized();
-    const token = match[1]!;
+  return async function authenticateToken(token: string): Promise<Principal> {
     let principal: Principal;
     if (token.startsWith('svc-pat.')) principal = await pats.authenticate(token);
     else if (oidc) principal = await oidc(token);
@@ -29,5 +32,19 @@ export function createAuthenticator(db: Knex, pats: PatAuthenticator, oidc: Oidc
       knownTenants.add(principal.tenantId);
     }
     return principal;
+  };
+}
+
+/** The token of `Authorization: Bearer <token>`; undefined when the header is absent or malformed. */
+export function bearerToken(header: string | undefined): string | undefined {
+  return BEARER.exec(header ?? '')?.[1];
+}
+
+/** A request's principal from its `Authorization: Bearer <token>` header. */
+export function createAuthenticator(authenticateToken: TokenAuthenticator) {
+  return async function authenticate(ctx: AppContext): Promise<Principal> {
+    const token = bearerToken(ctx.get('authorization'));
+    if (!token) throw problems.unauthorized();
+    return authenticateToken(token);
   };
 }

@@ -2,7 +2,10 @@
  * Allowed-endpoint entries of a PAT: `"POST /api/rollouts/{id}/start"`, where a `{name}`
  * segment matches any one segment. Route templates use the same spelling.
  */
-export const ENDPOINT_ENTRY = /^(GET|POST|PUT|PATCH|DELETE) (\/api(?:\/[^/\s?#]+)+)$/;
+export const ENDPOINT_ENTRY = /^(GET|POST|PUT|PATCH|DELETE) (\/api(?:\/[^/\s?#]+)+|\/hubs\/live-updates)$/;
+
+/** The live-updates hub is no REST route, but a PAT limited to endpoints must name it to use it. */
+export const HUB_ENDPOINT = 'GET /hubs/live-updates';
 
 export interface Endpoint {
   method: string;

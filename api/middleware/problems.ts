@@ -88,14 +88,19 @@ export function renderProblems(logger: Logger, errorsBaseUrl: string) {
     for (const [name, value] of Object.entries(problem.headers)) ctx.set(name, value);
     ctx.status = problem.status;
     ctx.type = 'application/problem+json';
-    ctx.body = {
-      type: `${errorsBaseUrl}/${problem.slug}`,
-      title: problem.title,
-      status: problem.status,
-      detail: problem.detail,
-      instance: ctx.path,
-      requestId: ctx.state.requestId,
-      ...problem.extensions,
-    };
+    ctx.body = problemDocument(problem, errorsBaseUrl, ctx.path, ctx.state.requestId);
+  };
+}
+
+/** The RFC 9457 document of a problem (also written by hand where Koa does not answer: the hub's upgrade). */
+export function problemDocument(problem: Problem, errorsBaseUrl: string, instance: string, requestId?: string) {
+  return {
+    type: `${errorsBaseUrl}/${problem.slug}`,
+    title: problem.title,
+    status: problem.status,
+    detail: problem.detail,
+    instance,
+    requestId,
+    ...problem.extensions,
   };
 }

@@ -124,3 +124,47 @@ export async function pruneEvents(db: Db, before: Date, batch = 10_000): Promise
   );
   return result.rowCount ?? 0;
 }
+
+/** Events by id (as NOTIFY announces them), in the order they were written. */
+export async function findEventsByIds(db: Db, ids: string[]): Promise<EventRow[]> {
+  if (ids.length === 0) return [];
+  return db('events').whereRaw('id = ANY(?::uuid[])', [ids]).orderBy('seq');
+}
+
+/** The position of a tenant's event; undefined when it is not (or no longer) kept. */
+export async function findEventPosition(
+  db: Db,
+  tenantId: string,
+  id: string,
+): Promise<{ seq: number; time: Date } | undefined> {
+  const row = await db('events').where({ tenant_id: tenantId, id }).first('seq', 'time');
+  return row ? { seq: Number(row.seq), time: row.time as Date } : undefined;
+}
+
+export interface EventFilters {
+  /** Type patterns: `rollout.started`, `rollout.*`, `*`. */
+  types?: string[];
+  /** Types the caller may not see. */
+  hiddenTypePrefixes?: string[];
+  subject?: string;
+  /** Only events written after this one. */
+  afterSeq?: number;
+}
+
+/** A tenant's events oldest first, filtered; the caller pages it (by `seq`). */
+export function listEventsQuery(db: Db, tenantId: string, filters: EventFilters) {
+  const query = db('events').where({ tenant_id: tenantId });
+  if (filters.afterSeq !== undefined) query.where('seq', '>', filters.afterSeq);
+  if (filters.subject !== undefined) query.where({ subject: filters.subject });
+  const types = filters.types ?? ['*'];
+  if (!types.includes('*')) {
+    query.where((where) => {
+      for (const type of types) {
+        if (type.endsWith('.*')) where.orWhere('type', 'like', `${type.slice(0, -1)}%`);
+        else where.orWhere({ type });
+      }
+    });
+  }
+  for (const prefix of filters.hiddenTypePrefixes ?? []) query.whereNot('type', 'like', `${prefix}%`);
+  return query;
+}

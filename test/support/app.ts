@@ -76,9 +76,13 @@ async function send(baseUrl: string, method: string, path: string, call: Call = 
 /** `temporal`: a Temporal client for the routes that start and operate workflows (rollouts). */
 export async function startTestApp(
   env: Record<string, string> = {},
-  options: { temporal?: Client } = {},
+  options: {
+    temporal?: Client;
+    /** Another replica on this app's database (which it does not drop). */
+    replicaOf?: TestApp;
+  } = {},
 ): Promise<TestApp> {
-  const database = await createTestDatabase();
+  const database = options.replicaOf?.database ?? (await createTestDatabase());
   const settings = testSettings(database.url, env);
   const app = await createApp({
     settings,
@@ -89,6 +93,7 @@ export async function startTestApp(
   // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.
   const handle = app.koa.callback();
   const server: Server = createServer((req, res) => void handle(req, res));
+  server.on('upgrade', (req, socket, head) => app.upgrade(req, socket, head));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const tokens = new Map<string, string>();
@@ -122,7 +127,7 @@ export async function startTestApp(
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await app.close();
-      await database.drop();
+      if (!options.replicaOf) await database.drop();
     },
   };
 }

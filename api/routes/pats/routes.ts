@@ -7,7 +7,7 @@ import { PAT_CHANGES_CHANNEL } from '../../auth/pat-auth';
 import type { Principal } from '../../auth/principal';
 import { ROLES, withinCeiling, type Role } from '../../auth/roles';
 import { generateToken, hashToken } from '../../../domain/tokens/secret-token';
-import { ENDPOINT_ENTRY, endpointOverlapsRoute, parseEndpoint } from '../../http/endpoints';
+import { ENDPOINT_ENTRY, endpointOverlapsRoute, HUB_ENDPOINT, parseEndpoint } from '../../http/endpoints';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
@@ -88,7 +88,10 @@ function checkEndpoints(entries: string[], routes: RouteDef[], issuer: Principal
     const endpoint = parseEndpoint(entry);
     if (!endpoint) {
       errors.push({ path: `body.allowedEndpoints.${i}`, message: 'must look like "POST /api/rollouts/{id}/start"' });
-    } else if (!routes.some((r) => r.path.startsWith('/api/') && endpointOverlapsRoute(endpoint, r.method, r.path))) {
+    } else if (
+      entry !== HUB_ENDPOINT &&
+      !routes.some((r) => r.path.startsWith('/api/') && endpointOverlapsRoute(endpoint, r.method, r.path))
+    ) {
       errors.push({ path: `body.allowedEndpoints.${i}`, message: `no API route matches "${entry}"` });
     } else if (issuer.allowedEndpoints && !issuer.allowedEndpoints.includes(entry)) {
       errors.push({ path: `body.allowedEndpoints.${i}`, message: 'is not among the endpoints your own token allows' });

@@ -1,0 +1,365 @@
+/**
+ * The live-updates hub (`/hubs/live-updates`): operators' screens and scripts subscribe to
+ * event types over a WebSocket and get each event as a CloudEvents envelope as it commits.
+ *
+ * Every replica LISTENs once (the app's PgListener) for the ids the outbox announces, reads
+ * those events in one query, serializes each once and fans it out to its own subscribers,
+ * in the order the notifications arrived (commit order). `since` replays from the table.
+ * The protocol is docs/events.md; the decisions behind it are there too.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { findEventsByIds, listEventsQuery, toCloudEvent, type EventRow } from '../../db/repos/events';
+import { bearerToken, type TokenAuthenticator } from '../auth/authenticate';
+import type { Principal } from '../auth/principal';
+import { HUB_ENDPOINT } from '../http/endpoints';
+import { problemDocument } from '../middleware/problems';
+import { Problem, problems } from '../problems';
+import { hiddenPrefixes, matchesAny, mayReceive } from './event-types';
+import { clientMessage, type Subscribe } from './protocol';
+import { resolveSince } from './since';
+
+export const HUB_PATH = '/hubs/live-updates';
+
+/** A text frame's text (ws hands it over as one buffer, or fragments). */
+export function textOf(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return (Buffer.isBuffer(data) ? data : Buffer.from(data)).toString('utf8');
+}
+
+/** Close codes a client sees (besides 1001 when the replica stops). */
+export const HUB_CLOSE = {
+  /** It did not read fast enough; reconnect with `since` = the last event it got. */
+  slowConsumer: 4008,
+  /** Its token was revoked or expired; reconnect with a valid one. */
+  unauthorized: 4401,
+  goingAway: 1001,
+  /** This replica lost its LISTEN connection meanwhile; reconnect with `since`. */
+  restart: 1012,
+} as const;
+
+export interface HubOptions {
+  db: Knex;
+  logger: Logger;
+  authenticateToken: TokenAuthenticator;
+  errorsBaseUrl: string;
+  /** How far back `since` may reach. */
+  replayHours: number;
+  /** Bytes a subscriber may leave unread before it is cut off. */
+  maxBufferedBytes?: number;
+  /** Ping every interval; a peer that did not answer the previous ping is closed. */
+  heartbeatMs?: number;
+  /** Tokens are checked again this often (OIDC expiry; PAT revocation is pushed at once). */
+  recheckMs?: number;
+}
+
+/** Remembered per connection, so an event reached by a replay and live is sent once. */
+const RECENT_IDS = 5000;
+const REPLAY_PAGE = 500;
+const CLOSE_GRACE_MS = 30_000;
+
+interface Subscription {
+  events: string[];
+  subject?: string;
+}
+
+class Subscriber {
+  readonly subscriptions: Subscription[] = [];
+  /** Live events held back while a replay runs, so order holds. */
+  held: EventRow[] | undefined;
+  alive = true;
+  /** Its messages are handled one after the other (a replay finishes before the next subscribe). */
+  handled: Promise<void> = Promise.resolve();
+  private readonly recent = new Set<string>();
+
+  constructor(
+    readonly ws: WebSocket,
+    public principal: Principal,
+    readonly token: string,
+  ) {}
+
+  wants(row: EventRow): boolean {
+    if (row.tenant_id !== this.principal.tenantId || !mayReceive(this.principal, row.type)) return false;
+    return this.subscriptions.some(
+      (s) => matchesAny(s.events, row.type) && (s.subject === undefined || s.subject === row.subject),
+    );
+  }
+
+  /** False when the event was sent already. */
+  remember(id: string): boolean {
+    if (this.recent.has(id)) return false;
+    this.recent.add(id);
+    if (this.recent.size > RECENT_IDS) this.recent.delete(this.recent.values().next().value!);
+    return true;
+  }
+}
+
+export class LiveHub {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 });
+  private readonly subscribers = new Set<Subscriber>();
+  private readonly maxBuffered: number;
+  private pendingIds: string[] = [];
+  private fanning: Promise<void> = Promise.resolve();
+  private readonly timers: NodeJS.Timeout[];
+
+  constructor(private readonly options: HubOptions) {
+    this.maxBuffered = options.maxBufferedBytes ?? 1024 * 1024;
+    this.timers = [
+      setInterval(() => this.heartbeat(), options.heartbeatMs ?? 30_000),
+      setInterval(() => void this.recheck(), options.recheckMs ?? 15_000),
+    ];
+    for (const timer of this.timers) timer.unref();
+  }
+
+  /** Subscribers connected to this replica now. */
+  get size(): number {
+    return this.subscribers.size;
+  }
+
+  /** The outbox announced an event (NOTIFY payload: its id). Batched with what arrives meanwhile. */
+  announced(id: string): void {
+    this.pendingIds.push(id);
+    if (this.pendingIds.length === 1) setImmediate(() => this.fanOutPending());
+  }
+
+  private fanOutPending(): void {
+    const ids = this.pendingIds;
+    this.pendingIds = [];
+    // One batch after the other: events leave in the order they were announced.
+    this.fanning = this.fanning
+      .then(() => this.fanOut(ids))
+      .catch((error: unknown) => this.options.logger.error({ err: error }, 'live updates: fan-out failed'));
+  }
+
+  private async fanOut(ids: string[]): Promise<void> {
+    if (this.subscribers.size === 0) return;
+    const rows = await findEventsByIds(this.options.db, ids);
+    const order = new Map(ids.map((id, i) => [id, i]));
+    rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
+    for (const row of rows) {
+      let frame: string | undefined; // serialized once, for every subscriber that wants it
+      for (const subscriber of this.subscribers) {
+        if (!subscriber.wants(row)) continue;
+        if (subscriber.held) subscriber.held.push(row);
+        else this.deliver(subscriber, row, (frame ??= JSON.stringify(toCloudEvent(row))));
+      }
+    }
+  }
+
+  private deliver(subscriber: Subscriber, row: EventRow, frame: string): void {
+    const ws = subscriber.ws;
+    if (ws.readyState !== ws.OPEN || !subscriber.remember(row.id)) return;
+    if (ws.bufferedAmount + frame.length > this.maxBuffered) {
+      this.cutOff(subscriber, HUB_CLOSE.slowConsumer, 'slow consumer: reconnect with since');
+      return;
+    }
+    ws.send(frame);
+  }
+
+  /** Handles the upgrade when the path is the hub's; false for any other path. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const url = new URL(req.url ?? '/', 'http://hub');
+    if (url.pathname !== HUB_PATH) return false;
+    void this.admit(req, url)
+      .then((principal) => {
+        const token = this.tokenOf(req, url)!;
+        this.wss.handleUpgrade(req, socket, head, (ws) => this.run(new Subscriber(ws, principal, token)));
+      })
+      .catch((error: unknown) => this.refuse(socket, error, url.pathname));
+    return true;
+  }
+
+  private tokenOf(req: IncomingMessage, url: URL): string | undefined {
+    return bearerToken(req.headers.authorization) ?? (url.searchParams.get('access_token') || undefined);
+  }
+
+  /** The same rules as the API: a valid token, `read`, and a PAT's endpoint list naming the hub. */
+  private async admit(req: IncomingMessage, url: URL): Promise<Principal> {
+    if (req.method !== 'GET') throw problems.methodNotAllowed(req.method ?? '', ['GET']);
+    const token = this.tokenOf(req, url);
+    if (!token) throw problems.unauthorized();
+    const principal = await this.options.authenticateToken(token);
+    this.authorize(principal);
+    return principal;
+  }
+
+  private authorize(principal: Principal): void {
+    if (!principal.permissions.has('read')) {
+      throw problems.forbidden(`Role ${principal.roles.join(', ')} may not subscribe to live updates.`);
+    }
+    if (principal.allowedEndpoints && !principal.allowedEndpoints.includes(HUB_ENDPOINT)) {
+      throw problems.endpointNotAllowed('GET', HUB_PATH);
+    }
+  }
+
+  /** A refused upgrade answers a problem document before any WebSocket exists. */
+  private refuse(socket: Duplex, error: unknown, path: string): void {
+    const problem =
+      error instanceof Problem
+        ? error
+        : (this.options.logger.error({ err: error }, 'live updates: upgrade failed'), problems.internal());
+    const body = JSON.stringify(problemDocument(problem, this.options.errorsBaseUrl, path));
+    const headers = Object.entries(problem.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.end(
+      `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: application/problem+json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n${headers.join('')}\r\n${body}`,
+    );
+  }
+
+  private run(subscriber: Subscriber): void {
+    const { ws } = subscriber;
+    this.subscribers.add(subscriber);
+    ws.on('pong', () => (subscriber.alive = true));
+    ws.on('close', () => this.subscribers.delete(subscriber));
+    ws.on('error', () => this.subscribers.delete(subscriber));
+    ws.on('message', (data, isBinary) => {
+      const text = isBinary ? undefined : textOf(data);
+      subscriber.handled = subscriber.handled
+        .then(() => this.onMessage(subscriber, text))
+        .catch((error: unknown) => {
+          this.options.logger.error({ err: error }, 'live updates: message failed');
+          if (ws.readyState === ws.OPEN)
+            ws.send(JSON.stringify({ type: 'error', code: 'internal', message: 'internal error' }));
+        });
+    });
+  }
+
+  private async onMessage(subscriber: Subscriber, text: string | undefined): Promise<void> {
+    const reply = (message: Record<string, unknown>) => {
+      if (subscriber.ws.readyState === subscriber.ws.OPEN) subscriber.ws.send(JSON.stringify(message));
+    };
+    const parsed = clientMessage(text);
+    if (!parsed.ok) return reply({ type: 'error', code: 'bad-message', message: parsed.error });
+    const message = parsed.message;
+    if (message.type === 'ping') return reply({ type: 'pong' });
+    if (message.type === 'unsubscribe') {
+      const gone = (s: Subscription) =>
+        (message.events === undefined || message.events.every((e) => s.events.includes(e))) &&
+        (message.subject === undefined || s.subject === message.subject);
+      const kept = subscriber.subscriptions.filter((s) => !gone(s));
+      subscriber.subscriptions.splice(0, subscriber.subscriptions.length, ...kept);
+      return reply({ type: 'unsubscribed', events: message.events ?? null, subject: message.subject ?? null });
+    }
+    await this.subscribe(subscriber, message, reply);
+  }
+
+  private async subscribe(
+    subscriber: Subscriber,
+    message: Subscribe,
+    reply: (message: Record<string, unknown>) => void,
+  ): Promise<void> {
+    const position = message.since
+      ? await resolveSince(this.options.db, subscriber.principal.tenantId, message.since, this.options.replayHours)
+      : undefined;
+    if (position && !position.ok) return reply({ type: 'error', code: position.code, message: position.message });
+    const subscription: Subscription = { events: message.events, subject: message.subject };
+    if (!position) {
+      subscriber.subscriptions.push(subscription);
+      return reply({ type: 'subscribed', events: message.events, subject: message.subject ?? null });
+    }
+    // Live events that arrive during the replay wait for it, so the subscriber reads in order.
+    subscriber.held ??= [];
+    subscriber.subscriptions.push(subscription);
+    reply({ type: 'subscribed', events: message.events, subject: message.subject ?? null, since: message.since });
+    try {
+      await this.replay(subscriber, subscription, position.seq);
+    } finally {
+      const held = subscriber.held ?? [];
+      subscriber.held = undefined;
+      for (const row of held) this.deliver(subscriber, row, JSON.stringify(toCloudEvent(row)));
+    }
+  }
+
+  private async replay(subscriber: Subscriber, subscription: Subscription, afterSeq: number): Promise<void> {
+    const filters = {
+      types: subscription.events,
+      subject: subscription.subject,
+      hiddenTypePrefixes: hiddenPrefixes(subscriber.principal),
+    };
+    for (let after = afterSeq; subscriber.ws.readyState === subscriber.ws.OPEN;) {
+      const rows = await listEventsQuery(this.options.db, subscriber.principal.tenantId, {
+        ...filters,
+        afterSeq: after,
+      })
+        .orderBy('seq')
+        .limit(REPLAY_PAGE)
+        .select<EventRow[]>('*');
+      for (const row of rows) {
+        // A replay may be large: it goes at the pace the subscriber reads, within its allowance.
+        if (!(await this.drained(subscriber))) return this.cutOff(subscriber, HUB_CLOSE.slowConsumer, 'slow consumer');
+        this.deliver(subscriber, row, JSON.stringify(toCloudEvent(row)));
+      }
+      if (rows.length < REPLAY_PAGE) return;
+      after = Number(rows.at(-1)!.seq);
+    }
+  }
+
+  /** Waits until the subscriber has read half its allowance; false if it does not within the grace. */
+  private async drained(subscriber: Subscriber): Promise<boolean> {
+    const deadline = Date.now() + CLOSE_GRACE_MS;
+    while (subscriber.ws.bufferedAmount > this.maxBuffered / 2) {
+      if (Date.now() > deadline || subscriber.ws.readyState !== subscriber.ws.OPEN) return false;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return true;
+  }
+
+  private heartbeat(): void {
+    for (const subscriber of this.subscribers) {
+      if (!subscriber.alive) {
+        subscriber.ws.terminate();
+        this.subscribers.delete(subscriber);
+        continue;
+      }
+      subscriber.alive = false;
+      subscriber.ws.ping();
+    }
+  }
+
+  /**
+   * Checks tokens again: all of them (an OIDC token expires, a missed notification), or
+   * those of one PAT right after it changed on any replica.
+   */
+  async recheck(patId?: string): Promise<void> {
+    const due = [...this.subscribers].filter((s) => patId === undefined || s.principal.id === patId);
+    for (const subscriber of due) {
+      try {
+        subscriber.principal = await this.options.authenticateToken(subscriber.token);
+        this.authorize(subscriber.principal);
+      } catch (error) {
+        const detail = error instanceof Problem ? error.detail : 'the token could not be checked';
+        this.cutOff(subscriber, HUB_CLOSE.unauthorized, detail);
+      }
+    }
+  }
+
+  private cutOff(subscriber: Subscriber, code: number, reason: string): void {
+    this.subscribers.delete(subscriber);
+    subscriber.ws.close(code, reason.slice(0, 120));
+    // The close frame waits behind what the peer has not read (at most the allowance and one
+    // event). A peer that reads again within the grace gets the code; one that does not is dropped.
+    setTimeout(() => subscriber.ws.terminate(), CLOSE_GRACE_MS).unref();
+  }
+
+  /**
+   * The LISTEN connection was lost and is back: events announced meanwhile never reached
+   * us. Subscribers are closed with 1012 (service restart) and replay what they missed by
+   * reconnecting with `since`.
+   */
+  restart(): void {
+    for (const subscriber of this.subscribers)
+      this.cutOff(subscriber, HUB_CLOSE.restart, 'live updates restarted: reconnect with since');
+  }
+
+  /** Closes every subscriber with 1001 (going away); they reconnect to another replica with `since`. */
+  async close(): Promise<void> {
+    for (const timer of this.timers) clearInterval(timer);
+    for (const subscriber of this.subscribers) subscriber.ws.close(HUB_CLOSE.goingAway, 'server shutting down');
+    this.subscribers.clear();
+    await this.fanning;
+    await new Promise<void>((resolve) => this.wss.close(() => resolve()));
+  }
+}

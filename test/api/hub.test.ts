@@ -1,0 +1,219 @@
+/**
+ * The live-updates hub with real WebSocket clients against two api replicas on one
+ * Postgres: fan-out across replicas, replay with `since`, tenants, tokens, bad messages and
+ * a consumer that stops reading. And `GET /api/events`, its polling twin.
+ */
+import { emitEvents } from '../../db/repos/events';
+import { HubRefusedError, LiveUpdatesClient, type CloudEvent } from '../../scripts/live-updates/client';
+import { startTestApp, type TestApp } from '../support/app';
+import { eventually } from '../support/eventually';
+
+let a: TestApp;
+let b: TestApp;
+let admin: string;
+const clients: LiveUpdatesClient[] = [];
+
+beforeAll(async () => {
+  // A 64 KiB allowance, so the slow consumer test needs a few megabytes, not hundreds.
+  a = await startTestApp({ Events__SubscriberBufferBytes: String(64 * 1024) });
+  b = await startTestApp({ Events__SubscriberBufferBytes: String(64 * 1024) }, { replicaOf: a });
+  admin = await a.pat('admin');
+});
+afterAll(async () => {
+  await Promise.all(clients.map((client) => client.close()));
+  await b?.close();
+  await a?.close();
+});
+
+async function connect(app: TestApp, token: string, options?: { tokenInQuery?: boolean }) {
+  const client = await LiveUpdatesClient.connect(app.baseUrl, token, options);
+  clients.push(client);
+  return client;
+}
+
+async function createGroup(app: TestApp, token: string, name = `g-${Math.random().toString(36).slice(2, 10)}`) {
+  const created = await app.call('POST', '/api/groups', { token, body: { name } });
+  expect(created.status).toBe(201);
+  return created.body.id as string;
+}
+
+const typesOf = (events: CloudEvent[]) => events.map((event) => `${event.type} ${event.subject}`);
+
+test('an upgrade without a valid token is refused with a problem before any WebSocket exists', async () => {
+  const missing = await LiveUpdatesClient.connect(a.baseUrl, '').catch((error: unknown) => error);
+  expect(missing).toBeInstanceOf(HubRefusedError);
+  expect((missing as HubRefusedError).status).toBe(401);
+  expect((missing as HubRefusedError).problem).toMatchObject({ status: 401, instance: '/hubs/live-updates' });
+  const forged = await LiveUpdatesClient.connect(a.baseUrl, 'svc-pat.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.aaaaaaa').catch(
+    (error: unknown) => error,
+  );
+  expect((forged as HubRefusedError).status).toBe(401);
+});
+
+test('a PAT limited to endpoints must name the hub; the token may come as access_token', async () => {
+  const limited = await a.pat('viewer', { allowedEndpoints: ['GET /api/groups'] });
+  const refused = await LiveUpdatesClient.connect(a.baseUrl, limited).catch((error: unknown) => error);
+  expect((refused as HubRefusedError).status).toBe(403);
+  expect((refused as HubRefusedError).problem).toMatchObject({ type: expect.stringMatching(/endpoint-not-allowed$/) });
+
+  const named = await a.pat('viewer', { allowedEndpoints: ['GET /hubs/live-updates'] });
+  const client = await connect(a, named, { tokenInQuery: true });
+  expect(await client.ping()).toEqual({ type: 'pong' });
+});
+
+test('an event produced through replica A reaches a subscriber on replica B, in order', async () => {
+  const client = await connect(b, admin);
+  await client.subscribe(['group.*']);
+  const id = await createGroup(a, admin);
+  const renamed = await a.call('GET', `/api/groups/${id}`, { token: admin });
+  const updated = await a.call('PUT', `/api/groups/${id}`, {
+    token: admin,
+    body: { name: `${renamed.body.name}-x` },
+    headers: { 'if-match': renamed.headers.get('etag')! },
+  });
+  expect(updated.status).toBe(200);
+  await eventually(async () => expect(typesOf(client.events)).toEqual([`group.created ${id}`, `group.updated ${id}`]));
+  expect(client.events[0]).toMatchObject({ specversion: '1.0', source: expect.any(String), tenant: 'default' });
+});
+
+test('a reconnect with since gets exactly the events it missed, then live ones', async () => {
+  const first = await connect(a, admin);
+  await first.subscribe(['group.created']);
+  const seen = await createGroup(a, admin);
+  await eventually(async () => expect(typesOf(first.events)).toEqual([`group.created ${seen}`]));
+  await first.close();
+
+  const missed = [await createGroup(b, admin), await createGroup(a, admin)];
+  const second = await connect(b, admin);
+  await second.subscribe(['group.created'], { since: first.lastEventId });
+  const live = await createGroup(a, admin);
+  await eventually(async () =>
+    expect(typesOf(second.events)).toEqual([...missed, live].map((id) => `group.created ${id}`)),
+  );
+});
+
+test('a since the hub does not know, or from another tenant, answers an error saying so', async () => {
+  const client = await connect(a, admin);
+  await expect(client.subscribe(['*'], { since: '00000000-0000-4000-8000-000000000000' })).rejects.toMatchObject({
+    code: 'since-unknown',
+  });
+  const otherTenant = await a.pat('admin', { tenant: 'hub-other' });
+  await createGroup(a, otherTenant);
+  const [theirs] = await a.database.db('events').where({ tenant_id: 'hub-other' }).select('id');
+  await expect(client.subscribe(['*'], { since: theirs.id })).rejects.toMatchObject({ code: 'since-unknown' });
+});
+
+test('a subscriber never sees another tenant’s events; a subject filter narrows to one object', async () => {
+  const tenantB = await a.pat('admin', { tenant: 'hub-b' });
+  const everything = await connect(a, tenantB);
+  await everything.subscribe(['*']);
+  const one = await connect(b, admin);
+  const mine = await createGroup(a, admin);
+  await one.subscribe(['group.*'], { subject: mine });
+
+  await createGroup(a, admin); // tenant default, another group
+  const theirs = await createGroup(a, tenantB);
+  await a.call('DELETE', `/api/groups/${mine}`, { token: admin });
+  await eventually(async () => expect(typesOf(one.events)).toEqual([`group.deleted ${mine}`]));
+  await eventually(async () => expect(typesOf(everything.events)).toEqual([`group.created ${theirs}`]));
+  expect(everything.events.every((event) => event.tenant === 'hub-b')).toBe(true);
+});
+
+test('PAT events reach admins only, on the hub and through GET /api/events', async () => {
+  const viewer = await a.pat('viewer');
+  const watching = await connect(a, viewer);
+  await watching.subscribe(['*']);
+  const adminClient = await connect(a, admin);
+  await adminClient.subscribe(['pat.*', 'group.created']);
+
+  const pat = await a.call('POST', '/api/pats', { token: admin, body: { name: `p-${Date.now()}`, role: 'viewer' } });
+  expect(pat.status).toBe(201);
+  const group = await createGroup(a, admin);
+  await eventually(async () => expect(typesOf(adminClient.events)).toContain(`pat.created ${pat.body.id}`));
+  await eventually(async () => expect(typesOf(watching.events)).toContain(`group.created ${group}`));
+  expect(watching.events.some((event) => event.type.startsWith('pat.'))).toBe(false);
+  expect(JSON.stringify(adminClient.events)).not.toContain(pat.body.token);
+
+  const polled = await a.call('GET', '/api/events?type=pat.*', { token: viewer });
+  expect(polled.status).toBe(200);
+  expect(polled.body.items).toEqual([]);
+  const asAdmin = await a.call('GET', `/api/events?type=pat.*&subject=${pat.body.id}`, { token: admin });
+  expect(asAdmin.body.items.map((e: CloudEvent) => e.type)).toEqual(['pat.created']);
+});
+
+test('a revoked PAT’s socket is closed with 4401 on every replica', async () => {
+  const created = await a.call('POST', '/api/pats', {
+    token: admin,
+    body: { name: `revoked-${Date.now()}`, role: 'viewer' },
+  });
+  const onA = await connect(a, created.body.token);
+  const onB = await connect(b, created.body.token);
+  await onA.subscribe(['*']);
+  await onB.subscribe(['*']);
+  expect((await a.call('POST', `/api/pats/${created.body.id}/revoke`, { token: admin })).status).toBe(200);
+  expect(await onA.closed).toMatchObject({ code: 4401 });
+  expect(await onB.closed).toMatchObject({ code: 4401 });
+});
+
+test('garbage client messages get an error, not a crash; the connection stays usable', async () => {
+  const client = await connect(a, admin);
+  for (const garbage of [
+    'not json',
+    '{"type":"subscribe"}',
+    '{"type":"subscribe","events":["rollot.*"]}',
+    '{"type":"subscribe","events":["*"],"since":"yesterday"}',
+    '{"type":"fly"}',
+    '[]',
+    `{"type":"subscribe","events":${JSON.stringify(Array(51).fill('*'))}}`,
+  ]) {
+    await expect(client.request(garbage)).rejects.toMatchObject({ type: 'error', code: 'bad-message' });
+  }
+  expect(await client.ping()).toEqual({ type: 'pong' });
+});
+
+test('a consumer that stops reading is cut off with 4008 and forgotten; it resumes with since', async () => {
+  const before = b.app.liveSubscribers();
+  const slow = await connect(b, admin);
+  await slow.subscribe(['configuration.updated']);
+  slow.pause();
+  const padding = 'x'.repeat(10_000);
+  // 4,000 events of 10 KB: 40 MB, far more than loopback's socket buffers (up to 4 + 6 MB
+  // with autotuning) and the 64 KiB allowance hold.
+  await emitEvents(
+    a.database.db,
+    Array.from({ length: 4000 }, (_, i) => ({
+      tenantId: 'default',
+      type: 'configuration.updated' as const,
+      source: '/test',
+      subject: `c-${i}`,
+      data: { padding },
+    })),
+  );
+  // The replica lets go of it (and of what it could not send) while it still reads nothing.
+  await eventually(async () => expect(b.app.liveSubscribers()).toBe(before), 30_000);
+  slow.resume();
+  expect(await slow.closed).toMatchObject({ code: 4008 });
+  const resumed = await connect(b, admin);
+  await resumed.subscribe(['configuration.updated'], { since: slow.lastEventId });
+  // Between them, every event exactly once: the replay goes at the pace the client reads.
+  await eventually(async () => expect(slow.events.length + resumed.events.length).toBe(4000), 30_000);
+  expect(new Set([...slow.events, ...resumed.events].map((event) => event.subject)).size).toBe(4000);
+}, 90_000);
+
+test('GET /api/events pages oldest first, filters by type, subject and after, and refuses bad filters', async () => {
+  const group = await createGroup(a, admin);
+  await a.call('DELETE', `/api/groups/${group}`, { token: admin });
+  const all = await a.call('GET', `/api/events?type=group.*&subject=${group}`, { token: admin });
+  expect(all.body.items.map((e: CloudEvent) => e.type)).toEqual(['group.created', 'group.deleted']);
+  const after = await a.call('GET', `/api/events?type=group.*&subject=${group}&after=${all.body.items[0].id}`, {
+    token: admin,
+  });
+  expect(after.body.items.map((e: CloudEvent) => e.type)).toEqual(['group.deleted']);
+  const paged = await a.call('GET', '/api/events?limit=1', { token: admin });
+  expect(paged.headers.get('link')).toMatch(/rel="next"/);
+
+  for (const bad of ['type=rollot.*', 'type=a,,b', 'after=nope', 'after=00000000-0000-4000-8000-000000000000']) {
+    const refused = await a.call('GET', `/api/events?${bad}`, { token: admin });
+    expect(refused.status).toBe(400);
+  }
+});
