@@ -1,0 +1,68 @@
+/**
+ * `npm run watch -- --types 'rollout.*' [--subject <id>] [--since <event id>]`: prints the
+ * service's events as they happen, one line each, what an operator runs in a terminal during
+ * a rollout. Reconnects (with `since`, so nothing is missed) when the connection drops.
+ *
+ * The address and token: --url (default $FLEET_URL or http://localhost:8080) and --token
+ * (default $FLEET_TOKEN), a PAT or an OIDC access token with at least the viewer role.
+ */
+import { parseArgs } from 'node:util';
+import { HubRefusedError, LiveUpdatesClient, type CloudEvent } from './live-updates/client';
+
+const { values } = parseArgs({
+  options: {
+    url: { type: 'string', default: process.env.FLEET_URL ?? 'http://localhost:8080' },
+    token: { type: 'string', default: process.env.FLEET_TOKEN },
+    types: { type: 'string', default: '*' },
+    subject: { type: 'string' },
+    since: { type: 'string' },
+    json: { type: 'boolean', default: false },
+  },
+});
+
+function line(event: CloudEvent): string {
+  if (values.json) return JSON.stringify(event);
+  const data = event.data;
+  const progress = data.progress as Record<string, number> | undefined;
+  const detail = progress
+    ? Object.entries(progress)
+        .map(([state, count]) => `${state} ${count}`)
+        .join(', ')
+    : (['state', 'reason', 'name', 'status'] as const)
+        .filter((key) => data[key] !== undefined && data[key] !== null)
+        .map((key) => `${key} ${String(data[key])}`)
+        .join(', ');
+  return `${event.time}  ${event.type.padEnd(32)} ${event.subject ?? ''}  ${detail}`;
+}
+
+async function watch(since: string | undefined): Promise<never> {
+  const types = values.types.split(',').map((type) => type.trim());
+  for (let delay = 1000; ; delay = Math.min(delay * 2, 30_000)) {
+    try {
+      const client = await LiveUpdatesClient.connect(values.url, values.token!);
+      client.onEvent((event) => process.stdout.write(`${line(event)}\n`));
+      await client.subscribe(types, { subject: values.subject, since });
+      process.stderr.write(
+        `watching ${types.join(', ')}${values.subject ? ` of ${values.subject}` : ''} on ${values.url}\n`,
+      );
+      delay = 1000;
+      const { code, reason } = await client.closed;
+      since = client.lastEventId ?? since;
+      process.stderr.write(`connection closed (${code}${reason ? `: ${reason}` : ''}); reconnecting\n`);
+    } catch (error) {
+      if (error instanceof HubRefusedError && error.status < 500) {
+        const problem = error.problem as { title?: string; detail?: string } | undefined;
+        process.stderr.write(`refused: ${error.status} ${problem?.title ?? ''}: ${problem?.detail ?? ''}\n`);
+        process.exit(1);
+      }
+      process.stderr.write(`cannot watch: ${(error as Error).message}; retrying in ${delay / 1000} s\n`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+  }
+}
+
+if (!values.token) {
+  process.stderr.write('a token is needed: --token <PAT or access token>, or FLEET_TOKEN in the environment\n');
+  process.exit(2);
+}
+void watch(values.since);
