@@ -1,0 +1,25 @@
+/**
+ * The api replica that holds bench/hub.ts's subscribers, in its own process (so the hub's
+ * CPU is its own): the whole app from environment settings, with the hub on its upgrade.
+ * Prints `{"port": <port>}` once listening.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pino from 'pino';
+import { createApp } from '../api/app';
+import { createDb } from '../db/connection';
+import { loadSettings } from '../platform/settings';
+
+async function main() {
+  const settings = loadSettings(process.env);
+  const db = createDb(settings.database.url, settings.database.poolMax);
+  const app = await createApp({ settings, db, logger: pino({ level: 'warn' }) });
+  const handle = app.koa.callback();
+  const server = createServer((req, res) => void handle(req, res));
+  server.on('upgrade', (req, socket, head) => app.upgrade(req, socket, head));
+  server.listen(0, '127.0.0.1', () =>
+    process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`),
+  );
+}
+
+void main();
