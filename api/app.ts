@@ -114,6 +114,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     errorsBaseUrl: settings.errorsBaseUrl,
     replayHours: settings.events.replayHours,
     maxBufferedBytes: settings.events.subscriberBufferBytes,
+    heartbeatMs: settings.events.heartbeatSeconds * 1000,
   });
   // Notifications sent while the LISTEN connection was down are lost: forget every cached
   // PAT, and send live subscribers off to reconnect with `since`, which replays what they missed.

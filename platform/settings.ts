@@ -61,6 +61,7 @@ const definitions = {
   'Events:RetentionDays': positiveInt.default(7),
   'Events:ReplayHours': positiveInt.default(24),
   'Events:SubscriberBufferBytes': positiveInt.default(1024 * 1024),
+  'Events:HeartbeatSeconds': positiveInt.default(30),
   'Logging:Level': z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 } as const;
 
@@ -101,7 +102,7 @@ export interface Settings {
   };
   git: { defaultPollIntervalSeconds: number };
   /** Events are kept `retentionDays`; the hub's `since` and `GET /api/events?after=` reach back `replayHours`. */
-  events: { retentionDays: number; replayHours: number; subscriberBufferBytes: number };
+  events: { retentionDays: number; replayHours: number; subscriberBufferBytes: number; heartbeatSeconds: number };
   logLevel: Raw['Logging:Level'];
 }
 
@@ -206,6 +207,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Readonly<Set
       retentionDays: raw['Events:RetentionDays'],
       replayHours: raw['Events:ReplayHours'],
       subscriberBufferBytes: raw['Events:SubscriberBufferBytes'],
+      heartbeatSeconds: raw['Events:HeartbeatSeconds'],
     },
     logLevel: raw['Logging:Level'],
   });
