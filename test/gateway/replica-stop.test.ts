@@ -3,30 +3,17 @@
  * 1001 (going away) at once, while the REST API is still draining, so they reconnect to
  * another replica instead of waiting out the drain.
  */
-import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { issueBootstrapToken } from '../support/agent-gateway';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
-import { testInfra } from '../support/infra-env';
-import { startScript } from '../support/processes';
+import { apiProcessEnv, freePort, startScript } from '../support/processes';
 import { SimulatedAgent } from '../support/simulator';
-import { TEST_AUDIENCE } from '../support/tokens';
 
 let t: TestApp;
 let api: ChildProcess;
 let output = '';
 const agents: SimulatedAgent[] = [];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 afterAll(async () => {
   await Promise.all(agents.map((agent) => agent.stop()));
@@ -38,20 +25,18 @@ test('SIGTERM closes agent sockets with 1001 while the API is still draining', a
   t = await startTestApp();
   const operator = await t.token('default.operator');
   const [httpPort, agentPort] = [await freePort(), await freePort()];
-  api = startScript('api/main.ts', [], {
-    Environment: 'Development',
-    Http__Port: String(httpPort),
-    Http__Host: '127.0.0.1',
-    Database__Url: t.database.url,
-    Temporal__Address: testInfra().temporalAddress,
-    Authentication__Oidc__Authority: testInfra().oidcIssuer,
-    Authentication__Oidc__Audience: TEST_AUDIENCE,
-    Secrets__EncryptionKey: randomBytes(32).toString('base64'),
-    // A drain far longer than the test waits: agents must not wait for it.
-    Http__ShutdownDelaySeconds: '120',
-    Agents__Listen: `127.0.0.1:${agentPort}`,
-    Agents__Plaintext: 'true',
-  });
+  api = startScript(
+    'api/main.ts',
+    [],
+    apiProcessEnv(t.database.url, {
+      Environment: 'Development',
+      Http__Port: String(httpPort),
+      // A drain far longer than the test waits: agents must not wait for it.
+      Http__ShutdownDelaySeconds: '120',
+      Agents__Listen: `127.0.0.1:${agentPort}`,
+      Agents__Plaintext: 'true',
+    }),
+  );
   api.stdout!.on('data', (d) => (output += d));
   api.stderr!.on('data', (d) => (output += d));
   await eventually(async () => expect((await fetch(`http://127.0.0.1:${httpPort}/readyz`)).status).toBe(200), 60_000);

@@ -1,26 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { startTestApp, type TestApp } from '../support/app';
-import { testInfra } from '../support/infra-env';
-import { startScript } from '../support/processes';
-import { TEST_AUDIENCE } from '../support/tokens';
+import { apiProcessEnv, freePort, startScript } from '../support/processes';
 
 let t: TestApp;
 let api: ChildProcess;
 let port: number;
 let stdout = '';
 let token: string;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitUntilReady(): Promise<Response> {
   const deadline = Date.now() + 20_000;
@@ -40,18 +27,16 @@ beforeAll(async () => {
   t = await startTestApp(); // a database of our own, and a PAT in it
   token = await t.pat('admin');
   port = await freePort();
-  api = startScript('api/main.ts', [], {
-    Environment: 'Production',
-    Http__Port: String(port),
-    Http__Host: '127.0.0.1',
-    Database__Url: t.database.url,
-    Temporal__Address: testInfra().temporalAddress,
-    Authentication__Oidc__Authority: testInfra().oidcIssuer,
-    Authentication__Oidc__Audience: TEST_AUDIENCE,
-    Secrets__EncryptionKey: randomBytes(32).toString('base64'),
-    Http__ShutdownDelaySeconds: '1',
-    Agents__Listen: `127.0.0.1:${await freePort()}`,
-  });
+  api = startScript(
+    'api/main.ts',
+    [],
+    apiProcessEnv(t.database.url, {
+      Environment: 'Production',
+      Http__Port: String(port),
+      Http__ShutdownDelaySeconds: '1',
+      Agents__Listen: `127.0.0.1:${await freePort()}`,
+    }),
+  );
   api.stdout!.on('data', (d) => (stdout += d));
   api.stderr!.on('data', (d) => (stdout += d));
 });

@@ -1,5 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import path from 'node:path';
+import { testInfra } from './infra-env';
+import { TEST_AUDIENCE } from './tokens';
 
 export const ROOT = path.resolve(__dirname, '../..');
 
@@ -25,4 +29,27 @@ export function startScript(script: string, args: string[], env: Record<string, 
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+}
+
+/** A TCP port free on 127.0.0.1 right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Settings for a real api process (`api/main.ts`) on the suite's infrastructure and a test database. */
+export function apiProcessEnv(databaseUrl: string, env: Record<string, string>): Record<string, string> {
+  return {
+    Http__Host: '127.0.0.1',
+    Database__Url: databaseUrl,
+    Temporal__Address: testInfra().temporalAddress,
+    Authentication__Oidc__Authority: testInfra().oidcIssuer,
+    Authentication__Oidc__Audience: TEST_AUDIENCE,
+    Secrets__EncryptionKey: randomBytes(32).toString('base64'),
+    ...env,
+  };
 }
