@@ -58,6 +58,7 @@ export function createPatAuthenticator(db: Knex) {
         roles: [row.role],
         permissions: permissionsOf([row.role]),
         allowedEndpoints: row.allowed_endpoints ?? undefined,
+        expiresAt: row.expires_at.getTime(),
       };
     },
 

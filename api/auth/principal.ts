@@ -12,6 +12,8 @@ export interface Principal {
   permissions: ReadonlySet<Permission>;
   /** For PATs: the endpoints it may call (`"POST /api/rollouts/{id}/start"`), if limited. */
   allowedEndpoints?: string[];
+  /** When the token stops being valid (ms since the epoch): a live connection ends then. */
+  expiresAt?: number;
 }
 
 export const TENANT_ID = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;

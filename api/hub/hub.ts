@@ -72,6 +72,8 @@ export interface HubOptions {
 const RECENT_IDS = 5000;
 const REPLAY_PAGE = 500;
 const CLOSE_GRACE_MS = 30_000;
+/** Node's timers hold at most ~24.8 days. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface Subscription {
   events: string[];
@@ -240,8 +242,12 @@ export class LiveHub {
   private run(subscriber: Subscriber): void {
     const { ws } = subscriber;
     this.subscribers.add(subscriber);
+    const expiry = this.endAtExpiry(subscriber);
     ws.on('pong', () => (subscriber.alive = true));
-    ws.on('close', () => this.subscribers.delete(subscriber));
+    ws.on('close', () => {
+      clearTimeout(expiry);
+      this.subscribers.delete(subscriber);
+    });
     ws.on('error', () => this.subscribers.delete(subscriber));
     ws.on('message', (data, isBinary) => {
       const text = isBinary ? undefined : textOf(data);
@@ -345,6 +351,16 @@ export class LiveHub {
       subscriber.alive = false;
       subscriber.ws.ping();
     }
+  }
+
+  /** The connection ends when its token does (the periodic recheck covers what a timer cannot hold). */
+  private endAtExpiry(subscriber: Subscriber): NodeJS.Timeout | undefined {
+    const left = (subscriber.principal.expiresAt ?? Infinity) - Date.now();
+    if (left >= MAX_TIMER_MS) return undefined;
+    return setTimeout(
+      () => this.cutOff(subscriber, HUB_CLOSE.unauthorized, 'the token has expired'),
+      Math.max(0, left),
+    );
   }
 
   /**

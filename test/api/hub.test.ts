@@ -7,6 +7,8 @@ import { emitEvents } from '../../db/repos/events';
 import { HubRefusedError, LiveUpdatesClient, type CloudEvent } from '../../scripts/live-updates/client';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
+import { testInfra } from '../support/infra-env';
+import { fetchToken } from '../support/tokens';
 
 let a: TestApp;
 let b: TestApp;
@@ -157,6 +159,16 @@ test('a revoked PAT’s socket is closed with 4401 on every replica', async () =
   expect((await a.call('POST', `/api/pats/${created.body.id}/revoke`, { token: admin })).status).toBe(200);
   expect(await onA.closed).toMatchObject({ code: 4401 });
   expect(await onB.closed).toMatchObject({ code: 4401 });
+});
+
+test('an operator’s socket ends with 4401 when the OIDC token it was opened with expires', async () => {
+  // The test issuer's tokens for this client live 1 s: on a slow machine one may expire
+  // before the upgrade, which is then refused (401), so a fresh one is fetched and tried again.
+  const client = await eventually(
+    async () => connect(a, await fetchToken(testInfra().oidcIssuer, 'default.expiring')),
+    10_000,
+  );
+  expect(await client.closed).toEqual({ code: 4401, reason: 'the token has expired' });
 });
 
 test('garbage client messages get an error, not a crash; the connection stays usable', async () => {
