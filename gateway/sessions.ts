@@ -16,11 +16,10 @@ import { emitEvents } from '../db/repos/events';
 import { PgListener } from '../platform/pg-listener';
 import { encodeServerToAgent, frameWebSocket } from './codec';
 import type { Admitted, Credential } from './enrollment';
-import { OPAMP_SOURCE } from './enrollment';
 import { ServerToAgentSchema } from './gen/opamp_pb';
 import { AGENT_PUSH_CHANNEL } from '../domain/pushes';
 import { RemoteConfigCache, type Desired } from './remote-config';
-import { serverCapabilities } from './status';
+import { disconnectedEvents, serverCapabilities } from './status';
 
 /** Close codes for what the server does to a live session. */
 export const SESSION_CLOSE = { policyViolation: 1008, serviceRestart: 1012 } as const;
@@ -283,16 +282,7 @@ export class AgentSessions {
     await this.db.transaction(async (trx) => {
       const silent = await markSilentAgentsOffline(trx, 3 * this.options.heartbeatSeconds);
       for (const agent of silent) this.httpSent.delete(agent.id);
-      await emitEvents(
-        trx,
-        silent.map((agent) => ({
-          tenantId: agent.tenantId,
-          type: 'agent.disconnected',
-          source: OPAMP_SOURCE,
-          subject: agent.id,
-          data: { agentId: agent.id, reason: 'missed three heartbeats' },
-        })),
-      );
+      await emitEvents(trx, disconnectedEvents(silent, 'missed three heartbeats'));
     });
   }
 

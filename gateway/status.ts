@@ -16,7 +16,7 @@ import {
   type ReportedAgent,
   type SettingsState,
 } from '../db/repos/agents';
-import { emitEvents } from '../db/repos/events';
+import { emitEvents, type NewEvent } from '../db/repos/events';
 import { AgentCapability, ServerCapability, ServerToAgentFlag, type AgentToServer } from './codec';
 import type { AnyValue, KeyValue } from './gen/anyvalue_pb';
 import {
@@ -204,16 +204,19 @@ export async function setOffline(db: Knex, agentId: string, reason: string, sess
   await db.transaction(async (trx) => {
     const changed = await markAgentOffline(trx, agentId, session);
     if (!changed) return;
-    await emitEvents(trx, [
-      {
-        tenantId: changed.tenantId,
-        type: 'agent.disconnected',
-        source: OPAMP_SOURCE,
-        subject: agentId,
-        data: { agentId, reason },
-      },
-    ]);
+    await emitEvents(trx, disconnectedEvents([{ id: agentId, tenantId: changed.tenantId }], reason));
   });
+}
+
+/** `agent.disconnected` for agents that just went offline, each with why. */
+export function disconnectedEvents(agents: Array<{ id: string; tenantId: string }>, reason: string): NewEvent[] {
+  return agents.map((agent) => ({
+    tenantId: agent.tenantId,
+    type: 'agent.disconnected',
+    source: OPAMP_SOURCE,
+    subject: agent.id,
+    data: { agentId: agent.id, reason },
+  }));
 }
 
 /** `setOffline` for many WebSocket sessions at once (a replica stopping), in one transaction. */
@@ -224,16 +227,7 @@ export async function setSessionsOffline(
 ): Promise<void> {
   await db.transaction(async (trx) => {
     const changed = await markSessionsOffline(trx, sessions);
-    await emitEvents(
-      trx,
-      changed.map((agent) => ({
-        tenantId: agent.tenantId,
-        type: 'agent.disconnected',
-        source: OPAMP_SOURCE,
-        subject: agent.id,
-        data: { agentId: agent.id, reason },
-      })),
-    );
+    await emitEvents(trx, disconnectedEvents(changed, reason));
   });
 }
 
