@@ -29,6 +29,7 @@ import { cpuSecondsOf, runBench, startBenchDatabase } from './support';
 import {
   must,
   operatorApi,
+  publishVersion,
   pollUntilSettled,
   seconds,
   startRolloutStack,
@@ -73,7 +74,7 @@ runBench(async () => {
       await api('POST', '/api/configurations', { name: 'scale', format: 'yaml' }),
       201,
     ).body;
-    const v1 = await publish(api, configuration.id, 'receivers: {}\n# v1\n');
+    const v1 = await publishVersion(api, configuration.id, 'receivers: {}\n# v1\n');
     await db('agents').where({ group_id: groupId }).update({
       desired_configuration_id: configuration.id,
       desired_version: v1.version,
@@ -83,7 +84,7 @@ runBench(async () => {
       applied_hash: v1.hash,
       applied_status: 'APPLIED',
     });
-    const v2 = await publish(api, configuration.id, 'receivers: {}\n# v2\n');
+    const v2 = await publishVersion(api, configuration.id, 'receivers: {}\n# v2\n');
     const policies = args.policies === 'off' ? [] : await enableBuiltinPolicies(api);
     reporter = startStandInReports(db, groupId);
 
@@ -166,20 +167,6 @@ async function seedAgents(db: Knex): Promise<string> {
   }
   await db.raw('ANALYZE agents');
   return group.id;
-}
-
-async function publish(api: Api, configurationId: string, content: string): Promise<{ version: number; hash: string }> {
-  const draft = must(
-    'save draft',
-    await api('POST', `/api/configurations/${configurationId}/versions`, { content }),
-    201,
-  );
-  must(
-    'publish',
-    await api('POST', `/api/configurations/${configurationId}/versions/${draft.body.version}/publish`),
-    200,
-  );
-  return { version: draft.body.version, hash: draft.body.contentHash };
 }
 
 /** The built-in policies (approved, created disabled) switched on: the start evaluates each for every agent. */

@@ -186,23 +186,13 @@ async function measureRollout(stack: RolloutStack, input: RolloutPhaseInput): Pr
   // The next version, through the api
   const { configurationId } = input;
   const content = `receivers:\n  otlp:\n    protocols:\n      grpc: {}\nexporters:\n  debug:\n    verbosity: basic\nservice:\n  pipelines:\n    traces:\n      receivers: [otlp]\n      exporters: [debug]\n# bench rollout ${Date.now()}\n`;
-  const draft = must(
-    'save draft',
-    await api('POST', `/api/configurations/${configurationId}/versions`, { content }),
-    201,
-  );
-  must(
-    'publish',
-    await api('POST', `/api/configurations/${configurationId}/versions/${draft.body.version}/publish`),
-    200,
-  );
-  const hash = draft.body.contentHash as string;
+  const { version, hash } = await publishVersion(api, configurationId, content);
 
   const created = must(
     'create rollout',
     await api('POST', '/api/rollouts', {
       configurationId,
-      version: draft.body.version,
+      version,
       target: { groupIds: [input.groupId] },
       strategy: { batchPercent: input.batchPercent },
     }),
@@ -237,7 +227,7 @@ async function measureRollout(stack: RolloutStack, input: RolloutPhaseInput): Pr
     return `${used.toFixed(1)} (${((used / wallMs) * 100_000).toFixed(0)} %)`;
   };
   return [
-    `rollout of version ${draft.body.version} to ${fleet.agents.length} agents (group target, batchPercent ${input.batchPercent}, bakeSeconds 0, applyTimeoutSeconds ${rollout.strategy.applyTimeoutSeconds}):` +
+    `rollout of version ${version} to ${fleet.agents.length} agents (group target, batchPercent ${input.batchPercent}, bakeSeconds 0, applyTimeoutSeconds ${rollout.strategy.applyTimeoutSeconds}):` +
       ` created in ${created.ms.toFixed(0)} ms, start answered in ${start.ms.toFixed(0)} ms`,
     `  ${rollout.state} ${seconds(wallMs)} after the start call (polled every 250 ms; started_at → finished_at in the database ${seconds(batches.databaseMs)}); ${batches.lines.length} batches${rollout.reason ? `; reason: ${rollout.reason}` : ''}`,
     `  progress: succeeded ${p.succeeded}, failed ${p.failed}, skipped ${p.skipped}, pending ${p.pending}, applying ${p.applying} of ${p.total}; APPLIED on the agents ${onAgents}, in the database ${inDb}`,
@@ -278,6 +268,25 @@ export async function operatorApi(baseUrl: string, db: Knex): Promise<Api> {
       etag: response.headers.get('etag') ?? undefined,
     };
   };
+}
+
+/** Saves `content` as a draft of the configuration and publishes it, through the api. */
+export async function publishVersion(
+  api: Api,
+  configurationId: string,
+  content: string,
+): Promise<{ version: number; hash: string }> {
+  const draft = must(
+    'save draft',
+    await api('POST', `/api/configurations/${configurationId}/versions`, { content }),
+    201,
+  );
+  must(
+    'publish',
+    await api('POST', `/api/configurations/${configurationId}/versions/${draft.body.version}/publish`),
+    200,
+  );
+  return { version: draft.body.version as number, hash: draft.body.contentHash as string };
 }
 
 export function must(what: string, reply: Reply, status: number): Reply {
