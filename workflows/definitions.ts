@@ -4,7 +4,7 @@
  * workflow, an update or a query by a string of its own), and `workflows/index.ts` checks
  * at compile time that each workflow it registers has the signature declared here.
  */
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Progress, RollbackProgress } from '../db/repos/rollout-agents';
 import type { RolloutOperation, RolloutState } from '../domain/rollouts';
 
@@ -111,3 +111,34 @@ export const operateRolloutUpdate = defineUpdate<RolloutOperationResult, [Rollou
 );
 /** Where the workflow stands (state, batch, counts per state, last batch's outcome), from its memory. */
 export const rolloutStatusQuery = defineQuery<RolloutStatus>('rolloutStatusQuery');
+
+// ---------------------------------------------------------------------------------------
+// Git sync
+
+/** One long-running sync loop per Git source. */
+export const gitSyncWorkflowId = (sourceId: string) => `git-sync:${sourceId}`;
+
+export const gitSyncWorkflowType = 'gitSyncWorkflow';
+export type GitSyncWorkflow = (input: GitSyncWorkflowInput) => Promise<void>;
+
+export interface GitSyncWorkflowInput {
+  sourceId: string;
+  tenantId: string;
+  /** Carried over continue-as-new: a wake-up received but not yet handled. */
+  pending?: GitSyncWake[];
+  /**
+   * Continue as new after this many history events even when the server does not suggest
+   * it yet. Tests set it low to reach continue-as-new quickly.
+   */
+  historyLimit?: number;
+}
+
+/**
+ * Why the api wakes a source's loop: a webhook delivery or a forced sweep (each checks the
+ * tip of the branch at once), or a change to the source (its settings, paused, resumed or
+ * deleted; the loop reads the source again and a deleted source ends it).
+ */
+export type GitSyncWake = { reason: 'webhook' | 'manual' } | { reason: 'source-changed' };
+
+/** Wakes the loop (signal-with-start, so a source whose loop is not running gets one). */
+export const gitSyncWakeSignal = defineSignal<[GitSyncWake]>('gitSyncWakeSignal');

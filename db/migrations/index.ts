@@ -8,6 +8,7 @@ import * as agentCertificateUsed from './20261123000000_agent_certificate_used';
 import * as agentSession from './20261123010000_agent_session';
 import * as agentConnectionSettings from './20261124000000_agent_connection_settings';
 import * as rolloutName from './20261124010000_rollout_name';
+import * as gitSources from './20261125000000_git_sources';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -23,6 +24,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123010000_agent_session': agentSession,
   '20261124000000_agent_connection_settings': agentConnectionSettings,
   '20261124010000_rollout_name': rolloutName,
+  '20261125000000_git_sources': gitSources,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

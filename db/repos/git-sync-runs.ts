@@ -1,0 +1,70 @@
+import type { Knex } from 'knex';
+import type { Db } from '../connection';
+
+/** What made a run happen: the inbound webhook, the poll timer, or a forced sweep through the API. */
+export type GitSyncTrigger = 'webhook' | 'poll' | 'manual';
+
+export type SyncRunStatus = 'running' | 'succeeded' | 'failed';
+
+/** What a run did to one file's configuration. */
+export interface SyncRunChange {
+  path: string;
+  configurationId: string;
+  name: string;
+  change: 'created' | 'updated' | 'removed';
+  /** The version saved (created, updated). */
+  version?: number;
+  published?: boolean;
+}
+
+export interface SyncRunFileError {
+  path: string;
+  error: string;
+}
+
+export interface SyncRunRow {
+  id: string;
+  tenant_id: string;
+  source_id: string;
+  trigger: GitSyncTrigger;
+  commit_sha: string | null;
+  status: SyncRunStatus;
+  changes: SyncRunChange[];
+  file_errors: SyncRunFileError[];
+  error: string | null;
+  rollout_id: string | null;
+  started_at: Date;
+  finished_at: Date | null;
+}
+
+export async function insertSyncRun(
+  db: Db,
+  run: Pick<SyncRunRow, 'tenant_id' | 'source_id' | 'trigger' | 'commit_sha'>,
+): Promise<SyncRunRow> {
+  const [row] = await db<SyncRunRow>('git_sync_runs')
+    .insert({ ...run, status: 'running' } as never)
+    .returning('*');
+  return row!;
+}
+
+export async function finishSyncRun(
+  db: Db,
+  id: string,
+  outcome: Pick<SyncRunRow, 'status' | 'changes' | 'file_errors' | 'error' | 'rollout_id'>,
+): Promise<SyncRunRow> {
+  const [row] = await db<SyncRunRow>('git_sync_runs')
+    .where({ id })
+    .update({
+      ...outcome,
+      changes: JSON.stringify(outcome.changes),
+      file_errors: JSON.stringify(outcome.file_errors),
+      finished_at: db.fn.now(),
+    } as never)
+    .returning('*');
+  return row!;
+}
+
+/** A source's runs; the caller pages newest first on (started_at, id). */
+export function listSyncRunsQuery(db: Db, tenantId: string, sourceId: string): Knex.QueryBuilder {
+  return db('git_sync_runs').select('*').where({ tenant_id: tenantId, source_id: sourceId });
+}
