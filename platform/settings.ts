@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 
 /**
@@ -58,6 +60,7 @@ const definitions = {
   'Agents:Enrollment:ApprovalTenant': z.string().min(1).default('default'),
   'Agents:Enrollment:MaxPending': positiveInt.default(1000),
   'Git:DefaultPollIntervalSeconds': positiveInt.default(60),
+  'Git:WorkDir': z.string().min(1).optional(),
   'Events:RetentionDays': positiveInt.default(7),
   'Events:ReplayHours': positiveInt.default(24),
   'Events:SubscriberBufferBytes': positiveInt.default(1024 * 1024),
@@ -100,7 +103,8 @@ export interface Settings {
     ca?: { certificateFile: string; keyFile: string };
     enrollment: { mode: 'token' | 'approval'; approvalTenant: string; maxPending: number };
   };
-  git: { defaultPollIntervalSeconds: number };
+  /** `workDir`: where the worker keeps its per-source working copies (any worker can rebuild them). */
+  git: { defaultPollIntervalSeconds: number; workDir: string };
   /** Events are kept `retentionDays`; the hub's `since` and `GET /api/events?after=` reach back `replayHours`. */
   events: { retentionDays: number; replayHours: number; subscriberBufferBytes: number; heartbeatSeconds: number };
   logLevel: Raw['Logging:Level'];
@@ -202,7 +206,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Readonly<Set
     errorsBaseUrl: raw['Errors:BaseUrl'] ?? `${publicBaseUrl}/errors`,
     encryptionKey: key ? Buffer.from(key, 'base64') : undefined,
     agents: agentSettings(raw, isDevelopment),
-    git: { defaultPollIntervalSeconds: raw['Git:DefaultPollIntervalSeconds'] },
+    git: {
+      defaultPollIntervalSeconds: raw['Git:DefaultPollIntervalSeconds'],
+      workDir: raw['Git:WorkDir'] ?? join(tmpdir(), 'fleet-config-git'),
+    },
     events: {
       retentionDays: raw['Events:RetentionDays'],
       replayHours: raw['Events:ReplayHours'],
