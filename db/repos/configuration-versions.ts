@@ -11,6 +11,16 @@ export interface VersionRow {
   created_at: Date;
   published_at: Date | null;
   published_by: string | null;
+  /** The commit a Git sync saved it from; null for versions saved through the API. */
+  provenance: VersionProvenance | null;
+}
+
+export interface VersionProvenance {
+  sourceId: string;
+  path: string;
+  commitSha: string;
+  author: string;
+  message: string;
 }
 
 export interface VersionWithContent extends VersionRow {
@@ -27,6 +37,7 @@ const VERSION_COLUMNS: string[] = [
   'created_at',
   'published_at',
   'published_by',
+  'provenance',
 ];
 
 /**
@@ -36,11 +47,18 @@ const VERSION_COLUMNS: string[] = [
 export async function insertDraft(
   db: Knex.Transaction,
   configurationId: string,
-  draft: { content: string; content_hash: string; author: string },
+  draft: { content: string; content_hash: string; author: string; provenance?: VersionProvenance },
 ): Promise<{ configuration: ConfigurationRow; version: VersionRow }> {
   const configuration = await allocateVersionNumber(db, configurationId);
+  const { provenance, ...fields } = draft;
   const [version] = await db('configuration_versions')
-    .insert({ configuration_id: configurationId, version: configuration.latest_version, state: 'draft', ...draft })
+    .insert({
+      configuration_id: configurationId,
+      version: configuration.latest_version,
+      state: 'draft',
+      ...fields,
+      provenance: provenance ? JSON.stringify(provenance) : null,
+    })
     .returning(VERSION_COLUMNS);
   return { configuration, version: version as VersionRow };
 }

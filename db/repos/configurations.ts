@@ -11,6 +11,9 @@ export interface ConfigurationRow {
   latest_version: number;
   published_version: number | null;
   managed_by: string | null;
+  /** The file of the managing Git source it comes from, and when that file left the branch. */
+  source_path: string | null;
+  source_removed_at: Date | null;
   row_version: number;
   created_at: Date;
   updated_at: Date;
@@ -18,6 +21,7 @@ export interface ConfigurationRow {
 
 export type NewConfiguration = Pick<ConfigurationRow, 'tenant_id' | 'name' | 'description' | 'format' | 'labels'> & {
   managed_by?: string | null;
+  source_path?: string | null;
 };
 
 export type ConfigurationChanges = Pick<ConfigurationRow, 'name' | 'description' | 'labels'>;
@@ -32,6 +36,8 @@ const CONFIGURATION_COLUMNS: string[] = [
   'latest_version',
   'published_version',
   'managed_by',
+  'source_path',
+  'source_removed_at',
   'row_version',
   'created_at',
   'updated_at',
@@ -169,4 +175,42 @@ export async function findTargetConfiguration(
     .where({ tenant_id: tenantId, id })
     .first();
   return row;
+}
+
+export async function findConfigurationByName(
+  db: Db,
+  tenantId: string,
+  name: string,
+): Promise<ConfigurationRow | undefined> {
+  return db('configurations').select(CONFIGURATION_COLUMNS).where({ tenant_id: tenantId, name }).first() as Promise<
+    ConfigurationRow | undefined
+  >;
+}
+
+/** The configurations a Git source manages, with the file each came from. */
+export async function listManagedConfigurations(db: Db, sourceId: string): Promise<ConfigurationRow[]> {
+  return db('configurations').select(CONFIGURATION_COLUMNS).where({ managed_by: sourceId }) as Promise<
+    ConfigurationRow[]
+  >;
+}
+
+/**
+ * Where a Git-managed configuration's file is: its path in the branch, and whether it has
+ * left the branch (`source_removed_at` set) or is there (cleared).
+ */
+export async function setSourceFile(
+  db: Db,
+  id: string,
+  file: { path: string; removed: boolean },
+): Promise<ConfigurationRow> {
+  const [row] = await db('configurations')
+    .where({ id })
+    .update({
+      source_path: file.path,
+      source_removed_at: file.removed ? db.fn.now() : null,
+      row_version: db.raw('row_version + 1'),
+      updated_at: db.fn.now(),
+    })
+    .returning(CONFIGURATION_COLUMNS);
+  return row as ConfigurationRow;
 }

@@ -10,17 +10,15 @@ import {
 import {
   findVersion,
   findVersionWithContent,
-  insertDraft,
   listVersionsQuery,
-  publishDraft,
   type VersionRow,
 } from '../../../db/repos/configuration-versions';
-import { emitEvents, type EventType } from '../../../db/repos/events';
+import { emitEvents } from '../../../db/repos/events';
+import { publishVersion, saveVersion } from '../../../domain/configurations/versions';
 import type { Principal } from '../../auth/principal';
 import {
   CONTENT_LIMIT_BYTES,
   contentBytes,
-  contentHash,
   keyDiff,
   parseContent,
   unifiedDiff,
@@ -99,14 +97,6 @@ function checkContent(row: ConfigurationRow, content: string): void {
   const parsed = parseContent(row.format, content);
   if (!parsed.ok) throw problems.validation([{ path: 'body.content', message: parsed.message }]);
 }
-
-const versionEvent = (principal: Principal, type: EventType, configuration: ConfigurationRow, version: VersionRow) => ({
-  tenantId: principal.tenantId,
-  type,
-  source: SOURCE,
-  subject: configuration.id,
-  data: { name: configuration.name, ...presentVersionSummary(version) },
-});
 
 export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] {
   return [
@@ -229,14 +219,10 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
         refuseManaged(found);
         checkContent(found, body.content); // before the lock: parsing 1 MiB should not hold it
         await lockForChange(db, principal, params.id, ctx);
-        const saved = await insertDraft(db as Knex.Transaction, params.id, {
+        const saved = await saveVersion(db as Knex.Transaction, principal.tenantId, params.id, {
           content: body.content,
-          content_hash: contentHash(body.content),
           author: principal.name,
         });
-        await emitEvents(db, [
-          versionEvent(principal, 'configuration.version-saved', saved.configuration, saved.version),
-        ]);
         return {
           status: 201,
           body: presentVersionSummary(saved.version),
@@ -336,10 +322,13 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
         // a retry of a publish that succeeded answers the same, even with the ETag it held before
         if (version.state === 'published') return { body: presentVersionSummary(version), rowVersion: row.row_version };
         checkIfMatch(row, ctx);
-        const published = await publishDraft(db as Knex.Transaction, params.id, params.version, principal.name);
-        await emitEvents(db, [
-          versionEvent(principal, 'configuration.version-published', published.configuration, published.version),
-        ]);
+        const published = await publishVersion(
+          db as Knex.Transaction,
+          principal.tenantId,
+          params.id,
+          params.version,
+          principal.name,
+        );
         return { body: presentVersionSummary(published.version), rowVersion: published.configuration.row_version };
       },
     }),

@@ -72,10 +72,27 @@ export const configurationSchema = z
     managedBy: z.string().nullable().openapi({
       description: 'The Git source that owns it; such configurations refuse edits (409 `managed-by-git`).',
     }),
+    sourcePath: z.string().nullable().openapi({
+      description: 'The file of the managing Git source it comes from; null when not managed by Git.',
+    }),
+    sourceRemovedAt: z.string().nullable().openapi({
+      description:
+        'When its file disappeared from the tracked branch (the configuration and its versions stay); null while the file is there.',
+    }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
   .openapi('Configuration');
+
+const provenanceSchema = z
+  .object({
+    sourceId: z.string(),
+    path: z.string().openapi({ description: 'The file in the repository.' }),
+    commitSha: z.string(),
+    author: z.string().openapi({ description: "The commit's author." }),
+    message: z.string().openapi({ description: "The commit's message." }),
+  })
+  .openapi('ConfigurationVersionProvenance');
 
 export const versionSummarySchema = z
   .object({
@@ -87,6 +104,9 @@ export const versionSummarySchema = z
     createdAt: z.string(),
     publishedAt: z.string().nullable(),
     publishedBy: z.string().nullable(),
+    provenance: provenanceSchema.nullable().openapi({
+      description: 'The commit a Git sync saved this version from; null for versions saved through the API.',
+    }),
   })
   .openapi('ConfigurationVersionSummary');
 
@@ -121,6 +141,8 @@ export function presentConfiguration(row: ConfigurationRow): z.infer<typeof conf
     latestVersion: row.latest_version,
     publishedVersion: row.published_version,
     managedBy: row.managed_by,
+    sourcePath: row.source_path,
+    sourceRemovedAt: row.source_removed_at?.toISOString() ?? null,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
@@ -136,6 +158,7 @@ export function presentVersionSummary(row: VersionRow): z.infer<typeof versionSu
     createdAt: row.created_at.toISOString(),
     publishedAt: row.published_at?.toISOString() ?? null,
     publishedBy: row.published_by,
+    provenance: row.provenance,
   };
 }
 
