@@ -1,6 +1,7 @@
 import { Client, WorkflowIdConflictPolicy } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Knex } from 'knex';
+import type { Logger } from 'pino';
 import { createActivities } from '../activities';
 import type { Settings } from '../platform/settings';
 import {
@@ -19,19 +20,21 @@ export interface WorkerHandle {
 
 /**
  * Connects to Temporal, registers every workflow and activity, and makes sure the
- * singleton maintenance workflows are running. `bundle` lets tests reuse one bundle.
+ * singleton maintenance workflows are running. `bundle` lets tests reuse one bundle;
+ * `logger` receives what activities report (a failed Git sync run).
  */
 export async function startWorker(
   settings: Readonly<Settings>,
   db: Knex,
   bundle?: WorkerOptions['workflowBundle'],
+  logger?: Logger,
 ): Promise<WorkerHandle> {
   const connection = await NativeConnection.connect({ address: settings.temporal.address });
   const worker = await Worker.create({
     connection,
     namespace: settings.temporal.namespace,
     taskQueue: settings.temporal.taskQueue,
-    activities: createActivities({ db }),
+    activities: createActivities({ db, settings, logger }),
     ...(bundle ? { workflowBundle: bundle } : { workflowsPath: require.resolve('../workflows') }),
   });
   const running = worker.run();

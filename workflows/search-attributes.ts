@@ -9,3 +9,4 @@ export const tenantIdKey = defineSearchAttributeKey('TenantId', SearchAttributeT
 export const rolloutIdKey = defineSearchAttributeKey('RolloutId', SearchAttributeType.KEYWORD);
 export const configurationIdKey = defineSearchAttributeKey('ConfigurationId', SearchAttributeType.KEYWORD);
 export const rolloutStateKey = defineSearchAttributeKey('RolloutState', SearchAttributeType.KEYWORD);
+export const gitSourceIdKey = defineSearchAttributeKey('GitSourceId', SearchAttributeType.KEYWORD);

@@ -11,10 +11,13 @@ export interface SyncRunChange {
   path: string;
   configurationId: string;
   name: string;
-  change: 'created' | 'updated' | 'removed';
+  /** restored: the file came back (unchanged) after it had been removed. */
+  change: 'created' | 'updated' | 'removed' | 'restored';
   /** The version saved (created, updated). */
   version?: number;
   published?: boolean;
+  /** The rollout the source's rollout template started for the published version. */
+  rolloutId?: string;
 }
 
 export interface SyncRunFileError {
@@ -50,7 +53,8 @@ export async function insertSyncRun(
 export async function finishSyncRun(
   db: Db,
   id: string,
-  outcome: Pick<SyncRunRow, 'status' | 'changes' | 'file_errors' | 'error' | 'rollout_id'>,
+  outcome: Pick<SyncRunRow, 'status' | 'changes' | 'file_errors' | 'error' | 'rollout_id'> &
+    Partial<Pick<SyncRunRow, 'commit_sha'>>,
 ): Promise<SyncRunRow> {
   const [row] = await db<SyncRunRow>('git_sync_runs')
     .where({ id })
@@ -67,4 +71,19 @@ export async function finishSyncRun(
 /** A source's runs; the caller pages newest first on (started_at, id). */
 export function listSyncRunsQuery(db: Db, tenantId: string, sourceId: string): Knex.QueryBuilder {
   return db('git_sync_runs').select('*').where({ tenant_id: tenantId, source_id: sourceId });
+}
+
+export async function findSyncRun(db: Db, id: string): Promise<SyncRunRow | undefined> {
+  return db<SyncRunRow>('git_sync_runs').where({ id }).first();
+}
+
+/** A source's newest run, if any. */
+export async function latestSyncRun(db: Db, sourceId: string): Promise<SyncRunRow | undefined> {
+  return db<SyncRunRow>('git_sync_runs')
+    .where({ source_id: sourceId })
+    .orderBy([
+      { column: 'started_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .first();
 }

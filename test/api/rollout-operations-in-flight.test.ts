@@ -23,7 +23,7 @@ const call = (method: string, path: string, body?: unknown) => env.t.call(method
 async function slowedWorker() {
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
-  const activities = createActivities({ db: env.t.database.db });
+  const activities = createActivities({ db: env.t.database.db, settings: env.t.settings });
   const connection = await NativeConnection.connect({ address: testInfra().temporalAddress });
   const worker = await Worker.create({
     connection,

@@ -6,6 +6,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { Logger } from 'pino';
 import { startWorker, type WorkerHandle } from '../../worker/run';
 import { outboxRetentionWorkflowId } from '../../workflows/definitions';
 import { issueBootstrapToken, startTestGateway, type TestGateway } from './agent-gateway';
@@ -38,6 +39,10 @@ let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 export interface RolloutEnvOptions {
   /** A Temporal server of the test's own (e.g. the time-skipping test server); the suite's dev server by default. */
   temporalAddress?: string;
+  /** Receives what the worker's activities log (e.g. to prove a secret never shows in a line). */
+  workerLogger?: Logger;
+  /** Settings of the worker beyond the api's (e.g. Git__WorkDir). */
+  workerEnv?: Record<string, string>;
 }
 
 export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<RolloutEnv> {
@@ -56,9 +61,12 @@ export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<
   );
   const gateway = await startTestGateway(t);
   const operator = await t.token('default.operator');
+  // The api's encryption key: the worker opens what the api sealed (Git credentials).
   const workerSettings = testSettings(t.database.url, {
     Temporal__TaskQueue: taskQueue,
     Temporal__Address: temporalAddress,
+    Secrets__EncryptionKey: t.settings.encryptionKey!.toString('base64'),
+    ...options.workerEnv,
   });
   let worker: WorkerHandle | undefined;
   const fleets: Fleet[] = [];
@@ -70,7 +78,7 @@ export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<
     taskQueue,
     operator,
     async startWorker() {
-      worker = await startWorker(workerSettings, t.database.db, await bundle!);
+      worker = await startWorker(workerSettings, t.database.db, await bundle!, options.workerLogger);
     },
     async stopWorker() {
       const stopping = worker;

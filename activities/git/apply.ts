@@ -1,0 +1,146 @@
+/**
+ * A sweep's effect on configurations: each configuration file of the tree is validated and,
+ * when its content changed, saved as a new version (published when the source says so);
+ * configurations whose file left the branch are marked. One transaction per file, so a
+ * broken or refused file is that file's error and the others apply.
+ */
+import type { Knex } from 'knex';
+import {
+  findConfigurationByName,
+  insertConfiguration,
+  listManagedConfigurations,
+  lockConfiguration,
+  setSourceFile,
+  type ConfigurationRow,
+} from '../../db/repos/configurations';
+import { findVersion, type VersionProvenance } from '../../db/repos/configuration-versions';
+import { emitEvents } from '../../db/repos/events';
+import type { GitSourceRow } from '../../db/repos/git-sources';
+import type { SyncRunChange, SyncRunFileError } from '../../db/repos/git-sync-runs';
+import { CONTENT_LIMIT_BYTES, contentHash, parseContent } from '../../domain/configurations/content';
+import { publishVersion, saveVersion } from '../../domain/configurations/versions';
+import type { SourceFile } from '../../domain/git/files';
+import type { FetchedCommit } from './repository';
+
+/** A configuration file of the tree, with its content (undefined when over the size limit). */
+export interface FileAtTip extends SourceFile {
+  size: number;
+  content?: string;
+}
+
+export interface Applied {
+  changes: SyncRunChange[];
+  fileErrors: SyncRunFileError[];
+}
+
+/** Why a file cannot be applied; the sweep records it and goes on with the other files. */
+class FileRefused extends Error {}
+
+export async function applyFiles(
+  db: Knex,
+  source: GitSourceRow,
+  commit: FetchedCommit,
+  files: FileAtTip[],
+): Promise<Applied> {
+  const out: Applied = { changes: [], fileErrors: [] };
+  const managed = new Map((await listManagedConfigurations(db, source.id)).map((row) => [row.source_path, row]));
+  /** Configurations a file of this tree maps to (a file that moved keeps its configuration). */
+  const seen = new Set<string>();
+  for (const file of files) {
+    try {
+      checkFile(file);
+      const change = await db.transaction((trx) => applyFile(trx, source, commit, file, managed.get(file.path), seen));
+      if (change) out.changes.push(change);
+    } catch (error) {
+      if (!(error instanceof FileRefused)) throw error;
+      const known = managed.get(file.path);
+      if (known) seen.add(known.id); // a broken file is still there: its configuration is not removed
+      out.fileErrors.push({ path: file.path, error: error.message });
+    }
+  }
+  for (const row of managed.values()) {
+    if (row.source_path && !seen.has(row.id) && !row.source_removed_at) {
+      await setSourceFile(db, row.id, { path: row.source_path, removed: true });
+      out.changes.push({ path: row.source_path, configurationId: row.id, name: row.name, change: 'removed' });
+    }
+  }
+  return out;
+}
+
+function checkFile(file: FileAtTip): void {
+  if (file.content === undefined)
+    throw new FileRefused(`${file.size} bytes; a configuration holds at most ${CONTENT_LIMIT_BYTES} bytes (1 MiB)`);
+  const parsed = parseContent(file.format, file.content);
+  if (!parsed.ok) throw new FileRefused(parsed.message);
+}
+
+async function applyFile(
+  trx: Knex.Transaction,
+  source: GitSourceRow,
+  commit: FetchedCommit,
+  file: FileAtTip,
+  known: ConfigurationRow | undefined,
+  seen: Set<string>,
+): Promise<SyncRunChange | undefined> {
+  const content = file.content!;
+  const found = known ?? (await adoptOrCreate(trx, source, file));
+  const row = (await lockConfiguration(trx, source.tenant_id, found.id))!;
+  if (row.format !== file.format)
+    throw new FileRefused(`configuration '${row.name}' is ${row.format}; a ${file.format} file cannot replace it`);
+  seen.add(row.id);
+  const restored = row.source_removed_at !== null;
+  if (restored || row.source_path !== file.path) await setSourceFile(trx, row.id, { path: file.path, removed: false });
+  const latest = row.latest_version > 0 ? await findVersion(trx, row.id, row.latest_version) : undefined;
+  const change = row.latest_version === 0 ? 'created' : 'updated';
+  const base = { path: file.path, configurationId: row.id, name: row.name };
+  if (latest?.content_hash === contentHash(content))
+    return restored ? { ...base, change: 'restored', version: latest.version } : undefined;
+  const provenance: VersionProvenance = {
+    sourceId: source.id,
+    path: file.path,
+    commitSha: commit.sha,
+    author: commit.author,
+    message: commit.message,
+  };
+  const saved = await saveVersion(trx, source.tenant_id, row.id, {
+    content,
+    author: `git:${commit.author}`,
+    provenance,
+  });
+  const version = saved.version.version;
+  if (source.auto_publish) await publishVersion(trx, source.tenant_id, row.id, version, `git:${source.name}`);
+  return { ...base, change, version, published: source.auto_publish };
+}
+
+/**
+ * The configuration a file maps to when the source does not manage one for it yet: created
+ * (managed by the source), or an existing one this source already manages under its name
+ * (the file moved, e.g. from .yml to .yaml). A name another owner uses is never taken over.
+ */
+async function adoptOrCreate(trx: Knex.Transaction, source: GitSourceRow, file: FileAtTip): Promise<ConfigurationRow> {
+  const existing = await findConfigurationByName(trx, source.tenant_id, file.name);
+  if (existing && existing.managed_by !== source.id)
+    throw new FileRefused(
+      `a configuration named '${file.name}' already exists and is not managed by this source; rename the file or the configuration`,
+    );
+  if (existing) return existing;
+  const row = await insertConfiguration(trx, {
+    tenant_id: source.tenant_id,
+    name: file.name,
+    description: '',
+    format: file.format,
+    labels: {},
+    managed_by: source.id,
+    source_path: file.path,
+  });
+  await emitEvents(trx, [
+    {
+      tenantId: source.tenant_id,
+      type: 'configuration.created',
+      source: '/api/configurations',
+      subject: row.id,
+      data: { id: row.id, name: row.name, format: row.format, managedBy: source.id, sourcePath: file.path },
+    },
+  ]);
+  return row;
+}

@@ -1,0 +1,142 @@
+/**
+ * The rollout template's half of the GitOps pipeline: for every version a sweep published,
+ * a rollout with the template's target and strategy, created and moved to `running` the way
+ * an operator's create + start would (target check, one active rollout per agent, the
+ * approved policies judging every target agent). The git-sync workflow then starts each
+ * rollout's workflow. A refusal is that file's error in the run, and no rollout is left behind.
+ */
+import type { Knex } from 'knex';
+import { isUniqueViolation } from '../../db/errors';
+import { findVersion } from '../../db/repos/configuration-versions';
+import { emitEvents } from '../../db/repos/events';
+import type { GitSourceRow } from '../../db/repos/git-sources';
+import type { SyncRunChange, SyncRunFileError } from '../../db/repos/git-sync-runs';
+import { activeRolloutInTarget, addTargetAgents } from '../../db/repos/rollout-agents';
+import { insertRollout, type RolloutStrategy, type RolloutTarget } from '../../db/repos/rollouts';
+import { DomainError } from '../../domain/errors';
+import { checkTarget, evaluatePolicies, policyDenied } from '../../domain/policies/evaluate';
+import type { FetchedCommit } from './repository';
+
+export interface RolloutTemplate {
+  target: Partial<RolloutTarget>;
+  strategy: Partial<RolloutStrategy>;
+}
+
+/** What the workflow needs to start a rollout's workflow. */
+export interface TemplateRollout {
+  rolloutId: string;
+  configurationId: string;
+  tenantId: string;
+}
+
+/** The API's strategy defaults, for a template stored without them. */
+const STRATEGY_DEFAULTS = {
+  bakeSeconds: 0,
+  applyTimeoutSeconds: 300,
+  maxFailurePercent: 0,
+  onFailure: 'pause',
+} as const;
+
+class RolloutRefused extends Error {}
+
+export function templateOf(source: GitSourceRow): RolloutTemplate | undefined {
+  const template = source.rollout_template as RolloutTemplate | null;
+  return template?.target && template.strategy ? template : undefined;
+}
+
+/**
+ * Creates and starts a rollout for each published change; records its id on the change,
+ * or the refusal as the file's error.
+ */
+export async function createTemplateRollouts(
+  db: Knex,
+  source: GitSourceRow,
+  template: RolloutTemplate,
+  commit: FetchedCommit,
+  changes: SyncRunChange[],
+  transition: (rolloutId: string, actor: string) => Promise<unknown>,
+): Promise<{ rollouts: TemplateRollout[]; fileErrors: SyncRunFileError[] }> {
+  const rollouts: TemplateRollout[] = [];
+  const fileErrors: SyncRunFileError[] = [];
+  const actor = `git:${source.name}`;
+  for (const change of changes) {
+    if (!change.published || change.version === undefined) continue;
+    try {
+      const rolloutId = await db.transaction((trx) =>
+        createRollout(trx, source, template, commit, change as Required<SyncRunChange>),
+      );
+      await transition(rolloutId, actor);
+      change.rolloutId = rolloutId;
+      rollouts.push({ rolloutId, configurationId: change.configurationId, tenantId: source.tenant_id });
+    } catch (error) {
+      if (!(error instanceof RolloutRefused || error instanceof DomainError)) throw error;
+      fileErrors.push({ path: change.path, error: `rollout not started: ${error.message}` });
+    }
+  }
+  return { rollouts, fileErrors };
+}
+
+async function createRollout(
+  trx: Knex.Transaction,
+  source: GitSourceRow,
+  template: RolloutTemplate,
+  commit: FetchedCommit,
+  change: Required<Pick<SyncRunChange, 'configurationId' | 'version' | 'name' | 'path'>> & SyncRunChange,
+): Promise<string> {
+  const target: RolloutTarget = {
+    groupIds: template.target.groupIds ?? [],
+    agentIds: template.target.agentIds ?? [],
+    labelSelector: template.target.labelSelector ?? null,
+  };
+  await checkTarget(trx, source.tenant_id, target);
+  const row = await insertRollout(trx, {
+    tenant_id: source.tenant_id,
+    name: `${change.name} v${change.version} from Git`,
+    description: `${commit.sha.slice(0, 12)}: ${commit.message.split('\n')[0]}`.slice(0, 2000),
+    configuration_id: change.configurationId,
+    version: change.version,
+    content_hash: (await findVersion(trx, change.configurationId, change.version))!.content_hash,
+    target,
+    strategy: { ...STRATEGY_DEFAULTS, ...template.strategy },
+    created_by: `git:${source.name}`,
+  });
+  try {
+    await trx.transaction((savepoint) => addTargetAgents(savepoint, row, { joining: false }));
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    const other = await activeRolloutInTarget(trx, row);
+    throw new RolloutRefused(
+      other
+        ? `agent ${other.agentId} is already in active rollout ${other.rolloutId}`
+        : 'a target agent is already in another active rollout',
+    );
+  }
+  const denied = policyDenied(
+    await evaluatePolicies(trx, source.tenant_id, {
+      configurationId: row.configuration_id,
+      version: row.version,
+      target: { rolloutId: row.id },
+      rollout: { batchSize: row.strategy.batchSize, batchPercent: row.strategy.batchPercent },
+    }),
+  );
+  if (denied) throw new RolloutRefused(denied.message);
+  await emitEvents(trx, [
+    {
+      tenantId: source.tenant_id,
+      type: 'rollout.created',
+      source: `/api/rollouts/${row.id}`,
+      subject: row.id,
+      data: {
+        id: row.id,
+        name: row.name,
+        configurationId: row.configuration_id,
+        version: row.version,
+        target: row.target,
+        strategy: row.strategy,
+        state: row.state,
+        createdBy: row.created_by,
+      },
+    },
+  ]);
+  return row.id;
+}

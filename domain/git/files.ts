@@ -1,0 +1,45 @@
+import { posix } from 'node:path';
+import type { Format } from '../configurations/content';
+
+/**
+ * Which files of a source's tree become configurations, and under which names: every
+ * `.yaml`, `.yml` or `.json` file under the source's `path`, named by its path relative to
+ * `path` without the extension (`prod/otel-collector.yaml` → `prod/otel-collector`).
+ */
+
+/** More files than this under `path` fail the whole run: such a tree is not a set of configurations. */
+export const MAX_SOURCE_FILES = 1_000;
+
+const FORMAT_OF: Record<string, Format> = { '.yaml': 'yaml', '.yml': 'yaml', '.json': 'json' };
+
+/** What a configuration name may be (the configurations API's rule). */
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$/;
+
+export interface SourceFile {
+  /** The file's path in the repository. */
+  path: string;
+  /** The configuration's name. */
+  name: string;
+  format: Format;
+}
+
+/** The source's `path` as a tree prefix: no leading or trailing slash; '' is the whole tree. */
+export const normalizeSourcePath = (path: string) => path.replace(/^\/+|\/+$/g, '');
+
+/** The configuration a file of the tree becomes, or undefined when it is not a configuration file. */
+export function sourceFileOf(
+  sourcePath: string,
+  filePath: string,
+): SourceFile | { path: string; error: string } | undefined {
+  const format = FORMAT_OF[posix.extname(filePath).toLowerCase()];
+  if (!format) return undefined;
+  const prefix = normalizeSourcePath(sourcePath);
+  const relative = prefix ? posix.relative(prefix, filePath) : filePath;
+  const name = relative.slice(0, -posix.extname(relative).length);
+  if (!NAME.test(name))
+    return {
+      path: filePath,
+      error: `'${name}' is not a configuration name (1-200 of A-Z a-z 0-9 . _ / -, starting with a letter or digit)`,
+    };
+  return { path: filePath, name, format };
+}

@@ -1,0 +1,433 @@
+/**
+ * The git-sync loop end to end: real repositories (bare on disk, and over smart HTTP with
+ * basic auth), the real worker on the suite's Temporal dev server, the real api, and
+ * simulated agents for the rollout-template pipeline.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { ensureTenant } from '../../db/repos/tenants';
+import { sealCredentials, type GitCredentials } from '../../domain/git/credentials';
+import {
+  gitSyncWakeSignal,
+  gitSyncWorkflowId,
+  gitSyncWorkflowType,
+  type GitSyncWake,
+  type GitSyncWorkflow,
+} from '../../workflows/definitions';
+import { gitSourceIdKey, tenantIdKey } from '../../workflows/search-attributes';
+import { eventually } from '../support/eventually';
+import { createTestRepository, startSmartHttpServer, type TestRepository } from '../support/git';
+import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+
+const logLines: string[] = [];
+const workerLogger = pino(
+  { level: 'info' },
+  new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logLines.push(chunk.toString('utf8'));
+      done();
+    },
+  }),
+);
+
+let env: RolloutEnv;
+let workDir: string;
+const repositories: TestRepository[] = [];
+
+beforeAll(async () => {
+  workDir = await mkdtemp(join(tmpdir(), 'fleet-git-work-'));
+  env = await startRolloutEnv({ workerLogger, workerEnv: { Git__WorkDir: workDir } });
+  await ensureTenant(env.t.database.db, 'default');
+}, 60_000);
+afterAll(async () => {
+  await env?.close();
+  await Promise.all(repositories.map((repository) => repository.remove()));
+  await rm(workDir, { recursive: true, force: true });
+});
+
+const db = () => env.t.database.db;
+const call = (method: string, path: string, body?: unknown) => env.t.call(method, path, { token: env.operator, body });
+
+async function repository(files: Record<string, string> = { 'otel.yaml': 'receivers: {}\n' }) {
+  const repo = await createTestRepository();
+  repositories.push(repo);
+  await repo.commit(files, { message: 'first configurations' });
+  return repo;
+}
+
+interface SourceOptions {
+  pollIntervalSeconds?: number;
+  paused?: boolean;
+  autoPublish?: boolean;
+  path?: string;
+  credentials?: GitCredentials;
+  rolloutTemplate?: unknown;
+}
+
+/** A Git source row, as the api writes it (credentials sealed with the api's key). */
+async function createSource(repoUrl: string, options: SourceOptions = {}): Promise<string> {
+  const id = randomUUID();
+  await db()('git_sources').insert({
+    id,
+    tenant_id: 'default',
+    name: `source-${id.slice(0, 8)}`,
+    repo_url: repoUrl,
+    branch: 'main',
+    path: options.path ?? '',
+    poll_interval_seconds: options.pollIntervalSeconds ?? 3600,
+    auto_publish: options.autoPublish ?? false,
+    paused: options.paused ?? false,
+    rollout_template: options.rolloutTemplate ? JSON.stringify(options.rolloutTemplate) : null,
+    created_by: 'test',
+    ...sealCredentials(env.t.settings.encryptionKey!, id, options.credentials ?? null),
+  });
+  return id;
+}
+
+/** What the api does on create, webhook, sync, change and delete: signal-with-start. */
+async function wake(sourceId: string, wake: GitSyncWake, historyLimit?: number) {
+  await env.client.workflow.signalWithStart<GitSyncWorkflow, [GitSyncWake]>(gitSyncWorkflowType, {
+    workflowId: gitSyncWorkflowId(sourceId),
+    taskQueue: env.taskQueue,
+    args: [{ sourceId, tenantId: 'default', historyLimit }],
+    signal: gitSyncWakeSignal,
+    signalArgs: [wake],
+    typedSearchAttributes: [
+      { key: gitSourceIdKey, value: sourceId },
+      { key: tenantIdKey, value: 'default' },
+    ],
+  });
+}
+
+interface Run {
+  id: string;
+  trigger: string;
+  status: string;
+  commit_sha: string | null;
+  changes: Array<{ path: string; name: string; change: string; version?: number; configurationId: string }>;
+  file_errors: Array<{ path: string; error: string }>;
+  error: string | null;
+  rollout_id: string | null;
+}
+
+const runsOf = async (sourceId: string): Promise<Run[]> =>
+  db()('git_sync_runs').where({ source_id: sourceId }).orderBy('started_at', 'asc');
+
+/** Waits for the source's `count`-th run to finish, and returns all runs. */
+async function finishedRuns(sourceId: string, count: number, timeoutMs = 15_000): Promise<Run[]> {
+  return eventually(async () => {
+    const runs = await runsOf(sourceId);
+    expect(runs.length).toBeGreaterThanOrEqual(count);
+    expect(runs.slice(0, count).map((run) => run.status)).not.toContain('running');
+    return runs;
+  }, timeoutMs);
+}
+
+/** Waits until the loop has handled every signal it received and is idle (no activity in flight). */
+async function idle(sourceId: string) {
+  const handle = env.client.workflow.getHandle(gitSyncWorkflowId(sourceId));
+  await eventually(async () => {
+    const { events } = await handle.fetchHistory();
+    const list = events ?? [];
+    const lastSignal = list.findLastIndex((event) => event.workflowExecutionSignaledEventAttributes);
+    const lastTask = list.findLastIndex((event) => event.workflowTaskCompletedEventAttributes);
+    expect(lastTask).toBeGreaterThan(lastSignal);
+    const scheduled = list.filter((event) => event.activityTaskScheduledEventAttributes).length;
+    const done = list.filter(
+      (event) =>
+        event.activityTaskCompletedEventAttributes ||
+        event.activityTaskFailedEventAttributes ||
+        event.activityTaskTimedOutEventAttributes,
+    ).length;
+    expect(done).toBe(scheduled);
+  }, 15_000);
+}
+
+async function configurationNamed(name: string) {
+  const list = await call('GET', `/api/configurations?q=${encodeURIComponent(name)}`);
+  return (list.body.items as Array<{ id: string; name: string }>).find((item) => item.name === name);
+}
+
+test('a push then a webhook: one run attributed to webhook, with the new SHA and the changed configurations; their versions carry the commit', async () => {
+  const repo = await repository({ 'prod/otel-collector.yaml': 'receivers: {}\n', 'prod/agent.json': '{"a": 1}\n' });
+  const sourceId = await createSource(repo.url, { path: 'prod' });
+  await wake(sourceId, { reason: 'source-changed' });
+  const [first] = await finishedRuns(sourceId, 1);
+  expect(first).toMatchObject({ trigger: 'poll', status: 'succeeded', commit_sha: await repo.tip() });
+  expect(first!.changes.map((change) => [change.name, change.change]).sort()).toEqual([
+    ['agent', 'created'],
+    ['otel-collector', 'created'],
+  ]);
+
+  const sha = await repo.commit(
+    { 'prod/otel-collector.yaml': 'receivers:\n  otlp: {}\n' },
+    { message: 'add the otlp receiver', author: 'Bob Builder' },
+  );
+  await wake(sourceId, { reason: 'webhook' });
+  const runs = await finishedRuns(sourceId, 2);
+  expect(runs).toHaveLength(2);
+  expect(runs[1]).toMatchObject({ trigger: 'webhook', status: 'succeeded', commit_sha: sha, file_errors: [] });
+  expect(runs[1]!.changes).toEqual([
+    expect.objectContaining({
+      path: 'prod/otel-collector.yaml',
+      name: 'otel-collector',
+      change: 'updated',
+      version: 2,
+    }),
+  ]);
+
+  const configuration = await configurationNamed('otel-collector');
+  const shown = await call('GET', `/api/configurations/${configuration!.id}`);
+  expect(shown.body).toMatchObject({
+    managedBy: sourceId,
+    sourcePath: 'prod/otel-collector.yaml',
+    sourceRemovedAt: null,
+    format: 'yaml',
+    latestVersion: 2,
+    publishedVersion: null,
+  });
+  const version = await call('GET', `/api/configurations/${configuration!.id}/versions/2`);
+  expect(version.body).toMatchObject({
+    content: 'receivers:\n  otlp: {}\n',
+    state: 'draft',
+    author: 'git:Bob Builder',
+    provenance: {
+      sourceId,
+      path: 'prod/otel-collector.yaml',
+      commitSha: sha,
+      author: 'Bob Builder',
+      message: 'add the otlp receiver',
+    },
+  });
+  const events = await db()('events').where({ subject: sourceId }).orderBy('seq').pluck('type');
+  expect(events).toEqual([
+    'git.sync-run.started',
+    'git.sync-run.succeeded',
+    'git.sync-run.started',
+    'git.sync-run.succeeded',
+  ]);
+
+  // Git owns it: the API refuses edits.
+  const edit = await call('POST', `/api/configurations/${configuration!.id}/versions`, { content: 'x: 1\n' });
+  expect(edit.status).toBe(409);
+  expect(edit.body.type).toMatch(/managed-by-git$/);
+});
+
+test('20 webhooks in a row for one push make exactly one run', async () => {
+  const repo = await repository();
+  const sourceId = await createSource(repo.url);
+  await wake(sourceId, { reason: 'source-changed' });
+  await finishedRuns(sourceId, 1);
+  const sha = await repo.commit({ 'otel.yaml': 'receivers:\n  otlp: {}\n' });
+  await Promise.all(Array.from({ length: 20 }, () => wake(sourceId, { reason: 'webhook' })));
+  await finishedRuns(sourceId, 2);
+  await idle(sourceId);
+  const runs = await runsOf(sourceId);
+  expect(runs.map((run) => [run.trigger, run.commit_sha])).toEqual([
+    ['poll', expect.any(String)],
+    ['webhook', sha],
+  ]);
+});
+
+test('a push with no webhook is found by the poll timer', async () => {
+  const repo = await repository();
+  const sourceId = await createSource(repo.url, { pollIntervalSeconds: 1 });
+  await wake(sourceId, { reason: 'source-changed' });
+  await finishedRuns(sourceId, 1);
+  const sha = await repo.commit({ 'otel.yaml': 'receivers:\n  polled: {}\n' });
+  const runs = await finishedRuns(sourceId, 2);
+  expect(runs[1]).toMatchObject({ trigger: 'poll', status: 'succeeded', commit_sha: sha });
+});
+
+test('a paused source makes no run, whatever wakes it; resumed, it syncs', async () => {
+  const repo = await repository();
+  const sourceId = await createSource(repo.url, { paused: true });
+  await wake(sourceId, { reason: 'source-changed' });
+  await wake(sourceId, { reason: 'webhook' });
+  await wake(sourceId, { reason: 'manual' });
+  await idle(sourceId);
+  expect(await runsOf(sourceId)).toEqual([]);
+
+  await db()('git_sources').where({ id: sourceId }).update({ paused: false });
+  await wake(sourceId, { reason: 'source-changed' });
+  const [run] = await finishedRuns(sourceId, 1);
+  expect(run).toMatchObject({ status: 'succeeded', commit_sha: await repo.tip() });
+});
+
+test('a forced sweep runs at the same tip, attributed to manual', async () => {
+  const repo = await repository();
+  const sourceId = await createSource(repo.url);
+  await wake(sourceId, { reason: 'source-changed' });
+  await finishedRuns(sourceId, 1);
+  await wake(sourceId, { reason: 'manual' });
+  const runs = await finishedRuns(sourceId, 2);
+  expect(runs[1]).toMatchObject({ trigger: 'manual', status: 'succeeded', commit_sha: await repo.tip(), changes: [] });
+});
+
+test('an invalid YAML file is reported with its line and column; the other files apply', async () => {
+  const repo = await repository({
+    'good.yaml': 'a: 1\n',
+    'bad.yaml': 'a: [1, 2\nb: 3\n',
+    'notes.md': '# not a configuration\n',
+  });
+  const sourceId = await createSource(repo.url, { autoPublish: true });
+  await wake(sourceId, { reason: 'source-changed' });
+  const [run] = await finishedRuns(sourceId, 1);
+  expect(run!.status).toBe('succeeded');
+  expect(run!.file_errors).toEqual([
+    { path: 'bad.yaml', error: expect.stringMatching(/^line \d+, column \d+: invalid YAML/) },
+  ]);
+  expect(run!.changes).toEqual([
+    expect.objectContaining({ path: 'good.yaml', name: 'good', change: 'created', version: 1, published: true }),
+  ]);
+  const good = await configurationNamed('good');
+  expect((await call('GET', `/api/configurations/${good!.id}`)).body.publishedVersion).toBe(1);
+  expect(await configurationNamed('bad')).toBeUndefined();
+});
+
+test('a file deleted from the branch marks its configuration; back again, the mark is cleared', async () => {
+  const repo = await repository({ 'keep.yaml': 'a: 1\n', 'gone.yaml': 'b: 2\n' });
+  const sourceId = await createSource(repo.url);
+  await wake(sourceId, { reason: 'source-changed' });
+  await finishedRuns(sourceId, 1);
+  await repo.commit({ 'gone.yaml': null }, { message: 'remove gone' });
+  await wake(sourceId, { reason: 'webhook' });
+  const runs = await finishedRuns(sourceId, 2);
+  expect(runs[1]!.changes).toEqual([expect.objectContaining({ path: 'gone.yaml', change: 'removed' })]);
+  const gone = await configurationNamed('gone');
+  const shown = await call('GET', `/api/configurations/${gone!.id}`);
+  expect(shown.body.sourceRemovedAt).toEqual(expect.any(String));
+
+  await repo.commit({ 'gone.yaml': 'b: 2\n' }, { message: 'restore gone' });
+  await wake(sourceId, { reason: 'webhook' });
+  const again = await finishedRuns(sourceId, 3);
+  expect(again[2]!.changes).toEqual([expect.objectContaining({ path: 'gone.yaml', change: 'restored' })]);
+  expect((await call('GET', `/api/configurations/${gone!.id}`)).body.sourceRemovedAt).toBeNull();
+});
+
+test('a name another configuration already uses is that file’s error; the configuration is not taken over', async () => {
+  const taken = `taken-${randomUUID().slice(0, 8)}`;
+  const created = await call('POST', '/api/configurations', { name: taken, format: 'yaml' });
+  expect(created.status).toBe(201);
+  const repo = await repository({ [`${taken}.yaml`]: 'a: 1\n' });
+  const sourceId = await createSource(repo.url);
+  await wake(sourceId, { reason: 'source-changed' });
+  const [run] = await finishedRuns(sourceId, 1);
+  expect(run!.file_errors).toEqual([
+    { path: `${taken}.yaml`, error: expect.stringContaining('is not managed by this source') },
+  ]);
+  expect((await call('GET', `/api/configurations/${created.body.id}`)).body.managedBy).toBeNull();
+});
+
+describe('over smart HTTP with basic auth', () => {
+  const TOKEN = 'glpat-s3cr3t-token-value-0123456789';
+  const WRONG = 'glpat-wrong-token-value-9876543210';
+
+  test('the right token syncs; a wrong one fails the run with an error, and log lines, that never show it', async () => {
+    const repo = await repository({ 'otel.yaml': 'receivers: {}\n' });
+    const server = await startSmartHttpServer(dirname(repo.bare), TOKEN);
+    try {
+      const url = `${server.baseUrl}repo.git`;
+      const good = await createSource(url, { credentials: { kind: 'https', username: 'ci', token: TOKEN } });
+      await wake(good, { reason: 'source-changed' });
+      const [run] = await finishedRuns(good, 1);
+      expect(run).toMatchObject({ status: 'succeeded', commit_sha: await repo.tip() });
+      const config = await readFile(join(workDir, good, 'config'), 'utf8');
+      expect(config).not.toContain(TOKEN);
+      expect(config).not.toContain(server.baseUrl);
+
+      const bad = await createSource(url, { credentials: { kind: 'https', token: WRONG } });
+      await wake(bad, { reason: 'webhook' });
+      const [failed] = await finishedRuns(bad, 1);
+      expect(failed).toMatchObject({ status: 'failed', commit_sha: null });
+      expect(failed!.error).toMatch(/Authentication failed|could not read Username|401/);
+      expect(server.refused).toBeGreaterThan(0);
+      const secrets = [WRONG, TOKEN, Buffer.from(`git:${WRONG}`).toString('base64')];
+      const logged = logLines.join('');
+      expect(logged).toContain(bad); // the failure was logged, with the source
+      for (const secret of secrets) {
+        expect(failed!.error).not.toContain(secret);
+        expect(logged).not.toContain(secret);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+test('an unreachable repository fails the run with a clear error; a poll meeting the same failure adds no run', async () => {
+  const sourceId = await createSource('file:///nonexistent/fleet-repo.git', { pollIntervalSeconds: 1 });
+  await wake(sourceId, { reason: 'source-changed' });
+  const [run] = await finishedRuns(sourceId, 1);
+  expect(run).toMatchObject({ status: 'failed', trigger: 'poll' });
+  expect(run!.error).toMatch(/does not appear to be a git repository|not found|No such/i);
+  // Three more polls: still one run.
+  await eventually(async () => {
+    const { events } = await env.client.workflow.getHandle(gitSyncWorkflowId(sourceId)).fetchHistory();
+    expect((events ?? []).filter((event) => event.timerFiredEventAttributes).length).toBeGreaterThanOrEqual(3);
+  }, 15_000);
+  await idle(sourceId);
+  expect(await runsOf(sourceId)).toHaveLength(1);
+});
+
+test('deleting the source ends its workflow', async () => {
+  const repo = await repository();
+  const sourceId = await createSource(repo.url);
+  await wake(sourceId, { reason: 'source-changed' });
+  await finishedRuns(sourceId, 1);
+  await db()('git_sources').where({ id: sourceId }).delete();
+  await env.client.workflow
+    .getHandle(gitSyncWorkflowId(sourceId))
+    .signal(gitSyncWakeSignal, { reason: 'source-changed' });
+  const handle = env.client.workflow.getHandle(gitSyncWorkflowId(sourceId));
+  await handle.result();
+  expect((await handle.describe()).status.name).toBe('COMPLETED');
+});
+
+test('continue-as-new keeps the loop working with its pending wakes', async () => {
+  const repo = await repository();
+  const sourceId = await createSource(repo.url);
+  await wake(sourceId, { reason: 'source-changed' }, 12);
+  await finishedRuns(sourceId, 1);
+  const shas: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    shas.push(await repo.commit({ 'otel.yaml': `receivers: {}\nround: ${i}\n` }));
+    await wake(sourceId, { reason: 'webhook' });
+    await finishedRuns(sourceId, i + 2);
+  }
+  const runs = await runsOf(sourceId);
+  expect(runs.slice(1).map((run) => [run.trigger, run.commit_sha])).toEqual(shas.map((sha) => ['webhook', sha]));
+  const described = await env.client.workflow.getHandle(gitSyncWorkflowId(sourceId)).describe();
+  expect(described.status.name).toBe('RUNNING');
+  expect(described.runId).not.toBe(described.raw.workflowExecutionInfo?.firstRunId);
+});
+
+test('the pipeline: a commit reaches simulated agents as APPLIED through the rollout template, without any API call', async () => {
+  const { groupId, fleet } = await env.fleet(3);
+  const content = 'receivers:\n  otlp: {}\nexporters:\n  debug: {}\n';
+  const repo = await repository({ 'pipeline.yaml': 'receivers: {}\n' });
+  const sourceId = await createSource(repo.url, {
+    autoPublish: true,
+    rolloutTemplate: { target: { groupIds: [groupId] }, strategy: { batchSize: 2 } },
+  });
+  await wake(sourceId, { reason: 'source-changed' });
+  await finishedRuns(sourceId, 1);
+  await fleet.waitForAll((state) => state.appliedStatus === 'APPLIED', 20_000);
+
+  const sha = await repo.commit({ 'pipeline.yaml': content }, { message: 'ship the otlp receiver' });
+  await wake(sourceId, { reason: 'webhook' });
+  const runs = await finishedRuns(sourceId, 2);
+  expect(runs[1]).toMatchObject({ trigger: 'webhook', status: 'succeeded', commit_sha: sha, file_errors: [] });
+  const rolloutId = runs[1]!.rollout_id!;
+  expect(runs[1]!.changes).toEqual([expect.objectContaining({ change: 'updated', version: 2, rolloutId })]);
+  const hash = createHash('sha256').update(content).digest('hex');
+  await fleet.waitForAll((state) => state.lastConfigHash === hash && state.appliedStatus === 'APPLIED', 30_000);
+  await eventually(async () => {
+    const rollout = await call('GET', `/api/rollouts/${rolloutId}`);
+    expect(rollout.body).toMatchObject({ state: 'completed', createdBy: `git:source-${sourceId.slice(0, 8)}` });
+  }, 20_000);
+});

@@ -1,0 +1,117 @@
+/**
+ * One long-running loop per Git source (`git-sync:<id>`). It wakes on the poll timer (which
+ * runs at the source's interval whether webhooks arrive or not: the spec's backstop), on a
+ * webhook or forced sweep, and on a change to the source; each wake-up reads the branch's
+ * tip, and a run happens only when the tip moved (a forced sweep always runs). Wakes that
+ * arrive during a sweep are handled together after it, reading the tip again, so a burst of
+ * webhooks for one push makes one run. The source is read from the database at every change,
+ * so a paused source waits, and a deleted one ends its loop.
+ */
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  ParentClosePolicy,
+  proxyActivities,
+  setHandler,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { GitSourceState } from '../activities/git-sync';
+import type { TemplateRollout } from '../activities/git/rollouts';
+import type { GitSyncTrigger } from '../db/repos/git-sync-runs';
+import {
+  gitSyncWakeSignal,
+  rolloutWorkflowId,
+  rolloutWorkflowType,
+  type GitSyncWake,
+  type GitSyncWorkflowInput,
+  type RolloutWorkflow,
+} from './definitions';
+import { configurationIdKey, rolloutIdKey, rolloutStateKey, tenantIdKey } from './search-attributes';
+
+const retry = { initialInterval: '1 second', maximumInterval: '30 seconds' } as const;
+
+const quick = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry });
+
+/** A sweep fetches and applies up to 1,000 files; it heartbeats, so a dead worker is noticed quickly. */
+const sweeping = proxyActivities<Activities>({
+  startToCloseTimeout: '15 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry,
+});
+
+/** Continue as new after this many events even when the server does not suggest it yet. */
+const HISTORY_LIMIT = 1000;
+
+export async function gitSyncWorkflow(input: GitSyncWorkflowInput): Promise<void> {
+  /** Webhooks and forced sweeps not yet handled. */
+  const wakes: Array<'webhook' | 'manual'> = [];
+  /** The source changed (or this run just started): read it again, then check the tip. */
+  let changed = true;
+  const take = (wake: GitSyncWake) => {
+    if (wake.reason === 'source-changed') changed = true;
+    else wakes.push(wake.reason);
+  };
+  for (const wake of input.pending ?? []) take(wake);
+  setHandler(gitSyncWakeSignal, take);
+
+  let source: GitSourceState | null = null;
+  let nextPollAt = 0;
+  let due = false;
+  for (;;) {
+    if (changed) {
+      changed = false;
+      source = await quick.loadGitSource(input.sourceId);
+      if (!source) return; // deleted
+      nextPollAt = Date.now() + source.pollIntervalSeconds * 1000;
+      due = true;
+    }
+    if (source!.paused) {
+      wakes.length = 0; // a paused source does not react to webhooks
+    } else if (due || wakes.length > 0) {
+      const taken = wakes.splice(0);
+      due = false;
+      await sync(taken.includes('manual') ? 'manual' : taken.includes('webhook') ? 'webhook' : 'poll');
+    }
+    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT)) {
+      await condition(allHandlersFinished);
+      const pending: GitSyncWake[] = wakes.map((reason) => ({ reason }));
+      if (changed) pending.push({ reason: 'source-changed' });
+      await continueAsNew<typeof gitSyncWorkflow>({ ...input, pending });
+    }
+    if (source!.paused) {
+      await condition(() => changed);
+    } else if (!(await condition(() => changed || wakes.length > 0, Math.max(1, nextPollAt - Date.now())))) {
+      due = true;
+      nextPollAt = Date.now() + source!.pollIntervalSeconds * 1000;
+    }
+  }
+
+  async function sync(trigger: GitSyncTrigger) {
+    const run = await quick.checkTip({ sourceId: input.sourceId, trigger, force: trigger === 'manual' });
+    if (!run) return;
+    const { rollouts } = await sweeping.sweep({ runId: run.runId });
+    for (const rollout of rollouts) await startRollout(rollout);
+  }
+}
+
+/**
+ * Starts the workflow of a rollout the sweep created and moved to running. A child, so the
+ * start is a step of this history (a worker that dies in between resumes it, and no client
+ * is needed on the worker); abandoned, so it outlives this run's continue-as-new.
+ */
+async function startRollout(rollout: TemplateRollout) {
+  await startChild<RolloutWorkflow>(rolloutWorkflowType, {
+    workflowId: rolloutWorkflowId(rollout.rolloutId),
+    args: [{ rolloutId: rollout.rolloutId, tenantId: rollout.tenantId }],
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    typedSearchAttributes: [
+      { key: tenantIdKey, value: rollout.tenantId },
+      { key: rolloutIdKey, value: rollout.rolloutId },
+      { key: configurationIdKey, value: rollout.configurationId },
+      { key: rolloutStateKey, value: 'running' },
+    ],
+  });
+}
