@@ -14,12 +14,13 @@ function text(value: string | undefined | null): string | null {
 
 function recordOf(ctx: AppContext, status: number): AuditRecord {
   const principal = ctx.state.principal;
+  const caller = ctx.state.caller;
   return {
-    tenant_id: principal?.tenantId ?? null,
+    tenant_id: principal?.tenantId ?? caller?.tenantId ?? null,
     occurred_at: new Date(),
-    actor_type: principal?.kind ?? 'anonymous',
-    actor: text(principal?.name),
-    actor_id: text(principal?.id),
+    actor_type: principal?.kind ?? caller?.type ?? 'anonymous',
+    actor: text(principal?.name ?? caller?.name),
+    actor_id: text(principal?.id ?? caller?.id),
     method: ctx.method,
     path: text(ctx.path)!,
     route: ctx.state.route ?? null,

@@ -9,6 +9,11 @@ export interface AppState {
   route?: string;
   /** What the call acted on, for the audit trail. */
   resource?: { type: string; id?: string };
+  /**
+   * A caller with no principal whom the audit trail still names: the Git webhook (its
+   * source's tenant once the path names a source, whether or not the token matched).
+   */
+  caller?: { type: 'webhook'; tenantId: string | null; name: string | null; id: string | null };
   /** Set when the audit row was written in the route's own transaction. */
   audited?: boolean;
 }

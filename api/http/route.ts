@@ -56,6 +56,11 @@ export interface RouteDef<
   response: { status: number; description: string; schema?: Schema; contentType?: string };
   /** Resource type recorded in the audit trail; its id is `params.id` or the result's. */
   resource?: string;
+  /**
+   * The body is opaque bytes that the handler reads itself, if at all (the Git webhook):
+   * never parsed as JSON, so any content type and coding is accepted.
+   */
+  opaqueBody?: boolean;
   /** Concurrency-controlled: GET returns an ETag, writes accept If-Match. */
   etag?: boolean;
   /**
@@ -147,6 +152,10 @@ function respond(def: RouteDef, ctx: AppContext, result: RouteResult) {
   }
 }
 
+async function leaveBodyUnread(_ctx: AppContext, next: Next) {
+  await next();
+}
+
 /** The Koa middleware chain for one route: authenticate, authorize, read the body, validate, run, respond. */
 export function routeMiddleware(def: RouteDef, services: RouteServices) {
   async function authenticateCaller(ctx: AppContext, next: Next) {
@@ -196,7 +205,7 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
     respond(def, ctx, result);
   }
 
-  return [authenticateCaller, services.parseBody, handle];
+  return [authenticateCaller, def.opaqueBody ? leaveBodyUnread : services.parseBody, handle];
 }
 
 const problemRef = { $ref: '#/components/schemas/Problem' };
@@ -245,7 +254,9 @@ export function registerOpenApi(registry: OpenAPIRegistry, def: RouteDef): void 
       headers: headers as never,
       body: def.body
         ? { required: bodyRequired(def), content: { 'application/json': { schema: def.body } } }
-        : undefined,
+        : def.opaqueBody
+          ? { required: false, content: { '*/*': { schema: z.unknown().openapi({ description: 'Not read.' }) } } }
+          : undefined,
     },
     responses,
   });

@@ -74,3 +74,13 @@ export function jsonBody(limit: number) {
     await next();
   };
 }
+
+/**
+ * Reads a body the route never uses (the Git webhook's: any content type, any coding) only
+ * to hold it to `limit`: 413 above it, as for JSON bodies. Nothing is parsed or kept.
+ */
+export async function discardBody(ctx: AppContext, limit: number): Promise<void> {
+  if (!hasBody(ctx)) return;
+  if (Number(ctx.get('content-length') || 0) > limit * DRAIN_FACTOR) throw problems.payloadTooLarge(limit);
+  await readLimited(ctx.req, limit);
+}
