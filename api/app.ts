@@ -25,6 +25,9 @@ import { problems } from './problems';
 import { agentsRoutes } from './routes/agents/routes';
 import { auditRoutes } from './routes/audit/routes';
 import { configurationsRoutes } from './routes/configurations/routes';
+import { gitSourcesRoutes } from './routes/git-sources/routes';
+import { gitWebhookRoutes } from './routes/git-sources/webhook';
+import { GitSyncWorkflows } from './routes/git-sources/workflow-client';
 import { groupsRoutes } from './routes/groups/routes';
 import { policiesRoutes } from './routes/policies/routes';
 import { rolloutsRoutes } from './routes/rollouts/routes';
@@ -134,6 +137,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
   const allRoutes = () => routes;
   const baseUrl = settings.http.publicBaseUrl;
   const resources = { settings, db, logger, baseUrl };
+  const gitSync = new GitSyncWorkflows(deps.temporal, settings);
   routes.push(
     ...systemRoutes({ db, temporalHealthy: deps.temporalHealthy, draining: () => draining }, metrics),
     ...openApiRoutes(allRoutes, baseUrl),
@@ -153,6 +157,8 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     ...policiesRoutes(resources),
     ...tokensRoutes(resources),
     ...rolloutsRoutes({ ...resources, temporal: deps.temporal }),
+    ...gitSourcesRoutes({ ...resources, workflows: gitSync }),
+    ...gitWebhookRoutes({ settings, db, workflows: gitSync }),
   );
 
   // Paths are case-sensitive: `/API/TENANT` is no route (and so cannot slip past the audit).

@@ -144,6 +144,22 @@ export async function raisePublishedVersion(
   return configuration as ConfigurationRow;
 }
 
+/**
+ * Hands a deleted Git source's configurations back to the API: no longer managed (edits
+ * allowed again), no source file; they keep their versions. Returns how many.
+ */
+export async function releaseManagedConfigurations(db: Db, sourceId: string): Promise<number> {
+  return db('configurations')
+    .where({ managed_by: sourceId })
+    .update({
+      managed_by: null,
+      source_path: null,
+      source_removed_at: null,
+      row_version: db.raw('row_version + 1'),
+      updated_at: db.fn.now(),
+    });
+}
+
 /** What an agent's `remote_config` names of the configuration (any tenant: the caller knows the agent's). */
 export async function findConfigurationNameAndFormat(
   db: Db,

@@ -8,7 +8,7 @@ import { crc32 } from 'node:zlib';
  * refuse a mistyped or made-up token without touching the database. Only the SHA-256 of
  * the whole token is stored.
  */
-export type TokenPrefix = 'svc-pat' | 'svc-bt' | 'svc-ho';
+export type TokenPrefix = 'svc-pat' | 'svc-bt' | 'svc-ho' | 'svc-wh';
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
 
@@ -43,6 +43,7 @@ const shapes: Record<TokenPrefix, RegExp> = {
   'svc-pat': /^svc-pat\.[a-z2-7]{32}\.[a-z2-7]{7}$/,
   'svc-bt': /^svc-bt\.[a-z2-7]{32}\.[a-z2-7]{7}$/,
   'svc-ho': /^svc-ho\.[a-z2-7]{32}\.[a-z2-7]{7}$/,
+  'svc-wh': /^svc-wh\.[a-z2-7]{32}\.[a-z2-7]{7}$/,
 };
 
 /** True when the token has the prefix's shape and its CRC matches; no I/O. */

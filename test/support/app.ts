@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { createApp, type FleetApp } from '../../api/app';
 import type { Role } from '../../api/auth/roles';
 import { generateToken, hashToken } from '../../domain/tokens/secret-token';
@@ -80,6 +80,8 @@ export async function startTestApp(
     temporal?: Client;
     /** Another replica on this app's database (which it does not drop). */
     replicaOf?: TestApp;
+    /** Where the app logs (silent by default), for tests of what is logged. */
+    logger?: Logger;
   } = {},
 ): Promise<TestApp> {
   const database = options.replicaOf?.database ?? (await createTestDatabase());
@@ -87,7 +89,7 @@ export async function startTestApp(
   const app = await createApp({
     settings,
     db: database.db,
-    logger: pino({ level: 'silent' }),
+    logger: options.logger ?? pino({ level: 'silent' }),
     temporal: options.temporal,
   });
   // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.

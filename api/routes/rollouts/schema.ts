@@ -6,7 +6,7 @@ import { decimalQuery, z } from '../../http/zod';
 
 const MAX_TARGET_IDS = 10_000;
 
-const targetSchema = z
+export const targetSchema = z
   .object({
     groupIds: z.array(z.uuid()).max(MAX_TARGET_IDS).default([]),
     agentIds: z.array(z.guid()).max(MAX_TARGET_IDS).default([]),
@@ -29,7 +29,7 @@ const targetSchema = z
       'Agents in any of the groups, the agents listed, and agents matching the label selector (union). Agents that join a target group or start matching while the rollout runs are included in a later batch.',
   });
 
-const strategySchema = z
+export const strategySchema = z
   .object({
     batchSize: z.number().int().min(1).max(1_000_000).optional(),
     batchPercent: z.number().min(0.01).max(100).optional(),

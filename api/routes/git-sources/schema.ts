@@ -1,0 +1,307 @@
+import type { GitSourceView, LastSyncRun } from '../../../db/repos/git-sources';
+import type { SyncRunRow } from '../../../db/repos/git-sync-runs';
+import {
+  branchProblem,
+  normalTreePath,
+  repoUrlProblem,
+  schemeOf,
+  treePathProblem,
+} from '../../../domain/git/source-fields';
+import { pageQuery } from '../../http/pagination';
+import { plainText } from '../../http/text';
+import { z } from '../../http/zod';
+import { strategySchema, targetSchema } from '../rollouts/schema';
+
+/** Turns a domain check (`why` a value is refused, or undefined) into a zod refinement. */
+const refusedWhen =
+  (why: (value: string) => string | undefined) =>
+  (value: string, ctx: z.core.$RefinementCtx<string>): void => {
+    const message = why(value);
+    if (message) ctx.addIssue({ code: 'custom', message });
+  };
+
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** A secret: any printable text, bounded; zod's messages never quote it. */
+const secretText = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .refine((value) => value.trim() === value && !CONTROL.test(value), {
+      message: 'must not contain control characters or surrounding spaces',
+    });
+
+const PEM_PRIVATE_KEY =
+  /^-----BEGIN ([A-Z0-9 ]+ )?PRIVATE KEY-----\n[\s\S]+\n-----END ([A-Z0-9 ]+ )?PRIVATE KEY-----\n?$/;
+/** A known_hosts line: host pattern(s), key type, base64 key (comments and blank lines aside). */
+const KNOWN_HOSTS_LINE =
+  /^(@[a-z-]+ )?\S+ (ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) [A-Za-z0-9+/]+=*( .*)?$/;
+
+const httpsCredentials = z
+  .object({
+    kind: z.literal('https'),
+    username: plainText(z.string().min(1).max(256))
+      .refine((name) => !name.includes(':'), 'must not contain : (basic auth separates user and password with it)')
+      .optional()
+      .openapi({ description: 'For hosts that want one with a token (Bitbucket: the account; GitLab: any).' }),
+    token: secretText(4096).openapi({ description: 'The password or access token. Write-only.' }),
+  })
+  .strict();
+
+const sshCredentials = z
+  .object({
+    kind: z.literal('ssh'),
+    privateKey: z
+      .string()
+      .max(16_384)
+      .transform((key) => key.replace(/\r\n/g, '\n').trim() + '\n')
+      .refine((key) => PEM_PRIVATE_KEY.test(key), {
+        message: 'must be an unencrypted private key in PEM or OpenSSH form (-----BEGIN … PRIVATE KEY-----)',
+      })
+      .openapi({ description: 'Write-only.' }),
+    knownHosts: z
+      .string()
+      .max(65_536)
+      .transform((text) => text.replace(/\r\n/g, '\n').trim() + '\n')
+      .refine(
+        (text) => {
+          const lines = text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'));
+          return lines.length > 0 && lines.every((line) => KNOWN_HOSTS_LINE.test(line.trim()));
+        },
+        { message: 'must be known_hosts lines (host keytype base64key), e.g. the output of ssh-keyscan' },
+      )
+      .openapi({ description: "The server's host key(s), pinned: git refuses any other." }),
+  })
+  .strict();
+
+export const credentialsBody = z
+  .discriminatedUnion('kind', [httpsCredentials, sshCredentials])
+  .openapi('GitCredentialsWrite', {
+    description: 'Write-only: stored encrypted, never returned (a source shows only `{ kind, configured }`).',
+  });
+export type CredentialsBody = z.infer<typeof credentialsBody>;
+
+export const rolloutTemplateBody = z
+  .object({ target: targetSchema, strategy: strategySchema })
+  .strict()
+  .openapi('GitRolloutTemplate', {
+    description: 'A rollout created and started for every version a sync publishes (needs `autoPublish`).',
+  });
+
+/** Why `credentials` of `kind` cannot serve `repoUrl` (undefined: they can). */
+export function credentialsMismatch(repoUrl: string, kind: 'https' | 'ssh' | null): string | undefined {
+  if (kind === null) return undefined;
+  const scheme = schemeOf(repoUrl);
+  if (scheme === 'file:') return 'a file:// repository takes no credentials';
+  if (scheme === 'https:' && kind !== 'https') return 'an https:// repository takes credentials of kind https';
+  if (scheme === 'ssh:' && kind !== 'ssh') return 'an ssh:// repository takes credentials of kind ssh';
+  return undefined;
+}
+
+const sourceFields = {
+  name: plainText().trim().min(1).max(100),
+  repoUrl: z.string().trim().max(2048).superRefine(refusedWhen(repoUrlProblem)).openapi({
+    description: 'https://, ssh:// or file://, without credentials in it.',
+    example: 'https://github.com/acme/fleet-config.git',
+  }),
+  branch: z.string().superRefine(refusedWhen(branchProblem)).openapi({ example: 'main' }),
+  path: z
+    .string()
+    .default('')
+    .superRefine(refusedWhen(treePathProblem))
+    .transform(normalTreePath)
+    .openapi({ description: "Directory of the tree whose files become configurations ('' = the root)." }),
+  pollIntervalSeconds: z
+    .number()
+    .int()
+    .min(5)
+    .max(86_400)
+    .optional()
+    .openapi({ description: 'Seconds between polls of the branch (default Git:DefaultPollIntervalSeconds, 60).' }),
+  autoPublish: z.boolean().default(false),
+  rolloutTemplate: rolloutTemplateBody.nullable().default(null),
+};
+
+type SourceFields = {
+  repoUrl: string;
+  autoPublish: boolean;
+  rolloutTemplate: unknown;
+  credentials?: CredentialsBody | null;
+};
+
+/** The rules between fields: credentials fit the URL's scheme, a rollout template needs autoPublish. */
+function checkAcrossFields(body: SourceFields, ctx: z.core.$RefinementCtx<SourceFields>) {
+  if (body.rolloutTemplate && !body.autoPublish) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['rolloutTemplate'],
+      message: 'needs autoPublish: true (only published versions are rolled out)',
+    });
+  }
+  if (body.credentials && repoUrlProblem(body.repoUrl) === undefined) {
+    const mismatch = credentialsMismatch(body.repoUrl, body.credentials.kind);
+    if (mismatch) ctx.addIssue({ code: 'custom', path: ['credentials'], message: mismatch });
+  }
+}
+
+export const createSourceBody = z
+  .object({ ...sourceFields, credentials: credentialsBody.nullable().default(null) })
+  .strict()
+  .superRefine(checkAcrossFields)
+  .openapi('GitSourceCreate');
+
+export const updateSourceBody = z
+  .object({
+    ...sourceFields,
+    credentials: credentialsBody.nullable().optional().openapi({
+      description: 'Omitted: kept (unless repoUrl moves to another host). null: removed. An object: replaced.',
+    }),
+  })
+  .strict()
+  .superRefine(checkAcrossFields)
+  .openapi('GitSourceUpdate');
+
+export const sourceListQuery = pageQuery
+  .extend({
+    q: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .openapi({ description: 'Part of the name or repository URL (case-insensitive).' }),
+    paused: z.enum(['true', 'false']).optional(),
+  })
+  .strict();
+
+export const sourceId = z.object({ id: z.uuid() });
+
+const lastRunSchema = z.object({
+  id: z.string(),
+  trigger: z.enum(['webhook', 'poll', 'manual']),
+  commitSha: z.string().nullable(),
+  status: z.enum(['running', 'succeeded', 'failed']),
+  error: z.string().nullable(),
+  startedAt: z.string(),
+  finishedAt: z.string().nullable(),
+});
+
+export const sourceSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    repoUrl: z.string(),
+    branch: z.string(),
+    path: z.string(),
+    pollIntervalSeconds: z.number().int(),
+    autoPublish: z.boolean(),
+    paused: z.boolean(),
+    credentials: z
+      .object({ kind: z.enum(['https', 'ssh']), configured: z.literal(true) })
+      .nullable()
+      .openapi({ description: 'Whether credentials are stored, and their kind; never their content.' }),
+    webhook: z.object({
+      url: z.string().openapi({ description: 'Where the Git host sends its webhook.' }),
+      configured: z.boolean().openapi({ description: 'A webhook token was generated.' }),
+      createdAt: z.string().nullable(),
+    }),
+    rolloutTemplate: z.object({ target: z.unknown(), strategy: z.unknown() }).nullable(),
+    lastSyncedSha: z.string().nullable(),
+    lastSyncedAt: z.string().nullable(),
+    lastRun: lastRunSchema.nullable(),
+    createdBy: z.string(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('GitSource');
+
+export const webhookTokenSchema = z
+  .object({
+    token: z.string().openapi({ description: 'Shown once; only its hash is stored.' }),
+    createdAt: z.string(),
+    url: z.string(),
+  })
+  .openapi('GitWebhookToken');
+
+export const syncRequestedSchema = z
+  .object({ sourceId: z.string(), trigger: z.literal('manual'), syncRuns: z.string() })
+  .openapi('GitSyncRequested');
+
+export const syncRunSchema = z
+  .object({
+    id: z.string(),
+    trigger: z.enum(['webhook', 'poll', 'manual']),
+    commitSha: z.string().nullable(),
+    status: z.enum(['running', 'succeeded', 'failed']),
+    changes: z.array(z.record(z.string(), z.unknown())),
+    fileErrors: z.array(z.object({ path: z.string(), error: z.string() })),
+    error: z.string().nullable(),
+    rolloutId: z.string().nullable(),
+    startedAt: z.string(),
+    finishedAt: z.string().nullable(),
+    durationMs: z.number().int().nullable(),
+  })
+  .openapi('GitSyncRun');
+
+export const syncRunsQuery = pageQuery.strict();
+
+const iso = (date: Date | string | null) => (date === null ? null : new Date(date).toISOString());
+
+/** The URL a Git host posts to for `sourceId`. */
+export const webhookUrl = (baseUrl: string, sourceId: string) => `${baseUrl}/api/git/webhook/${sourceId}`;
+
+function presentLastRun(run: LastSyncRun | null): z.infer<typeof lastRunSchema> | null {
+  if (!run) return null;
+  return {
+    id: run.id,
+    trigger: run.trigger,
+    commitSha: run.commit_sha,
+    status: run.status,
+    error: run.error,
+    startedAt: iso(run.started_at)!,
+    finishedAt: iso(run.finished_at),
+  };
+}
+
+export function presentSource(row: GitSourceView, baseUrl: string): z.infer<typeof sourceSchema> {
+  return {
+    id: row.id,
+    name: row.name,
+    repoUrl: row.repo_url,
+    branch: row.branch,
+    path: row.path,
+    pollIntervalSeconds: row.poll_interval_seconds,
+    autoPublish: row.auto_publish,
+    paused: row.paused,
+    credentials: row.credentials_kind ? { kind: row.credentials_kind, configured: true } : null,
+    webhook: {
+      url: webhookUrl(baseUrl, row.id),
+      configured: row.webhook_token_hash !== null,
+      createdAt: iso(row.webhook_token_created_at),
+    },
+    rolloutTemplate: (row.rollout_template as z.infer<typeof sourceSchema>['rolloutTemplate']) ?? null,
+    lastSyncedSha: row.last_synced_sha,
+    lastSyncedAt: iso(row.last_synced_at),
+    lastRun: presentLastRun(row.last_run),
+    createdBy: row.created_by,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+export function presentSyncRun(row: SyncRunRow): z.infer<typeof syncRunSchema> {
+  return {
+    id: row.id,
+    trigger: row.trigger,
+    commitSha: row.commit_sha,
+    status: row.status,
+    changes: row.changes as unknown as Record<string, unknown>[],
+    fileErrors: row.file_errors,
+    error: row.error,
+    rolloutId: row.rollout_id,
+    startedAt: row.started_at.toISOString(),
+    finishedAt: iso(row.finished_at),
+    durationMs: row.finished_at ? row.finished_at.getTime() - row.started_at.getTime() : null,
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * The api's side of a Git source's sync loop (`git-sync:<id>`): it only wakes the loop,
+ * with signal-with-start, so a source whose loop is not running (never started, or lost)
+ * gets one. The loop reads the source from the database at every wake-up and decides;
+ * the api never runs a sweep. Workflow, id and signal come from workflows/definitions.ts.
+ */
+import { TypedSearchAttributes } from '@temporalio/common';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Settings } from '../../../platform/settings';
+import {
+  gitSyncWakeSignal,
+  gitSyncWorkflowId,
+  gitSyncWorkflowType,
+  type GitSyncWake,
+  type GitSyncWorkflow,
+  type GitSyncWorkflowInput,
+} from '../../../workflows/definitions';
+import { gitSourceIdKey, tenantIdKey } from '../../../workflows/search-attributes';
+import { problems } from '../../problems';
+
+/** How long a wake-up may wait for Temporal before the caller is told to retry. */
+const SIGNAL_DEADLINE_MS = 10_000;
+
+export interface SourceRef {
+  id: string;
+  tenant_id: string;
+}
+
+export class GitSyncWorkflows {
+  constructor(
+    private readonly client: Client | undefined,
+    private readonly settings: Pick<Settings, 'temporal'>,
+  ) {}
+
+  private temporal(): Client {
+    if (!this.client)
+      throw problems.unavailable('Git sources need Temporal, and this api has no Temporal client configured.');
+    return this.client;
+  }
+
+  /** Wakes the source's loop, starting it when it is not running. Resolves once Temporal has the signal. */
+  async wake(source: SourceRef, wake: GitSyncWake): Promise<void> {
+    const client = this.temporal();
+    const args: [GitSyncWorkflowInput] = [{ sourceId: source.id, tenantId: source.tenant_id }];
+    await client
+      .withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
+        client.workflow.signalWithStart<GitSyncWorkflow, [GitSyncWake]>(gitSyncWorkflowType, {
+          workflowId: gitSyncWorkflowId(source.id),
+          taskQueue: this.settings.temporal.taskQueue,
+          args,
+          signal: gitSyncWakeSignal,
+          signalArgs: [wake],
+          typedSearchAttributes: new TypedSearchAttributes([
+            { key: tenantIdKey, value: source.tenant_id },
+            { key: gitSourceIdKey, value: source.id },
+          ]),
+        }),
+      )
+      .catch(unavailable);
+  }
+
+  /** Tells a deleted source's loop to read the source (gone) and end; no loop running is fine. */
+  async ended(sourceId: string): Promise<void> {
+    const client = this.temporal();
+    await client
+      .withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
+        client.workflow.getHandle(gitSyncWorkflowId(sourceId)).signal(gitSyncWakeSignal, { reason: 'source-changed' }),
+      )
+      .catch((error: unknown) => {
+        if (error instanceof WorkflowNotFoundError) return;
+        unavailable(error);
+      });
+  }
+}
+
+function unavailable(error: unknown): never {
+  throw problems.unavailable(
+    `Temporal did not take the wake-up of the source's sync loop (${(error as Error).message}). Retry, or check Temporal.`,
+  );
+}

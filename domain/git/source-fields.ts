@@ -1,0 +1,87 @@
+/**
+ * What a Git source's repository URL, branch and path may be. Each check returns why a
+ * value is refused (undefined: accepted), in words an operator can act on; the api turns
+ * them into 400s. The values end up as arguments of `git`, so anything git could read as
+ * an option, another transport or an escape is refused here rather than quoted later.
+ */
+
+/** Schemes a source may use: `ext::`, `fd::`, `git://` (unauthenticated) and scp-like `host:path` are not. */
+export const REPO_URL_SCHEMES = ['https:', 'ssh:', 'file:'] as const;
+export type RepoUrlScheme = (typeof REPO_URL_SCHEMES)[number];
+
+/** Whitespace and control characters: the URL parser would silently drop some of them. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const BLANK_OR_CONTROL = /[\s\u0000-\u001f\u007f-\u009f]/;
+
+export function repoUrlProblem(value: string): string | undefined {
+  if (BLANK_OR_CONTROL.test(value)) return 'must not contain spaces or control characters';
+  if (!URL.canParse(value)) return 'must be an absolute URL: https://, ssh:// or file://';
+  const url = new URL(value);
+  if (!(REPO_URL_SCHEMES as readonly string[]).includes(url.protocol)) {
+    return `scheme ${url.protocol} is not accepted: use https://, ssh:// or file:// (write scp-like host:path as ssh://user@host/path)`;
+  }
+  if (url.password) {
+    return 'must not embed a password or token: give it in `credentials` (stored encrypted, never shown)';
+  }
+  if (url.protocol === 'https:' && url.username) {
+    return 'must not embed a user name: give it as `credentials.username`';
+  }
+  if (url.search || url.hash || value.includes('?') || value.includes('#')) {
+    return 'must not have a query string or fragment';
+  }
+  if (url.protocol === 'file:') {
+    if (url.host) return 'file:// URLs name a path on the worker: file:///srv/git/repo.git (no host)';
+    if (url.pathname === '/' || url.pathname === '') return 'file:// URLs need a repository path';
+  } else if (!url.hostname) {
+    return 'needs a host';
+  }
+  return undefined;
+}
+
+export const schemeOf = (repoUrl: string): RepoUrlScheme => new URL(repoUrl).protocol as RepoUrlScheme;
+
+/**
+ * Where credentials for `repoUrl` are sent: scheme, host and port. Kept credentials must not
+ * follow a URL to another origin (they are write-only: nobody could read them to send them
+ * elsewhere, and changing the URL must not either).
+ */
+export const originOf = (repoUrl: string): string => {
+  const url = new URL(repoUrl);
+  return `${url.protocol}//${url.host}`;
+};
+
+/** The branch name rules of `git check-ref-format --branch` (for `refs/heads/<name>`). */
+export function branchProblem(name: string): string | undefined {
+  if (name === '' || name.length > 255) return 'must be 1-255 characters';
+  if (name.startsWith('refs/')) return 'give the branch name (main), not the ref (refs/heads/main)';
+  if (name.startsWith('-')) return 'must not start with -';
+  if (name === '@') return 'must not be @';
+  if (BLANK_OR_CONTROL.test(name)) return 'must not contain spaces or control characters';
+  if (/[~^:?*[\\]/.test(name)) return 'must not contain ~ ^ : ? * [ or \\';
+  if (name.includes('..')) return 'must not contain ..';
+  if (name.includes('@{')) return 'must not contain @{';
+  if (name.startsWith('/') || name.endsWith('/') || name.includes('//'))
+    return 'must not start or end with / or contain //';
+  if (name.endsWith('.')) return 'must not end with .';
+  for (const part of name.split('/')) {
+    if (part.startsWith('.')) return 'no part between slashes may start with .';
+    if (part.endsWith('.lock')) return 'no part between slashes may end with .lock';
+  }
+  return undefined;
+}
+
+/** `path`: a directory of the tree, relative to its root ('' is the root), written with `/`. */
+export function treePathProblem(path: string): string | undefined {
+  if (path === '') return undefined;
+  if (path.length > 1024) return 'must be at most 1024 characters';
+  if (BLANK_OR_CONTROL.test(path.replace(/ /g, ''))) return 'must not contain control characters or tabs';
+  if (path.startsWith('/')) return "must be relative to the repository's root (no leading /)";
+  if (path.includes('\\')) return 'separates directories with /, not \\';
+  const parts = path.replace(/\/$/, '').split('/');
+  if (parts.some((part) => part === '..')) return 'must not contain .. (it stays inside the repository)';
+  if (parts.some((part) => part === '.' || part === '')) return 'must not contain . or empty parts (//)';
+  return undefined;
+}
+
+/** The path as stored: without a trailing `/`. */
+export const normalTreePath = (path: string) => path.replace(/\/$/, '');
