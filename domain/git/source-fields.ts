@@ -16,6 +16,9 @@ const BLANK_OR_CONTROL = /[\s\u0000-\u001f\u007f-\u009f]/;
 export function repoUrlProblem(value: string): string | undefined {
   if (BLANK_OR_CONTROL.test(value)) return 'must not contain spaces or control characters';
   if (!URL.canParse(value)) return 'must be an absolute URL: https://, ssh:// or file://';
+  // The URL parser forgives what git reads differently: `https:\\host` and `https:///host`
+  // both become https://host/. Only the plain spelling is taken.
+  if (value.includes('\\')) return 'must not contain \\ (write / in URLs)';
   const url = new URL(value);
   if (!(REPO_URL_SCHEMES as readonly string[]).includes(url.protocol)) {
     return `scheme ${url.protocol} is not accepted: use https://, ssh:// or file:// (write scp-like host:path as ssh://user@host/path)`;
@@ -30,10 +33,11 @@ export function repoUrlProblem(value: string): string | undefined {
     return 'must not have a query string or fragment';
   }
   if (url.protocol === 'file:') {
-    if (url.host) return 'file:// URLs name a path on the worker: file:///srv/git/repo.git (no host)';
+    if (url.host || !/^file:\/\/\//i.test(value))
+      return 'file:// URLs name a path on the worker: file:///srv/git/repo.git (no host)';
     if (url.pathname === '/' || url.pathname === '') return 'file:// URLs need a repository path';
-  } else if (!url.hostname) {
-    return 'needs a host';
+  } else if (!url.hostname || !/^[a-z]+:\/\/[^/]/i.test(value)) {
+    return `needs a host: ${url.protocol}//host/path`;
   }
   return undefined;
 }
@@ -55,7 +59,7 @@ export function branchProblem(name: string): string | undefined {
   if (name === '' || name.length > 255) return 'must be 1-255 characters';
   if (name.startsWith('refs/')) return 'give the branch name (main), not the ref (refs/heads/main)';
   if (name.startsWith('-')) return 'must not start with -';
-  if (name === '@') return 'must not be @';
+  if (name === '@' || name === 'HEAD') return `must not be ${name} (git reads it as the current commit)`;
   if (BLANK_OR_CONTROL.test(name)) return 'must not contain spaces or control characters';
   if (/[~^:?*[\\]/.test(name)) return 'must not contain ~ ^ : ? * [ or \\';
   if (name.includes('..')) return 'must not contain ..';
