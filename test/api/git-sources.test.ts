@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { insertSyncRun, finishSyncRun } from '../../db/repos/git-sync-runs';
 import { openCredentials } from '../../domain/git/credentials';
 import { hashToken } from '../../domain/tokens/secret-token';
@@ -13,8 +15,15 @@ let t: TestApp;
 let operator: string;
 let viewer: string;
 let acme: string;
+const logLines: string[] = [];
 beforeAll(async () => {
-  env = await startGitSourcesApp();
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logLines.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  env = await startGitSourcesApp({}, { logger: pino({ level: 'trace' }, sink) });
   t = env.t;
   operator = await t.token('default.operator');
   viewer = await t.token('default.viewer');
@@ -560,6 +569,21 @@ describe('sync runs', () => {
       finishedAt: null,
     });
   });
+});
+
+test('no credential reaches the log, whatever the calls send', async () => {
+  const res = await create({ credentials: httpsCredentials });
+  await t.call('PUT', `/api/git-sources/${res.body.id}`, {
+    token: operator,
+    body: sourceBody({ name: res.body.name, credentials: { ...httpsCredentials, username: 'a:b' } }),
+  });
+  await t.call('POST', '/api/git-sources', {
+    token: operator,
+    body: sourceBody({ name: res.body.name, credentials: sshCredentials }),
+  });
+  const logs = logLines.join('');
+  expect(logs).toContain('/api/git-sources'); // the calls were logged...
+  for (const secret of SECRETS) expect(logs).not.toContain(secret); // ...without what they carried (this file's other calls too)
 });
 
 describe('roles and tenants', () => {

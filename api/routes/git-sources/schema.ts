@@ -10,7 +10,7 @@ import {
 import { pageQuery } from '../../http/pagination';
 import { plainText } from '../../http/text';
 import { z } from '../../http/zod';
-import { strategySchema, targetSchema } from '../rollouts/schema';
+import { rolloutSchema, strategySchema, targetSchema } from '../rollouts/schema';
 
 /** Turns a domain check (`why` a value is refused, or undefined) into a zod refinement. */
 const refusedWhen =
@@ -206,7 +206,7 @@ export const sourceSchema = z
       configured: z.boolean().openapi({ description: 'A webhook token was generated.' }),
       createdAt: z.string().nullable(),
     }),
-    rolloutTemplate: z.object({ target: z.unknown(), strategy: z.unknown() }).nullable(),
+    rolloutTemplate: rolloutSchema.pick({ target: true, strategy: true }).nullable(),
     lastSyncedSha: z.string().nullable(),
     lastSyncedAt: z.string().nullable(),
     lastRun: lastRunSchema.nullable(),
