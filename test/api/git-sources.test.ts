@@ -310,6 +310,19 @@ describe('changing a source', () => {
     expect(await wakeUps(env.client, id)).toEqual(['source-changed', 'source-changed']);
   });
 
+  test('two writers holding the same ETag: one wins, the other gets 412', async () => {
+    const res = await create();
+    const headers = { 'if-match': res.headers.get('etag')! };
+    const put = (pollIntervalSeconds: number) =>
+      t.call('PUT', `/api/git-sources/${res.body.id}`, {
+        token: operator,
+        body: sourceBody({ name: res.body.name, pollIntervalSeconds }),
+        headers,
+      });
+    const statuses = (await Promise.all([put(30), put(90), put(120)])).map((reply) => reply.status).sort();
+    expect(statuses).toEqual([200, 412, 412]);
+  });
+
   test('credentials: omitted keeps them, an object replaces them, null removes them', async () => {
     const res = await create({ credentials: httpsCredentials });
     const id = res.body.id;
