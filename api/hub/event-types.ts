@@ -44,8 +44,7 @@ export function hiddenPrefixes(principal: Principal): string[] {
     .map(([family]) => `${family}.`);
 }
 
-export function mayReceive(principal: Principal, type: string): boolean {
-  const family = type.slice(0, type.indexOf('.'));
-  const needed = RESTRICTED[family];
-  return needed === undefined || principal.permissions.has(needed);
+/** What a caller needs beyond `read` to receive events of this type (undefined: nothing). */
+export function permissionToReceive(type: string): Permission | undefined {
+  return RESTRICTED[type.slice(0, type.indexOf('.'))];
 }

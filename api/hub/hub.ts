@@ -3,8 +3,9 @@
  * event types over a WebSocket and get each event as a CloudEvents envelope as it commits.
  *
  * Every replica LISTENs once (the app's PgListener) for the ids the outbox announces, reads
- * those events in one query, serializes each once and fans it out to its own subscribers,
- * in the order the notifications arrived (commit order). `since` replays from the table.
+ * those events in one query, frames each once (outgoing.ts) and fans it out to its own
+ * subscribers, in the order the notifications arrived (commit order). `since` replays from
+ * the table.
  * The protocol is docs/events.md; the decisions behind it are there too.
  */
 import type { IncomingMessage } from 'node:http';
@@ -12,29 +13,18 @@ import type { Duplex } from 'node:stream';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
-import { findEventsByIds, listEventsQuery, toCloudEvent, type EventRow } from '../../db/repos/events';
+import { findEventsByIds, listEventsQuery, type EventRow } from '../../db/repos/events';
 import { bearerToken, type TokenAuthenticator } from '../auth/authenticate';
 import type { Principal } from '../auth/principal';
 import { HUB_ENDPOINT } from '../http/endpoints';
 import { problemDocument } from '../middleware/problems';
 import { Problem, problems } from '../problems';
-import { hiddenPrefixes, matchesAny, mayReceive } from './event-types';
+import { hiddenPrefixes, matchesAny } from './event-types';
+import { OutgoingEvent, socketOf, writeFrames } from './outgoing';
 import { clientMessage, type Subscribe } from './protocol';
 import { resolveSince } from './since';
 
 export const HUB_PATH = '/hubs/live-updates';
-
-/**
- * The TCP socket under a WebSocket. `ws` keeps it as `_socket` and has no public way to
- * cork it; undefined if that ever changes (writes then simply go one by one).
- */
-function socketOf(ws: WebSocket): Duplex | undefined {
-  const socket = (ws as unknown as { _socket?: unknown })._socket;
-  return socket && typeof (socket as Duplex).cork === 'function' ? (socket as Duplex) : undefined;
-}
-
-/** An event as the bytes of its text frame. */
-const encode = (row: EventRow) => Buffer.from(JSON.stringify(toCloudEvent(row)));
 
 /** A text frame's text (ws hands it over as one buffer, or fragments). */
 export function textOf(data: RawData): string {
@@ -71,6 +61,12 @@ export interface HubOptions {
 /** Remembered per connection, so an event reached by a replay and live is sent once. */
 const RECENT_IDS = 5000;
 const REPLAY_PAGE = 500;
+/**
+ * The most events one fan-out takes. A subscriber's share of a batch is measured against its
+ * allowance as a whole, so a batch must stay well within it (500 events of ~400 bytes are
+ * 200 KB of the 1 MiB default), or a commit of 40,000 events would cut off readers that keep up.
+ */
+const MAX_BATCH = 500;
 const CLOSE_GRACE_MS = 30_000;
 /** Node's timers hold at most ~24.8 days. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -82,21 +78,29 @@ interface Subscription {
 
 class Subscriber {
   readonly subscriptions: Subscription[] = [];
+  /** Where its event frames are written. */
+  readonly socket: Duplex;
   /** Live events held back while a replay runs, so order holds. */
-  held: EventRow[] | undefined;
+  held: OutgoingEvent[] | undefined;
   alive = true;
   /** Its messages are handled one after the other (a replay finishes before the next subscribe). */
   handled: Promise<void> = Promise.resolve();
+  /** The ids of the last RECENT_IDS events sent, and the same ids oldest first (a ring). */
   private readonly recent = new Set<string>();
+  private readonly recentRing: string[] = [];
+  private oldest = 0;
 
   constructor(
     readonly ws: WebSocket,
     public principal: Principal,
     readonly token: string,
-  ) {}
+  ) {
+    this.socket = socketOf(ws);
+  }
 
-  wants(row: EventRow): boolean {
-    if (row.tenant_id !== this.principal.tenantId || !mayReceive(this.principal, row.type)) return false;
+  wants({ row, needs }: OutgoingEvent): boolean {
+    if (row.tenant_id !== this.principal.tenantId) return false;
+    if (needs !== undefined && !this.principal.permissions.has(needs)) return false;
     return this.subscriptions.some(
       (s) => matchesAny(s.events, row.type) && (s.subject === undefined || s.subject === row.subject),
     );
@@ -106,16 +110,24 @@ class Subscriber {
   remember(id: string): boolean {
     if (this.recent.has(id)) return false;
     this.recent.add(id);
-    if (this.recent.size > RECENT_IDS) this.recent.delete(this.recent.values().next().value!);
+    if (this.recentRing.length < RECENT_IDS) {
+      this.recentRing.push(id);
+    } else {
+      this.recent.delete(this.recentRing[this.oldest]!);
+      this.recentRing[this.oldest] = id;
+      this.oldest = (this.oldest + 1) % RECENT_IDS;
+    }
     return true;
   }
 }
 
 export class LiveHub {
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 });
+  // No compression: every subscriber gets the same prepared frame (outgoing.ts).
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024, perMessageDeflate: false });
   private readonly subscribers = new Set<Subscriber>();
   private readonly maxBuffered: number;
   private pendingIds: string[] = [];
+  private fanningOut = false;
   private fanning: Promise<void> = Promise.resolve();
   private readonly timers: NodeJS.Timeout[];
 
@@ -133,19 +145,35 @@ export class LiveHub {
     return this.subscribers.size;
   }
 
-  /** The outbox announced an event (NOTIFY payload: its id). Batched with what arrives meanwhile. */
+  /** The outbox announced an event (NOTIFY payload: its id). */
   announced(id: string): void {
     this.pendingIds.push(id);
-    if (this.pendingIds.length === 1) setImmediate(() => this.fanOutPending());
+    if (this.fanningOut) return;
+    this.fanningOut = true;
+    this.fanning = this.fanOutPending();
   }
 
-  private fanOutPending(): void {
-    const ids = this.pendingIds;
-    this.pendingIds = [];
-    // One batch after the other: events leave in the order they were announced.
-    this.fanning = this.fanning
-      .then(() => this.fanOut(ids))
-      .catch((error: unknown) => this.options.logger.error({ err: error }, 'live updates: fan-out failed'));
+  /**
+   * Fans out what was announced, one batch after the other, so events leave in the order
+   * they were announced. A batch is what was announced while the previous one went out (up
+   * to MAX_BATCH):
+   * no timer, so a quiet hub sends at once, and batches (and with them a subscriber's events
+   * per write, the hub's main cost) grow exactly when it falls behind.
+   */
+  private async fanOutPending(): Promise<void> {
+    try {
+      for (;;) {
+        // The notifications that came in the same read join this batch.
+        await new Promise((resolve) => setImmediate(resolve));
+        if (this.pendingIds.length === 0) return;
+        const ids = this.pendingIds.splice(0, MAX_BATCH);
+        await this.fanOut(ids).catch((error: unknown) =>
+          this.options.logger.error({ err: error }, 'live updates: fan-out failed'),
+        );
+      }
+    } finally {
+      this.fanningOut = false;
+    }
   }
 
   private async fanOut(ids: string[]): Promise<void> {
@@ -153,40 +181,33 @@ export class LiveHub {
     const rows = await findEventsByIds(this.options.db, ids);
     const order = new Map(ids.map((id, i) => [id, i]));
     rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-    // A subscriber's events of one batch leave in one write (a write per event per subscriber
-    // was most of the hub's CPU at 100,000 deliveries/s). Batches grow when the hub falls
-    // behind, so writes shrink exactly when it needs them to.
-    const corked = new Set<Duplex>();
-    try {
-      for (const row of rows) {
-        let frame: Buffer | undefined; // serialized (and UTF-8 encoded) once, for every subscriber that wants it
-        for (const subscriber of this.subscribers) {
-          if (!subscriber.wants(row)) continue;
-          if (subscriber.held) {
-            subscriber.held.push(row);
-            continue;
-          }
-          const socket = socketOf(subscriber.ws);
-          if (socket && !corked.has(socket)) {
-            socket.cork();
-            corked.add(socket);
-          }
-          this.deliver(subscriber, row, (frame ??= encode(row)));
-        }
-      }
-    } finally {
-      for (const socket of corked) socket.uncork();
+    const events = rows.map((row) => new OutgoingEvent(row));
+    for (const subscriber of this.subscribers) {
+      const wanted = events.filter((event) => subscriber.wants(event));
+      if (wanted.length === 0) continue;
+      if (subscriber.held) subscriber.held.push(...wanted);
+      else this.send(subscriber, wanted);
     }
   }
 
-  private deliver(subscriber: Subscriber, row: EventRow, frame: Buffer): void {
-    const ws = subscriber.ws;
-    if (ws.readyState !== ws.OPEN || !subscriber.remember(row.id)) return;
-    if (ws.bufferedAmount + frame.length > this.maxBuffered) {
-      this.cutOff(subscriber, HUB_CLOSE.slowConsumer, 'slow consumer: reconnect with since');
-      return;
+  /**
+   * Sends a subscriber the events it has not had yet, in one write. Past its allowance of
+   * unread bytes it gets what fits, then the slow-consumer close.
+   */
+  private send(subscriber: Subscriber, events: OutgoingEvent[]): void {
+    const { ws } = subscriber;
+    if (ws.readyState !== ws.OPEN) return;
+    const frames: Buffer[] = [];
+    let buffered = ws.bufferedAmount;
+    let overflow = false;
+    for (const event of events) {
+      if (!subscriber.remember(event.row.id)) continue;
+      buffered += event.frame.length;
+      if ((overflow = buffered > this.maxBuffered)) break;
+      frames.push(event.frame);
     }
-    ws.send(frame, { binary: false });
+    if (frames.length > 0) writeFrames(subscriber.socket, frames);
+    if (overflow) this.cutOff(subscriber, HUB_CLOSE.slowConsumer, 'slow consumer: reconnect with since');
   }
 
   /** Handles the upgrade when the path is the hub's; false for any other path. */
@@ -303,7 +324,7 @@ export class LiveHub {
     } finally {
       const held = subscriber.held ?? [];
       subscriber.held = undefined;
-      for (const row of held) this.deliver(subscriber, row, encode(row));
+      this.send(subscriber, held);
     }
   }
 
@@ -324,7 +345,7 @@ export class LiveHub {
       for (const row of rows) {
         // A replay may be large: it goes at the pace the subscriber reads, within its allowance.
         if (!(await this.drained(subscriber))) return this.cutOff(subscriber, HUB_CLOSE.slowConsumer, 'slow consumer');
-        this.deliver(subscriber, row, encode(row));
+        this.send(subscriber, [new OutgoingEvent(row)]);
       }
       if (rows.length < REPLAY_PAGE) return;
       after = Number(rows.at(-1)!.seq);
