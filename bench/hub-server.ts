@@ -20,6 +20,7 @@ async function main() {
   server.listen(0, '127.0.0.1', () =>
     process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`),
   );
+  process.on('SIGINT', () => process.exit(0)); // lets --cpu-prof write its profile
 }
 
 void main();

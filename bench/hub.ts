@@ -4,12 +4,21 @@
  * through the outbox as every change is), in two shapes:
  *   subject  each subscriber watches one object (a console user on one rollout): N events/s in all
  *   all      every subscriber takes every event: N events/s, N × subscribers deliveries/s
- * Prints delivery latency (the event's write → its arrival at a subscriber) p50/p99/max and
- * how many deliveries arrived of those due.
  *
- *   npm run bench:hub [-- --subscribers 1000 --duration 10 --subject-rate 1000 --all-rate 100]
+ * The subscribers run in --client-processes child processes (bench/hub-clients.ts), as a
+ * real deployment's clients run elsewhere: this process only produces, so neither the
+ * producer's ticks nor its timestamps wait behind the parsing of 100,000 messages a second.
+ * Each delivery is checked there: per subscriber in production order, none twice, none of
+ * another subject, none lost. Latency is the event's `data.sentAt` (taken here just before
+ * its transaction, so it includes the insert and the commit) to the moment a subscriber's
+ * client has parsed it; p50/p99/max over every delivery. CPU shares are of one core over the
+ * shape's production time.
+ *
+ *   npm run bench:hub [-- --subscribers 1000 --duration 10 --subject-rate 1000 --all-rate 100 --client-processes 2]
+ *
+ * BENCH_CPU_PROF=<dir> writes the replica's CPU profile there.
  */
-import { spawn } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -18,8 +27,8 @@ import { emitEvents, type NewEvent } from '../db/repos/events';
 import { insertPat } from '../db/repos/pats';
 import { ensureTenant } from '../db/repos/tenants';
 import { generateToken, hashToken } from '../domain/tokens/secret-token';
-import { LiveUpdatesClient } from '../scripts/live-updates/client';
-import { cpuSecondsOfTree, runBench, startBenchDatabase } from './support';
+import type { ClientsReply, ClientsRequest, ShapeResult } from './hub-clients';
+import { cpuSecondsOf, cpuSecondsOfTree, runBench, startBenchDatabase } from './support';
 
 const { values: args } = parseArgs({
   options: {
@@ -27,16 +36,25 @@ const { values: args } = parseArgs({
     duration: { type: 'string', default: '10' },
     'subject-rate': { type: 'string', default: '1000' },
     'all-rate': { type: 'string', default: '100' },
+    'client-processes': { type: 'string', default: '2' },
   },
 });
 const subscribers = Number(args.subscribers);
 const duration = Number(args.duration);
+const clientProcesses = Number(args['client-processes']);
 
-const quantile = (sorted: number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+/** The latency below which a share `q` of the deliveries arrived, from [ms, count] pairs. */
+function quantile(histogram: Array<[number, number]>, q: number): number {
+  const sorted = [...histogram].sort(([a], [b]) => a - b);
+  const total = sorted.reduce((sum, [, count]) => sum + count, 0);
+  let seen = 0;
+  for (const [ms, count] of sorted) if ((seen += count) > q * total) return ms;
+  return sorted.at(-1)?.[0] ?? NaN;
+}
 
 async function startReplica(databaseUrl: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'hub-server.ts')], {
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(__dirname, 'hub-server.ts')], {
     env: {
       ...process.env,
       Environment: 'Production',
@@ -50,23 +68,62 @@ async function startReplica(databaseUrl: string) {
     readline.createInterface({ input: child.stdout }).once('line', (line) => resolve(JSON.parse(line)));
     child.once('exit', (code) => reject(new Error(`hub server exited (${code})`)));
   });
-  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: () => child.kill('SIGINT') };
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const stop = () => (child.kill('SIGINT'), exited); // SIGINT lets --cpu-prof write its profile
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop };
+}
+
+const loadAverage = () => os.loadavg()[0]!.toFixed(2);
+
+/** One child process of subscribers (bench/hub-clients.ts), asked one thing at a time. */
+class ClientProcess {
+  private readonly child: ChildProcess;
+  private readonly replies: Array<{ resolve: (reply: ClientsReply) => void; reject: (error: Error) => void }> = [];
+
+  constructor(readonly count: number) {
+    this.child = fork(path.join(__dirname, 'hub-clients.ts'), { execArgv: ['--import', 'tsx'] });
+    this.child.on('message', (reply: ClientsReply) => this.replies.shift()?.resolve(reply));
+    // A process that dies fails the bench rather than leaving it waiting for an answer.
+    this.child.once('exit', (code) => {
+      for (const { reject } of this.replies.splice(0)) reject(new Error(`bench clients exited (${code})`));
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  ask<T extends ClientsReply['type']>(request: ClientsRequest): Promise<Extract<ClientsReply, { type: T }>> {
+    const reply = new Promise<ClientsReply>((resolve, reject) => this.replies.push({ resolve, reject }));
+    this.child.send(request);
+    return reply as Promise<Extract<ClientsReply, { type: T }>>;
+  }
+
+  close(): Promise<void> {
+    if (this.child.exitCode !== null) return Promise.resolve();
+    const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    this.child.send({ type: 'close' } satisfies ClientsRequest);
+    return exited;
+  }
 }
 
 interface Shape {
   name: string;
   rate: number;
-  /** What each subscriber subscribes to. */
-  subject: (i: number) => string | undefined;
+  /** What the i-th subscriber subscribes to (null: every event). */
+  subject: (i: number) => string | null;
   /** The subject of the n-th event produced. */
   eventSubject: (n: number) => string;
-  deliveriesPerEvent: number;
 }
 
 async function main() {
   const database = await startBenchDatabase(55933);
   const replica = await startReplica(database.url);
-  const clients: LiveUpdatesClient[] = [];
+  const perProcess = Math.ceil(subscribers / clientProcesses);
+  const groups = Array.from(
+    { length: clientProcesses },
+    (_, p) => new ClientProcess(Math.max(0, Math.min(perProcess, subscribers - p * perProcess))),
+  );
   try {
     await ensureTenant(database.db, 'default');
     const token = generateToken('svc-pat');
@@ -80,18 +137,14 @@ async function main() {
       created_by: 'bench',
     });
     const started = Date.now();
-    for (let i = 0; i < subscribers; i += 50) {
-      clients.push(
-        ...(await Promise.all(
-          Array.from({ length: Math.min(50, subscribers - i) }, () => LiveUpdatesClient.connect(replica.url, token)),
-        )),
-      );
-    }
+    await Promise.all(
+      groups.map((group) => group.ask({ type: 'connect', url: replica.url, token, count: group.count })),
+    );
     const lines = [
-      `Live-updates fan-out — ${subscribers} subscribers on one replica (connected in ${((Date.now() - started) / 1000).toFixed(1)} s), ${duration} s a shape, ${os.cpus().length} cores, node ${process.version}`,
-      `reproduce: npm run bench:hub -- --subscribers ${subscribers} --duration ${duration} --subject-rate ${args['subject-rate']} --all-rate ${args['all-rate']}`,
+      `Live-updates fan-out — ${subscribers} subscribers on one replica in ${clientProcesses} client process(es) (connected in ${((Date.now() - started) / 1000).toFixed(1)} s), ${duration} s a shape, ${os.cpus().length} cores, node ${process.version}, load average ${loadAverage()} at the start`,
+      `reproduce: npm run bench:hub -- --subscribers ${subscribers} --duration ${duration} --subject-rate ${args['subject-rate']} --all-rate ${args['all-rate']} --client-processes ${clientProcesses}`,
       '',
-      'shape    events/s  deliveries/s   arrived/due        p50 ms   p99 ms   max ms   hub CPU   postgres CPU',
+      'shape    events/s  deliveries/s   arrived/due      lost disordered  p50 ms  p99 ms  max ms   hub CPU  clients CPU  postgres CPU',
     ];
     const shapes: Shape[] = [
       {
@@ -99,42 +152,21 @@ async function main() {
         rate: Number(args['subject-rate']),
         subject: (i) => `s-${i}`,
         eventSubject: (n) => `s-${n % subscribers}`,
-        deliveriesPerEvent: 1,
       },
-      {
-        name: 'all',
-        rate: Number(args['all-rate']),
-        subject: () => undefined,
-        eventSubject: (n) => `s-${n % subscribers}`,
-        deliveriesPerEvent: subscribers,
-      },
+      { name: 'all', rate: Number(args['all-rate']), subject: () => null, eventSubject: (n) => `s-${n % subscribers}` },
     ];
-    for (const shape of shapes) lines.push(await runShape(shape, clients, database, replica.pid));
+    for (const shape of shapes) lines.push(await runShape(shape, groups, database, replica.pid));
+    lines.push('', `load average ${loadAverage()} at the end`);
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
-    await Promise.all(clients.map((client) => client.close()));
-    replica.stop();
+    await Promise.all(groups.map((group) => group.close()));
+    await replica.stop();
     await database.stop();
   }
 }
 
-async function runShape(
-  shape: Shape,
-  clients: LiveUpdatesClient[],
-  database: Awaited<ReturnType<typeof startBenchDatabase>>,
-  replicaPid: number,
-): Promise<string> {
-  const latencies: number[] = [];
-  const unsubscribe = clients.map((client) =>
-    client.onEvent((event) => {
-      if (event.data.shape === shape.name) latencies.push(Date.now() - (event.data.sentAt as number));
-    }),
-  );
-  await Promise.all(
-    clients.map((client, i) => client.subscribe(['configuration.updated'], { subject: shape.subject(i) })),
-  );
-  const [hub0, pg0] = [cpuSecondsOfTree(replicaPid), database.cpuSeconds()];
-  // Every 10 ms, the events due by then, in one transaction (as a busy api writes them).
+/** Produces the shape's events at its rate for the duration, in 10 ms ticks; returns how many. */
+async function produce(shape: Shape, db: Awaited<ReturnType<typeof startBenchDatabase>>['db']): Promise<number> {
   const tickMs = 10;
   let produced = 0;
   const start = Date.now();
@@ -150,27 +182,66 @@ async function runShape(
         data: { shape: shape.name, n: produced, sentAt: Date.now() },
       });
     }
-    if (events.length > 0) await database.db.transaction((trx) => emitEvents(trx, events));
+    // The events due by now in one transaction, as a busy api writes them.
+    if (events.length > 0) await db.transaction((trx) => emitEvents(trx, events));
     await new Promise((resolve) => setTimeout(resolve, tickMs));
   }
-  const expected = produced * shape.deliveriesPerEvent;
-  const settleBy = Date.now() + 10_000;
-  while (latencies.length < expected && Date.now() < settleBy) await new Promise((r) => setTimeout(r, 50));
-  const [hub1, pg1] = [cpuSecondsOfTree(replicaPid), database.cpuSeconds()];
-  for (const off of unsubscribe) off();
-  await Promise.all(clients.map((client) => client.unsubscribe()));
-  const sorted = latencies.sort((a, b) => a - b);
-  const seconds = duration;
+  return produced;
+}
+
+async function runShape(
+  shape: Shape,
+  groups: ClientProcess[],
+  database: Awaited<ReturnType<typeof startBenchDatabase>>,
+  replicaPid: number,
+): Promise<string> {
+  const subjectsOf = (group: number) => {
+    const first = groups.slice(0, group).reduce((sum, g) => sum + g.count, 0);
+    return Array.from({ length: groups[group]!.count }, (_, i) => shape.subject(first + i));
+  };
+  await Promise.all(
+    groups.map((group, g) => group.ask({ type: 'subscribe', shape: shape.name, subjects: subjectsOf(g) })),
+  );
+  const clientsCpu = () => groups.reduce((sum, group) => sum + cpuSecondsOf({ pid: group.pid }), 0);
+  const [hub0, clients0, pg0] = [cpuSecondsOfTree(replicaPid), clientsCpu(), database.cpuSeconds()];
+  const produced = await produce(shape, database.db);
+  const [hub1, clients1, pg1] = [cpuSecondsOfTree(replicaPid), clientsCpu(), database.cpuSeconds()];
+  /** How many of the produced events the subscriber with that subject is due. */
+  const perSubject = new Map<string, number>();
+  for (let n = 0; n < produced; n++)
+    perSubject.set(shape.eventSubject(n), (perSubject.get(shape.eventSubject(n)) ?? 0) + 1);
+  /** How many of the produced events a subscriber to that subject (null: every one) is due. */
+  const due = (subject: string | null) => (subject === null ? produced : (perSubject.get(subject) ?? 0));
+  const results = await Promise.all(
+    groups.map((group, g) =>
+      group.ask<'finished'>({ type: 'finish', expected: subjectsOf(g).map(due), settleMs: 10_000 }),
+    ),
+  );
+  const total = results.reduce<ShapeResult>(
+    (sum, { result }) => ({
+      histogram: [...sum.histogram, ...result.histogram],
+      arrived: sum.arrived + result.arrived,
+      lost: sum.lost + result.lost,
+      disordered: sum.disordered + result.disordered,
+      unwanted: sum.unwanted + result.unwanted,
+    }),
+    { histogram: [], arrived: 0, lost: 0, disordered: 0, unwanted: 0 },
+  );
+  const expected = total.arrived + total.lost;
+  const share = (seconds: number) => `${((seconds / duration) * 100).toFixed(0)} %`;
   return [
     shape.name.padEnd(8),
-    String(Math.round(produced / seconds)).padStart(8),
-    String(Math.round(expected / seconds)).padStart(13),
-    `${latencies.length}/${expected}`.padStart(13),
-    String(quantile(sorted, 0.5)).padStart(12),
-    String(quantile(sorted, 0.99)).padStart(8),
-    String(sorted.at(-1) ?? NaN).padStart(8),
-    `${(((hub1 - hub0) / seconds) * 100).toFixed(0)} %`.padStart(9),
-    `${(((pg1 - pg0) / seconds) * 100).toFixed(0)} %`.padStart(14),
+    String(Math.round(produced / duration)).padStart(8),
+    String(Math.round(expected / duration)).padStart(13),
+    `${total.arrived}/${expected}`.padStart(13),
+    String(total.lost).padStart(9),
+    String(total.disordered + total.unwanted).padStart(10),
+    String(quantile(total.histogram, 0.5)).padStart(7),
+    String(quantile(total.histogram, 0.99)).padStart(7),
+    String(quantile(total.histogram, 1)).padStart(7),
+    share(hub1 - hub0).padStart(9),
+    share(clients1 - clients0).padStart(12),
+    share(pg1 - pg0).padStart(13),
   ].join(' ');
 }
 

@@ -45,7 +45,7 @@ export class HubRefusedError extends Error {
 }
 
 export class LiveUpdatesClient {
-  /** Every event received, in order. */
+  /** Every event received, in order (empty when connected with `keepEvents: false`). */
   readonly events: CloudEvent[] = [];
   lastEventId: string | undefined;
   /** Resolves when the connection closes, with the hub's close code and reason. */
@@ -53,22 +53,30 @@ export class LiveUpdatesClient {
   private readonly waiting: Array<(message: ControlMessage) => void> = [];
   private readonly listeners = new Set<(event: CloudEvent) => void>();
 
-  private constructor(private readonly ws: WebSocket) {
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly keepEvents: boolean,
+  ) {
     this.closed = new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
     ws.on('message', (data) => this.receive(JSON.parse(textOf(data)) as CloudEvent | ControlMessage));
   }
 
   /**
    * Opens a connection; `tokenInQuery` sends the token as `access_token` (for clients that
-   * cannot set headers, like browsers' WebSocket).
+   * cannot set headers, like browsers' WebSocket). `keepEvents: false` keeps no history in
+   * `events` (a long-lived watcher or a bench reads them through `onEvent`).
    */
-  static connect(baseUrl: string, token: string, options: { tokenInQuery?: boolean } = {}): Promise<LiveUpdatesClient> {
+  static connect(
+    baseUrl: string,
+    token: string,
+    options: { tokenInQuery?: boolean; keepEvents?: boolean } = {},
+  ): Promise<LiveUpdatesClient> {
     const url = new URL('/hubs/live-updates', baseUrl.replace(/^http/, 'ws'));
     if (options.tokenInQuery) url.searchParams.set('access_token', token);
     const headers = options.tokenInQuery ? {} : { authorization: `Bearer ${token}` };
     const ws = new WebSocket(url, { headers });
     return new Promise((resolve, reject) => {
-      ws.once('open', () => resolve(new LiveUpdatesClient(ws)));
+      ws.once('open', () => resolve(new LiveUpdatesClient(ws, options.keepEvents ?? true)));
       ws.once('unexpected-response', (_req, res) => {
         let body = '';
         res.on('data', (chunk: Buffer) => (body += chunk.toString()));
@@ -125,7 +133,7 @@ export class LiveUpdatesClient {
 
   private receive(message: CloudEvent | ControlMessage): void {
     if ('specversion' in message) {
-      this.events.push(message);
+      if (this.keepEvents) this.events.push(message);
       this.lastEventId = message.id;
       for (const listener of this.listeners) listener(message);
     } else {
