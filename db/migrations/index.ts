@@ -9,6 +9,7 @@ import * as agentSession from './20261123010000_agent_session';
 import * as agentConnectionSettings from './20261124000000_agent_connection_settings';
 import * as rolloutName from './20261124010000_rollout_name';
 import * as gitSources from './20261125000000_git_sources';
+import * as auditAppendColumns from './20261125010000_audit_append_columns';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -25,6 +26,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261124000000_agent_connection_settings': agentConnectionSettings,
   '20261124010000_rollout_name': rolloutName,
   '20261125000000_git_sources': gitSources,
+  '20261125010000_audit_append_columns': auditAppendColumns,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -26,9 +26,53 @@ export interface AuditRow extends AuditRecord {
   hash: Buffer;
 }
 
-/** Appends records; `audit_append` links each into its tenant's chain. One JSON parameter per batch. */
+/** A batch's records by chain (a tenant, or '*' for calls with none), chains in sorted order. */
+function byChain(records: AuditRecord[]): Array<[tenant: string | null, rows: AuditRecord[]]> {
+  const groups = new Map<string | null, AuditRecord[]>();
+  for (const record of records) {
+    const group = groups.get(record.tenant_id);
+    if (group) group.push(record);
+    else groups.set(record.tenant_id, [record]);
+  }
+  const chain = (tenant: string | null) => tenant ?? '*';
+  return [...groups].sort(([a], [b]) => (chain(a) < chain(b) ? -1 : chain(a) > chain(b) ? 1 : 0));
+}
+
+/** The columns `audit_append_chain` takes as arrays, in its parameters' order and types. */
+const APPENDED = [
+  ['occurred_at', 'timestamptz'],
+  ['actor_type', 'text'],
+  ['actor', 'text'],
+  ['actor_id', 'text'],
+  ['method', 'text'],
+  ['path', 'text'],
+  ['route', 'text'],
+  ['status', 'int'],
+  ['resource_type', 'text'],
+  ['resource_id', 'text'],
+  ['request_id', 'text'],
+  ['source_address', 'text'],
+] as const satisfies ReadonlyArray<readonly [keyof AuditRecord, string]>;
+
+const APPEND_SQL = `SELECT audit_append_chain(?::text, ${APPENDED.map(([, type]) => `?::${type}[]`).join(', ')})`;
+
+/**
+ * Appends records; `audit_append_chain` links each into its tenant's chain, one call per
+ * chain with each column as one array parameter (Postgres reads arrays at a third of the
+ * cost of the same rows as JSON). A batch of several chains is one transaction that locks
+ * them in sorted order, so two batches never deadlock and a failed batch leaves no rows.
+ */
 export async function insertAudit(db: Db, records: AuditRecord[]): Promise<void> {
-  if (records.length > 0) await db.raw('SELECT audit_append(?::jsonb)', [JSON.stringify(records)]);
+  const chains = byChain(records);
+  const append = async (trx: Db) => {
+    for (const [tenant, rows] of chains) {
+      const columns = APPENDED.map(([column]) => rows.map((row) => row[column]));
+      // pg sends a JS array as a Postgres array, nulls included; knex's binding types have no such array.
+      await trx.raw(APPEND_SQL, [tenant, ...columns] as Knex.RawBinding[]);
+    }
+  };
+  if (chains.length > 1 && !db.isTransaction) await db.transaction(append);
+  else await append(db);
 }
 
 export interface AuditFilters {

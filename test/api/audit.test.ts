@@ -1,3 +1,4 @@
+import { insertAudit, verifyAuditChain, type AuditRecord } from '../../db/repos/audit';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 
@@ -202,5 +203,50 @@ describe('audit trail', () => {
       token: await t.token('acme.auditor'),
     });
     expect(theirs.body.items).toHaveLength(1);
+  });
+
+  test('a batch of several tenants is appended in one go: every field as sent, every chain verifies', async () => {
+    const db = t.database.db;
+    const odd = 'a "quoted", (odd) \\ value {with} spaces, ünïcode';
+    const record = (tenant: string | null, requestId: string, actor: string | null): AuditRecord => ({
+      tenant_id: tenant,
+      occurred_at: new Date('2026-11-24T12:00:00.123Z'),
+      actor_type: tenant ? 'pat' : 'anonymous',
+      actor,
+      actor_id: null,
+      method: 'GET',
+      path: '/api/tenant',
+      route: null,
+      status: 200,
+      resource_type: 'tenant',
+      resource_id: '',
+      request_id: requestId,
+      source_address: null,
+    });
+    await insertAudit(db, [
+      record('batch-b', 'batch-1', odd),
+      record(null, 'batch-2', null),
+      record('batch-a', 'batch-3', 'NULL'),
+      record('batch-b', 'batch-4', ''),
+    ]);
+    const rows = await db('audit_events').whereLike('request_id', 'batch-%').orderBy('request_id');
+    expect(rows.map((row) => [row.chain, row.actor, row.resource_id, row.occurred_at.toISOString()])).toEqual([
+      ['batch-b', odd, '', '2026-11-24T12:00:00.123Z'],
+      ['*', null, '', '2026-11-24T12:00:00.123Z'],
+      ['batch-a', 'NULL', '', '2026-11-24T12:00:00.123Z'],
+      ['batch-b', '', '', '2026-11-24T12:00:00.123Z'],
+    ]);
+    expect(rows[3].seq).toBeGreaterThan(rows[0].seq);
+    expect(rows[3].prev_hash).toEqual(rows[0].hash);
+    for (const chain of ['batch-a', 'batch-b', '*']) expect((await verifyAuditChain(db, chain)).valid).toBe(true);
+
+    // A batch the database refuses leaves none of its rows behind (the trail then retries row by row).
+    await expect(
+      insertAudit(db, [
+        record('batch-a', 'refused-1', 'x'),
+        { ...record('batch-b', 'refused-2', 'x'), status: 2 ** 40 },
+      ]),
+    ).rejects.toThrow();
+    expect(await db('audit_events').whereLike('request_id', 'refused-%')).toEqual([]);
   });
 });
