@@ -64,14 +64,34 @@ function toKoaPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ':$1');
 }
 
+/** The methods of each path that a template without parameters serves (`/api/tenant`: GET, HEAD, PUT). */
+function staticPathMethods(router: Router): Map<string, Set<string>> {
+  const byPath = new Map<string, Set<string>>();
+  for (const layer of router.stack) {
+    if (layer.paramNames.length > 0 || typeof layer.path !== 'string') continue;
+    const methods = byPath.get(layer.path) ?? new Set<string>();
+    for (const method of layer.methods) methods.add(method);
+    byPath.set(layer.path, methods);
+  }
+  return byPath;
+}
+
 /**
  * 405 with `Allow` when the path exists under other methods only. The most specific
  * templates matching the path decide (fewest parameters): `PUT /api/policies/evaluate`
  * is a 405 for the static `/api/policies/evaluate`, not a `PUT /api/policies/{id}` with a
  * bad id. Runs before the router, so no other route gets to answer first.
+ *
+ * router.match tests every route's pattern, a few µs on each call: a path that a static
+ * template serves under this method is as specific as a path can be, so it skips the match.
  */
 function methodNotAllowed(router: Router) {
+  const staticPaths = staticPathMethods(router);
   return async function answerMethodNotAllowed(ctx: AppContext, next: Next) {
+    if (staticPaths.get(ctx.path)?.has(ctx.method)) {
+      await next();
+      return;
+    }
     const layers = router.match(ctx.path, ctx.method).path;
     const fewestParams = Math.min(...layers.map((layer) => layer.paramNames.length));
     const specific = layers.filter((layer) => layer.paramNames.length === fewestParams);

@@ -15,21 +15,44 @@ const TOUCH_EVERY_MS = 60_000;
  * here at once and on every other replica through NOTIFY (see `evict`). `last_used_at` is
  * written at most once a minute per token, off the request path.
  */
+/** The principal a PAT row stands for; undefined when its role is none this service knows. */
+function principalOf(row: PatRow): Principal | undefined {
+  if (!isRole(row.role)) return undefined;
+  return {
+    kind: 'pat',
+    id: row.id,
+    name: row.name,
+    tenantId: row.tenant_id,
+    roles: [row.role],
+    permissions: permissionsOf([row.role]),
+    allowedEndpoints: row.allowed_endpoints ?? undefined,
+    expiresAt: row.expires_at.getTime(),
+  };
+}
+
+interface KnownPat {
+  row: PatRow;
+  /** Built once per look-up, not per call: every call with the token shares it. */
+  principal: Principal | undefined;
+}
+
 export function createPatAuthenticator(db: Knex) {
-  const cache = new Map<string, { row: PatRow; until: number }>();
+  const cache = new Map<string, KnownPat & { until: number }>();
   const touched = new Map<string, number>();
 
   // Bumped by every eviction: a look-up that raced one must not cache what it read.
   let evictions = 0;
 
-  async function lookup(hash: Buffer): Promise<PatRow | undefined> {
+  async function lookup(hash: Buffer): Promise<KnownPat | undefined> {
     const key = hash.toString('hex');
     const hit = cache.get(key);
-    if (hit && hit.until > Date.now()) return hit.row;
+    if (hit && hit.until > Date.now()) return hit;
     const generation = evictions;
     const row = await findPatByHash(db, hash);
-    if (row && generation === evictions) cache.set(key, { row, until: Date.now() + CACHE_MS });
-    return row;
+    if (!row) return undefined;
+    const known = { row, principal: principalOf(row) };
+    if (generation === evictions) cache.set(key, { ...known, until: Date.now() + CACHE_MS });
+    return known;
   }
 
   function touch(row: PatRow) {
@@ -43,23 +66,15 @@ export function createPatAuthenticator(db: Knex) {
     async authenticate(token: string): Promise<Principal> {
       if (!isWellFormed('svc-pat', token)) throw problems.unauthorized('The personal access token is malformed.');
       const hash = hashToken(token);
-      const row = await lookup(hash);
-      if (!row || !sameHash(row.token_hash, hash))
+      const known = await lookup(hash);
+      if (!known || !sameHash(known.row.token_hash, hash))
         throw problems.unauthorized('The personal access token is not known.');
+      const { row, principal } = known;
       if (row.revoked_at) throw problems.unauthorized('The personal access token has been revoked.');
       if (row.expires_at.getTime() <= Date.now()) throw problems.unauthorized('The personal access token has expired.');
-      if (!isRole(row.role)) throw problems.unauthorized('The personal access token carries an unknown role.');
+      if (!principal) throw problems.unauthorized('The personal access token carries an unknown role.');
       touch(row);
-      return {
-        kind: 'pat',
-        id: row.id,
-        name: row.name,
-        tenantId: row.tenant_id,
-        roles: [row.role],
-        permissions: permissionsOf([row.role]),
-        allowedEndpoints: row.allowed_endpoints ?? undefined,
-        expiresAt: row.expires_at.getTime(),
-      };
+      return principal;
     },
 
     /** Forget a token (by id, or all when a notification was missed). */
