@@ -39,7 +39,8 @@ async function watch(since: string | undefined): Promise<never> {
   const types = values.types.split(',').map((type) => type.trim());
   for (let delay = 1000; ; delay = Math.min(delay * 2, 30_000)) {
     try {
-      const client = await LiveUpdatesClient.connect(values.url, values.token!);
+      // It may run for days: events are printed, not kept.
+      const client = await LiveUpdatesClient.connect(values.url, values.token!, { keepEvents: false });
       client.onEvent((event) => process.stdout.write(`${line(event)}\n`));
       await client.subscribe(types, { subject: values.subject, since });
       process.stderr.write(
