@@ -70,7 +70,8 @@ runBench(async () => {
       }),
       201,
     ).body;
-    const token = must('webhook token', await api('POST', `/api/git-sources/${source.id}/webhook-token`), 201).body
+    const admin = await operatorApi(stack.baseUrl, database.db, 'admin'); // webhook secrets are an admin's
+    const token = must('webhook token', await admin('POST', `/api/git-sources/${source.id}/webhook-token`), 201).body
       .token as string;
     await waitForRun(api, source.id, (run) => run.commitSha === first && run.status !== 'running', performance.now());
     progress(`source ${source.id} synced its first commit; ${pushes} pushes follow`);

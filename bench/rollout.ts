@@ -237,14 +237,14 @@ async function measureRollout(stack: RolloutStack, input: RolloutPhaseInput): Pr
   ];
 }
 
-/** An operator PAT written to the database (as `npm run fleet -- create-pat` does), and calls with it. */
-export async function operatorApi(baseUrl: string, db: Knex): Promise<Api> {
+/** A PAT of `role` (operator unless said) written to the database (as `npm run fleet -- create-pat` does), and calls with it. */
+export async function operatorApi(baseUrl: string, db: Knex, role: 'operator' | 'admin' = 'operator'): Promise<Api> {
   const token = generateToken('svc-pat');
   await insertPat(db, {
     tenant_id: TENANT,
-    name: `bench-operator-${randomBytes(3).toString('hex')}`,
+    name: `bench-${role}-${randomBytes(3).toString('hex')}`,
     token_hash: hashToken(token),
-    role: 'operator',
+    role,
     allowed_endpoints: null,
     expires_at: new Date(Date.now() + 86_400_000),
     created_by: 'bench',

@@ -15,6 +15,8 @@ let t: TestApp;
 let operator: string;
 let viewer: string;
 let acme: string;
+let admin: string;
+let acmeAdmin: string;
 const logLines: string[] = [];
 beforeAll(async () => {
   const sink = new Writable({
@@ -28,6 +30,8 @@ beforeAll(async () => {
   operator = await t.token('default.operator');
   viewer = await t.token('default.viewer');
   acme = await t.token('acme.operator');
+  admin = await t.token('default.admin');
+  acmeAdmin = await t.token('acme.admin');
 });
 afterAll(() => env?.close());
 
@@ -478,7 +482,7 @@ describe('webhook token', () => {
   test('is generated once, shown once (no-store), stored as its SHA-256 only; the source shows that one exists', async () => {
     const res = await create();
     const id = res.body.id;
-    const issued = await t.call('POST', `/api/git-sources/${id}/webhook-token`, { token: operator });
+    const issued = await t.call('POST', `/api/git-sources/${id}/webhook-token`, { token: admin });
     expect(issued.status).toBe(201);
     expect(issued.body).toEqual({
       token: expect.stringMatching(/^svc-wh\.[a-z2-7]{32}\.[a-z2-7]{7}$/),
@@ -498,12 +502,12 @@ describe('webhook token', () => {
     expect(JSON.stringify(event)).not.toContain(issued.body.token);
 
     const stale = await t.call('POST', `/api/git-sources/${id}/webhook-token`, {
-      token: operator,
+      token: admin,
       headers: { 'if-match': res.headers.get('etag')! },
     });
     expect(stale.status).toBe(412);
     const rotated = await t.call('POST', `/api/git-sources/${id}/webhook-token`, {
-      token: operator,
+      token: admin,
       headers: { 'if-match': detail.headers.get('etag')! },
     });
     expect(rotated.status).toBe(201);
@@ -619,6 +623,15 @@ describe('roles and tenants', () => {
     expect((await t.call('GET', `/api/git-sources/${id}/sync-runs`, { token: viewer })).status).toBe(200);
   });
 
+  test('only an admin issues a webhook token: an operator, who manages the source, gets 403', async () => {
+    const { body } = await create();
+    const refused = await t.call('POST', `/api/git-sources/${body.id}/webhook-token`, { token: operator });
+    expect(refused.status).toBe(403);
+    expect(JSON.stringify(refused.body)).not.toMatch(/svc-wh\./);
+    const row = await t.database.db('git_sources').where({ id: body.id }).first();
+    expect(row.webhook_token_hash).toBeNull();
+  });
+
   test("another tenant's source is 404 everywhere and absent from its list", async () => {
     const res = await create({ name: 'tenant-a-only' });
     const id = res.body.id;
@@ -631,7 +644,7 @@ describe('roles and tenants', () => {
       ['POST', `/api/git-sources/${id}/sync`],
       ['POST', `/api/git-sources/${id}/webhook-token`],
     ] as Array<[string, string, unknown?]>) {
-      const reply = await t.call(method, path, { token: acme, body });
+      const reply = await t.call(method, path, { token: acmeAdmin, body });
       expect([method, path, reply.status]).toEqual([method, path, 404]);
     }
     const list = await t.call('GET', '/api/git-sources?q=tenant-a-only', { token: acme });

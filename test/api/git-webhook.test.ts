@@ -13,6 +13,8 @@ let env: GitSourcesApp;
 let t: TestApp;
 let operator: string;
 let acme: string;
+let admin: string;
+let acmeAdmin: string;
 const logLines: string[] = [];
 beforeAll(async () => {
   const sink = new Writable({
@@ -25,14 +27,18 @@ beforeAll(async () => {
   t = env.t;
   operator = await t.token('default.operator');
   acme = await t.token('acme.operator');
+  admin = await t.token('default.admin');
+  acmeAdmin = await t.token('acme.admin');
 });
 afterAll(() => env?.close());
 
-/** A source with a webhook token, in the caller's tenant. */
+/** A source with a webhook token (issued by an admin: secrets are theirs), in the caller's tenant. */
 async function sourceWithToken(token = operator, overrides: Record<string, unknown> = {}) {
   const created = await t.call('POST', '/api/git-sources', { token, body: sourceBody(overrides) });
   expect(created.status).toBe(201);
-  const issued = await t.call('POST', `/api/git-sources/${created.body.id}/webhook-token`, { token });
+  const issued = await t.call('POST', `/api/git-sources/${created.body.id}/webhook-token`, {
+    token: token === acme ? acmeAdmin : admin,
+  });
   expect(issued.status).toBe(201);
   return { id: created.body.id as string, webhookToken: issued.body.token as string };
 }
@@ -135,7 +141,7 @@ describe('refusals', () => {
   test('a rotated token works at once and the old one is refused (401, audited) from that moment', async () => {
     const { id, webhookToken: old } = await sourceWithToken();
     expect((await deliver(id, { 'x-service-webhook-token': old })).status).toBe(202);
-    const rotated = await t.call('POST', `/api/git-sources/${id}/webhook-token`, { token: operator });
+    const rotated = await t.call('POST', `/api/git-sources/${id}/webhook-token`, { token: admin });
     const fresh = rotated.body.token as string;
     expect((await deliver(id, { 'x-service-webhook-token': old })).status).toBe(401);
     expect((await deliver(id, {}, `?token=${old}`)).status).toBe(401);
@@ -227,9 +233,10 @@ describe('HTTPS only in Production', () => {
   test('X-Forwarded-Proto counts only when Http:TrustProxy is on', async () => {
     const untrusting = await startGitSourcesApp();
     try {
-      const token = await untrusting.t.token('default.operator');
+      const token = await untrusting.t.token('default.admin');
       const created = await untrusting.t.call('POST', '/api/git-sources', { token, body: sourceBody() });
       const issued = await untrusting.t.call('POST', `/api/git-sources/${created.body.id}/webhook-token`, { token });
+      expect(issued.status).toBe(201);
       const res = await untrusting.t.call('POST', `/api/git/webhook/${created.body.id}`, {
         headers: { ...HTTPS, 'x-service-webhook-token': issued.body.token },
       });
@@ -243,7 +250,7 @@ describe('HTTPS only in Production', () => {
   test('Development accepts plain HTTP (the local stack has no TLS)', async () => {
     const development = await startGitSourcesApp({ Environment: 'Development' });
     try {
-      const token = await development.t.token('default.operator');
+      const token = await development.t.token('default.admin');
       const created = await development.t.call('POST', '/api/git-sources', { token, body: sourceBody() });
       const issued = await development.t.call('POST', `/api/git-sources/${created.body.id}/webhook-token`, { token });
       const res = await development.t.call('POST', `/api/git/webhook/${created.body.id}`, {

@@ -319,9 +319,10 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
     route({
       method: 'post',
       path: `${SOURCE}/{id}/webhook-token`,
-      summary: "Generate or rotate the source's webhook token (shown once; the previous one stops working at once)",
+      summary:
+        "Generate or rotate the source's webhook token (shown once; the previous one stops working at once); admin only, as are all secrets",
       tag,
-      permission: 'operate',
+      permission: 'admin',
       resource: 'git-source',
       etag: true,
       params: sourceId,
