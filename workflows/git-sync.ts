@@ -8,9 +8,11 @@
  * so a paused source waits, and a deleted one ends its loop.
  */
 import {
+  ActivityFailure,
   allHandlersFinished,
   condition,
   continueAsNew,
+  log,
   ParentClosePolicy,
   proxyActivities,
   setHandler,
@@ -90,10 +92,17 @@ export async function gitSyncWorkflow(input: GitSyncWorkflowInput): Promise<void
   }
 
   async function sync(trigger: GitSyncTrigger) {
-    const run = await quick.checkTip({ sourceId: input.sourceId, trigger, force: trigger === 'manual' });
-    if (!run) return;
-    const { rollouts } = await sweeping.sweep({ runId: run.runId });
-    for (const rollout of rollouts) await startRollout(rollout);
+    try {
+      const run = await quick.checkTip({ sourceId: input.sourceId, trigger, force: trigger === 'manual' });
+      if (!run) return;
+      const { rollouts } = await sweeping.sweep({ runId: run.runId });
+      for (const rollout of rollouts) await startRollout(rollout);
+    } catch (error) {
+      // Retries are unlimited, so only a failure that retrying cannot change gets here: the
+      // loop outlives it (the next wake-up tries again) rather than ending the source's syncing.
+      if (!(error instanceof ActivityFailure)) throw error;
+      log.warn('git sync step failed for good', { sourceId: input.sourceId, error: error.message });
+    }
   }
 }
 

@@ -43,6 +43,8 @@ export interface RolloutEnvOptions {
   workerLogger?: Logger;
   /** Settings of the worker beyond the api's (e.g. Git__WorkDir). */
   workerEnv?: Record<string, string>;
+  /** Settings of the api beyond the test defaults (e.g. Http__TrustProxy). */
+  apiEnv?: Record<string, string>;
 }
 
 export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<RolloutEnv> {
@@ -56,7 +58,7 @@ export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<
   const connection = await Connection.connect({ address: temporalAddress });
   const client = new Client({ connection });
   const t = await startTestApp(
-    { Temporal__TaskQueue: taskQueue, Temporal__Address: temporalAddress },
+    { Temporal__TaskQueue: taskQueue, Temporal__Address: temporalAddress, ...options.apiEnv },
     { temporal: client },
   );
   const gateway = await startTestGateway(t);

@@ -20,6 +20,7 @@ import {
 } from '../../workflows/definitions';
 import { gitSourceIdKey, tenantIdKey } from '../../workflows/search-attributes';
 import { eventually } from '../support/eventually';
+import { recordHistories } from '../support/histories';
 import { createTestRepository, startSmartHttpServer, type TestRepository } from '../support/git';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
 
@@ -35,13 +36,19 @@ const workerLogger = pino(
 );
 
 let env: RolloutEnv;
+let admin: string;
 let workDir: string;
 const repositories: TestRepository[] = [];
 
 beforeAll(async () => {
   workDir = await mkdtemp(join(tmpdir(), 'fleet-git-work-'));
-  env = await startRolloutEnv({ workerLogger, workerEnv: { Git__WorkDir: workDir } });
+  env = await startRolloutEnv({
+    workerLogger,
+    workerEnv: { Git__WorkDir: workDir },
+    apiEnv: { Http__TrustProxy: 'true' }, // webhooks arrive "over HTTPS" through a proxy (Production refuses HTTP)
+  });
   await ensureTenant(env.t.database.db, 'default');
+  admin = await env.t.token('default.admin');
 }, 60_000);
 afterAll(async () => {
   await env?.close();
@@ -66,6 +73,56 @@ interface SourceOptions {
   path?: string;
   credentials?: GitCredentials;
   rolloutTemplate?: unknown;
+}
+
+/** A source registered through the API (which starts its loop), with a webhook token. */
+async function registerSource(repoUrl: string, fields: Record<string, unknown> = {}) {
+  const created = await call('POST', '/api/git-sources', {
+    name: `source-${randomUUID().slice(0, 8)}`,
+    repoUrl,
+    branch: 'main',
+    pollIntervalSeconds: 3600,
+    ...fields,
+  });
+  expect(created.status).toBe(201);
+  const issued = await env.t.call('POST', `/api/git-sources/${created.body.id}/webhook-token`, { token: admin });
+  expect(issued.status).toBe(201);
+  return { id: created.body.id as string, webhookToken: issued.body.token as string };
+}
+
+/** A delivery from the Git host: an unparsed body and the token, behind an HTTPS proxy. */
+async function deliver(source: { id: string; webhookToken: string }) {
+  const reply = await env.t.call('POST', `/api/git/webhook/${source.id}`, {
+    raw: '{"ref":"refs/heads/main"}',
+    headers: {
+      'content-type': 'application/json',
+      'x-forwarded-proto': 'https',
+      'x-service-webhook-token': source.webhookToken,
+    },
+  });
+  return reply;
+}
+
+interface ApiRun {
+  id: string;
+  trigger: string;
+  status: string;
+  commitSha: string | null;
+  changes: Array<{ path: string; name: string; change: string; version?: number; rolloutId?: string }>;
+  fileErrors: Array<{ path: string; error: string }>;
+  rolloutId: string | null;
+}
+
+/** Waits until the source has `count` runs, all finished, through GET .../sync-runs (oldest first). */
+async function runsThroughApi(sourceId: string, count: number, timeoutMs = 15_000): Promise<ApiRun[]> {
+  return eventually(async () => {
+    const page = await call('GET', `/api/git-sources/${sourceId}/sync-runs`);
+    expect(page.status).toBe(200);
+    const runs = [...(page.body.items as ApiRun[])].reverse();
+    expect(runs.length).toBeGreaterThanOrEqual(count);
+    expect(runs.map((run) => run.status)).not.toContain('running');
+    return runs;
+  }, timeoutMs);
 }
 
 /** A Git source row, as the api writes it (credentials sealed with the api's key). */
@@ -154,10 +211,9 @@ async function configurationNamed(name: string) {
 
 test('a push then a webhook: one run attributed to webhook, with the new SHA and the changed configurations; their versions carry the commit', async () => {
   const repo = await repository({ 'prod/otel-collector.yaml': 'receivers: {}\n', 'prod/agent.json': '{"a": 1}\n' });
-  const sourceId = await createSource(repo.url, { path: 'prod' });
-  await wake(sourceId, { reason: 'source-changed' });
-  const [first] = await finishedRuns(sourceId, 1);
-  expect(first).toMatchObject({ trigger: 'poll', status: 'succeeded', commit_sha: await repo.tip() });
+  const source = await registerSource(repo.url, { path: 'prod' });
+  const [first] = await runsThroughApi(source.id, 1);
+  expect(first).toMatchObject({ trigger: 'poll', status: 'succeeded', commitSha: await repo.tip() });
   expect(first!.changes.map((change) => [change.name, change.change]).sort()).toEqual([
     ['agent', 'created'],
     ['otel-collector', 'created'],
@@ -167,10 +223,10 @@ test('a push then a webhook: one run attributed to webhook, with the new SHA and
     { 'prod/otel-collector.yaml': 'receivers:\n  otlp: {}\n' },
     { message: 'add the otlp receiver', author: 'Bob Builder' },
   );
-  await wake(sourceId, { reason: 'webhook' });
-  const runs = await finishedRuns(sourceId, 2);
+  expect((await deliver(source)).status).toBe(202);
+  const runs = await runsThroughApi(source.id, 2);
   expect(runs).toHaveLength(2);
-  expect(runs[1]).toMatchObject({ trigger: 'webhook', status: 'succeeded', commit_sha: sha, file_errors: [] });
+  expect(runs[1]).toMatchObject({ trigger: 'webhook', status: 'succeeded', commitSha: sha, fileErrors: [] });
   expect(runs[1]!.changes).toEqual([
     expect.objectContaining({
       path: 'prod/otel-collector.yaml',
@@ -179,11 +235,12 @@ test('a push then a webhook: one run attributed to webhook, with the new SHA and
       version: 2,
     }),
   ]);
+  expect((await call('GET', `/api/git-sources/${source.id}`)).body.lastSyncedSha).toBe(sha);
 
   const configuration = await configurationNamed('otel-collector');
   const shown = await call('GET', `/api/configurations/${configuration!.id}`);
   expect(shown.body).toMatchObject({
-    managedBy: sourceId,
+    managedBy: source.id,
     sourcePath: 'prod/otel-collector.yaml',
     sourceRemovedAt: null,
     format: 'yaml',
@@ -196,14 +253,18 @@ test('a push then a webhook: one run attributed to webhook, with the new SHA and
     state: 'draft',
     author: 'git:Bob Builder',
     provenance: {
-      sourceId,
+      sourceId: source.id,
       path: 'prod/otel-collector.yaml',
       commitSha: sha,
       author: 'Bob Builder',
       message: 'add the otlp receiver',
     },
   });
-  const events = await db()('events').where({ subject: sourceId }).orderBy('seq').pluck('type');
+  const events = await db()('events')
+    .where({ subject: source.id })
+    .where('type', 'like', 'git.sync-run.%')
+    .orderBy('seq')
+    .pluck('type');
   expect(events).toEqual([
     'git.sync-run.started',
     'git.sync-run.succeeded',
@@ -219,15 +280,15 @@ test('a push then a webhook: one run attributed to webhook, with the new SHA and
 
 test('20 webhooks in a row for one push make exactly one run', async () => {
   const repo = await repository();
-  const sourceId = await createSource(repo.url);
-  await wake(sourceId, { reason: 'source-changed' });
-  await finishedRuns(sourceId, 1);
+  const source = await registerSource(repo.url);
+  await runsThroughApi(source.id, 1);
   const sha = await repo.commit({ 'otel.yaml': 'receivers:\n  otlp: {}\n' });
-  await Promise.all(Array.from({ length: 20 }, () => wake(sourceId, { reason: 'webhook' })));
-  await finishedRuns(sourceId, 2);
-  await idle(sourceId);
-  const runs = await runsOf(sourceId);
-  expect(runs.map((run) => [run.trigger, run.commit_sha])).toEqual([
+  const replies = await Promise.all(Array.from({ length: 20 }, () => deliver(source)));
+  expect(replies.map((reply) => reply.status)).toEqual(Array(20).fill(202));
+  await runsThroughApi(source.id, 2);
+  await idle(source.id);
+  const runs = await runsThroughApi(source.id, 2);
+  expect(runs.map((run) => [run.trigger, run.commitSha])).toEqual([
     ['poll', expect.any(String)],
     ['webhook', sha],
   ]);
@@ -258,14 +319,28 @@ test('a paused source makes no run, whatever wakes it; resumed, it syncs', async
   expect(run).toMatchObject({ status: 'succeeded', commit_sha: await repo.tip() });
 });
 
+test('through the API: a paused source answers webhooks and makes no run; resumed, it syncs what was pushed', async () => {
+  const repo = await repository();
+  const source = await registerSource(repo.url);
+  await runsThroughApi(source.id, 1);
+  expect((await call('POST', `/api/git-sources/${source.id}/pause`)).status).toBe(200);
+  const sha = await repo.commit({ 'otel.yaml': 'receivers:\n  paused: {}\n' });
+  expect((await deliver(source)).status).toBe(202);
+  await idle(source.id);
+  expect(await runsThroughApi(source.id, 1)).toHaveLength(1);
+
+  expect((await call('POST', `/api/git-sources/${source.id}/resume`)).status).toBe(200);
+  const runs = await runsThroughApi(source.id, 2);
+  expect(runs[1]).toMatchObject({ status: 'succeeded', commitSha: sha });
+});
+
 test('a forced sweep runs at the same tip, attributed to manual', async () => {
   const repo = await repository();
-  const sourceId = await createSource(repo.url);
-  await wake(sourceId, { reason: 'source-changed' });
-  await finishedRuns(sourceId, 1);
-  await wake(sourceId, { reason: 'manual' });
-  const runs = await finishedRuns(sourceId, 2);
-  expect(runs[1]).toMatchObject({ trigger: 'manual', status: 'succeeded', commit_sha: await repo.tip(), changes: [] });
+  const source = await registerSource(repo.url);
+  await runsThroughApi(source.id, 1);
+  expect((await call('POST', `/api/git-sources/${source.id}/sync`)).status).toBe(202);
+  const runs = await runsThroughApi(source.id, 2);
+  expect(runs[1]).toMatchObject({ trigger: 'manual', status: 'succeeded', commitSha: await repo.tip(), changes: [] });
 });
 
 test('an invalid YAML file is reported with its line and column; the other files apply', async () => {
@@ -376,16 +451,13 @@ test('an unreachable repository fails the run with a clear error; a poll meeting
 
 test('deleting the source ends its workflow', async () => {
   const repo = await repository();
-  const sourceId = await createSource(repo.url);
-  await wake(sourceId, { reason: 'source-changed' });
-  await finishedRuns(sourceId, 1);
-  await db()('git_sources').where({ id: sourceId }).delete();
-  await env.client.workflow
-    .getHandle(gitSyncWorkflowId(sourceId))
-    .signal(gitSyncWakeSignal, { reason: 'source-changed' });
-  const handle = env.client.workflow.getHandle(gitSyncWorkflowId(sourceId));
+  const source = await registerSource(repo.url);
+  await runsThroughApi(source.id, 1);
+  expect((await call('DELETE', `/api/git-sources/${source.id}`)).status).toBe(204);
+  const handle = env.client.workflow.getHandle(gitSyncWorkflowId(source.id));
   await handle.result();
   expect((await handle.describe()).status.name).toBe('COMPLETED');
+  await recordHistories(env.client, gitSyncWorkflowId(source.id), 'git-sync-deleted');
 });
 
 test('continue-as-new keeps the loop working with its pending wakes', async () => {
@@ -404,30 +476,64 @@ test('continue-as-new keeps the loop working with its pending wakes', async () =
   const described = await env.client.workflow.getHandle(gitSyncWorkflowId(sourceId)).describe();
   expect(described.status.name).toBe('RUNNING');
   expect(described.runId).not.toBe(described.raw.workflowExecutionInfo?.firstRunId);
+  await idle(sourceId); // the last run's first task done: a history of its start alone does not replay
+  await recordHistories(env.client, gitSyncWorkflowId(sourceId), 'git-sync-continue-as-new');
 });
 
 test('the pipeline: a commit reaches simulated agents as APPLIED through the rollout template, without any API call', async () => {
   const { groupId, fleet } = await env.fleet(3);
   const content = 'receivers:\n  otlp: {}\nexporters:\n  debug: {}\n';
   const repo = await repository({ 'pipeline.yaml': 'receivers: {}\n' });
-  const sourceId = await createSource(repo.url, {
+  const source = await registerSource(repo.url, {
     autoPublish: true,
     rolloutTemplate: { target: { groupIds: [groupId] }, strategy: { batchSize: 2 } },
   });
-  await wake(sourceId, { reason: 'source-changed' });
-  await finishedRuns(sourceId, 1);
+  await runsThroughApi(source.id, 1);
   await fleet.waitForAll((state) => state.appliedStatus === 'APPLIED', 20_000);
 
+  // From here on, only Git: a push and the host's webhook delivery.
   const sha = await repo.commit({ 'pipeline.yaml': content }, { message: 'ship the otlp receiver' });
-  await wake(sourceId, { reason: 'webhook' });
-  const runs = await finishedRuns(sourceId, 2);
-  expect(runs[1]).toMatchObject({ trigger: 'webhook', status: 'succeeded', commit_sha: sha, file_errors: [] });
-  const rolloutId = runs[1]!.rollout_id!;
-  expect(runs[1]!.changes).toEqual([expect.objectContaining({ change: 'updated', version: 2, rolloutId })]);
+  expect((await deliver(source)).status).toBe(202);
   const hash = createHash('sha256').update(content).digest('hex');
   await fleet.waitForAll((state) => state.lastConfigHash === hash && state.appliedStatus === 'APPLIED', 30_000);
+
+  const runs = await runsThroughApi(source.id, 2);
+  expect(runs[1]).toMatchObject({ trigger: 'webhook', status: 'succeeded', commitSha: sha, fileErrors: [] });
+  const rolloutId = runs[1]!.rolloutId!;
+  expect(runs[1]!.changes).toEqual([expect.objectContaining({ change: 'updated', version: 2, rolloutId })]);
+  const name = (await call('GET', `/api/git-sources/${source.id}`)).body.name as string;
   await eventually(async () => {
     const rollout = await call('GET', `/api/rollouts/${rolloutId}`);
-    expect(rollout.body).toMatchObject({ state: 'completed', createdBy: `git:source-${sourceId.slice(0, 8)}` });
+    expect(rollout.body).toMatchObject({ state: 'completed', createdBy: `git:${name}`, version: 2 });
   }, 20_000);
+  await idle(source.id);
+  await recordHistories(env.client, gitSyncWorkflowId(source.id), 'git-sync-rollout-template');
+});
+
+test('a rollout template a policy denies: the run reports the file, the version is published, no rollout is left behind', async () => {
+  const { groupId } = await env.fleet(1);
+  const policy = await call('POST', '/api/policies', {
+    name: `deny-${randomUUID().slice(0, 8)}`,
+    expression: 'configuration.name != "denied"',
+  });
+  expect(policy.status).toBe(201);
+  expect((await env.t.call('POST', `/api/policies/${policy.body.id}/approve`, { token: admin })).status).toBe(200);
+  try {
+    const repo = await repository({ 'denied.yaml': 'a: 1\n' });
+    const source = await registerSource(repo.url, {
+      autoPublish: true,
+      rolloutTemplate: { target: { groupIds: [groupId] }, strategy: { batchSize: 1 } },
+    });
+    const [run] = await runsThroughApi(source.id, 1);
+    expect(run).toMatchObject({ status: 'succeeded', rolloutId: null });
+    expect(run!.fileErrors).toEqual([
+      { path: 'denied.yaml', error: expect.stringContaining(`rollout not started: Policy '${policy.body.name}'`) },
+    ]);
+    expect(run!.changes).toEqual([expect.objectContaining({ name: 'denied', version: 1, published: true })]);
+    const configuration = await configurationNamed('denied');
+    const rollouts = await call('GET', `/api/rollouts?configurationId=${configuration!.id}`);
+    expect(rollouts.body.items).toEqual([]);
+  } finally {
+    await db()('policies').where({ id: policy.body.id }).update({ enabled: false });
+  }
 });
