@@ -1,0 +1,115 @@
+/**
+ * The audit trail's Postgres cost and its filters' speed, on a disposable embedded Postgres.
+ *
+ *   npm run bench:audit [-- --rows 200000 --batch 500]
+ *
+ * Append: blocks of batches written alternately through insertAudit (one
+ * audit_append_chain call per tenant, one array per column) and through the previous
+ * audit_append(jsonb), which the schema keeps for replicas of the older version; each
+ * figure is the CPU of every Postgres process per row, summed over its blocks, so both
+ * meet the same table size. The rows look like the API's (a few tenants, 50 actors, 1,000
+ * resources). Filters: a page of 50 and the count, as GET /api/audit/events asks them, for
+ * common and rare values, over everything appended.
+ */
+import { parseArgs } from 'node:util';
+import { insertAudit, listAuditQuery, type AuditFilters, type AuditRecord } from '../db/repos/audit';
+import { freePort, runBench, startBenchDatabase } from './support';
+
+const { values: args } = parseArgs({
+  options: { rows: { type: 'string', default: '200000' }, batch: { type: 'string', default: '500' } },
+});
+const totalRows = Number(args.rows);
+const batchSize = Number(args.batch);
+const BLOCKS = 8;
+
+function recordOf(n: number): AuditRecord {
+  return {
+    tenant_id: n % 20 === 0 ? 'acme' : 'default',
+    occurred_at: new Date(),
+    actor_type: 'pat',
+    actor: `actor-${n % 50}`,
+    actor_id: '6f1c1c52-3a0e-4a57-9c1e-9d7cf3a3c1aa',
+    method: n % 10 === 0 ? 'PUT' : 'GET',
+    path: `/api/groups/${n % 1000}`,
+    route: '/api/groups/{id}',
+    status: 200,
+    resource_type: 'group',
+    resource_id: String(n % 1000),
+    request_id: `bench-${n}`,
+    source_address: '127.0.0.1',
+  };
+}
+
+async function main() {
+  const database = await startBenchDatabase(await freePort());
+  try {
+    const db = database.db;
+    const writers = {
+      'insertAudit (arrays per chain)': (batch: AuditRecord[]) => insertAudit(db, batch),
+      'audit_append(jsonb), before': (batch: AuditRecord[]) =>
+        db.raw('SELECT audit_append(?::jsonb)', [JSON.stringify(batch)]),
+    };
+    const cost = new Map<string, { cpu: number; ms: number; rows: number }>();
+    let n = 0;
+    const rowsPerBlock = Math.ceil(totalRows / (BLOCKS * Object.keys(writers).length));
+    for (let block = 0; block < BLOCKS; block++) {
+      for (const [name, write] of Object.entries(writers)) {
+        const [cpu0, t0] = [database.cpuSeconds(), Date.now()];
+        for (let written = 0; written < rowsPerBlock; written += batchSize) {
+          await write(Array.from({ length: batchSize }, () => recordOf(n++)));
+        }
+        const sum = cost.get(name) ?? { cpu: 0, ms: 0, rows: 0 };
+        cost.set(name, {
+          cpu: sum.cpu + database.cpuSeconds() - cpu0,
+          ms: sum.ms + Date.now() - t0,
+          rows: sum.rows + rowsPerBlock,
+        });
+      }
+    }
+    const verdict = await db.raw(
+      `SELECT count(*) FILTER (WHERE NOT ok)::int AS broken FROM (
+         SELECT e.prev_hash IS NOT DISTINCT FROM lag(e.hash) OVER w AND e.hash = audit_event_digest(lag(e.hash) OVER w, e) AS ok
+           FROM audit_events e WINDOW w AS (PARTITION BY e.chain ORDER BY e.seq)) checked`,
+    );
+    await db.raw('ANALYZE audit_events');
+
+    const lines = [
+      `Audit trail — ${n.toLocaleString('en')} rows appended in batches of ${batchSize}, ${BLOCKS} alternating blocks per writer`,
+      `reproduce: npm run bench:audit -- --rows ${totalRows} --batch ${batchSize}`,
+      '',
+      'append                               Postgres CPU µs/row   wall µs/row',
+      ...[...cost].map(
+        ([name, c]) =>
+          `${name.padEnd(36)} ${((c.cpu * 1e6) / c.rows).toFixed(1).padStart(8)}          ${((c.ms * 1e3) / c.rows).toFixed(1).padStart(8)}`,
+      ),
+      `chains verify: ${verdict.rows[0].broken === 0 ? 'yes' : `no (${verdict.rows[0].broken} broken rows)`}`,
+      '',
+      'filter (tenant default)              page of 50 ms   count ms',
+    ];
+    const filters: Record<string, AuditFilters> = {
+      none: {},
+      'actor, common': { actor: 'actor-7' },
+      'actor, absent': { actor: 'nobody' },
+      'resource, 1 in 1,000': { resourceType: 'group', resourceId: '42' },
+      'resource, absent': { resourceType: 'rollout', resourceId: 'none' },
+      requestId: { requestId: `bench-${Math.floor(n / 2) + 1}` },
+      'method PUT': { method: 'PUT' },
+    };
+    for (const [name, filter] of Object.entries(filters)) {
+      const timed = async (run: () => Promise<unknown>) => {
+        await run();
+        const t0 = process.hrtime.bigint();
+        for (let i = 0; i < 5; i++) await run();
+        return Number(process.hrtime.bigint() - t0) / 5e6;
+      };
+      const page = await timed(() => listAuditQuery(db, 'default', filter).orderBy('seq', 'desc').limit(51));
+      const count = await timed(() => listAuditQuery(db, 'default', filter).clearSelect().count({ n: '*' }).first());
+      lines.push(`${name.padEnd(36)} ${page.toFixed(1).padStart(8)}        ${count.toFixed(1).padStart(8)}`);
+    }
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    await database.stop();
+  }
+}
+
+runBench(main);
