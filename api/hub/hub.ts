@@ -156,9 +156,8 @@ export class LiveHub {
   /**
    * Fans out what was announced, one batch after the other, so events leave in the order
    * they were announced. A batch is what was announced while the previous one went out (up
-   * to MAX_BATCH):
-   * no timer, so a quiet hub sends at once, and batches (and with them a subscriber's events
-   * per write, the hub's main cost) grow exactly when it falls behind.
+   * to MAX_BATCH): no timer, so a quiet hub sends at once, and batches (and with them a
+   * subscriber's events per write, the hub's main cost) grow exactly when it falls behind.
    */
   private async fanOutPending(): Promise<void> {
     try {
@@ -203,7 +202,8 @@ export class LiveHub {
     for (const event of events) {
       if (!subscriber.remember(event.row.id)) continue;
       buffered += event.frame.length;
-      if ((overflow = buffered > this.maxBuffered)) break;
+      overflow = buffered > this.maxBuffered;
+      if (overflow) break;
       frames.push(event.frame);
     }
     if (frames.length > 0) writeFrames(subscriber.socket, frames);
