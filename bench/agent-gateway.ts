@@ -7,7 +7,7 @@
  *
  *   npm run bench:gateway -- [--count 10000] [--per-token 0] [--concurrency 200]
  *                            [--heartbeat 5] [--window 20] [--reconnects 1] [--pool 10] [--timeout 900]
- *                            [--rollout 10]
+ *                            [--rollout 10] [--stop-only]
  *
  * Real parts: embedded Postgres, the gateway (bench/agent-gateway-server.ts) alone in a
  * child process (its RSS is the api's share for agents), the simulator
@@ -15,7 +15,8 @@
  * a CSR, gets its certificate and reconnects with it (mTLS). `--per-token N` issues one
  * token per N agents (0: one token for all) to spread the lock on the token row; `--pool N`
  * is the gateway's Database:PoolMax; `--rollout P` rolls out in batches of P % (0: no
- * rollout phase).
+ * rollout phase); `--stop-only` enrols and connects the agents, then stops the replica under
+ * them at once (skips the reconnect storms, heartbeats, push, rollout and clean stop).
  * 10,000 TLS sockets need more than 10,000 open files on both sides (`ulimit -n`).
  * BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there.
  */
@@ -50,6 +51,7 @@ const { values: args } = parseArgs({
     timeout: { type: 'string', default: '900' },
     pool: { type: 'string', default: '10' },
     rollout: { type: 'string', default: '10' },
+    'stop-only': { type: 'boolean', default: false },
   },
 });
 const count = Number(args.count);
@@ -62,6 +64,7 @@ const reconnectRounds = Math.max(1, Number(args.reconnects));
 const timeoutMs = Number(args.timeout) * 1000;
 const poolMax = Number(args.pool);
 const rolloutPercent = Number(args.rollout);
+const stopOnly = args['stop-only'];
 const TENANT = 'default';
 const SERVER_HEARTBEAT_SECONDS = 30;
 const MiB = 1024 * 1024;
@@ -255,6 +258,10 @@ function fleetLine(fleet: Fleet): string {
   return `enrolled=${s.enrolled} connected=${s.connected} mtls=${s.mtls} certificates=${s.certificates} refused=${s.refused} errors=${s.errors}`;
 }
 
+async function onlineRows(db: Knex): Promise<number> {
+  return Number(((await db('agents').count({ n: '*' }).where({ status: 'online' }).first()) as { n: string }).n);
+}
+
 const connectedOverMtls = (fleet: Fleet) => fleet.agents.every((agent) => agent.state.mtls && agent.state.connected);
 
 /**
@@ -357,6 +364,33 @@ function openFilesLimit(): number {
   return Number(line?.split(/\s+/)[3]);
 }
 
+/** CPU seconds of each party over a phase, and as a share of one core (200 % = both cores). */
+function cpu(c: PhaseCpu): string {
+  const share = (used: number, ms: number) => `${used.toFixed(1)} (${((used / ms) * 100_000).toFixed(0)} %)`;
+  return `CPU s over ${seconds(c.ms)}: gateway ${share(c.gateway, c.ms)}, postgres ${share(c.postgres, c.ms)}, simulator ${share(c.simulator, c.ms)}`;
+}
+
+const loop = (s: GatewayStats) =>
+  `gateway event-loop delay p99 ${s.loopDelay.p99.toFixed(0)} ms, max ${s.loopDelay.max.toFixed(0)} ms`;
+
+/**
+ * The replica stops under its connected agents (as on SIGTERM): how long until the process
+ * exited, its listener's close(), and until every agent saw its socket close (how many with
+ * 1001); then how many rows still say online (none should: the replica is gone).
+ */
+async function stopReplica(gw: Gateway, f: Fleet, db: Knex): Promise<string> {
+  const closeCodes: number[] = [];
+  for (const agent of f.agents) agent.once('closed', ({ code }: { code: number }) => closeCodes.push(code));
+  const started = Date.now();
+  const closeMs = await gw.stopWithAgents();
+  const replicaStopMs = Date.now() - started;
+  // The agents (in this busy process) may see their sockets end a little after the replica exited.
+  const allToldMs = await until('agents closed', () => closeCodes.length === count, started, 10);
+  const goingAway = closeCodes.filter((code) => code === 1001).length;
+  const online = await onlineRows(db);
+  return `stop replica with ${count} agents connected: ${seconds(replicaStopMs)} (listener close() ${seconds(closeMs)}; every agent's socket closed after ${seconds(allToldMs)}, ${goingAway} of them with 1001; rows still online after the stop: ${online})`;
+}
+
 // ---------------------------------------------------------------------------------------
 
 async function main() {
@@ -413,10 +447,25 @@ async function main() {
     const afterConnect = await gw.stats(true);
     const connectStats = f.stats();
     const connectErrors = errorTally(f);
-    const dbEnrolled = Number(
-      ((await db('agents').count({ n: '*' }).where({ status: 'online' }).first()) as { n: string }).n,
-    );
+    const dbEnrolled = await onlineRows(db);
     progress(`all connected over mTLS: ${fleetLine(f)}; rss ${mib(afterConnect.rss)}`);
+    const header = [
+      `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process, ${os.cpus().length} cores, node ${process.version}`,
+      `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds} --reconnects ${reconnectRounds} --rollout ${rolloutPercent}${stopOnly ? ' --stop-only' : ''}`,
+      `(${tokens.length} bootstrap token(s); gateway pool ${poolMax} connections (Database:PoolMax); open files limit ${fds}; the simulator runs in the bench process on the same cores)`,
+      '',
+    ];
+    const { enrolledMs, mtlsMs } = connecting.result;
+    const connectLines = [
+      `enrol (token, first message, CSR → certificate)   all ${count} in ${seconds(enrolledMs)}  (${(count / (enrolledMs / 1000)).toFixed(0)} agents/s)`,
+      `connected over mTLS (incl. enrolment)             all in ${seconds(mtlsMs)}  (${(count / (mtlsMs / 1000)).toFixed(0)} agents/s); online rows ${dbEnrolled}, errors ${connectStats.errors}, refused ${connectStats.refused}`,
+      `  ${cpu(connecting.cpu)}; ${loop(afterConnect)}`,
+      ...(connectErrors ? [`  agents' last errors: ${connectErrors}`] : []),
+    ];
+    if (stopOnly) {
+      process.stdout.write(`${[...header, ...connectLines, await stopReplica(gw, f, db)].join('\n')}\n`);
+      return;
+    }
 
     // 2. everyone away, then back with the certificate only (a reconnect storm after a restart)
     const rssAfterRounds: number[] = [];
@@ -427,13 +476,7 @@ async function main() {
       const stopStarted = Date.now();
       await Promise.all(f.agents.map((agent) => agent.stop()));
       stopMs = Date.now() - stopStarted;
-      await until(
-        'offline',
-        async () =>
-          Number(((await db('agents').count({ n: '*' }).where({ status: 'online' }).first()) as { n: string }).n) === 0,
-        stopStarted,
-        500,
-      );
+      await until('offline', async () => (await onlineRows(db)) === 0, stopStarted, 500);
       return cpuOf(gw, async () => {
         const started = Date.now();
         void Promise.all(f.agents.map((agent: SimulatedAgent) => agent.start()));
@@ -518,32 +561,10 @@ async function main() {
 
     // 7. back, then the replica stops under them: every agent should be told 1001 at once
     await reconnectAll();
-    const closeCodes: number[] = [];
-    for (const agent of f.agents) agent.once('closed', ({ code }: { code: number }) => closeCodes.push(code));
-    const replicaStopStarted = Date.now();
-    const closeMs = await gw.stopWithAgents();
-    const replicaStopMs = Date.now() - replicaStopStarted;
-    // The agents (in this busy process) may see their sockets end a little after the replica exited.
-    const allToldMs = await until('agents closed', () => closeCodes.length === count, replicaStopStarted, 10);
-    const goingAway = closeCodes.filter((code) => code === 1001).length;
-
-    // CPU seconds of each party over the phase, and as a share of one core (200 % = both cores)
-    const share = (used: number, ms: number) => `${used.toFixed(1)} (${((used / ms) * 100_000).toFixed(0)} %)`;
-    const cpu = (c: PhaseCpu) =>
-      `CPU s over ${seconds(c.ms)}: gateway ${share(c.gateway, c.ms)}, postgres ${share(c.postgres, c.ms)}, simulator ${share(c.simulator, c.ms)}`;
-    const loop = (s: GatewayStats) =>
-      `gateway event-loop delay p99 ${s.loopDelay.p99.toFixed(0)} ms, max ${s.loopDelay.max.toFixed(0)} ms`;
-    const { enrolledMs, mtlsMs } = connecting.result;
     const hb = heartbeats.result;
     const lines = [
-      `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process, ${os.cpus().length} cores, node ${process.version}`,
-      `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds} --reconnects ${reconnectRounds} --rollout ${rolloutPercent}`,
-      `(${tokens.length} bootstrap token(s); gateway pool ${poolMax} connections (Database:PoolMax); open files limit ${fds}; the simulator runs in the bench process on the same cores)`,
-      '',
-      `enrol (token, first message, CSR → certificate)   all ${count} in ${seconds(enrolledMs)}  (${(count / (enrolledMs / 1000)).toFixed(0)} agents/s)`,
-      `connected over mTLS (incl. enrolment)             all in ${seconds(mtlsMs)}  (${(count / (mtlsMs / 1000)).toFixed(0)} agents/s); online rows ${dbEnrolled}, errors ${connectStats.errors}, refused ${connectStats.refused}`,
-      `  ${cpu(connecting.cpu)}; ${loop(afterConnect)}`,
-      ...(connectErrors ? [`  agents' last errors: ${connectErrors}`] : []),
+      ...header,
+      ...connectLines,
       `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s)`,
       `  ${cpu(reconnecting.cpu)}; ${loop(afterReconnect)}`,
       `heartbeat every ${heartbeatSeconds} s, ${(hb.windowMs / 1000).toFixed(0)} s window: ${rtt.length} of ${hb.offered} answered, ${(rtt.length / (hb.windowMs / 1000)).toFixed(0)} heartbeats/s` +
@@ -554,7 +575,7 @@ async function main() {
       `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (heap ${mib(afterConnect.heapUsed)}), after the reconnect ${rssAfterRounds.map(mib).join(' → ')} (${afterReconnect.sessions} sessions), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second)`,
       ...rolloutLines,
       `stop all (agent_disconnect, close): ${seconds(stopAllMs)}`,
-      `stop replica with ${count} agents connected: ${seconds(replicaStopMs)} (listener close() ${seconds(closeMs)}; every agent's socket closed after ${seconds(allToldMs)}, ${goingAway} of them with 1001)`,
+      await stopReplica(gw, f, db),
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
