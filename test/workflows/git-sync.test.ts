@@ -4,7 +4,7 @@
  * simulated agents for the rollout-template pipeline.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -432,6 +432,23 @@ describe('over smart HTTP with basic auth', () => {
       await server.close();
     }
   });
+});
+
+test('an SSH key is used from a private file that is deleted after; the refused connection fails the run without the key', async () => {
+  const privateKey = `-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA-${randomUUID()}\n-----END OPENSSH PRIVATE KEY-----\n`;
+  const keyDirs = async () => (await readdir(tmpdir())).filter((name) => name.startsWith('fleet-git-ssh-'));
+  const before = await keyDirs();
+  // Port 1 on loopback: nothing listens, so ssh fails at once (no sshd on the test machine).
+  const sourceId = await createSource('ssh://git@127.0.0.1:1/fleet.git', {
+    credentials: { kind: 'ssh', privateKey, knownHosts: '127.0.0.1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE' },
+  });
+  await wake(sourceId, { reason: 'manual' });
+  const [run] = await finishedRuns(sourceId, 1);
+  expect(run).toMatchObject({ status: 'failed', trigger: 'manual' });
+  expect(run!.error).toMatch(/Connection refused|Could not read from remote repository/);
+  expect(run!.error).not.toContain('OPENSSH');
+  expect(logLines.join('')).not.toContain(privateKey.split('\n')[1]);
+  expect(await keyDirs()).toEqual(before);
 });
 
 test('an unreachable repository fails the run with a clear error; a poll meeting the same failure adds no run', async () => {
