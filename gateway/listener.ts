@@ -6,6 +6,7 @@
  * No listen here (habit 1): `main.ts` calls `server.listen(...)` on `Agents:Listen`.
  */
 import { randomUUID } from 'node:crypto';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
@@ -118,7 +119,9 @@ const FRAME_STATUS: Record<OpampFrameError['reason'], number> = {
 type Refusal =
   | { reason: RefusalReason | 'bad-csr'; detail?: string }
   /** The agent opens sessions in a loop: it should come back after `retryAfterSeconds`. */
-  | { reason: 'flapping'; retryAfterSeconds: number };
+  | { reason: 'flapping'; retryAfterSeconds: number }
+  /** The listener is stopping: its WebSocket agents are offline and told to go elsewhere. */
+  | { reason: 'stopping' };
 
 const tryLater = (reason: Refusal['reason']) => reason === 'too-many-pending' || reason === 'flapping';
 const refusalStatus = ({ reason }: Refusal) =>
@@ -167,9 +170,19 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   const pending = new Set<Promise<unknown>>();
   /** Sessions that `close()` marks offline all at once: their own close leaves that alone. */
   const closedByShutdown = new Set<string>();
+  /** Set by `close()`: an upgrade still being checked is refused, a message in flight writes no status. */
+  let stopping = false;
+  /** Messages' transactional status writes under way: a stop marks its agents offline after them. */
+  const statusWrites = new Set<Promise<unknown>>();
   /** The agent a TLS connection's client certificate names (checked once per connection). */
   const certificateIdentity = new WeakMap<TLSSocket, Promise<AgentIdentity | undefined>>();
   const wss = new WebSocketServer({ noServer: true, maxPayload: OPAMP_MAX_MESSAGE_BYTES + 10 });
+
+  const writingStatus = <T>(write: Promise<T>): Promise<T> => {
+    const settled: Promise<unknown> = write.catch(() => undefined).finally(() => statusWrites.delete(settled));
+    statusWrites.add(settled);
+    return write;
+  };
 
   const track = (work: Promise<unknown>) => {
     const tracked = work
@@ -283,14 +296,20 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       return { ok: true, agentId, admission, pending: held, reply: replyTo(message, replyOptions) };
     }
     const routine = !session.newSession && !held && !admission.enrolled && !message.agentDescription;
+    const batched = routine ? await applyRoutineStatus(reports, agentId, message) : undefined;
+    // A stopping replica has marked its WebSocket agents offline (or is about to): a message
+    // still in flight must not bring one back online.
+    if (!batched && stopping && transport === 'websocket') return { ok: false, reason: 'stopping' };
     const reported =
-      (routine ? await applyRoutineStatus(reports, agentId, message) : undefined) ??
-      (await applyStatus(db, agentId, message, {
-        newSession: session.newSession,
-        transport,
-        pending: held,
-        session: session.id,
-      }));
+      batched ??
+      (await writingStatus(
+        applyStatus(db, agentId, message, {
+          newSession: session.newSession,
+          transport,
+          pending: held,
+          session: session.id,
+        }),
+      ));
     if (!reported) return { ok: false, reason: 'unknown-agent' }; // the row is gone
     if (reported.cutOff) return { ok: false, reason: 'agent-revoked' };
     const tokenId = credential.kind === 'token' ? credential.row.id : undefined;
@@ -330,6 +349,8 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     socket.on('error', () => socket.destroy());
     if (pathOf(req) !== OPAMP_PATH) return rejectUpgrade(socket, 404, 'Not Found');
     const checked = await credentialOf(req);
+    // The close frames may have gone out while this was checked: the agent goes elsewhere.
+    if (stopping) return rejectUpgrade(socket, 503, 'Service Unavailable');
     if (!checked.ok) {
       // No message yet, so no uid: the agent is whoever holds that certificate or token.
       logger.info(
@@ -384,6 +405,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         admitted: session.admitted,
       });
       if (!served.ok) {
+        if (served.reason === 'stopping') return; // the close frame is on its way
         if (served.reason === 'flapping')
           ws.send(frameWebSocket(encodeServerToAgent(retryLaterReply(message, served.retryAfterSeconds, 'flapping'))));
         return refuse(refusalClose(served), refusalText(served), message);
@@ -502,29 +524,34 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
     sessions,
     start: () => sessions.start(),
     /**
-     * Agents go at once (1001, going away) and reconnect to another replica; their rows are
-     * marked offline by one statement, not one transaction each. New connections are refused;
-     * HTTP requests in flight are answered.
+     * Agents go at once (1001, going away) and reconnect to another replica: their sockets are
+     * let go as soon as the close frame has left, without waiting for their closing handshakes.
+     * Their rows are marked offline by one transaction, started first so that Postgres works
+     * while the frames go out. New connections are refused; HTTP requests in flight are answered.
      */
     async close() {
+      stopping = true;
       const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const adopted = [...sessions.byAgent.values()].filter((session) => !session.pending);
       for (const session of adopted) closedByShutdown.add(session.id);
-      for (const ws of wss.clients) ws.close(CLOSE.goingAway, 'server shutting down');
-      await Promise.all([
-        setSessionsOffline(
-          db,
-          adopted.map((session) => ({ agentId: session.agentId, sessionId: session.id })),
-          `websocket closed (${CLOSE.goingAway})`,
-        ).catch((error: unknown) => logger.error({ err: error }, 'marking agents offline at shutdown failed')),
-        waitForClients(wss),
-      ]);
+      // After the status writes already under way (one landing later would bring its agent back online).
+      const offline = Promise.all([...statusWrites])
+        .then(() =>
+          setSessionsOffline(
+            db,
+            adopted.map((session) => ({ agentId: session.agentId, sessionId: session.id })),
+            `websocket closed (${CLOSE.goingAway})`,
+          ),
+        )
+        .catch((error: unknown) => logger.error({ err: error }, 'marking agents offline at shutdown failed'));
+      await sayGoingAway([...wss.clients]);
+      await offline;
       await Promise.all([...pending]);
       await sessions.close();
       wss.close();
       // An HTTP request still in flight after the agents are gone has had its time.
-      const stragglers = setTimeout(() => server.closeAllConnections(), CLOSE_HANDSHAKE_MS);
+      const stragglers = setTimeout(() => server.closeAllConnections(), HTTP_STRAGGLER_MS);
       await serverClosed;
       clearTimeout(stragglers);
     },
@@ -576,23 +603,46 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefin
   });
 }
 
-/** How long a peer has to answer a close (or an HTTP request to finish) when the listener stops. */
-const CLOSE_HANDSHAKE_MS = 1000;
+/** How long an HTTP request in flight has to finish when the listener stops. */
+const HTTP_STRAGGLER_MS = 1000;
 
-/** Resolves when every client socket has closed (a stuck peer is terminated after CLOSE_HANDSHAKE_MS). */
-async function waitForClients(wss: WebSocketServer): Promise<void> {
-  const clients = [...wss.clients];
-  await Promise.all(
-    clients.map(
-      (ws) =>
-        new Promise<void>((resolve) => {
-          if (ws.readyState === ws.CLOSED) return resolve();
-          const timer = setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS);
-          ws.once('close', () => {
-            clearTimeout(timer);
-            resolve();
-          });
-        }),
-    ),
-  );
+/**
+ * Close frames go out this many at a time: between slices the event loop turns, so the
+ * offline transaction's statements reach Postgres while the rest of the frames are sent.
+ */
+const GOING_AWAY_SLICE = 500;
+
+/** How long a socket whose close frame cannot leave (a peer that reads nothing) is kept. */
+const GOING_AWAY_GRACE_MS = 1000;
+
+/**
+ * Tells every client 1001 (going away) and lets go of each socket as soon as its close frame
+ * has left: the agent has all it needs to reconnect elsewhere, so its closing handshake is
+ * not awaited (with 10,000 TLS agents those handshakes took seconds of both cores). A socket
+ * whose frame is still queued after GOING_AWAY_GRACE_MS is dropped all the same.
+ */
+async function sayGoingAway(clients: WebSocket[]): Promise<void> {
+  let queued: WebSocket[] = [];
+  for (let i = 0; i < clients.length; i += GOING_AWAY_SLICE) {
+    const slice = clients.slice(i, i + GOING_AWAY_SLICE);
+    for (const ws of slice) ws.close(CLOSE.goingAway, 'server shutting down');
+    // A TLS socket reports a write done on the next turn, even when the kernel took it at once.
+    await nextTurn();
+    queued.push(...dropFlushed(slice));
+  }
+  const deadline = Date.now() + GOING_AWAY_GRACE_MS;
+  while (queued.length > 0 && Date.now() < deadline) {
+    await sleep(10);
+    queued = dropFlushed(queued);
+  }
+  for (const ws of queued) ws.terminate();
+}
+
+/** Terminates the sockets whose close frame has left (the kernel has it); returns the others. */
+function dropFlushed(clients: WebSocket[]): WebSocket[] {
+  return clients.filter((ws) => {
+    if (ws.bufferedAmount > 0) return true;
+    ws.terminate();
+    return false;
+  });
 }

@@ -59,9 +59,10 @@ export class UpgradeRefused extends Error {
 }
 
 /** Opens a WebSocket; rejects with UpgradeRefused when the server answers HTTP instead. */
-export function connectWs(url: string, options: { token?: string } = {}): Promise<WsAgent> {
+/** `ca`: the PEM that signed the listener's certificate (wss://). */
+export function connectWs(url: string, options: { token?: string; ca?: string } = {}): Promise<WsAgent> {
   const headers = options.token ? { authorization: `Bearer ${options.token}` } : undefined;
-  const socket = new WebSocket(url, { headers });
+  const socket = new WebSocket(url, { headers, ca: options.ca });
   const replies: ServerToAgent[] = [];
   const waiters: Array<(reply: ServerToAgent) => void> = [];
   socket.on('message', (data) => {
