@@ -5,7 +5,8 @@
  * answers `{ type: 'stats', reset? }` with its memory (peak RSS sampled every second), CPU
  * time, event-loop delay since the last reset, and the number of live WebSocket sessions.
  * `{ type: 'stop' }` stops the replica as the api does (the listener's close(), agents still
- * connected), answers `{ type: 'stopped', closeMs }` and exits.
+ * connected), closes its pool, answers `{ type: 'stopped', closeMs, stopMs }` (by its own
+ * clock: the close(), and until it exits) and exits.
  */
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -64,9 +65,9 @@ async function main() {
   async function stopTimed() {
     const started = performance.now();
     await gateway.listener.close();
-    process.send!({ type: 'stopped', closeMs: performance.now() - started }, () => {
-      void db.destroy().finally(() => process.exit(0));
-    });
+    const closeMs = performance.now() - started;
+    await db.destroy();
+    process.send!({ type: 'stopped', closeMs, stopMs: performance.now() - started }, () => process.exit(0));
   }
   process.on('SIGTERM', () => {
     void gateway.listener

@@ -75,8 +75,8 @@ const MiB = 1024 * 1024;
 interface Gateway {
   port: number;
   stats(reset?: boolean): Promise<GatewayStats>;
-  /** Stops the replica with its agents connected; how long the listener's close() took (ms). */
-  stopWithAgents(): Promise<number>;
+  /** Stops the replica with its agents connected; by its own clock, its listener's close() and until it exits (ms). */
+  stopWithAgents(): Promise<{ closeMs: number; stopMs: number }>;
   stop(): Promise<void>;
 }
 
@@ -118,19 +118,19 @@ async function startGateway(databaseUrl: string): Promise<Gateway> {
         child.send({ type: 'stats', reset });
       }),
     stopWithAgents: async () => {
-      const stopped = new Promise<number>((resolve) => {
-        const onMessage = (message: { type: string; closeMs: number }) => {
+      const stopped = new Promise<{ closeMs: number; stopMs: number }>((resolve) => {
+        const onMessage = (message: { type: string; closeMs: number; stopMs: number }) => {
           if (message.type !== 'stopped') return;
           child.off('message', onMessage);
-          resolve(message.closeMs);
+          resolve(message);
         };
         child.on('message', onMessage);
       });
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.send({ type: 'stop' });
-      const closeMs = await stopped;
+      const times = await stopped;
       await exited;
-      return closeMs;
+      return times;
     },
     stop: async () => {
       if (child.exitCode !== null) return;
@@ -382,13 +382,13 @@ async function stopReplica(gw: Gateway, f: Fleet, db: Knex): Promise<string> {
   const closeCodes: number[] = [];
   for (const agent of f.agents) agent.once('closed', ({ code }: { code: number }) => closeCodes.push(code));
   const started = Date.now();
-  const closeMs = await gw.stopWithAgents();
+  const { closeMs, stopMs } = await gw.stopWithAgents();
   const replicaStopMs = Date.now() - started;
   // The agents (in this busy process) may see their sockets end a little after the replica exited.
   const allToldMs = await until('agents closed', () => closeCodes.length === count, started, 10);
   const goingAway = closeCodes.filter((code) => code === 1001).length;
   const online = await onlineRows(db);
-  return `stop replica with ${count} agents connected: ${seconds(replicaStopMs)} (listener close() ${seconds(closeMs)}; every agent's socket closed after ${seconds(allToldMs)}, ${goingAway} of them with 1001; rows still online after the stop: ${online})`;
+  return `stop replica with ${count} agents connected: ${seconds(stopMs)} by its own clock until it exits (listener close() ${seconds(closeMs)}); seen exited by the bench after ${seconds(replicaStopMs)}, every agent's socket closed after ${seconds(allToldMs)} (this busy process), ${goingAway} of them with 1001; rows still online after the stop: ${online}`;
 }
 
 // ---------------------------------------------------------------------------------------
