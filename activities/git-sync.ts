@@ -34,7 +34,7 @@ import {
   type FetchedCommit,
   type GitAccess,
 } from './git/repository';
-import { createTemplateRollouts, templateOf, type TemplateRollout } from './git/rollouts';
+import { createTemplateRollouts, resumeTemplateRollouts, templateOf, type TemplateRollout } from './git/rollouts';
 import { whileHeartbeating } from './keep-alive';
 import { createRolloutActivities } from './rollouts';
 
@@ -135,6 +135,9 @@ export function createGitSyncActivities({ db, settings, logger }: GitSyncDeps) {
   const readIfSmall = (dir: string, file: { object: string; size: number }) =>
     file.size > CONTENT_LIMIT_BYTES ? undefined : readBlob(dir, file.object);
 
+  const transition = (rolloutId: string, actor: string) =>
+    transitions.transitionRollout({ rolloutId, from: ['pending'], to: 'running', actor });
+
   async function sweepRun(run: SyncRunRow, source: GitSourceRow): Promise<TemplateRollout[]> {
     let commit: FetchedCommit;
     let files: FileAtTip[];
@@ -149,11 +152,11 @@ export function createGitSyncActivities({ db, settings, logger }: GitSyncDeps) {
     }
     const applied = await applyFiles(db, source, commit, files);
     const template = templateOf(source);
-    const started = template
-      ? await createTemplateRollouts(db, source, template, commit, applied.changes, (rolloutId, actor) =>
-          transitions.transitionRollout({ rolloutId, from: ['pending'], to: 'running', actor }),
-        )
+    const resumed = await resumeTemplateRollouts(db, run, source, transition);
+    const created = template
+      ? await createTemplateRollouts(db, run, source, template, commit, applied.changes, transition)
       : { rollouts: [], fileErrors: [] };
+    const started = { rollouts: [...resumed, ...created.rollouts], fileErrors: created.fileErrors };
     const fileErrors = [...misnamed, ...applied.fileErrors, ...started.fileErrors];
     await db.transaction(async (trx) => {
       const finished = await finishSyncRun(trx, run.id, {
@@ -205,14 +208,20 @@ export function createGitSyncActivities({ db, settings, logger }: GitSyncDeps) {
     },
 
     /**
-     * Fetches the commit and applies its files for a run `checkTip` started. A retry of a
-     * run already finished does nothing more.
+     * Fetches the commit and applies its files for a run `checkTip` started, and returns the
+     * rollouts whose workflows the loop starts. A retry after a worker died mid-sweep returns
+     * the rollouts the dead attempt created too (the run lists them); a retry of a run already
+     * finished applies nothing more and returns only those.
      */
     async sweep(input: { runId: string }): Promise<{ rollouts: TemplateRollout[] }> {
       const run = await findSyncRun(db, input.runId);
-      if (run?.status !== 'running') return { rollouts: [] };
+      if (!run || run.status === 'failed') return { rollouts: [] };
       const source = await findGitSourceById(db, run.source_id);
       if (!source) return { rollouts: [] }; // deleted meanwhile (its runs went with it)
+      if (run.status === 'succeeded') {
+        // An attempt finished the run but its answer was lost: its rollouts still need their workflows.
+        return { rollouts: await resumeTemplateRollouts(db, run, source, transition) };
+      }
       return { rollouts: await whileHeartbeating(() => sweepRun(run, source)) };
     },
   };

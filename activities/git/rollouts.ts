@@ -10,9 +10,14 @@ import { isUniqueViolation } from '../../db/errors';
 import { findVersion } from '../../db/repos/configuration-versions';
 import { emitEvents } from '../../db/repos/events';
 import type { GitSourceRow } from '../../db/repos/git-sources';
-import type { SyncRunChange, SyncRunFileError } from '../../db/repos/git-sync-runs';
+import {
+  addSyncRunRollout,
+  type SyncRunChange,
+  type SyncRunFileError,
+  type SyncRunRow,
+} from '../../db/repos/git-sync-runs';
 import { activeRolloutInTarget, addTargetAgents } from '../../db/repos/rollout-agents';
-import { insertRollout, type RolloutStrategy, type RolloutTarget } from '../../db/repos/rollouts';
+import { findRolloutById, insertRollout, type RolloutStrategy, type RolloutTarget } from '../../db/repos/rollouts';
 import { DomainError } from '../../domain/errors';
 import { checkTarget, evaluatePolicies, policyDenied } from '../../domain/policies/evaluate';
 import type { FetchedCommit } from './repository';
@@ -44,17 +49,20 @@ export function templateOf(source: GitSourceRow): RolloutTemplate | undefined {
   return template?.target && template.strategy ? template : undefined;
 }
 
+type Transition = (rolloutId: string, actor: string) => Promise<unknown>;
+
 /**
- * Creates and starts a rollout for each published change; records its id on the change,
- * or the refusal as the file's error.
+ * Creates and starts a rollout for each published change; records its id on the change and
+ * on the run (in the rollout's transaction), or the refusal as the file's error.
  */
 export async function createTemplateRollouts(
   db: Knex,
+  run: Pick<SyncRunRow, 'id'>,
   source: GitSourceRow,
   template: RolloutTemplate,
   commit: FetchedCommit,
   changes: SyncRunChange[],
-  transition: (rolloutId: string, actor: string) => Promise<unknown>,
+  transition: Transition,
 ): Promise<{ rollouts: TemplateRollout[]; fileErrors: SyncRunFileError[] }> {
   const rollouts: TemplateRollout[] = [];
   const fileErrors: SyncRunFileError[] = [];
@@ -62,9 +70,11 @@ export async function createTemplateRollouts(
   for (const change of changes) {
     if (!change.published || change.version === undefined) continue;
     try {
-      const rolloutId = await db.transaction((trx) =>
-        createRollout(trx, source, template, commit, change as Required<SyncRunChange>),
-      );
+      const rolloutId = await db.transaction(async (trx) => {
+        const id = await createRollout(trx, source, template, commit, change as Required<SyncRunChange>);
+        await addSyncRunRollout(trx, run.id, id);
+        return id;
+      });
       await transition(rolloutId, actor);
       change.rolloutId = rolloutId;
       rollouts.push({ rolloutId, configurationId: change.configurationId, tenantId: source.tenant_id });
@@ -74,6 +84,28 @@ export async function createTemplateRollouts(
     }
   }
   return { rollouts, fileErrors };
+}
+
+/**
+ * The rollouts an earlier attempt of this run created (its worker died before the sweep
+ * finished): a retry sees their files unchanged and would not create them again, so their
+ * workflows are started from here. One still `pending` (the attempt died before starting it)
+ * is moved to running first.
+ */
+export async function resumeTemplateRollouts(
+  db: Knex,
+  run: Pick<SyncRunRow, 'rollout_ids'>,
+  source: GitSourceRow,
+  transition: Transition,
+): Promise<TemplateRollout[]> {
+  const resumed: TemplateRollout[] = [];
+  for (const id of run.rollout_ids) {
+    const rollout = await findRolloutById(db, id);
+    if (rollout?.state === 'pending') await transition(id, `git:${source.name}`);
+    if (rollout?.state !== 'pending' && rollout?.state !== 'running') continue;
+    resumed.push({ rolloutId: id, configurationId: rollout.configuration_id, tenantId: rollout.tenant_id });
+  }
+  return resumed;
 }
 
 async function createRollout(

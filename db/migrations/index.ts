@@ -10,6 +10,7 @@ import * as agentConnectionSettings from './20261124000000_agent_connection_sett
 import * as rolloutName from './20261124010000_rollout_name';
 import * as gitSources from './20261125000000_git_sources';
 import * as auditAppendColumns from './20261125010000_audit_append_columns';
+import * as gitSyncRunRollouts from './20261125020000_git_sync_run_rollouts';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -27,6 +28,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261124010000_rollout_name': rolloutName,
   '20261125000000_git_sources': gitSources,
   '20261125010000_audit_append_columns': auditAppendColumns,
+  '20261125020000_git_sync_run_rollouts': gitSyncRunRollouts,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

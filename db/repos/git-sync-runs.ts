@@ -36,6 +36,8 @@ export interface SyncRunRow {
   file_errors: SyncRunFileError[];
   error: string | null;
   rollout_id: string | null;
+  /** Every rollout the run's template created, each recorded in its own transaction. */
+  rollout_ids: string[];
   started_at: Date;
   finished_at: Date | null;
 }
@@ -71,6 +73,13 @@ export async function finishSyncRun(
 /** A source's runs; the caller pages newest first on (started_at, id). */
 export function listSyncRunsQuery(db: Db, tenantId: string, sourceId: string): Knex.QueryBuilder {
   return db('git_sync_runs').select('*').where({ tenant_id: tenantId, source_id: sourceId });
+}
+
+/** Records, in the transaction that creates it, a rollout the run's template created. */
+export async function addSyncRunRollout(db: Db, runId: string, rolloutId: string): Promise<void> {
+  await db('git_sync_runs')
+    .where({ id: runId })
+    .update({ rollout_ids: db.raw('array_append(rollout_ids, ?::uuid)', [rolloutId]) });
 }
 
 export async function findSyncRun(db: Db, id: string): Promise<SyncRunRow | undefined> {

@@ -527,6 +527,56 @@ test('the pipeline: a commit reaches simulated agents as APPLIED through the rol
   await recordHistories(env.client, gitSyncWorkflowId(source.id), 'git-sync-rollout-template');
 });
 
+test('a worker that dies after the sweep created its rollout: the retried sweep starts that rollout, which reaches the agents', async () => {
+  const { groupId, fleet } = await env.fleet(2);
+  const repo = await repository({ 'crash.yaml': 'receivers: {}\n' });
+  const source = await registerSource(repo.url, {
+    autoPublish: true,
+    rolloutTemplate: { target: { groupIds: [groupId] }, strategy: { batchSize: 2 } },
+  });
+  await runsThroughApi(source.id, 1);
+  await fleet.waitForAll((state) => state.appliedStatus === 'APPLIED', 20_000);
+
+  // The sweep's last step (marking the source synced) waits behind this lock, so the attempt
+  // is caught after it created and recorded the rollout, before it finished the run.
+  const lock = await db().transaction();
+  await lock.raw('SELECT id FROM git_sources WHERE id = ? FOR NO KEY UPDATE', [source.id]); // runs may still reference it
+  const content = 'receivers:\n  otlp: {}\n';
+  const sha = await repo.commit({ 'crash.yaml': content }, { message: 'after the crash' });
+  expect((await deliver(source)).status).toBe(202);
+  const caught = await eventually(async () => {
+    const run = await db()('git_sync_runs').where({ source_id: source.id, commit_sha: sha }).first();
+    expect(run?.rollout_ids).toHaveLength(1);
+    expect(run.status).toBe('running');
+    return run as { id: string; rollout_ids: string[] };
+  }, 20_000);
+  const rolloutId = caught.rollout_ids[0]!;
+
+  // The worker dies: its attempt's finishing transaction is cut off, so nothing after the rollout is kept.
+  const stopped = env.stopWorker();
+  await eventually(async () => {
+    const blocked = await db().raw(
+      `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+        WHERE wait_event_type = 'Lock' AND query ILIKE '%git_sources%' AND pid <> pg_backend_pid()`,
+    );
+    expect(blocked.rows).toHaveLength(1);
+  });
+  await lock.rollback();
+  await stopped;
+  await env.startWorker();
+
+  const hash = createHash('sha256').update(content).digest('hex');
+  await fleet.waitForAll((state) => state.lastConfigHash === hash && state.appliedStatus === 'APPLIED', 60_000);
+  await eventually(async () => {
+    const rollout = await call('GET', `/api/rollouts/${rolloutId}`);
+    expect(rollout.body).toMatchObject({ state: 'completed', version: 2 });
+  }, 20_000);
+  const runs = await runsThroughApi(source.id, 2, 60_000);
+  expect(runs[1]).toMatchObject({ commitSha: sha, status: 'succeeded', rolloutId });
+  expect(await db()('rollouts').where({ configuration_id: (await configurationNamed('crash'))!.id })).toHaveLength(2);
+  await idle(source.id);
+}, 120_000);
+
 test('a rollout template a policy denies: the run reports the file, the version is published, no rollout is left behind', async () => {
   const { groupId } = await env.fleet(1);
   const policy = await call('POST', '/api/policies', {
