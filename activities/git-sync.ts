@@ -24,7 +24,7 @@ import { openCredentials } from '../domain/git/credentials';
 import { MAX_SOURCE_FILES, normalizeSourcePath, sourceFileOf, type SourceFile } from '../domain/git/files';
 import { encryptionKey } from '../platform/secrets';
 import type { Settings } from '../platform/settings';
-import { applyFiles, type FileAtTip } from './git/apply';
+import { applyFiles, SourceDeleted, type Applied, type FileAtTip } from './git/apply';
 import {
   fetchTip,
   GitCommandError,
@@ -150,7 +150,13 @@ export function createGitSyncActivities({ db, settings, logger }: GitSyncDeps) {
       await finishFailed(run, error.message);
       return [];
     }
-    const applied = await applyFiles(db, source, commit, files);
+    let applied: Applied;
+    try {
+      applied = await applyFiles(db, source, commit, files);
+    } catch (error) {
+      if (error instanceof SourceDeleted) return []; // its runs went with it; nothing left to record
+      throw error;
+    }
     const template = templateOf(source);
     const resumed = await resumeTemplateRollouts(db, run, source, transition);
     const created = template

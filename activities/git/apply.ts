@@ -15,7 +15,7 @@ import {
 } from '../../db/repos/configurations';
 import { findVersion, type VersionProvenance } from '../../db/repos/configuration-versions';
 import { emitEvents } from '../../db/repos/events';
-import type { GitSourceRow } from '../../db/repos/git-sources';
+import { holdGitSource, type GitSourceRow } from '../../db/repos/git-sources';
 import type { SyncRunChange, SyncRunFileError } from '../../db/repos/git-sync-runs';
 import { CONTENT_LIMIT_BYTES, contentHash, parseContent } from '../../domain/configurations/content';
 import { publishVersion, saveVersion } from '../../domain/configurations/versions';
@@ -36,6 +36,9 @@ export interface Applied {
 /** Why a file cannot be applied; the sweep records it and goes on with the other files. */
 class FileRefused extends Error {}
 
+/** The source was deleted during the sweep: its runs went with it, and nothing more may claim a configuration for it. */
+export class SourceDeleted extends Error {}
+
 export async function applyFiles(
   db: Knex,
   source: GitSourceRow,
@@ -52,7 +55,7 @@ export async function applyFiles(
       const change = await db.transaction((trx) => applyFile(trx, source, commit, file, managed.get(file.path), seen));
       if (change) out.changes.push(change);
     } catch (error) {
-      if (!(error instanceof FileRefused)) throw error;
+      if (!(error instanceof FileRefused)) throw error; // SourceDeleted ends the sweep
       const known = managed.get(file.path);
       if (known) seen.add(known.id); // a broken file is still there: its configuration is not removed
       out.fileErrors.push({ path: file.path, error: error.message });
@@ -60,7 +63,11 @@ export async function applyFiles(
   }
   for (const row of managed.values()) {
     if (row.source_path && !seen.has(row.id) && !row.source_removed_at) {
-      await setSourceFile(db, row.id, { path: row.source_path, removed: true });
+      const path = row.source_path;
+      await db.transaction(async (trx) => {
+        if (!(await holdGitSource(trx, source.id))) throw new SourceDeleted();
+        await setSourceFile(trx, row.id, { path, removed: true });
+      });
       out.changes.push({ path: row.source_path, configurationId: row.id, name: row.name, change: 'removed' });
     }
   }
@@ -82,6 +89,8 @@ async function applyFile(
   known: ConfigurationRow | undefined,
   seen: Set<string>,
 ): Promise<SyncRunChange | undefined> {
+  // A configuration claimed after the source's deletion released the others would stay managed by nothing.
+  if (!(await holdGitSource(trx, source.id))) throw new SourceDeleted();
   const content = file.content!;
   const found = known ?? (await adoptOrCreate(trx, source, file));
   const row = (await lockConfiguration(trx, source.tenant_id, found.id))!;

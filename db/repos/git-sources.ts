@@ -129,6 +129,14 @@ export async function findGitSourceById(db: Db, id: string): Promise<GitSourceRo
   return db<GitSourceRow>('git_sources').where({ id }).first();
 }
 
+/**
+ * Holds off the source's deletion until the transaction ends (FOR KEY SHARE: edits and the
+ * sync bookkeeping still go on); undefined once the source is deleted.
+ */
+export async function holdGitSource(db: Db, id: string): Promise<{ id: string } | undefined> {
+  return db('git_sources').select('id').where({ id }).forKeyShare().first();
+}
+
 /** Records the commit a sync run applied, so the next wake-up at the same tip does nothing. */
 export async function markGitSourceSynced(db: Db, id: string, sha: string): Promise<void> {
   await db('git_sources').where({ id }).update({ last_synced_sha: sha, last_synced_at: db.fn.now() });

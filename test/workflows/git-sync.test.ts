@@ -384,6 +384,39 @@ test('a file deleted from the branch marks its configuration; back again, the ma
   expect((await call('GET', `/api/configurations/${gone!.id}`)).body.sourceRemovedAt).toBeNull();
 });
 
+test('a source deleted during its sweep: the sweep stops, and no configuration stays managed by the deleted source', async () => {
+  const repo = await repository({ 'race/b.yaml': 'b: 1\n' });
+  const source = await registerSource(repo.url);
+  await runsThroughApi(source.id, 1);
+  const b = (await configurationNamed('race/b'))!;
+
+  // The next sweep's file transaction for b waits on this lock, holding the source, so the delete comes in mid-sweep.
+  const lock = await db().transaction();
+  await lock.raw('SELECT id FROM configurations WHERE id = ? FOR UPDATE', [b.id]);
+  await repo.commit({ 'race/b.yaml': 'b: 2\n', 'race/c.yaml': 'c: 1\n' }, { message: 'b and c' });
+  expect((await deliver(source)).status).toBe(202);
+  await eventually(async () => {
+    const waiting = await db().raw(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%configurations%'`,
+    );
+    expect(waiting.rows[0].n).toBe(1);
+  });
+  const deleting = call('DELETE', `/api/git-sources/${source.id}`);
+  await eventually(async () => {
+    const waiting = await db().raw(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%git_sources%'`,
+    );
+    expect(waiting.rows[0].n).toBe(1); // the delete waits for the sweep's file
+  });
+  await lock.rollback();
+  expect((await deleting).status).toBe(204);
+
+  const handle = env.client.workflow.getHandle(gitSyncWorkflowId(source.id));
+  await eventually(async () => expect((await handle.describe()).status.name).toBe('COMPLETED'), 20_000);
+  expect(await db()('configurations').where({ managed_by: source.id })).toEqual([]);
+  expect((await call('GET', `/api/configurations/${b.id}`)).body).toMatchObject({ managedBy: null, latestVersion: 2 });
+});
+
 test('a name another configuration already uses is that file’s error; the configuration is not taken over', async () => {
   const taken = `taken-${randomUUID().slice(0, 8)}`;
   const created = await call('POST', '/api/configurations', { name: taken, format: 'yaml' });
