@@ -4,7 +4,11 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { createActivities } from '../activities';
 import type { Settings } from '../platform/settings';
+import { activeGitSourcesAfter } from '../db/repos/git-sources';
+import { gitSyncStartOptions } from '../workflows/git-sync-start';
 import {
+  gitSyncWorkflowType,
+  type GitSyncWorkflow,
   LEGACY_OUTBOX_RETENTION_WORKFLOW_ID,
   outboxRetentionWorkflowId,
   outboxRetentionWorkflowType,
@@ -46,7 +50,31 @@ export async function startWorker(
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
   await endLegacyRetention(client, settings.temporal.taskQueue);
+  startMissingGitSyncLoops(client, db, settings.temporal.taskQueue).catch((error: unknown) =>
+    logger?.warn({ err: error }, 'starting the missing git-sync loops failed; the next change or webhook starts them'),
+  );
   return { worker, connection, running };
+}
+
+/**
+ * The api starts a source's loop when the source changes, but a signal that failed after
+ * the change committed (Temporal down) left that source without one. Each worker, as it
+ * starts, starts the loop of every source not paused that has none (a running loop is left
+ * as it is), in the background; a paused source gets its loop when it is resumed.
+ */
+async function startMissingGitSyncLoops(client: Client, db: Knex, taskQueue: string): Promise<void> {
+  const PAGE = 200;
+  for (let after: string | null = null; ;) {
+    const sources = await activeGitSourcesAfter(db, after, PAGE);
+    for (const source of sources) {
+      await client.workflow.start<GitSyncWorkflow>(gitSyncWorkflowType, {
+        ...gitSyncStartOptions(source, taskQueue),
+        workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+      });
+    }
+    if (sources.length < PAGE) return;
+    after = sources.at(-1)!.id;
+  }
 }
 
 /**

@@ -129,6 +129,17 @@ export async function findGitSourceById(db: Db, id: string): Promise<GitSourceRo
   return db<GitSourceRow>('git_sources').where({ id }).first();
 }
 
+/** Every source not paused, of every tenant, a page at a time after `afterId` (ordered by id). */
+export async function activeGitSourcesAfter(
+  db: Db,
+  afterId: string | null,
+  limit: number,
+): Promise<Array<{ id: string; tenant_id: string }>> {
+  const query = db('git_sources').select('id', 'tenant_id').where({ paused: false }).orderBy('id').limit(limit);
+  if (afterId) query.where('id', '>', afterId);
+  return query;
+}
+
 /**
  * Holds off the source's deletion until the transaction ends (FOR KEY SHARE: edits and the
  * sync bookkeeping still go on); undefined once the source is deleted.

@@ -499,6 +499,18 @@ test('an unreachable repository fails the run with a clear error; a poll meeting
   expect(await runsOf(sourceId)).toHaveLength(1);
 });
 
+test('a source left without its loop (the api’s signal failed) gets one when a worker starts', async () => {
+  const repo = await repository();
+  const sourceId = await createSource(repo.url); // committed, but no signal reached Temporal
+  const paused = await createSource(repo.url, { paused: true });
+  await env.stopWorker();
+  await env.startWorker();
+  const [run] = await finishedRuns(sourceId, 1);
+  expect(run).toMatchObject({ trigger: 'poll', status: 'succeeded', commit_sha: await repo.tip() });
+  await idle(sourceId);
+  expect(await runsOf(paused)).toEqual([]); // a paused source's loop starts when it is resumed
+});
+
 test('deleting the source ends its workflow', async () => {
   const repo = await repository();
   const source = await registerSource(repo.url);

@@ -4,7 +4,6 @@
  * gets one. The loop reads the source from the database at every wake-up and decides;
  * the api never runs a sweep. Workflow, id and signal come from workflows/definitions.ts.
  */
-import { TypedSearchAttributes } from '@temporalio/common';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Settings } from '../../../platform/settings';
 import {
@@ -13,9 +12,8 @@ import {
   gitSyncWorkflowType,
   type GitSyncWake,
   type GitSyncWorkflow,
-  type GitSyncWorkflowInput,
 } from '../../../workflows/definitions';
-import { gitSourceIdKey, tenantIdKey } from '../../../workflows/search-attributes';
+import { gitSyncStartOptions } from '../../../workflows/git-sync-start';
 import { problems } from '../../problems';
 
 /** How long a wake-up may wait for Temporal before the caller is told to retry. */
@@ -41,19 +39,12 @@ export class GitSyncWorkflows {
   /** Wakes the source's loop, starting it when it is not running. Resolves once Temporal has the signal. */
   async wake(source: SourceRef, wake: GitSyncWake): Promise<void> {
     const client = this.temporal();
-    const args: [GitSyncWorkflowInput] = [{ sourceId: source.id, tenantId: source.tenant_id }];
     await client
       .withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
         client.workflow.signalWithStart<GitSyncWorkflow, [GitSyncWake]>(gitSyncWorkflowType, {
-          workflowId: gitSyncWorkflowId(source.id),
-          taskQueue: this.settings.temporal.taskQueue,
-          args,
+          ...gitSyncStartOptions(source, this.settings.temporal.taskQueue),
           signal: gitSyncWakeSignal,
           signalArgs: [wake],
-          typedSearchAttributes: new TypedSearchAttributes([
-            { key: tenantIdKey, value: source.tenant_id },
-            { key: gitSourceIdKey, value: source.id },
-          ]),
         }),
       )
       .catch(unavailable);
