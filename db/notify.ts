@@ -9,11 +9,6 @@ export async function notify(db: Db, channel: string, payload: string): Promise<
   await db.raw('SELECT pg_notify(?, ?)', [channel, payload]);
 }
 
-/** One notification per payload, in one statement. */
-export async function notifyEach(db: Db, channel: string, payloads: string[]): Promise<void> {
-  await db.raw('SELECT pg_notify(?, payload) FROM unnest(?::text[]) AS payload', [channel, payloads]);
-}
-
 /**
  * Cuts agents off on every api replica: each agent listener LISTENs here and closes the
  * live sessions the payload names.
