@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { insertSyncRun, finishSyncRun } from '../../db/repos/git-sync-runs';
 import { openCredentials } from '../../domain/git/credentials';
 import { hashToken } from '../../domain/tokens/secret-token';
@@ -9,6 +7,7 @@ import { gitSourceIdKey, tenantIdKey } from '../../workflows/search-attributes';
 import { eventually } from '../support/eventually';
 import { sourceBody, startGitSourcesApp, wakeUps, type GitSourcesApp } from '../support/git-sources';
 import type { TestApp } from '../support/app';
+import { capturedLogger } from '../support/logs';
 
 let env: GitSourcesApp;
 let t: TestApp;
@@ -17,15 +16,9 @@ let viewer: string;
 let acme: string;
 let admin: string;
 let acmeAdmin: string;
-const logLines: string[] = [];
+const { logger, lines: logLines } = capturedLogger();
 beforeAll(async () => {
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      logLines.push(chunk.toString('utf8'));
-      done();
-    },
-  });
-  env = await startGitSourcesApp({}, { logger: pino({ level: 'trace' }, sink) });
+  env = await startGitSourcesApp({}, { logger });
   t = env.t;
   operator = await t.token('default.operator');
   viewer = await t.token('default.viewer');

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { eventually } from '../support/eventually';
 import { sourceBody, startGitSourcesApp, wakeUps, type GitSourcesApp } from '../support/git-sources';
 import type { TestApp } from '../support/app';
+import { capturedLogger } from '../support/logs';
 
 // Production behind a TLS-terminating proxy: the proxy says the original request was HTTPS.
 const HTTPS = { 'x-forwarded-proto': 'https' };
@@ -15,15 +14,9 @@ let operator: string;
 let acme: string;
 let admin: string;
 let acmeAdmin: string;
-const logLines: string[] = [];
+const { logger, lines: logLines } = capturedLogger();
 beforeAll(async () => {
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      logLines.push(chunk.toString('utf8'));
-      done();
-    },
-  });
-  env = await startGitSourcesApp({ Http__TrustProxy: 'true' }, { logger: pino({ level: 'trace' }, sink) });
+  env = await startGitSourcesApp({ Http__TrustProxy: 'true' }, { logger });
   t = env.t;
   operator = await t.token('default.operator');
   acme = await t.token('acme.operator');

@@ -7,8 +7,6 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { ensureTenant } from '../../db/repos/tenants';
 import { sealCredentials, type GitCredentials } from '../../domain/git/credentials';
 import {
@@ -22,18 +20,10 @@ import { gitSourceIdKey, tenantIdKey } from '../../workflows/search-attributes';
 import { eventually } from '../support/eventually';
 import { recordHistories } from '../support/histories';
 import { createTestRepository, startSmartHttpServer, type TestRepository } from '../support/git';
+import { capturedLogger } from '../support/logs';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
 
-const logLines: string[] = [];
-const workerLogger = pino(
-  { level: 'info' },
-  new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      logLines.push(chunk.toString('utf8'));
-      done();
-    },
-  }),
-);
+const { logger: workerLogger, lines: logLines } = capturedLogger('info');
 
 let env: RolloutEnv;
 let admin: string;
@@ -202,6 +192,15 @@ async function idle(sourceId: string) {
     ).length;
     expect(done).toBe(scheduled);
   }, 15_000);
+}
+
+/** The server processes waiting for a row lock in a statement on `table`. */
+async function waitingOnLock(table: string): Promise<number[]> {
+  const waiting = await db().raw(
+    `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE ? AND pid <> pg_backend_pid()`,
+    [`%${table}%`],
+  );
+  return waiting.rows.map((row: { pid: number }) => row.pid);
 }
 
 async function configurationNamed(name: string) {
@@ -395,19 +394,10 @@ test('a source deleted during its sweep: the sweep stops, and no configuration s
   await lock.raw('SELECT id FROM configurations WHERE id = ? FOR UPDATE', [b.id]);
   await repo.commit({ 'race/b.yaml': 'b: 2\n', 'race/c.yaml': 'c: 1\n' }, { message: 'b and c' });
   expect((await deliver(source)).status).toBe(202);
-  await eventually(async () => {
-    const waiting = await db().raw(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%configurations%'`,
-    );
-    expect(waiting.rows[0].n).toBe(1);
-  });
+  await eventually(async () => expect(await waitingOnLock('configurations')).toHaveLength(1));
   const deleting = call('DELETE', `/api/git-sources/${source.id}`);
-  await eventually(async () => {
-    const waiting = await db().raw(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%git_sources%'`,
-    );
-    expect(waiting.rows[0].n).toBe(1); // the delete waits for the sweep's file
-  });
+  // the delete waits for the sweep's file
+  await eventually(async () => expect(await waitingOnLock('git_sources')).toHaveLength(1));
   await lock.rollback();
   expect((await deleting).status).toBe(204);
 
@@ -599,13 +589,12 @@ test('a worker that dies after the sweep created its rollout: the retried sweep 
 
   // The worker dies: its attempt's finishing transaction is cut off, so nothing after the rollout is kept.
   const stopped = env.stopWorker();
-  await eventually(async () => {
-    const blocked = await db().raw(
-      `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
-        WHERE wait_event_type = 'Lock' AND query ILIKE '%git_sources%' AND pid <> pg_backend_pid()`,
-    );
-    expect(blocked.rows).toHaveLength(1);
+  const [blocked] = await eventually(async () => {
+    const waiting = await waitingOnLock('git_sources');
+    expect(waiting).toHaveLength(1);
+    return waiting;
   });
+  await db().raw('SELECT pg_terminate_backend(?)', [blocked!]);
   await lock.rollback();
   await stopped;
   await env.startWorker();
