@@ -190,8 +190,10 @@ export class LiveHub {
   }
 
   /**
-   * Sends a subscriber the events it has not had yet, in one write. Past its allowance of
-   * unread bytes it gets what fits, then the slow-consumer close.
+   * Sends a subscriber the events it has not had yet, in one write. An event goes out while
+   * the bytes unread before it are within the allowance (so memory stays within the
+   * allowance plus one event, and an event larger than the allowance still reaches a reader
+   * that keeps up); past it, the slow-consumer close.
    */
   private send(subscriber: Subscriber, events: OutgoingEvent[]): void {
     const { ws } = subscriber;
@@ -201,9 +203,9 @@ export class LiveHub {
     let overflow = false;
     for (const event of events) {
       if (!subscriber.remember(event.row.id)) continue;
-      buffered += event.frame.length;
       overflow = buffered > this.maxBuffered;
       if (overflow) break;
+      buffered += event.frame.length;
       frames.push(event.frame);
     }
     if (frames.length > 0) writeFrames(subscriber.socket, frames);

@@ -215,6 +215,37 @@ test('garbage client messages get an error, not a crash; the connection stays us
   expect(await client.ping()).toEqual({ type: 'pong' });
 });
 
+test('an event larger than the allowance reaches a subscriber that keeps up, live and by replay', async () => {
+  const reader = await connect(b, admin);
+  let closedWith: number | undefined;
+  void reader.closed.then(({ code }) => (closedWith = code));
+  await reader.subscribe(['configuration.updated']);
+  const subject = `large-${Math.random().toString(36).slice(2, 10)}`;
+  const event = (data: Record<string, unknown>) => ({
+    tenantId: 'default',
+    type: 'configuration.updated' as const,
+    source: '/test',
+    subject,
+    data,
+  });
+  await emitEvents(a.database.db, [event({ marker: true })]);
+  const marker = await eventually(async () => {
+    const found = reader.events.find((candidate) => candidate.subject === subject);
+    expect(found).toBeDefined();
+    return found!;
+  });
+  const large = 'y'.repeat(100 * 1024); // over the 64 KiB allowance on its own
+  await emitEvents(a.database.db, [event({ large })]);
+  await eventually(async () => expect(reader.events.filter((e) => e.subject === subject)).toHaveLength(2));
+  expect(reader.events.find((e) => e.subject === subject && e.data.large)?.data.large).toBe(large);
+  expect(closedWith).toBeUndefined();
+
+  const later = await connect(b, admin);
+  await later.subscribe(['configuration.updated'], { since: marker.id, subject });
+  await eventually(async () => expect(later.events.map((e) => e.data.large)).toEqual([large]));
+  await Promise.all([reader.close(), later.close()]); // the slow-consumer test counts the replica's subscribers
+});
+
 test('a consumer that stops reading is cut off with 4008 and forgotten; it resumes with since', async () => {
   const before = b.app.liveSubscribers();
   const slow = await connect(b, admin);
