@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import type { Knex } from 'knex';
 import { problems } from '../problems';
 import { decimalQuery, z } from './zod';
+import { isUuid } from '../../db/uuid';
 
 /** Query members every list accepts; routes `.extend()` it with their filters. */
 export const pageQuery = z.object({
@@ -26,15 +27,13 @@ export interface SortKey {
   type: 'bigint' | 'timestamp' | 'uuid' | 'text';
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 function validKey(key: SortKey, value: unknown): value is Key {
   switch (key.type) {
     case 'bigint':
     case 'timestamp':
       return Number.isSafeInteger(value);
     case 'uuid':
-      return typeof value === 'string' && UUID.test(value);
+      return typeof value === 'string' && isUuid(value);
     case 'text':
       return typeof value === 'string' && value.length <= 1000 && !value.includes('\u0000');
   }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
+import { isUuid } from '../uuid';
 
 export interface ConfigurationRow {
   id: string;
@@ -178,14 +179,12 @@ export interface TargetConfigurationRow {
   published_version: number | null;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export async function findTargetConfiguration(
   db: Db,
   tenantId: string,
   id: string,
 ): Promise<TargetConfigurationRow | undefined> {
-  if (!UUID.test(id)) return undefined;
+  if (!isUuid(id)) return undefined;
   const row: TargetConfigurationRow | undefined = await db('configurations')
     .select('id', 'name', 'format', 'labels', 'latest_version', 'published_version')
     .where({ tenant_id: tenantId, id })

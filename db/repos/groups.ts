@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../connection';
 import { updateVersioned } from '../versioned';
 import { memberCountColumn } from './agents/members';
+import { isUuid } from '../uuid';
 
 export const DEFAULT_GROUP = 'default';
 
@@ -148,11 +149,9 @@ export async function bumpGroupVersions(db: Db, ids: string[]): Promise<Map<stri
   return new Map(rows.map((r) => [r.id, r.row_version]));
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** Which of `ids` are live (not soft-deleted) groups of the tenant; malformed ids are none. */
 export async function liveGroupIds(db: Db, tenantId: string, ids: string[]): Promise<Set<string>> {
-  const valid = ids.filter((id) => UUID.test(id));
+  const valid = ids.filter((id) => isUuid(id));
   if (valid.length === 0) return new Set();
   const rows: Array<{ id: string }> = await db('groups')
     .select('id')

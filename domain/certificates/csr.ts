@@ -1,5 +1,6 @@
 import { createPublicKey } from 'node:crypto';
 import { AgentCertificateError, x509 } from './x509';
+import { isUuid } from '../../db/uuid';
 
 /**
  * Checks the CSR an authenticated agent sent in `connection_settings_request`.
@@ -19,7 +20,6 @@ export interface CheckedCsr {
   keyType: 'rsa' | 'ec';
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const OPAMP_URI = /^urn:opamp:instance-uid:(.+)$/i;
 const FLEET_URI = /^urn:fleet:agent:[^/]*\/(.+)$/i;
 const MIN_RSA_BITS = 2048;
@@ -93,7 +93,7 @@ async function verifySignature(csr: x509.Pkcs10CertificateRequest): Promise<bool
 
 /** Instance uids the CSR names in its subject CN or URI SANs (see the convention above). */
 export function namedInstanceUids(csr: x509.Pkcs10CertificateRequest): string[] {
-  const uids = csr.subjectName.getField('CN').filter((cn) => UUID.test(cn));
+  const uids = csr.subjectName.getField('CN').filter((cn) => isUuid(cn));
   for (const extension of csr.extensions) {
     if (!(extension instanceof x509.SubjectAlternativeNameExtension)) continue;
     for (const name of extension.names.items) {

@@ -14,11 +14,10 @@ import { z } from '../../http/zod';
 import { discardBody } from '../../middleware/json-body';
 import { Problem } from '../../problems';
 import type { GitSyncWorkflows } from './workflow-client';
+import { isUuid } from '../../../db/uuid';
 
 /** Push payloads are a few KiB (GitHub's with 20 commits, tens); the service never reads them. */
 export const WEBHOOK_BODY_LIMIT = 1024 * 1024;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Compared against when there is nothing to compare against, so every refusal does the same work. */
 const NO_HASH = hashToken('');
@@ -56,7 +55,7 @@ function presentedToken(ctx: AppContext, query: string | undefined): string | un
  * deliveries with a stale token; the caller cannot tell which case it was.
  */
 async function authenticate(db: Db, ctx: AppContext, id: string, token: string | undefined): Promise<GitSourceRow> {
-  const source = UUID.test(id) ? await findGitSourceById(db, id) : undefined;
+  const source = isUuid(id) ? await findGitSourceById(db, id) : undefined;
   if (source) ctx.state.resource = { type: 'git-source', id: source.id };
   ctx.state.caller = { type: 'webhook', tenantId: source?.tenant_id ?? null, name: null, id: null };
   const matches = sameHash(hashToken(token ?? ''), source?.webhook_token_hash ?? NO_HASH);

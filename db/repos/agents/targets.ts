@@ -1,6 +1,7 @@
 import type { Db } from '../../connection';
 import { rolloutAgentIdsPage, rolloutMemberIds } from '../rollout-agents';
 import type { AgentRow } from './inventory';
+import { isUuid } from '../../uuid';
 
 /** The agents a policy evaluation reads: whom a push or rollout names, and what it sees of each. */
 
@@ -21,11 +22,9 @@ export type TargetAgentRow = Pick<
   | 'applied_status'
 >;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** Which of `ids` are agents of the tenant. */
 export async function existingAgentIds(db: Db, tenantId: string, ids: string[]): Promise<Set<string>> {
-  const valid = ids.filter((id) => UUID.test(id));
+  const valid = ids.filter((id) => isUuid(id));
   if (valid.length === 0) return new Set();
   const rows: Array<{ id: string }> = await db('agents')
     .select('id')
