@@ -1,3 +1,4 @@
+import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Settings } from '../platform/settings';
@@ -8,8 +9,13 @@ import { createRolloutActivities } from './rollouts';
 
 export interface ActivityDeps {
   db: Knex;
-  /** Git:WorkDir for the working copies, and the key that opens Git sources' credentials. */
-  settings: Pick<Settings, 'git' | 'encryptionKey' | 'isDevelopment'>;
+  /**
+   * Git:WorkDir for the working copies, the key that opens Git sources' and peers'
+   * credentials, Federation:* for peer calls, and the task queue this worker serves.
+   */
+  settings: Pick<Settings, 'git' | 'encryptionKey' | 'isDevelopment' | 'federation' | 'temporal'>;
+  /** For activities that start or operate other workflows (a federated rollout's local rollout). */
+  temporal?: Client;
   /** Where activities log what an operator should see (e.g. a Git sync run that failed). */
   logger?: Logger;
 }

@@ -65,6 +65,14 @@ const definitions = {
   'Events:ReplayHours': positiveInt.default(24),
   'Events:SubscriberBufferBytes': positiveInt.default(1024 * 1024),
   'Events:HeartbeatSeconds': positiveInt.default(30),
+  'Federation:InstallationName': z.string().min(1).max(200).optional(),
+  'Federation:PeerTimeoutSeconds': positiveInt.max(300).default(5),
+  'Federation:HealthCheckSeconds': positiveInt.max(86_400).default(60),
+  'Federation:HandoverDeadlineSeconds': positiveInt.max(86_400).default(600),
+  'Agents:PublicEndpoint': z
+    .string()
+    .regex(/^wss?:\/\/[^\s]+$/, 'must be a ws:// or wss:// URL')
+    .optional(),
   'Logging:Level': z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 } as const;
 
@@ -107,6 +115,17 @@ export interface Settings {
   git: { defaultPollIntervalSeconds: number; workDir: string };
   /** Events are kept `retentionDays`; the hub's `since` and `GET /api/events?after=` reach back `replayHours`. */
   events: { retentionDays: number; replayHours: number; subscriberBufferBytes: number; heartbeatSeconds: number };
+  /**
+   * `installationName`: how peers see this installation (ping); `agentEndpoint`: the OpAMP
+   * URL agents use to reach this installation's listener, given to peers for handovers.
+   */
+  federation: {
+    installationName: string;
+    agentEndpoint: string;
+    peerTimeoutSeconds: number;
+    healthCheckSeconds: number;
+    handoverDeadlineSeconds: number;
+  };
   logLevel: Raw['Logging:Level'];
 }
 
@@ -216,8 +235,26 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Readonly<Set
       subscriberBufferBytes: raw['Events:SubscriberBufferBytes'],
       heartbeatSeconds: raw['Events:HeartbeatSeconds'],
     },
+    federation: federationSettings(raw, publicBaseUrl),
     logLevel: raw['Logging:Level'],
   });
+}
+
+/**
+ * By default an installation is named by its public host, and agents reach its listener on
+ * that host at the listener's port (TLS unless Agents:Plaintext).
+ */
+function federationSettings(raw: Raw, publicBaseUrl: string): Settings['federation'] {
+  const host = new URL(publicBaseUrl).hostname;
+  const port = raw['Agents:Listen'].slice(raw['Agents:Listen'].lastIndexOf(':') + 1);
+  const scheme = raw['Agents:Plaintext'] ? 'ws' : 'wss';
+  return {
+    installationName: raw['Federation:InstallationName'] ?? host,
+    agentEndpoint: raw['Agents:PublicEndpoint'] ?? `${scheme}://${host}:${port}/v1/opamp`,
+    peerTimeoutSeconds: raw['Federation:PeerTimeoutSeconds'],
+    healthCheckSeconds: raw['Federation:HealthCheckSeconds'],
+    handoverDeadlineSeconds: raw['Federation:HandoverDeadlineSeconds'],
+  };
 }
 
 function agentSettings(raw: Raw, isDevelopment: boolean): Settings['agents'] {

@@ -34,15 +34,15 @@ export async function startWorker(
   logger?: Logger,
 ): Promise<WorkerHandle> {
   const connection = await NativeConnection.connect({ address: settings.temporal.address });
+  const client = new Client({ connection, namespace: settings.temporal.namespace });
   const worker = await Worker.create({
     connection,
     namespace: settings.temporal.namespace,
     taskQueue: settings.temporal.taskQueue,
-    activities: createActivities({ db, settings, logger }),
+    activities: createActivities({ db, settings, logger, temporal: client }),
     ...(bundle ? { workflowBundle: bundle } : { workflowsPath: require.resolve('../workflows') }),
   });
   const running = worker.run();
-  const client = new Client({ connection, namespace: settings.temporal.namespace });
   await client.workflow.start<OutboxRetentionWorkflow>(outboxRetentionWorkflowType, {
     workflowId: outboxRetentionWorkflowId(settings.temporal.taskQueue),
     taskQueue: settings.temporal.taskQueue,

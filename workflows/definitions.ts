@@ -142,3 +142,70 @@ export type GitSyncWake = { reason: 'webhook' | 'manual' } | { reason: 'source-c
 
 /** Wakes the loop (signal-with-start, so a source whose loop is not running gets one). */
 export const gitSyncWakeSignal = defineSignal<[GitSyncWake]>('gitSyncWakeSignal');
+
+// ---------------------------------------------------------------------------------------
+// Federation (docs/federation.md)
+
+/** One peer health loop per deployment (its task queue), like outbox retention. */
+export const peerHealthWorkflowId = (taskQueue: string) => `peer-health:${taskQueue}`;
+export const peerHealthWorkflowType = 'peerHealthWorkflow';
+export type PeerHealthWorkflow = (input: PeerHealthInput) => Promise<void>;
+
+export interface PeerHealthInput {
+  /** Every peer of every tenant is pinged this often (Federation:HealthCheckSeconds). */
+  intervalSeconds: number;
+}
+
+/** Hands agents to a peer: prepare the receiver, offer, wait for it to see them, settle. */
+export const handoverWorkflowId = (handoverId: string) => `handover:${handoverId}`;
+export const handoverWorkflowType = 'handoverWorkflow';
+export type HandoverWorkflow = (input: HandoverWorkflowInput) => Promise<HandoverOutcome>;
+
+export interface HandoverWorkflowInput {
+  handoverId: string;
+  tenantId: string;
+}
+
+/** The handover's final state, with how many agents moved (the Temporal UI's result). */
+export interface HandoverOutcome {
+  state: 'completed' | 'compensated' | 'failed';
+  handedOver: number;
+  withdrawn: number;
+  skipped: number;
+  reason: string | null;
+}
+
+/** A configuration version rolled out across installations, one after another or all at once. */
+export const federatedRolloutWorkflowId = (federatedRolloutId: string) => `federated-rollout:${federatedRolloutId}`;
+export const federatedRolloutWorkflowType = 'federatedRolloutWorkflow';
+export type FederatedRolloutWorkflow = (input: FederatedRolloutWorkflowInput) => Promise<FederatedRolloutOutcome>;
+
+export interface FederatedRolloutWorkflowInput {
+  federatedRolloutId: string;
+  tenantId: string;
+}
+
+export type FederatedRolloutOperation = 'pause' | 'resume' | 'abort' | 'rollback';
+
+export interface FederatedRolloutOperationRequest {
+  operation: FederatedRolloutOperation;
+  /** Row versions If-Match accepts; undefined: unconditional. */
+  versions?: number[];
+  actor: string;
+}
+
+export interface FederatedRolloutOperationResult {
+  state: string;
+  rowVersion: number;
+}
+
+export interface FederatedRolloutOutcome {
+  state: string;
+  reason: string | null;
+}
+
+/** Pause, resume, abort or roll back every installation's rollout (answered once applied or refused). */
+export const operateFederatedRolloutUpdate = defineUpdate<
+  FederatedRolloutOperationResult,
+  [FederatedRolloutOperationRequest]
+>('operateFederatedRolloutUpdate');

@@ -11,6 +11,7 @@ import * as rolloutName from './20261124010000_rollout_name';
 import * as gitSources from './20261125000000_git_sources';
 import * as auditAppendColumns from './20261125010000_audit_append_columns';
 import * as gitSyncRunRollouts from './20261125020000_git_sync_run_rollouts';
+import * as federation from './20261126000000_federation';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -29,6 +30,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125000000_git_sources': gitSources,
   '20261125010000_audit_append_columns': auditAppendColumns,
   '20261125020000_git_sync_run_rollouts': gitSyncRunRollouts,
+  '20261126000000_federation': federation,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -29,6 +29,8 @@ export async function startTestGateway(
     minReissueSeconds?: number;
     /** Where the listener logs (default: nowhere). */
     logger?: Logger;
+    /** The port to listen on (default: any free one), e.g. one the app already names as its Agents:PublicEndpoint. */
+    port?: number;
   } = {},
 ): Promise<TestGateway> {
   const settings = testSettings(t.database.url, {
@@ -49,7 +51,7 @@ export async function startTestGateway(
     minReissueSeconds: options.minReissueSeconds,
   });
   await listener.start();
-  await new Promise<void>((resolve) => listener.server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => listener.server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = listener.server.address() as AddressInfo;
   const secure = tls ? 's' : '';
   return {

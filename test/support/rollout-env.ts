@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { startWorker, type WorkerHandle } from '../../worker/run';
-import { outboxRetentionWorkflowId } from '../../workflows/definitions';
+import { outboxRetentionWorkflowId, peerHealthWorkflowId } from '../../workflows/definitions';
 import { issueBootstrapToken, startTestGateway, type TestGateway } from './agent-gateway';
 import { startTestApp, testSettings, type TestApp } from './app';
 import { testInfra } from './infra-env';
@@ -45,6 +45,8 @@ export interface RolloutEnvOptions {
   workerEnv?: Record<string, string>;
   /** Settings of the api beyond the test defaults (e.g. Http__TrustProxy). */
   apiEnv?: Record<string, string>;
+  /** The agent listener's port (default: any free one). */
+  gatewayPort?: number;
 }
 
 export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<RolloutEnv> {
@@ -61,13 +63,14 @@ export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<
     { Temporal__TaskQueue: taskQueue, Temporal__Address: temporalAddress, ...options.apiEnv },
     { temporal: client },
   );
-  const gateway = await startTestGateway(t);
+  const gateway = await startTestGateway(t, { port: options.gatewayPort });
   const operator = await t.token('default.operator');
   // The api's encryption key: the worker opens what the api sealed (Git credentials).
   const workerSettings = testSettings(t.database.url, {
     Temporal__TaskQueue: taskQueue,
     Temporal__Address: temporalAddress,
     Secrets__EncryptionKey: t.settings.encryptionKey!.toString('base64'),
+    ...options.apiEnv,
     ...options.workerEnv,
   });
   let worker: WorkerHandle | undefined;
@@ -119,10 +122,12 @@ export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<
     async close() {
       await Promise.all(fleets.map((fleet) => fleet.stop().catch(() => {})));
       await env.stopWorker();
-      await client.workflow
-        .getHandle(outboxRetentionWorkflowId(taskQueue))
-        .terminate('test done')
-        .catch(() => {});
+      for (const singleton of [outboxRetentionWorkflowId(taskQueue), peerHealthWorkflowId(taskQueue)]) {
+        await client.workflow
+          .getHandle(singleton)
+          .terminate('test done')
+          .catch(() => {});
+      }
       await gateway.close();
       await t.close();
       await connection.close();

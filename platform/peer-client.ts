@@ -1,0 +1,116 @@
+/**
+ * Calls to a federation peer's REST API (another installation of this service), with the
+ * `peer` PAT that installation issued to us. Every call has a deadline; an answer that is
+ * not 2xx becomes a PeerCallError that says what happened without the token: the peer was
+ * unreachable, did not answer in time, refused (4xx, with its problem document) or failed
+ * (5xx). Retrying is the caller's business (Temporal's retry policy in the worker).
+ */
+
+/** Where a peer is and the credential it accepts from us. */
+export interface PeerEndpoint {
+  name: string;
+  baseUrl: string;
+  token: string;
+}
+
+export type PeerCallFailure = 'unreachable' | 'timeout' | 'refused' | 'failed';
+
+/** The part of an RFC 9457 problem a peer answered with that we pass on. */
+export interface PeerProblem {
+  type?: string;
+  title?: string;
+  status: number;
+  detail?: string;
+  [member: string]: unknown;
+}
+
+export class PeerCallError extends Error {
+  constructor(
+    readonly peer: string,
+    readonly failure: PeerCallFailure,
+    message: string,
+    /** For `refused` and `failed`: the peer's status and problem document (if it sent one). */
+    readonly problem?: PeerProblem,
+  ) {
+    super(`peer '${peer}': ${message}`);
+    this.name = 'PeerCallError';
+  }
+}
+
+/** The largest answer read from a peer (a page of 1,000 agents is well below it). */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+export interface PeerCall {
+  body?: unknown;
+  timeoutMs: number;
+  /** Aborts the call early (e.g. the caller's own deadline). */
+  signal?: AbortSignal;
+}
+
+/** Calls `method path` on the peer and returns its JSON answer (undefined for an empty body). */
+export async function callPeer<T>(peer: PeerEndpoint, method: string, path: string, call: PeerCall): Promise<T> {
+  const url = new URL(path, peer.baseUrl.endsWith('/') ? peer.baseUrl : `${peer.baseUrl}/`);
+  const timeout = AbortSignal.timeout(call.timeoutMs);
+  const signal = call.signal ? AbortSignal.any([timeout, call.signal]) : timeout;
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method,
+      signal,
+      redirect: 'error',
+      headers: {
+        authorization: `Bearer ${peer.token}`,
+        accept: 'application/json',
+        ...(call.body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: call.body === undefined ? undefined : JSON.stringify(call.body),
+    });
+  } catch (error) {
+    if (timeout.aborted) throw new PeerCallError(peer.name, 'timeout', `no answer within ${call.timeoutMs} ms`);
+    throw new PeerCallError(peer.name, 'unreachable', `${peer.baseUrl} could not be reached (${causeOf(error)})`);
+  }
+  const text = await readCapped(response, peer, timeout);
+  const body = parseJson(text);
+  if (response.ok) return body as T;
+  const problem = { status: response.status, ...(isObject(body) ? body : {}) } as PeerProblem;
+  const failure = response.status >= 500 ? 'failed' : 'refused';
+  const what = problem.title ? `${problem.title}${problem.detail ? `: ${problem.detail}` : ''}` : 'no problem document';
+  throw new PeerCallError(
+    peer.name,
+    failure,
+    `${method} ${url.pathname} answered ${response.status} (${what})`,
+    problem,
+  );
+}
+
+async function readCapped(response: Response, peer: PeerEndpoint, timeout: AbortSignal): Promise<string> {
+  try {
+    const declared = Number(response.headers.get('content-length') ?? 0);
+    if (declared > MAX_ANSWER_BYTES) throw new Error(`answer of ${declared} bytes is over the limit`);
+    const text = await response.text();
+    if (Buffer.byteLength(text) > MAX_ANSWER_BYTES) throw new Error('answer is over the limit');
+    return text;
+  } catch (error) {
+    if (timeout.aborted) throw new PeerCallError(peer.name, 'timeout', 'the answer did not arrive in time');
+    throw new PeerCallError(peer.name, 'failed', `the answer could not be read (${causeOf(error)})`);
+  }
+}
+
+function parseJson(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** fetch's own message is "fetch failed"; the cause says why (ECONNREFUSED, a TLS error). */
+function causeOf(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (error as Error).message;
+}
