@@ -25,6 +25,7 @@ import { problems } from './problems';
 import { agentsRoutes } from './routes/agents/routes';
 import { auditRoutes } from './routes/audit/routes';
 import { configurationsRoutes } from './routes/configurations/routes';
+import { federationRoutes } from './routes/federation';
 import { gitSourcesRoutes } from './routes/git-sources/routes';
 import { gitWebhookRoutes } from './routes/git-sources/webhook';
 import { GitSyncWorkflows } from './routes/git-sources/workflow-client';
@@ -179,6 +180,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     ...rolloutsRoutes({ ...resources, temporal: deps.temporal }),
     ...gitSourcesRoutes({ ...resources, workflows: gitSync }),
     ...gitWebhookRoutes({ settings, db, workflows: gitSync }),
+    ...federationRoutes({ ...resources, temporal: deps.temporal }),
   );
 
   // Paths are case-sensitive: `/API/TENANT` is no route (and so cannot slip past the audit).

@@ -1,0 +1,16 @@
+/**
+ * Every federation route (docs/federation.md): peers and ping, federated agents, handovers
+ * (the sender's and the receiver's endpoints) and federated rollouts, each in its own module.
+ */
+import type { Client } from '@temporalio/client';
+import type { RouteDef } from '../../http/route';
+import type { ResourceRouteOptions } from '../options';
+
+export interface FederationRouteOptions extends ResourceRouteOptions {
+  temporal?: Client;
+}
+
+export function federationRoutes(options: FederationRouteOptions): RouteDef[] {
+  void options;
+  return [];
+}
