@@ -3,6 +3,9 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Settings } from '../platform/settings';
 import { createEventActivities } from './events';
+import { createHandoverActivities } from './federation/handover';
+import { createPeerActivities } from './federation/peers';
+import { createFederatedRolloutActivities } from './federation/rollouts';
 import { createGitSyncActivities } from './git-sync';
 import { failDomainErrorsForGood } from './keep-alive';
 import { createRolloutActivities } from './rollouts';
@@ -26,6 +29,9 @@ export function createActivities(deps: ActivityDeps) {
     ...createEventActivities(deps.db),
     ...createRolloutActivities(deps.db),
     ...createGitSyncActivities(deps),
+    ...createPeerActivities(deps),
+    ...createHandoverActivities(deps),
+    ...createFederatedRolloutActivities(deps),
   });
 }
 

@@ -1,24 +1,49 @@
 // Every workflow the worker registers, under the type names workflows/definitions.ts
 // declares (checked below). Workflows import only activity *types*.
 import type {
+  FederatedRolloutWorkflow,
   GitSyncWorkflow,
+  HandoverWorkflow,
   OutboxRetentionWorkflow,
+  PeerHealthWorkflow,
   RolloutWorkflow,
+  federatedRolloutWorkflowType,
   gitSyncWorkflowType,
+  handoverWorkflowType,
   outboxRetentionWorkflowType,
+  peerHealthWorkflowType,
   rolloutWorkflowType,
 } from './definitions';
+import { federatedRolloutWorkflow } from './federated-rollout';
 import { gitSyncWorkflow } from './git-sync';
+import { handoverWorkflow } from './handover';
 import { outboxRetentionWorkflow } from './outbox-retention';
+import { peerHealthWorkflow } from './peer-health';
 import { rolloutWorkflow } from './rollout';
 
-export { gitSyncWorkflow, outboxRetentionWorkflow, rolloutWorkflow };
+export {
+  federatedRolloutWorkflow,
+  gitSyncWorkflow,
+  handoverWorkflow,
+  outboxRetentionWorkflow,
+  peerHealthWorkflow,
+  rolloutWorkflow,
+};
 
 /** Fails to compile when a registered name or signature drifts from its definition. */
 export type Registered = {
   [K in typeof rolloutWorkflowType]: RolloutWorkflow;
 } & { [K in typeof outboxRetentionWorkflowType]: OutboxRetentionWorkflow } & {
   [K in typeof gitSyncWorkflowType]: GitSyncWorkflow;
+} & { [K in typeof peerHealthWorkflowType]: PeerHealthWorkflow } & {
+  [K in typeof handoverWorkflowType]: HandoverWorkflow;
+} & { [K in typeof federatedRolloutWorkflowType]: FederatedRolloutWorkflow };
+const registered: Registered = {
+  rolloutWorkflow,
+  outboxRetentionWorkflow,
+  gitSyncWorkflow,
+  peerHealthWorkflow,
+  handoverWorkflow,
+  federatedRolloutWorkflow,
 };
-const registered: Registered = { rolloutWorkflow, outboxRetentionWorkflow, gitSyncWorkflow };
 void registered;

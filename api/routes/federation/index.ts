@@ -5,12 +5,22 @@
 import type { Client } from '@temporalio/client';
 import type { RouteDef } from '../../http/route';
 import type { ResourceRouteOptions } from '../options';
+import { federatedAgentRoutes } from './agents';
+import { handoverRoutes } from './handovers';
+import { incomingHandoverRoutes } from './incoming';
+import { peerRoutes } from './peers';
+import { federatedRolloutRoutes } from './rollouts';
 
 export interface FederationRouteOptions extends ResourceRouteOptions {
   temporal?: Client;
 }
 
 export function federationRoutes(options: FederationRouteOptions): RouteDef[] {
-  void options;
-  return [];
+  return [
+    ...peerRoutes(options),
+    ...federatedAgentRoutes(options),
+    ...handoverRoutes(options),
+    ...incomingHandoverRoutes(options),
+    ...federatedRolloutRoutes(options),
+  ];
 }
