@@ -15,9 +15,24 @@ export async function notify(db: Db, channel: string, payload: string): Promise<
  */
 export const AGENT_CUTOFF_CHANNEL = 'fleet_agent_cutoff';
 
+/** `handed-over`: the agent now belongs to a peer installation (its session ends there, not here). */
 export type AgentCutoff =
-  { action: 'revoke' | 'reject' | 'approve'; agentId: string } | { action: 'token-revoked'; tokenId: string };
+  | { action: 'revoke' | 'reject' | 'approve' | 'handed-over'; agentId: string }
+  | { action: 'token-revoked'; tokenId: string };
 
 export async function notifyAgentCutoff(db: Db, cutoff: AgentCutoff): Promise<void> {
   await notify(db, AGENT_CUTOFF_CHANNEL, JSON.stringify(cutoff));
+}
+
+/**
+ * The handover offers of these agents changed (offered, or withdrawn): the replica holding an
+ * agent's socket sends it what handover_agents now says. Payload: JSON `{ "agentIds": [...] }`,
+ * at most 100 ids a notification (NOTIFY payloads are capped at 8000 bytes).
+ */
+export const AGENT_HANDOVER_CHANNEL = 'agent_handover';
+
+export async function notifyAgentHandover(db: Db, agentIds: readonly string[]): Promise<void> {
+  for (let i = 0; i < agentIds.length; i += 100) {
+    await notify(db, AGENT_HANDOVER_CHANNEL, JSON.stringify({ agentIds: agentIds.slice(i, i + 100) }));
+  }
 }
