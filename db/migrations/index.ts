@@ -12,6 +12,7 @@ import * as gitSources from './20261125000000_git_sources';
 import * as auditAppendColumns from './20261125010000_audit_append_columns';
 import * as gitSyncRunRollouts from './20261125020000_git_sync_run_rollouts';
 import * as federation from './20261126000000_federation';
+import * as incomingHandoverDeadline from './20261126010300_incoming_handover_deadline';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -31,6 +32,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125010000_audit_append_columns': auditAppendColumns,
   '20261125020000_git_sync_run_rollouts': gitSyncRunRollouts,
   '20261126000000_federation': federation,
+  '20261126010300_incoming_handover_deadline': incomingHandoverDeadline,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
