@@ -1,8 +1,281 @@
-import type { RouteDef } from '../../http/route';
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../../../db/connection';
+import { emitEvents, type EventType } from '../../../db/repos/events';
+import {
+  deletePeer,
+  findPeer,
+  insertPeer,
+  listPeersQuery,
+  lockPeer,
+  updatePeer,
+  type PeerPingColumns,
+  type PeerRow,
+} from '../../../db/repos/federation-peers';
+import { installationId } from '../../../db/repos/installation';
+import { peerEndpoint, sealPeerCredential } from '../../../domain/federation/peer-credentials';
+import { pingPeer } from '../../../domain/federation/peer-ping';
+import { encryptionKey } from '../../../platform/secrets';
+import { SERVICE_VERSION } from '../../../platform/version';
+import type { AppContext } from '../../http/context';
+import { ifMatchVersions } from '../../http/etag';
+import { pageOf, paginate, respondPage } from '../../http/pagination';
+import { route, type RouteDef } from '../../http/route';
+import { conflictOnDuplicate, problems } from '../../problems';
 import type { FederationRouteOptions } from '.';
+import {
+  createPeerBody,
+  originOf,
+  peerId,
+  peerListQuery,
+  peerSchema,
+  pingSchema,
+  plainHttpProblem,
+  presentPeer,
+  updatePeerBody,
+} from './peers-schema';
 
-/** Federation: peers (admin) and ping (peer) (docs/federation.md). */
+const PEERS = '/api/federation/peers';
+const tag = 'federation';
+
+const nameTaken = (name: string) => conflictOnDuplicate(`A federation peer named '${name}' already exists.`);
+
+/** What a peer at a new origin no longer is: the installation the old address answered for. */
+const FORGET_REMOTE = {
+  last_seen_at: null,
+  remote_installation_id: null,
+  remote_name: null,
+  remote_version: null,
+  remote_agent_endpoint: null,
+} satisfies Partial<PeerRow>;
+
+async function mustFind(db: Db, tenantId: string, id: string): Promise<PeerRow> {
+  const row = await findPeer(db, tenantId, id);
+  if (!row) throw problems.notFound('federation peer', id);
+  return row;
+}
+
+/** If-Match against the row as read (the write checks it again, atomically). */
+function checkIfMatch(ctx: AppContext, row: PeerRow): void {
+  const versions = ifMatchVersions(ctx);
+  if (versions && !versions.includes(row.row_version)) throw problems.preconditionFailed('federation peer', row.id);
+}
+
+/**
+ * The credential a PUT leaves: omitted keeps the stored one, but never for another origin
+ * (it would be sent to a host the operator who stored it never named): such a PUT must send it again.
+ */
+function keptCredential(current: PeerRow, baseUrl: string, sent: string | undefined): void {
+  if (sent !== undefined || originOf(current.base_url) === baseUrl) return;
+  throw problems.validation([
+    {
+      path: 'body.credential',
+      message: 'is required when baseUrl moves to another origin: a stored credential never follows the URL',
+    },
+  ]);
+}
+
 export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
-  void options;
-  return [];
+  const { settings, baseUrl } = options;
+  const key = () => encryptionKey(settings);
+  const timeoutMs = settings.federation.peerTimeoutSeconds * 1000;
+
+  async function announce(db: Db, row: PeerRow, type: EventType) {
+    await emitEvents(db, [{ tenantId: row.tenant_id, type, source: PEERS, subject: row.id, data: presentPeer(row) }]);
+  }
+
+  function checkPlainHttp(url: string): void {
+    const message = plainHttpProblem(url, settings.isDevelopment);
+    if (message) throw problems.validation([{ path: 'body.baseUrl', message }]);
+  }
+
+  /**
+   * Pings the would-be peer with its credential. A peer that does not answer is stored all
+   * the same (it may be down for now); one that answers with our own id is this installation.
+   */
+  async function pingNewAddress(db: Db, url: string, token: string, name: string): Promise<PeerPingColumns> {
+    const ping = await pingPeer({ name, baseUrl: url, token }, timeoutMs);
+    if (ping.remote_installation_id && ping.remote_installation_id === (await installationId(db))) {
+      throw problems.validation([
+        {
+          path: 'body.baseUrl',
+          message: 'answers as this installation itself: an installation cannot pair with itself',
+        },
+      ]);
+    }
+    return ping;
+  }
+
+  return [
+    route({
+      method: 'get',
+      path: '/api/federation/ping',
+      summary: 'Who this installation is, for a peer checking it (role peer)',
+      tag,
+      permission: 'federate',
+      response: {
+        status: 200,
+        description: "This installation's id, name, version and agent endpoint.",
+        schema: pingSchema,
+      },
+      handler: async ({ db }) => ({
+        body: {
+          installationId: await installationId(db),
+          name: settings.federation.installationName,
+          version: SERVICE_VERSION,
+          agentEndpoint: settings.federation.agentEndpoint,
+        },
+      }),
+    }),
+    route({
+      method: 'get',
+      path: PEERS,
+      summary: 'List federation peers',
+      tag,
+      permission: 'read',
+      query: peerListQuery,
+      response: { status: 200, description: 'A page of peers, oldest first.', schema: pageOf(peerSchema) },
+      handler: async ({ db, principal, query, ctx }) => {
+        const page = await paginate<PeerRow>(listPeersQuery(db, principal.tenantId), query, {
+          columns: [
+            { column: 'federation_peers.created_at', type: 'timestamp' },
+            { column: 'federation_peers.id', type: 'uuid' },
+          ],
+          direction: 'asc',
+        });
+        return { body: respondPage(ctx, baseUrl, page, presentPeer) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: PEERS,
+      summary: 'Pair with another installation: its base URL and the peer PAT it issued; it is pinged at once',
+      tag,
+      permission: 'admin',
+      resource: 'federation-peer',
+      etag: true,
+      transactional: false, // pings the peer first: no connection of the pool held meanwhile
+      body: createPeerBody,
+      response: {
+        status: 201,
+        description: 'The peer, with what its ping found (a peer that did not answer is stored, unhealthy).',
+        schema: peerSchema,
+      },
+      handler: async ({ db, principal, body }) => {
+        checkPlainHttp(body.baseUrl);
+        const ping = await pingNewAddress(db, body.baseUrl, body.credential, body.name);
+        const id = randomUUID(); // before the insert: the sealed credential is bound to it
+        const row = await db.transaction(async (trx) => {
+          const inserted = await insertPeer(trx, {
+            id,
+            tenant_id: principal.tenantId,
+            name: body.name,
+            base_url: body.baseUrl,
+            created_by: principal.name,
+            ...sealPeerCredential(key(), id, body.credential),
+            ...ping,
+          }).catch(nameTaken(body.name));
+          await announce(trx, inserted, 'federation.peer.created');
+          return inserted;
+        });
+        return {
+          status: 201,
+          body: presentPeer(row),
+          rowVersion: row.row_version,
+          resourceId: row.id,
+          headers: { Location: `${PEERS}/${row.id}` },
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: `${PEERS}/{id}`,
+      summary: 'One federation peer',
+      tag,
+      permission: 'read',
+      resource: 'federation-peer',
+      etag: true,
+      params: peerId,
+      response: { status: 200, description: 'The peer.', schema: peerSchema },
+      handler: async ({ db, principal, params }) => {
+        const row = await mustFind(db, principal.tenantId, params.id);
+        return { body: presentPeer(row), rowVersion: row.row_version };
+      },
+    }),
+    route({
+      method: 'put',
+      path: `${PEERS}/{id}`,
+      summary: "Replace a peer's name, base URL or credential (omitted: kept on the same origin); it is pinged again",
+      tag,
+      permission: 'admin',
+      resource: 'federation-peer',
+      etag: true,
+      transactional: false, // pings the peer first: no connection of the pool held meanwhile
+      params: peerId,
+      body: updatePeerBody,
+      response: { status: 200, description: 'The updated peer, with what its ping found.', schema: peerSchema },
+      handler: async ({ db, principal, params, body, ctx }) => {
+        const tenantId = principal.tenantId;
+        const current = await mustFind(db, tenantId, params.id);
+        checkIfMatch(ctx, current);
+        checkPlainHttp(body.baseUrl);
+        keptCredential(current, body.baseUrl, body.credential);
+        const token = body.credential ?? peerEndpoint(key(), current).token;
+        const ping = await pingNewAddress(db, body.baseUrl, token, body.name);
+        const moved = originOf(current.base_url) !== body.baseUrl;
+        const row = await db.transaction(async (trx) => {
+          // Written only over the version pinged: a change made meanwhile is not overwritten.
+          const updated = await updatePeer(
+            trx,
+            tenantId,
+            params.id,
+            {
+              name: body.name,
+              base_url: body.baseUrl,
+              ...(body.credential === undefined ? {} : sealPeerCredential(key(), params.id, body.credential)),
+              ...(moved ? FORGET_REMOTE : {}),
+              ...ping,
+            },
+            [current.row_version],
+          ).catch(nameTaken(body.name));
+          if (!updated) throw changedMeanwhile(await findPeer(trx, tenantId, params.id), params.id);
+          await announce(trx, updated, 'federation.peer.updated');
+          return updated;
+        });
+        return { body: presentPeer(row), rowVersion: row.row_version };
+      },
+    }),
+    route({
+      method: 'delete',
+      path: `${PEERS}/{id}`,
+      summary: 'Delete a peer (unpair); its credential is forgotten',
+      tag,
+      permission: 'admin',
+      resource: 'federation-peer',
+      etag: true,
+      params: peerId,
+      response: { status: 204, description: 'Deleted.' },
+      handler: async ({ db, principal, params, ctx }) => {
+        const row = await lockPeer(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('federation peer', params.id);
+        checkIfMatch(ctx, row);
+        await deletePeer(db, row.id);
+        await emitEvents(db, [
+          {
+            tenantId: row.tenant_id,
+            type: 'federation.peer.deleted',
+            source: PEERS,
+            subject: row.id,
+            data: { id: row.id, name: row.name, baseUrl: row.base_url },
+          },
+        ]);
+        return { status: 204 };
+      },
+    }),
+  ];
+}
+
+/** The peer changed (or went) while its new address was pinged. */
+function changedMeanwhile(now: PeerRow | undefined, id: string) {
+  if (!now) return problems.notFound('federation peer', id);
+  return problems.preconditionFailed('federation peer', id);
 }

@@ -1,0 +1,106 @@
+import type { Db } from '../../db/connection';
+import { emitEvents } from '../../db/repos/events';
+import { recordPeerPing, type PeerPingColumns, type PeerRow } from '../../db/repos/federation-peers';
+import { isUuid } from '../../db/uuid';
+import { callPeer, PeerCallError, type PeerEndpoint } from '../../platform/peer-client';
+
+/** What `GET /api/federation/ping` answers: who the installation is and where its agents connect. */
+export interface PingAnswer {
+  installationId: string;
+  name: string;
+  version: string;
+  agentEndpoint: string;
+}
+
+export const PING_PATH = '/api/federation/ping';
+
+/** A peer's error is its own text: kept short, so a peer cannot fill our rows (or our events). */
+const MAX_ERROR_CHARS = 1000;
+
+const shortText = (value: unknown, max: number): value is string =>
+  typeof value === 'string' && value.length > 0 && value.length <= max;
+
+/** The peer's answer, if it is a ping answer at all (it is another installation's word, checked like any input). */
+function pingAnswerOf(body: unknown): PingAnswer | undefined {
+  const answer = body as Partial<Record<keyof PingAnswer, unknown>> | undefined;
+  if (
+    typeof answer === 'object' &&
+    answer !== null &&
+    typeof answer.installationId === 'string' &&
+    isUuid(answer.installationId) &&
+    shortText(answer.name, 200) &&
+    shortText(answer.version, 100) &&
+    shortText(answer.agentEndpoint, 2048)
+  ) {
+    return {
+      installationId: answer.installationId.toLowerCase(),
+      name: answer.name,
+      version: answer.version,
+      agentEndpoint: answer.agentEndpoint,
+    };
+  }
+  return undefined;
+}
+
+const clip = (text: string) => (text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS - 1)}…` : text);
+
+/**
+ * Pings the peer and says what to record: a peer that answers is healthy and seen now,
+ * with what it said of itself; one that does not is unhealthy with why (its problem's
+ * status and title for a refusal, e.g. a 401 for a wrong credential), and keeps what it
+ * said last time. Never throws for the peer's sake, and never shows the credential.
+ */
+export async function pingPeer(endpoint: PeerEndpoint, timeoutMs: number): Promise<PeerPingColumns> {
+  const started = performance.now();
+  const at = new Date();
+  const latency = () => Math.round(performance.now() - started);
+  try {
+    const answer = pingAnswerOf(await callPeer<unknown>(endpoint, 'GET', PING_PATH, { timeoutMs }));
+    if (!answer) return unhealthy(at, latency(), `${PING_PATH} answered with something that is not a ping answer`);
+    return {
+      healthy: true,
+      last_ping_at: at,
+      last_seen_at: at,
+      last_latency_ms: latency(),
+      last_error: null,
+      remote_installation_id: answer.installationId,
+      remote_name: answer.name,
+      remote_version: answer.version,
+      remote_agent_endpoint: answer.agentEndpoint,
+    };
+  } catch (error) {
+    if (!(error instanceof PeerCallError)) throw error;
+    return unhealthy(at, latency(), error.message);
+  }
+}
+
+/** The remote_* columns are left out: a peer that does not answer is still who it said it was. */
+function unhealthy(at: Date, latencyMs: number, error: string): PeerPingColumns {
+  return { healthy: false, last_ping_at: at, last_latency_ms: latencyMs, last_error: clip(error) };
+}
+
+/**
+ * Records a periodic ping and, when the peer's health flipped, emits
+ * `federation.peer.health-changed` in the same transaction. A peer changed or deleted since
+ * it was read records nothing (its next sweep pings what it is now).
+ */
+export async function recordPingAndAnnounce(
+  trx: Db,
+  peer: Pick<PeerRow, 'id' | 'row_version'>,
+  ping: PeerPingColumns,
+): Promise<{ changed: boolean } | undefined> {
+  const recorded = await recordPeerPing(trx, peer.id, peer.row_version, ping);
+  if (!recorded) return undefined;
+  const { row, wasHealthy } = recorded;
+  if (row.healthy === wasHealthy) return { changed: false };
+  await emitEvents(trx, [
+    {
+      tenantId: row.tenant_id,
+      type: 'federation.peer.health-changed',
+      source: '/api/federation/peers',
+      subject: row.id,
+      data: { id: row.id, name: row.name, healthy: row.healthy, error: row.last_error },
+    },
+  ]);
+  return { changed: true };
+}
