@@ -13,6 +13,9 @@ import {
   outboxRetentionWorkflowId,
   outboxRetentionWorkflowType,
   type OutboxRetentionWorkflow,
+  peerHealthWorkflowId,
+  peerHealthWorkflowType,
+  type PeerHealthWorkflow,
 } from '../workflows/definitions';
 
 export interface WorkerHandle {
@@ -47,6 +50,12 @@ export async function startWorker(
     workflowId: outboxRetentionWorkflowId(settings.temporal.taskQueue),
     taskQueue: settings.temporal.taskQueue,
     args: [{ retentionDays: settings.events.retentionDays, intervalSeconds: 3600 }],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+  });
+  await client.workflow.start<PeerHealthWorkflow>(peerHealthWorkflowType, {
+    workflowId: peerHealthWorkflowId(settings.temporal.taskQueue),
+    taskQueue: settings.temporal.taskQueue,
+    args: [{ intervalSeconds: settings.federation.healthCheckSeconds }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
   await endLegacyRetention(client, settings.temporal.taskQueue);

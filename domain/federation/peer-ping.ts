@@ -93,6 +93,12 @@ export async function recordPingAndAnnounce(
   if (!recorded) return undefined;
   const { row, wasHealthy } = recorded;
   if (row.healthy === wasHealthy) return { changed: false };
+  await announceHealthChange(trx, row);
+  return { changed: true };
+}
+
+/** `federation.peer.health-changed`: the peer's ping started or stopped answering. */
+export async function announceHealthChange(trx: Db, row: PeerRow): Promise<void> {
   await emitEvents(trx, [
     {
       tenantId: row.tenant_id,
@@ -102,5 +108,4 @@ export async function recordPingAndAnnounce(
       data: { id: row.id, name: row.name, healthy: row.healthy, error: row.last_error },
     },
   ]);
-  return { changed: true };
 }

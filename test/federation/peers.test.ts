@@ -1,6 +1,7 @@
 import { decrypt } from '../../platform/secrets';
 import { SERVICE_VERSION } from '../../platform/version';
-import { startInstallation, type Installation } from '../support/federation';
+import { eventually } from '../support/eventually';
+import { pair, startInstallation, type Installation } from '../support/federation';
 
 const ERRORS = 'http://fleet.test/errors';
 
@@ -24,6 +25,13 @@ async function peerPat(inst: Installation, name: string): Promise<{ id: string; 
   const res = await inst.t.call('POST', '/api/pats', { token: inst.admin, body: { name, role: 'peer' } });
   expect(res.status).toBe(201);
   return { id: res.body.id, token: res.body.token };
+}
+
+/** Pairs A with B under `name` (pair() names B's PAT after A, so it pairs the two once). */
+async function pairAs(name: string): Promise<string> {
+  const res = await createPeer({ name, baseUrl: b.t.baseUrl, credential: (await peerPat(b, `for-${name}`)).token });
+  expect(res.status).toBe(201);
+  return res.body.id as string;
 }
 
 async function createPeer(body: Record<string, unknown>, token = a.admin) {
@@ -153,5 +161,212 @@ describe('pairing', () => {
     expect(res.body.type).toBe(`${ERRORS}/validation-failed`);
     expect(res.body.errors).toEqual([{ path: 'body.baseUrl', message: expect.stringMatching(/itself/) }]);
     expect(await a.t.database.db('federation_peers').where({ name: 'myself' })).toHaveLength(0);
+  });
+});
+
+describe('validation and access', () => {
+  let credential: string;
+  beforeAll(async () => {
+    credential = (await peerPat(b, 'validation')).token;
+  });
+
+  test.each([
+    [{ baseUrl: 'fleet.example.com' }, 'body.baseUrl'],
+    [{ baseUrl: 'ftp://fleet.example.com' }, 'body.baseUrl'],
+    [{ baseUrl: 'https://user:pw@fleet.example.com' }, 'body.baseUrl'],
+    [{ baseUrl: 'https://fleet.example.com/?x=1' }, 'body.baseUrl'],
+    [{ baseUrl: 'https://fleet.example.com/#top' }, 'body.baseUrl'],
+    [{ baseUrl: 'https://fleet.example.com/api' }, 'body.baseUrl'],
+    [{ baseUrl: 'https://fleet example.com' }, 'body.baseUrl'],
+    [{ credential: 'svc-pat.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.aaaaaaa' }, 'body.credential'],
+    [{ credential: 'ghp_not-a-pat' }, 'body.credential'],
+    [{ credential: undefined }, 'body.credential'],
+    [{ name: '' }, 'body.name'],
+    [{ name: 'tab\there' }, 'body.name'],
+    [{ extra: true }, 'body'],
+  ])('%j is 400 naming %s, never quoting the credential', async (change, path) => {
+    const body = { name: 'v', baseUrl: 'https://fleet.example.com', credential, ...change };
+    const res = await createPeer(body);
+    expect(res.status).toBe(400);
+    expect(res.body.type).toBe(`${ERRORS}/validation-failed`);
+    expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
+    expect(JSON.stringify(res.body)).not.toContain(credential);
+  });
+
+  test('plain http to a host that is not loopback is refused in Production (the PAT would cross a network in clear)', async () => {
+    const res = await createPeer({ name: 'clear', baseUrl: 'http://fleet.example.com', credential });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: 'body.baseUrl', message: expect.stringMatching(/https/) }]);
+  });
+
+  test('a viewer lists and reads peers but cannot create, change or delete one (403); an operator cannot create either', async () => {
+    const id = await pairAs('viewed');
+    const viewer = await a.t.token('default.viewer');
+    expect((await a.t.call('GET', '/api/federation/peers', { token: viewer })).status).toBe(200);
+    expect((await a.t.call('GET', `/api/federation/peers/${id}`, { token: viewer })).status).toBe(200);
+    const body = { name: 'x', baseUrl: b.t.baseUrl, credential };
+    expect((await createPeer(body, viewer)).status).toBe(403);
+    expect((await createPeer(body, a.operator)).status).toBe(403);
+    expect((await a.t.call('PUT', `/api/federation/peers/${id}`, { token: viewer, body })).status).toBe(403);
+    expect((await a.t.call('DELETE', `/api/federation/peers/${id}`, { token: viewer })).status).toBe(403);
+  });
+
+  test("another tenant's peer is 404 (read, change, delete), and its list does not show it", async () => {
+    const id = await pairAs('tenant-bound');
+    const acme = await a.t.token('acme.admin');
+    expect((await a.t.call('GET', `/api/federation/peers/${id}`, { token: acme })).status).toBe(404);
+    const body = { name: 'stolen', baseUrl: b.t.baseUrl };
+    expect((await a.t.call('PUT', `/api/federation/peers/${id}`, { token: acme, body })).status).toBe(404);
+    expect((await a.t.call('DELETE', `/api/federation/peers/${id}`, { token: acme })).status).toBe(404);
+    const list = await a.t.call('GET', '/api/federation/peers', { token: acme });
+    expect(list.body.items.map((p: { id: string }) => p.id)).not.toContain(id);
+  });
+
+  test('an unknown id is 404, a malformed one 400', async () => {
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    const res = await a.t.call('GET', `/api/federation/peers/${unknown}`, { token: a.admin });
+    expect(res.status).toBe(404);
+    expect(res.body.type).toBe(`${ERRORS}/not-found`);
+    expect((await a.t.call('GET', '/api/federation/peers/nope', { token: a.admin })).status).toBe(400);
+  });
+
+  test('names are unique per tenant (409)', async () => {
+    await pairAs('twice');
+    const res = await createPeer({ name: 'twice', baseUrl: b.t.baseUrl, credential });
+    expect(res.status).toBe(409);
+    expect(res.body.type).toBe(`${ERRORS}/conflict`);
+  });
+
+  test('the list pages with limit and cursor, X-Total-Count and Link', async () => {
+    const acme = await a.t.token('acme.admin');
+    for (const name of ['p1', 'p2', 'p3']) {
+      const res = await createPeer({ name, baseUrl: b.t.baseUrl, credential }, acme);
+      expect(res.status).toBe(201);
+    }
+    const first = await a.t.call('GET', '/api/federation/peers?limit=2', { token: acme });
+    expect(first.headers.get('x-total-count')).toBe('3');
+    expect(first.body.items.map((p: { name: string }) => p.name)).toEqual(['p1', 'p2']);
+    expect(first.headers.get('link')).toContain(`cursor=${first.body.nextCursor}`);
+    const second = await a.t.call('GET', `/api/federation/peers?limit=2&cursor=${first.body.nextCursor}`, {
+      token: acme,
+    });
+    expect(second.body.items.map((p: { name: string }) => p.name)).toEqual(['p3']);
+    expect(second.body.nextCursor).toBeNull();
+    expect((await a.t.call('GET', '/api/federation/peers?cursor=bogus', { token: acme })).status).toBe(400);
+  });
+});
+
+describe('changing and deleting a peer', () => {
+  test('PUT renames and keeps the credential on the same origin; If-Match guards it (412), and the new ETag comes back', async () => {
+    const id = await pairAs('to-rename');
+    const got = await a.t.call('GET', `/api/federation/peers/${id}`, { token: a.admin });
+    const etag = got.headers.get('etag')!;
+    const res = await a.t.call('PUT', `/api/federation/peers/${id}`, {
+      token: a.admin,
+      headers: { 'if-match': etag },
+      body: { name: 'renamed', baseUrl: b.t.baseUrl },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id, name: 'renamed', healthy: true, lastError: null });
+    expect(res.headers.get('etag')).not.toBe(etag);
+    const stale = await a.t.call('PUT', `/api/federation/peers/${id}`, {
+      token: a.admin,
+      headers: { 'if-match': etag },
+      body: { name: 'again', baseUrl: b.t.baseUrl },
+    });
+    expect(stale.status).toBe(412);
+    expect(stale.body.type).toBe(`${ERRORS}/precondition-failed`);
+    const staleDelete = await a.t.call('DELETE', `/api/federation/peers/${id}`, {
+      token: a.admin,
+      headers: { 'if-match': etag },
+    });
+    expect(staleDelete.status).toBe(412);
+    expect(await events(a, 'federation.peer.updated', id)).toHaveLength(1);
+  });
+
+  test('PUT to another origin without a credential is 400: a stored credential never follows the URL', async () => {
+    const id = await pairAs('moving');
+    const res = await a.t.call('PUT', `/api/federation/peers/${id}`, {
+      token: a.admin,
+      body: { name: 'moving', baseUrl: 'http://127.0.0.1:9' },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: 'body.credential', message: expect.stringMatching(/another origin/) }]);
+    // With a credential it moves; the new address does not answer, so what the old one said is forgotten.
+    const moved = await a.t.call('PUT', `/api/federation/peers/${id}`, {
+      token: a.admin,
+      body: { name: 'moving', baseUrl: 'http://127.0.0.1:9', credential: (await peerPat(b, 'moving-2')).token },
+    });
+    expect(moved.status).toBe(200);
+    expect(moved.body).toMatchObject({ baseUrl: 'http://127.0.0.1:9', healthy: false, lastSeenAt: null, remote: null });
+    const changed = await events(a, 'federation.peer.health-changed', id);
+    expect(changed.map((e) => e.data.healthy)).toEqual([false]);
+  });
+
+  test('DELETE unpairs: 204, gone, with its event', async () => {
+    const id = await pairAs('to-delete');
+    const res = await a.t.call('DELETE', `/api/federation/peers/${id}`, { token: a.admin });
+    expect(res.status).toBe(204);
+    expect((await a.t.call('GET', `/api/federation/peers/${id}`, { token: a.admin })).status).toBe(404);
+    const deleted = await events(a, 'federation.peer.deleted', id);
+    expect(deleted).toHaveLength(1);
+    expect(deleted[0].data).toEqual({ id, name: 'to-delete', baseUrl: b.t.baseUrl });
+    expect((await a.t.call('DELETE', `/api/federation/peers/${id}`, { token: a.admin })).status).toBe(404);
+  });
+});
+
+describe('periodic health check (every second on alpha)', () => {
+  const peer = (id: string) => a.t.call('GET', `/api/federation/peers/${id}`, { token: a.admin });
+
+  test('a revoked credential turns the peer unhealthy (with the 401), a new one via PUT healthy again, and the checks keep it so', async () => {
+    const issued = await peerPat(b, 'revocable');
+    const created = await createPeer({ name: 'revocable', baseUrl: b.t.baseUrl, credential: issued.token });
+    const id = created.body.id as string;
+    expect(created.body.healthy).toBe(true);
+    expect((await b.t.call('POST', `/api/pats/${issued.id}/revoke`, { token: b.admin })).status).toBe(200);
+
+    const down = await eventually(async () => {
+      const res = await peer(id);
+      expect(res.body.healthy).toBe(false);
+      return res.body;
+    }, 20_000);
+    expect(down.lastError).toMatch(/401.*revoked/);
+    expect(down.lastSeenAt).toBe(created.body.lastSeenAt);
+    expect(down.remote).toEqual(created.body.remote); // still who it said it was
+    const flips = await events(a, 'federation.peer.health-changed', id);
+    expect(flips.map((e) => e.data)).toEqual([{ id, name: 'revocable', healthy: false, error: down.lastError }]);
+
+    const renewed = await a.t.call('PUT', `/api/federation/peers/${id}`, {
+      token: a.admin,
+      body: { name: 'revocable', baseUrl: b.t.baseUrl, credential: (await peerPat(b, 'renewed')).token },
+    });
+    expect(renewed.body).toMatchObject({ healthy: true, lastError: null });
+    // The next checks ping with the new credential and keep it healthy, without another flip.
+    await eventually(async () => {
+      const res = await peer(id);
+      expect(Date.parse(res.body.lastSeenAt)).toBeGreaterThan(Date.parse(renewed.body.lastSeenAt));
+      expect(res.body.healthy).toBe(true);
+    }, 20_000);
+    expect((await events(a, 'federation.peer.health-changed', id)).map((e) => e.data.healthy)).toEqual([false, true]);
+    // Health is not an operator's change: the ETag stays.
+    expect((await peer(id)).headers.get('etag')).toBe(renewed.headers.get('etag'));
+  });
+
+  test('a peer whose installation is gone turns unhealthy: could not be reached', async () => {
+    const c = await startInstallation('charlie');
+    let id: string;
+    try {
+      id = await pair(a, c);
+      expect((await peer(id)).body.healthy).toBe(true);
+    } finally {
+      await c.close();
+    }
+    const down = await eventually(async () => {
+      const res = await peer(id);
+      expect(res.body.healthy).toBe(false);
+      return res.body;
+    }, 20_000);
+    expect(down.lastError).toMatch(/could not be reached/);
+    expect(await events(a, 'federation.peer.health-changed', id)).toHaveLength(1);
   });
 });

@@ -13,7 +13,7 @@ import {
 } from '../../../db/repos/federation-peers';
 import { installationId } from '../../../db/repos/installation';
 import { peerEndpoint, sealPeerCredential } from '../../../domain/federation/peer-credentials';
-import { pingPeer } from '../../../domain/federation/peer-ping';
+import { announceHealthChange, pingPeer } from '../../../domain/federation/peer-ping';
 import { encryptionKey } from '../../../platform/secrets';
 import { SERVICE_VERSION } from '../../../platform/version';
 import type { AppContext } from '../../http/context';
@@ -239,6 +239,7 @@ export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
           ).catch(nameTaken(body.name));
           if (!updated) throw changedMeanwhile(await findPeer(trx, tenantId, params.id), params.id);
           await announce(trx, updated, 'federation.peer.updated');
+          if (updated.healthy !== current.healthy) await announceHealthChange(trx, updated);
           return updated;
         });
         return { body: presentPeer(row), rowVersion: row.row_version };
