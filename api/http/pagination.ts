@@ -174,14 +174,19 @@ export async function paginate<Row>(
   };
 }
 
+/** Sets `Link: <...>; rel="next"`: this request's query with the next page's cursor or offset. */
+export function setNextLink(ctx: Context, baseUrl: string, next: { cursor: string } | { offset: number }): void {
+  const params = new URLSearchParams(ctx.querystring);
+  if ('offset' in next) params.set('offset', String(next.offset));
+  else params.set('cursor', next.cursor);
+  ctx.set('Link', `<${baseUrl}${ctx.path}?${params.toString()}>; rel="next"`);
+}
+
 /** Sets `X-Total-Count` and `Link: <...>; rel="next"`, and returns the body. */
 export function respondPage<Row, Item>(ctx: Context, baseUrl: string, page: Page<Row>, present: (row: Row) => Item) {
   ctx.set('X-Total-Count', String(page.total));
   if (page.nextCursor) {
-    const params = new URLSearchParams(ctx.querystring);
-    if (page.nextOffset !== null) params.set('offset', String(page.nextOffset));
-    else params.set('cursor', page.nextCursor);
-    ctx.set('Link', `<${baseUrl}${ctx.path}?${params.toString()}>; rel="next"`);
+    setNextLink(ctx, baseUrl, page.nextOffset !== null ? { offset: page.nextOffset } : { cursor: page.nextCursor });
   }
   return { items: page.rows.map(present), nextCursor: page.nextCursor };
 }

@@ -1,0 +1,109 @@
+import { decimalQuery, z } from '../../http/zod';
+import { problems } from '../../problems';
+import { agentListQuery, agentSchema } from '../agents/schema';
+
+const limit = decimalQuery(1, 1000).default(50).openapi({ description: 'Page size (1-1000, default 50).' });
+
+/** The filters of `GET /api/agents`, with its rule that a version needs its configuration. */
+const withVersionRule = <T extends z.ZodType<{ version?: number; configurationId?: string }>>(schema: T) =>
+  schema.refine((query) => query.version === undefined || query.configurationId !== undefined, {
+    path: ['version'],
+    message: 'requires configurationId',
+  });
+
+/** What a peer asks of this installation: its agents after `after`, by id, with the list's filters. */
+export const inventoryQuery = withVersionRule(
+  z
+    .object({
+      ...agentListQuery.shape,
+      limit,
+      after: z.guid().optional().openapi({ description: 'Only agents whose id sorts after this one.' }),
+    })
+    .strict(),
+);
+
+export const inventorySchema = z
+  .object({
+    items: z.array(agentSchema),
+    nextAfter: z.string().nullable().openapi({ description: 'The id to ask after for the next page; null: no more.' }),
+  })
+  .openapi('FederationInventoryPage');
+
+/**
+ * A peer's page as this installation reads it: its agents are its word, passed on as they
+ * are, but each must have an id (the merge orders by it), and there are at most `limit`.
+ */
+export const peerInventoryPage = (max: number) =>
+  z.object({
+    items: z.array(z.looseObject({ id: z.guid() })).max(max),
+    nextAfter: z.guid().nullable(),
+  });
+
+/** Each peer's place in a federated list: the last agent id taken from it, or null when it has no more. */
+export type PeerPositions = Record<string, string | null>;
+
+/** Peers' positions are kept for at most this many peers (a cursor is a query parameter). */
+const MAX_CURSOR_PEERS = 200;
+
+const positionsSchema = z
+  .object({ p: z.record(z.uuid(), z.guid().nullable()) })
+  .strict()
+  .refine((cursor) => Object.keys(cursor.p).length <= MAX_CURSOR_PEERS);
+
+export function encodePositions(positions: PeerPositions): string {
+  return Buffer.from(JSON.stringify({ p: positions })).toString('base64url');
+}
+
+/** A cursor is only ever what this list issued: anything else is a 400, never a query or a call. */
+export function decodePositions(cursor: string): PeerPositions {
+  try {
+    const parsed = positionsSchema.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+    if (parsed.success) return parsed.data.p;
+  } catch {
+    // fall through to the problem below
+  }
+  throw problems.validation([{ path: 'query.cursor', message: 'is not a cursor this list issued' }]);
+}
+
+export const federatedAgentsQuery = withVersionRule(
+  z
+    .object({
+      ...agentListQuery.shape,
+      limit,
+      cursor: z.string().max(32_768).optional().openapi({
+        description: 'Opaque cursor from `nextCursor` or the `Link` header: where each peer stands.',
+      }),
+    })
+    .strict(),
+);
+
+export const PEER_STATUSES = ['ok', 'failed', 'timeout', 'unreachable', 'skipped'] as const;
+export type PeerStatus = (typeof PEER_STATUSES)[number];
+
+const peerRef = z.object({ id: z.string(), name: z.string() });
+
+export const federatedAgentSchema = agentSchema
+  .extend({ peer: peerRef.openapi({ description: 'The installation the agent belongs to.' }) })
+  .openapi('FederatedAgent', { description: 'An agent as its installation lists it, with that installation.' });
+
+export const peerOutcomeSchema = peerRef
+  .extend({
+    status: z.enum(PEER_STATUSES).openapi({
+      description:
+        'ok: answered (or had no more agents on an earlier page); failed, timeout, unreachable: this page lacks its agents, ' +
+        'and the next asks it again from where it was; skipped: unhealthy at its last check, not asked.',
+    }),
+    error: z.string().optional(),
+  })
+  .openapi('FederatedPeerOutcome');
+
+export const federatedAgentsPage = z
+  .object({
+    items: z.array(federatedAgentSchema),
+    nextCursor: z.string().nullable(),
+    peers: z.array(peerOutcomeSchema),
+  })
+  .openapi('FederatedAgentsPage');
+
+export type FederatedAgent = z.infer<typeof federatedAgentSchema>;
+export type PeerOutcome = z.infer<typeof peerOutcomeSchema>;
