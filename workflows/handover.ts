@@ -1,7 +1,60 @@
+/**
+ * Hands agents to a peer (`handover:<id>`, docs/federation.md): prepare the receiver (its
+ * token, redeemed into the offer), offer the connected agents, wait until the receiver has
+ * them or the deadline passes, compensate the rest, and settle. Activities act on the
+ * database and the peer, each idempotent; this only decides. No activity per agent: each
+ * step works on all of the handover's agents in the database, so history stays a dozen events.
+ */
+import { ActivityFailure, ApplicationFailure, log, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import type { Activities } from '../activities';
 import type { HandoverOutcome, HandoverWorkflowInput } from './definitions';
 
-/** Hands agents to a peer (docs/federation.md). */
+const retry = { initialInterval: '2 seconds', maximumInterval: '30 seconds' } as const;
+
+/** Database steps, and peer calls that are not waited on until the deadline. */
+const quick = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry });
+/** Best effort: a few tries, then the handover ends without it. */
+const bestEffort = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { ...retry, maximumAttempts: 3 },
+});
+
+/** Activities that get until the deadline (Temporal retries a peer that does not answer until then). */
+function untilDeadline(deadlineAt: number, heartbeat?: string) {
+  return proxyActivities<Activities>({
+    scheduleToCloseTimeout: Math.max(deadlineAt - Date.now(), 1000),
+    startToCloseTimeout: '10 minutes',
+    ...(heartbeat ? { heartbeatTimeout: heartbeat } : {}),
+    retry,
+  });
+}
+
 export async function handoverWorkflow(input: HandoverWorkflowInput): Promise<HandoverOutcome> {
-  void input;
-  throw new Error('not built yet');
+  const step = { handoverId: input.handoverId, tenantId: input.tenantId };
+  const { deadlineAt, running } = await quick.loadHandover(step);
+  if (!running) return quick.settleHandover(step); // ended already: its outcome again
+
+  try {
+    await untilDeadline(deadlineAt).prepareHandoverReceiver({ ...step, deadlineAt });
+  } catch (error) {
+    await bestEffort.cancelOnReceiver(step).catch(() => log.warn('receiver not told the handover failed'));
+    return quick.settleHandover({ ...step, failure: whyFailed(error, 'the receiver could not be prepared') });
+  }
+
+  await quick.offerHandover(step);
+  try {
+    await untilDeadline(deadlineAt, '30 seconds').awaitHandedOver({ ...step, deadlineAt });
+  } catch (error) {
+    log.warn('the receiver did not answer until the deadline', { reason: whyFailed(error, 'no answer') });
+  }
+  await quick.compensateHandover(step);
+  return quick.settleHandover(step);
+}
+
+/** The failure's own words (a receiver's refusal), or what a timeout means here. */
+function whyFailed(error: unknown, timedOut: string): string {
+  const cause = error instanceof ActivityFailure ? error.cause : error;
+  if (cause instanceof TimeoutFailure) return `${timedOut} before the deadline`;
+  if (cause instanceof ApplicationFailure) return cause.message;
+  return (cause as Error)?.message ?? String(cause);
 }
