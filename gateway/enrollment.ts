@@ -29,9 +29,15 @@ import {
   rebindAgentToken,
   tokenHasBoundAgents,
 } from '../db/repos/agents';
-import { findBootstrapTokenById, findBootstrapTokenByHash, type BootstrapTokenRow } from '../db/repos/bootstrap-tokens';
+import {
+  findBootstrapTokenById,
+  findBootstrapTokenByHash,
+  incomingHandoverIdOfToken,
+  tokenAdmitsAgent,
+  type BootstrapTokenRow,
+} from '../db/repos/bootstrap-tokens';
 import { ensureTenant } from '../db/repos/tenants';
-import { emitEvents } from '../db/repos/events';
+import { emitEvents, type NewEvent } from '../db/repos/events';
 import { ensureDefaultGroup, liveGroupIds } from '../db/repos/groups';
 
 export const OPAMP_SOURCE = '/v1/opamp';
@@ -47,6 +53,8 @@ export type RefusalReason =
   | 'agent-revoked'
   | 'foreign-agent'
   | 'uid-bound'
+  /** A handover's token names other agents (answered as an unknown token is: see listener.ts). */
+  | 'uid-not-listed'
   /** The agent has connected with its certificate: its bootstrap token no longer admits it. */
   | 'certificate-required'
   | 'certificate-mismatch'
@@ -239,6 +247,7 @@ async function enrolOrAdmit(
       const agent = await lockAgentBinding(trx, agentId);
       const token = await findBootstrapTokenById(trx, credential.row.id);
       if (!token || token.revoked_at) throw new Refused('revoked');
+      if (!tokenAdmitsAgent(token, agentId)) throw new Refused('uid-not-listed');
       if (agent && agent.enrolled_with_token_id === token.id) {
         // A revoked agent must enroll again with another token than the one it was bound to.
         if (CUT_OFF.has(agent.status)) throw new Refused('agent-revoked');
@@ -284,6 +293,7 @@ async function enrolOrAdmit(
           subject: agentId,
           data: { agentId, tokenId: token.id, groupId, transport },
         },
+        ...(await handoverReceipt(trx, token, agentId)),
       ]);
       // The use is spent last: the token row stays locked only until the commit, so agents
       // enrolling with one token (a whole fleet's) wait for each other that long and no longer.
@@ -296,4 +306,24 @@ async function enrolOrAdmit(
     if (error instanceof Refused) return { ok: false, reason: error.reason };
     throw error;
   }
+}
+
+/**
+ * Receiver side of a handover: an agent enrolling with the token a handover's redemption
+ * issued is one of that handover's agents arriving (`federation.handover.agent-received`,
+ * subject the incoming handover, in the enrolment's transaction).
+ */
+async function handoverReceipt(trx: Knex.Transaction, token: BootstrapTokenRow, agentId: string): Promise<NewEvent[]> {
+  if (token.agent_ids === null) return [];
+  const handoverId = await incomingHandoverIdOfToken(trx, token.id);
+  if (!handoverId) return [];
+  return [
+    {
+      tenantId: token.tenant_id,
+      type: 'federation.handover.agent-received',
+      source: OPAMP_SOURCE,
+      subject: handoverId,
+      data: { agentId },
+    },
+  ];
 }

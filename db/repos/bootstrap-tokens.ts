@@ -14,12 +14,15 @@ export interface BootstrapTokenRow {
   revoked_at: Date | null;
   created_by: string;
   created_at: Date;
+  /** A handover's token (receiver side): only these instance uids may enrol with it; null: any. */
+  agent_ids: string[] | null;
 }
 
 export type NewBootstrapToken = Pick<
   BootstrapTokenRow,
   'tenant_id' | 'name' | 'token_hash' | 'group_id' | 'pool_id' | 'expires_at' | 'max_uses' | 'created_by'
->;
+> &
+  Partial<Pick<BootstrapTokenRow, 'agent_ids'>>;
 
 export type TokenState = 'active' | 'revoked' | 'expired' | 'exhausted';
 
@@ -55,6 +58,18 @@ export async function shareLockBootstrapToken(
   id: string,
 ): Promise<Pick<BootstrapTokenRow, 'revoked_at'> | undefined> {
   return db('bootstrap_tokens').select('revoked_at').where({ id }).forShare().first();
+}
+
+/** Whether the token admits this instance uid: a handover's token admits only the agents it lists. */
+export function tokenAdmitsAgent(token: Pick<BootstrapTokenRow, 'agent_ids'>, agentId: string): boolean {
+  return token.agent_ids === null || token.agent_ids.includes(agentId);
+}
+
+/** The incoming handover (receiver side) whose redemption issued this token, if any. */
+export async function incomingHandoverIdOfToken(db: Db, tokenId: string): Promise<string | undefined> {
+  const row = (await db('incoming_handovers').select('id').where({ bootstrap_token_id: tokenId }).first()) as
+    { id: string } | undefined;
+  return row?.id;
 }
 
 /** Which of `ids` are revoked tokens (one array parameter, however many). */
