@@ -49,7 +49,9 @@ import {
 } from './enrollment';
 import { ReportBatcher } from './report-batcher';
 import { AgentSessions, type AdoptedSession, type WsSession } from './sessions';
-import { recordSettingsOffered } from '../db/repos/agents';
+import { recordSettingsOffered, type ReportedAgent } from '../db/repos/agents';
+import { encryptionKey } from '../platform/secrets';
+import type { SettingsOffer } from './handover-offers';
 import { FlapGuard } from './flapping';
 import {
   applyRoutineStatus,
@@ -128,14 +130,17 @@ const refusalStatus = ({ reason }: Refusal) =>
   reason === 'bad-uid' || reason === 'bad-csr' ? 400 : tryLater(reason) ? 503 : 401;
 const refusalClose = ({ reason }: Refusal) =>
   reason === 'bad-uid' ? CLOSE.invalidPayload : tryLater(reason) ? CLOSE.tryAgainLater : CLOSE.policyViolation;
+/** What the agent is told: a uid a handover's token does not list is answered as an unknown token is. */
 const refusalText = (refusal: Refusal) =>
-  refusal.reason === 'bad-uid'
-    ? 'instance uid must be 16 bytes'
-    : refusal.reason === 'bad-csr'
-      ? `CSR refused: ${refusal.detail}`
-      : refusal.reason === 'flapping'
-        ? `flapping: retry after ${refusal.retryAfterSeconds} s`
-        : `refused: ${refusal.reason}`;
+  refusal.reason === 'uid-not-listed'
+    ? 'refused: unknown'
+    : refusal.reason === 'bad-uid'
+      ? 'instance uid must be 16 bytes'
+      : refusal.reason === 'bad-csr'
+        ? `CSR refused: ${refusal.detail}`
+        : refusal.reason === 'flapping'
+          ? `flapping: retry after ${refusal.retryAfterSeconds} s`
+          : `refused: ${refusal.reason}`;
 
 /**
  * Who a refusal is about, for the log: the agent id, or the instance uid (hex) when it is not
@@ -165,7 +170,13 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   const sequences = new SequenceTracker();
   const flaps = new FlapGuard(db);
   const reports = new ReportBatcher(db, logger);
-  const sessions = new AgentSessions(db, logger, { databaseUrl: settings.database.url, heartbeatSeconds, tls });
+  const sessions = new AgentSessions(db, logger, {
+    databaseUrl: settings.database.url,
+    heartbeatSeconds,
+    tls,
+    // Handover offers (they carry a receiver's token) go only over TLS.
+    offerKey: tls ? encryptionKey(settings) : undefined,
+  });
   /** Offline updates still running, so close() can wait for them. */
   const pending = new Set<Promise<unknown>>();
   /** Sessions that `close()` marks offline all at once: their own close leaves that alone. */
@@ -321,9 +332,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       ? undefined
       : await sessions.remoteConfigFor(agentId, reported.desired, reported.applied, session.sentHash);
     if (remoteConfig && reported.desired) session.remember(reported.desired.hash);
-    const standing = standingSettings(reported.capabilities, heartbeatSeconds);
-    const offerSettings = settingsDue(standing, reported.settings);
-    if (offerSettings) await recordSettingsOffered(db, agentId, standing.hash);
+    const settings = await settingsToOffer(agentId, reported, certificate !== undefined);
     if (admission.enrolled)
       logger.info({ agentId, transport, pending: held }, held ? 'agent held for approval' : 'agent enrolled');
     if (certificate) logger.info({ agentId }, 'agent certificate issued');
@@ -332,14 +341,32 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
       agentId,
       admission,
       pending: held,
-      // Settings go with a certificate too: an offer is the whole of the agent's settings.
-      reply: replyTo(message, {
-        ...replyOptions,
-        remoteConfig,
-        certificate,
-        settings: offerSettings || certificate ? standing : undefined,
-      }),
+      reply: replyTo(message, { ...replyOptions, remoteConfig, certificate, settings }),
     };
+  }
+
+  /**
+   * The connection settings a reply carries, remembered as offered: a handover's receiver
+   * while the agent is offered one, else the standing settings, each when due. Settings go
+   * with a certificate too (an offer is the whole of the agent's settings): the standing ones,
+   * a handover's offer waiting for the next reply.
+   */
+  async function settingsToOffer(
+    agentId: string,
+    reported: ReportedAgent,
+    withCertificate: boolean,
+  ): Promise<SettingsOffer | undefined> {
+    const standing = standingSettings(reported.capabilities, heartbeatSeconds);
+    const wanted = sessions.handovers.wanted(agentId, standing);
+    if (withCertificate) {
+      if (wanted === standing && settingsDue(standing, reported.settings))
+        await recordSettingsOffered(db, agentId, standing.hash);
+      return standing;
+    }
+    if (!settingsDue(wanted, reported.settings)) return undefined;
+    const offer = await sessions.handovers.resolve(wanted);
+    if (offer) await recordSettingsOffered(db, agentId, offer.hash);
+    return offer;
   }
 
   // -------------------------------------------------------------------------------------
@@ -378,9 +405,10 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         });
       },
     };
-    const refuse = (code: number, reason: string, message?: AgentToServer) => {
+    /** `refusal`: why, for the log, when the agent is told less (see refusalText). */
+    const refuse = (code: number, reason: string, message?: AgentToServer, refusal?: string) => {
       const agent = session.agentId ? { agentId: session.agentId } : refusedAgent(message, credential);
-      logger.info({ ...agent, code, reason }, 'agent session closed by the server');
+      logger.info({ ...agent, code, reason, refusal }, 'agent session closed by the server');
       ws.close(code, reason.slice(0, 120));
     };
 
@@ -408,7 +436,7 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
         if (served.reason === 'stopping') return; // the close frame is on its way
         if (served.reason === 'flapping')
           ws.send(frameWebSocket(encodeServerToAgent(retryLaterReply(message, served.retryAfterSeconds, 'flapping'))));
-        return refuse(refusalClose(served), refusalText(served), message);
+        return refuse(refusalClose(served), refusalText(served), message, served.reason);
       }
       session.pending = served.pending;
       session.admitted = { ...served.admission, enrolled: false };

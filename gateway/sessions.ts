@@ -1,7 +1,8 @@
 /**
  * The agents this replica talks to right now, and what is sent to them unasked: pushed
- * configurations (AGENT_PUSH_CHANNEL), cut-offs (AGENT_CUTOFF_CHANNEL: revocation,
- * rejection, approval, a revoked token), and the liveness sweep that turns silent agents
+ * configurations (AGENT_PUSH_CHANNEL), handover offers and their withdrawal
+ * (AGENT_HANDOVER_CHANNEL), cut-offs (AGENT_CUTOFF_CHANNEL: revocation, rejection,
+ * approval, a revoked token, a handover done), and the liveness sweep that turns silent agents
  * offline. State here is per replica; the database is the truth every replica reads.
  */
 import { create } from '@bufbuild/protobuf';
@@ -9,8 +10,15 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { TLSSocket } from 'node:tls';
 import type { WebSocket } from 'ws';
-import { AGENT_CUTOFF_CHANNEL, type AgentCutoff } from '../db/notify';
-import { agentStatuses, findDesired, markSilentAgentsOffline, touchAgents } from '../db/repos/agents';
+import { AGENT_CUTOFF_CHANNEL, AGENT_HANDOVER_CHANNEL, type AgentCutoff } from '../db/notify';
+import {
+  agentStatuses,
+  findDesired,
+  findSettingsState,
+  markSilentAgentsOffline,
+  recordSettingsOffered,
+  touchAgents,
+} from '../db/repos/agents';
 import { revokedBootstrapTokenIds } from '../db/repos/bootstrap-tokens';
 import { emitEvents } from '../db/repos/events';
 import { PgListener } from '../platform/pg-listener';
@@ -19,10 +27,14 @@ import type { Admitted, Credential } from './enrollment';
 import { ServerToAgentSchema } from './gen/opamp_pb';
 import { AGENT_PUSH_CHANNEL } from '../domain/pushes';
 import { RemoteConfigCache, type Desired } from './remote-config';
-import { disconnectedEvents, serverCapabilities } from './status';
+import { HandoverOffers } from './handover-offers';
+import { connectionSettings, disconnectedEvents, serverCapabilities, settingsDue, standingSettings } from './status';
 
 /** Close codes for what the server does to a live session. */
 export const SESSION_CLOSE = { policyViolation: 1008, serviceRestart: 1012 } as const;
+
+/** Why a handed-over agent's session here ends (docs/federation.md, What the agent sees). */
+export const HANDED_OVER_REASON = 'handed over to another installation';
 
 /**
  * The same configuration is sent to an agent again no sooner than this (by this replica),
@@ -62,15 +74,24 @@ export class AgentSessions {
   /** TLS sockets authenticated by an agent's certificate (HTTP keep-alive included). */
   private readonly certificateSockets = new Map<string, Set<TLSSocket>>();
   readonly configs: RemoteConfigCache;
+  /** Which agents are offered a handover's receiver. */
+  readonly handovers: HandoverOffers;
   private readonly listener: PgListener;
   private sweepTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly db: Knex,
     private readonly logger: Logger,
-    private readonly options: { databaseUrl: string; heartbeatSeconds: number; tls: boolean },
+    private readonly options: {
+      databaseUrl: string;
+      heartbeatSeconds: number;
+      tls: boolean;
+      /** Opens handover offers; none: no handover is offered (plain TCP). */
+      offerKey?: Buffer;
+    },
   ) {
     this.configs = new RemoteConfigCache(db);
+    this.handovers = new HandoverOffers(db, logger, options.offerKey);
     this.listener = new PgListener(
       options.databaseUrl,
       logger,
@@ -84,7 +105,13 @@ export class AgentSessions {
       (payload) => void this.deliver(payload.split(',')).catch((error) => this.fail(error, 'push delivery')),
     );
     await this.listener.listen(AGENT_CUTOFF_CHANNEL, (payload) => this.cutOff(payload));
+    await this.listener.listen(
+      AGENT_HANDOVER_CHANNEL,
+      (payload) => void this.handoverChanged(payload).catch((error) => this.fail(error, 'handover offer')),
+    );
     await this.listener.start();
+    // After LISTEN: an offer changed from now on is notified, one changed before is read here.
+    await this.handovers.load();
     this.sweepTimer = setInterval(
       () => void this.sweep().catch((error) => this.fail(error, 'liveness sweep')),
       this.options.heartbeatSeconds * 1000,
@@ -176,11 +203,59 @@ export class AgentSessions {
     }
   }
 
-  /** After the LISTEN connection was lost: pushes and cut-offs may have been missed. */
+  /** After the LISTEN connection was lost: pushes, handover offers and cut-offs may have been missed. */
   private async resync(): Promise<void> {
+    await this.handovers.load();
     if (this.byAgent.size === 0) return;
     await this.recheck([...this.byAgent.values()]);
     await this.deliver([...this.byAgent.keys()]);
+    this.offerSettings([...this.byAgent.keys()]);
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Handover offers
+
+  /** Offers of these agents changed (offered, or withdrawn): those connected here are told at once. */
+  private async handoverChanged(payload: string): Promise<void> {
+    let agentIds: string[];
+    try {
+      ({ agentIds } = JSON.parse(payload) as { agentIds: string[] });
+    } catch {
+      return;
+    }
+    if (!Array.isArray(agentIds)) return;
+    await this.handovers.refresh(agentIds);
+    this.offerSettings(agentIds);
+  }
+
+  /**
+   * Sends those of `agentIds` connected here by WebSocket the settings they should have now
+   * (a handover's receiver, or the standing settings again once it is withdrawn) when due:
+   * in the session's turn, so a message being answered and this offer do not both send it.
+   * HTTP agents get it in the reply to their next message.
+   */
+  private offerSettings(agentIds: string[]): void {
+    for (const agentId of agentIds) {
+      const session = this.byAgent.get(agentId);
+      if (!session || session.pending) continue;
+      session.run(async () => {
+        const agent = await findSettingsState(this.db, agentId);
+        if (!agent || session.ws.readyState !== session.ws.OPEN) return;
+        const standing = standingSettings(agent.capabilities, this.options.heartbeatSeconds);
+        const wanted = this.handovers.wanted(agentId, standing);
+        if (!settingsDue(wanted, agent.settings)) return;
+        const offer = await this.handovers.resolve(wanted);
+        if (!offer || session.ws.readyState !== session.ws.OPEN) return;
+        await recordSettingsOffered(this.db, agentId, offer.hash);
+        const message = create(ServerToAgentSchema, {
+          instanceUid: session.uid,
+          capabilities: serverCapabilities(this.options.tls),
+          connectionSettings: connectionSettings(offer),
+        });
+        session.ws.send(frameWebSocket(encodeServerToAgent(message)));
+        this.logger.info({ agentId, handoverId: wanted.handoverId }, 'connection settings offered');
+      });
+    }
   }
 
   /**
@@ -236,6 +311,9 @@ export class AgentSessions {
       case 'approve':
         // The held session ends; the agent reconnects and is admitted in full.
         return this.closeAgent(cutoff.agentId, SESSION_CLOSE.serviceRestart, 'approved: reconnect');
+      case 'handed-over':
+        // It belongs to the receiver now: like a revocation, it may no longer speak here.
+        return this.closeAgent(cutoff.agentId, SESSION_CLOSE.policyViolation, HANDED_OVER_REASON);
       case 'token-revoked':
         for (const session of this.byAgent.values()) {
           if (session.credential.kind === 'token' && session.credential.row.id === cutoff.tokenId) {

@@ -27,7 +27,9 @@ import {
   ServerToAgentSchema,
   type AgentConfigMap,
   type AgentRemoteConfigSchema,
+  type ConnectionSettingsOffersSchema,
 } from './gen/opamp_pb';
+import type { SettingsOffer, WantedSettings } from './handover-offers';
 import { OPAMP_SOURCE } from './enrollment';
 import type { ReportBatcher } from './report-batcher';
 
@@ -270,22 +272,21 @@ export function standingSettings(capabilities: number, heartbeatSeconds: number)
 }
 
 /**
- * Offer the standing settings only when the agent was not offered them already and does not
- * report having them (applied, or failed: offering again would not help). An agent that
+ * Offer settings only when the agent was not offered them already and, unless it was last
+ * offered something else (a handover's receiver, since withdrawn; another heartbeat), does
+ * not report having them (applied, or failed: offering again would not help). An agent that
  * reconnects to apply every offer (a common way to verify new settings) would otherwise
- * reconnect forever.
+ * reconnect forever; each change of what it should have is offered once.
  */
-export function settingsDue(
-  standing: StandingSettings | undefined,
-  agent: SettingsState,
-): standing is StandingSettings {
-  return standing !== undefined && standing.hash !== agent.offered && standing.hash !== agent.reported;
+export function settingsDue(wanted: WantedSettings | undefined, agent: SettingsState): wanted is WantedSettings {
+  if (wanted === undefined || wanted.hash === agent.offered) return false;
+  return agent.offered !== null || wanted.hash !== agent.reported;
 }
 
 export interface ReplyOptions {
   tls: boolean;
   /** Connection settings to offer (with a certificate: those the agent gets with it, if any). */
-  settings?: StandingSettings;
+  settings?: SettingsOffer;
   reportFullState: boolean;
   remoteConfig?: MessageInitShape<typeof AgentRemoteConfigSchema>;
   /** A leaf certificate answering the agent's CSR. */
@@ -293,35 +294,54 @@ export interface ReplyOptions {
 }
 
 export function replyTo(message: AgentToServer, options: ReplyOptions): MessageInitShape<typeof ServerToAgentSchema> {
-  const offer = options.settings || options.certificate;
   return create(ServerToAgentSchema, {
     instanceUid: message.instanceUid,
     capabilities: serverCapabilities(options.tls),
     flags: options.reportFullState ? ServerToAgentFlag.ReportFullState : 0n,
     remoteConfig: options.remoteConfig,
-    connectionSettings: offer
-      ? {
-          hash: connectionSettingsHash(options),
-          opamp: {
-            heartbeatIntervalSeconds: BigInt(options.settings?.heartbeatSeconds ?? 0),
-            certificate: options.certificate && {
-              cert: Buffer.from(options.certificate.certificatePem),
-              caCert: Buffer.from(options.certificate.caPem),
-            },
-          },
-        }
-      : undefined,
+    connectionSettings: connectionSettings(options.settings, options.certificate),
   });
 }
 
 /**
- * Identifies the offered settings, so an agent can tell a new offer from one it has applied:
- * the standing settings' hash, or with a certificate a hash of both.
+ * `connection_settings`: the heartbeat; a handover's receiver (endpoint, the bearer token as
+ * a header, the CA that signed the receiver listener's certificate as the TLS CA to trust;
+ * no client certificate, so the agent leaves ours behind); or a leaf answering a CSR.
  */
-function connectionSettingsHash(options: ReplyOptions): Uint8Array {
-  const standing = Buffer.from(options.settings?.hash ?? '', 'hex');
-  if (!options.certificate) return standing;
-  return createHash('sha256').update(standing).update('\0').update(options.certificate.certificatePem).digest();
+export function connectionSettings(
+  settings: SettingsOffer | undefined,
+  certificate?: ReplyOptions['certificate'],
+): MessageInitShape<typeof ConnectionSettingsOffersSchema> | undefined {
+  if (!settings && !certificate) return undefined;
+  const handover = settings?.handover;
+  return {
+    hash: connectionSettingsHash(settings, certificate),
+    opamp: {
+      heartbeatIntervalSeconds: BigInt(settings?.heartbeatSeconds ?? 0),
+      certificate: certificate && {
+        cert: Buffer.from(certificate.certificatePem),
+        caCert: Buffer.from(certificate.caPem),
+      },
+      ...(handover && {
+        destinationEndpoint: handover.endpoint,
+        headers: { headers: [{ key: 'Authorization', value: `Bearer ${handover.token}` }] },
+        tls: { caPemContents: handover.caPem },
+      }),
+    },
+  };
+}
+
+/**
+ * Identifies the offered settings, so an agent can tell a new offer from one it has applied:
+ * the settings' hash, or with a certificate a hash of both.
+ */
+function connectionSettingsHash(
+  settings: SettingsOffer | undefined,
+  certificate: ReplyOptions['certificate'] | undefined,
+): Uint8Array {
+  const offered = Buffer.from(settings?.hash ?? '', 'hex');
+  if (!certificate) return offered;
+  return createHash('sha256').update(offered).update('\0').update(certificate.certificatePem).digest();
 }
 
 /** ServerToAgent.error_response UNAVAILABLE with retry_info: the agent should come back after `seconds`. */

@@ -1,4 +1,5 @@
 import type { Db } from '../../connection';
+import type { SettingsState } from './reports';
 
 /**
  * How an agent's connections go: the settings offered to it, and how often it opens a
@@ -10,6 +11,33 @@ export async function recordSettingsOffered(db: Db, id: string, hash: string): P
   await db('agents')
     .where({ id })
     .update({ settings_offered_hash: hash } as never);
+}
+
+/** The agent's capabilities and what it was offered and reports having (for an offer sent unasked). */
+export async function findSettingsState(
+  db: Db,
+  id: string,
+): Promise<{ capabilities: number; settings: SettingsState } | undefined> {
+  const row = (await db('agents')
+    .select('capabilities', 'settings_offered_hash', 'settings_reported_hash', 'settings_reported_status')
+    .where({ id })
+    .first()) as
+    | {
+        capabilities: number;
+        settings_offered_hash: string | null;
+        settings_reported_hash: string | null;
+        settings_reported_status: SettingsState['reportedStatus'];
+      }
+    | undefined;
+  if (!row) return undefined;
+  return {
+    capabilities: Number(row.capabilities),
+    settings: {
+      offered: row.settings_offered_hash,
+      reported: row.settings_reported_hash,
+      reportedStatus: row.settings_reported_status,
+    },
+  };
 }
 
 export interface SessionRule {
