@@ -3,7 +3,8 @@
  *
  * Each `SimulatedAgent` enrolls with a bootstrap token, sends a CSR once admitted, moves to
  * mTLS when the server returns a certificate, applies remote configurations (through a hook
- * that can fail them) and reports status. `runFleet` starts N of them sharing one connect
+ * that can fail them), follows offered OpAMP connection settings (another endpoint, CA and
+ * token: a handover) the way opamp-go agents do, and reports status. `runFleet` starts N of them sharing one connect
  * limiter and one keep-alive HTTP(S) agent. Used by tests (test/api/simulator.test.ts),
  * by `scripts/agents.ts` and by benches. docs/agent-simulator.md describes the behaviour.
  */
@@ -23,7 +24,14 @@ import {
   unframeWebSocket,
   type ServerToAgent,
 } from '../../gateway/codec';
-import { RemoteConfigStatuses, type AgentConfigFile, type TLSCertificate } from '../../gateway/gen/opamp_pb';
+import {
+  ConnectionSettingsStatuses,
+  RemoteConfigStatuses,
+  type AgentConfigFile,
+  type Headers,
+  type OpAMPConnectionSettings,
+  type TLSCertificate,
+} from '../../gateway/gen/opamp_pb';
 import { webcrypto, x509 } from '../../domain/certificates/x509';
 import { description, newInstanceUid, uidToUuid, type AgentMessage } from './opamp-client';
 
@@ -34,7 +42,8 @@ export const SIMULATOR_CAPABILITIES =
   AgentCapability.AcceptsOpAMPConnectionSettings |
   AgentCapability.ReportsHealth |
   AgentCapability.ReportsRemoteConfig |
-  AgentCapability.ReportsHeartbeat;
+  AgentCapability.ReportsHeartbeat |
+  AgentCapability.ReportsConnectionSettingsStatus;
 
 const DEFAULT_HEARTBEAT_SECONDS = 30;
 /** Close codes and HTTP statuses by which the server refuses an agent: never reconnect. */
@@ -100,6 +109,10 @@ export interface AgentState {
   errors: number;
   lastError?: string;
   stopped: boolean;
+  /** Where the agent connects: `endpoint` at first, an offer's destination once it followed one. */
+  endpoint: string;
+  /** The last offer of other connection settings it tried and could not use (reported FAILED). */
+  settingsFailed?: { hash: string; error: string };
 }
 
 export interface SimulatedAgentOptions {
@@ -141,6 +154,32 @@ export interface SimulatedAgentOptions {
    * new one at once. Default false.
    */
   reconnectOnEveryOffer?: boolean;
+  /**
+   * Follow an offer of other OpAMP connection settings (destination_endpoint, headers, TLS CA)
+   * as opamp-go agents do: leave the current connection, connect with the offered settings,
+   * and keep them once that connection is admitted, else go back to the previous ones and
+   * report connection_settings_status FAILED. Default true.
+   */
+  followOffers?: boolean;
+}
+
+/** Where and how an agent connects: its options at first, a followed offer's afterwards. */
+interface Link {
+  endpoint: string;
+  /** Bootstrap token, sent as `Authorization: Bearer` (or `?token=`) until the agent holds a certificate. */
+  token?: string;
+  tokenInUrl?: boolean;
+  /** Headers an offer named besides Authorization. */
+  headers?: Record<string, string>;
+  ca?: string | Buffer;
+  mtlsEndpoint?: string;
+}
+
+/** Offered settings being tried: the agent keeps them once a connection with them is admitted. */
+interface Candidate {
+  link: Link;
+  /** The offer's hash, reported back if the settings fail. */
+  hash: Uint8Array;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -261,6 +300,10 @@ export class SimulatedAgent extends EventEmitter {
   private csrGenerating = false;
   private csrSentOnConnection = false;
   private offeredEndpoint?: string;
+  private link: Link;
+  private candidate?: Candidate;
+  /** connection_settings_status, sent with every full state once an offer failed. */
+  private settingsStatus?: { hash: Uint8Array; error: string };
   private ws?: WebSocket;
   private switchingToMtls = false;
   /** Whether the open WebSocket presents a client certificate (state.mtls once admitted). */
@@ -283,6 +326,13 @@ export class SimulatedAgent extends EventEmitter {
     this.renewAtFraction = options.renewAtFraction ?? 2 / 3;
     this.ownsShared = !options.shared;
     this.shared = options.shared ?? createSharedResources(1);
+    this.link = {
+      endpoint: options.endpoint,
+      token: options.token,
+      tokenInUrl: options.tokenInUrl,
+      ca: options.ca,
+      mtlsEndpoint: options.mtlsEndpoint,
+    };
     this.state = {
       id: uidToUuid(this.uid),
       transport: options.transport ?? (/^wss?:/i.test(options.endpoint) ? 'ws' : 'http'),
@@ -296,6 +346,7 @@ export class SimulatedAgent extends EventEmitter {
       connects: 0,
       errors: 0,
       stopped: false,
+      endpoint: options.endpoint,
     };
   }
 
@@ -385,46 +436,50 @@ export class SimulatedAgent extends EventEmitter {
     tls: { ca?: string | Buffer; cert?: string; key?: string };
     mtls: boolean;
   } {
-    const certificate = this.state.certificate;
+    const link = this.candidate?.link ?? this.link;
+    // Offered settings carry no client certificate: the agent leaves the one it had behind.
+    const certificate = this.candidate ? undefined : this.state.certificate;
     const mtlsUrl =
-      this.options.mtlsEndpoint ??
+      link.mtlsEndpoint ??
       (this.offeredEndpoint && isTls(this.offeredEndpoint) ? this.offeredEndpoint : undefined) ??
-      (isTls(this.options.endpoint) ? this.options.endpoint : undefined);
+      (isTls(link.endpoint) ? link.endpoint : undefined);
     const mtls = Boolean(certificate && mtlsUrl);
-    const url = new URL(withScheme(mtls ? mtlsUrl! : this.options.endpoint, this.state.transport));
-    const headers: Record<string, string> = {};
-    const tls: { ca?: string | Buffer; cert?: string; key?: string } = { ca: this.options.ca };
+    const url = new URL(withScheme(mtls ? mtlsUrl! : link.endpoint, this.state.transport));
+    const headers: Record<string, string> = { ...link.headers };
+    const tls: { ca?: string | Buffer; cert?: string; key?: string } = { ca: link.ca };
     if (mtls) {
       tls.cert = certificate!.certPem;
       tls.key = certificate!.keyPem;
-    } else if (this.options.token) {
-      if (this.options.tokenInUrl) url.searchParams.set('token', this.options.token);
-      else headers.authorization = `Bearer ${this.options.token}`;
+    } else if (link.token) {
+      if (link.tokenInUrl) url.searchParams.set('token', link.token);
+      else headers.authorization = `Bearer ${link.token}`;
     }
     return { url, headers, tls, mtls };
   }
 
   private openWebSocket(release: () => void): void {
     const { url, headers, tls, mtls } = this.target();
-    const ws = new WebSocket(url, {
-      headers,
-      ...tls,
-      handshakeTimeout: this.options.requestTimeoutMs ?? 10_000,
-      perMessageDeflate: false,
-    });
+    const timeoutMs = this.options.requestTimeoutMs ?? 10_000;
+    const ws = new WebSocket(url, { headers, ...tls, handshakeTimeout: timeoutMs, perMessageDeflate: false });
     this.ws = ws;
+    /** Offered settings this connection tries; whatever ends it before its first reply means they failed. */
+    const attempt = this.candidate;
+    let attemptFailure: string | undefined;
+    const comeUp = attempt && setTimeout(() => ws.terminate(), timeoutMs);
     let answered = false; // an HTTP answer to the upgrade is reported once, not again as an error
     ws.on('unexpected-response', (_req, res) => {
       answered = true;
       const status = res.statusCode ?? 0;
       this.state.lastHttpStatus = status;
       res.resume();
-      if (REFUSAL_STATUSES.has(status))
+      if (attempt) attemptFailure = `WebSocket upgrade answered HTTP ${status}`;
+      else if (REFUSAL_STATUSES.has(status))
         this.refuse({ status, reason: `WebSocket upgrade refused with HTTP ${status}` });
       else this.fail(new Error(`WebSocket upgrade answered HTTP ${status}`));
       ws.terminate();
     });
     ws.on('error', (error) => {
+      if (attempt) attemptFailure ??= error.message;
       if (!answered && !this.state.refused && !this.state.stopped) this.fail(error);
     });
     ws.on('open', () => {
@@ -443,10 +498,15 @@ export class SimulatedAgent extends EventEmitter {
       } catch (error) {
         return this.fail(error as Error);
       }
+      if (attempt && this.candidate === attempt) {
+        clearTimeout(comeUp);
+        this.keepOffer(attempt);
+      }
       this.onReply(reply);
     });
     ws.on('close', (code, reasonBuffer) => {
       release();
+      clearTimeout(comeUp);
       if (this.ws === ws) this.ws = undefined;
       const reason = reasonBuffer.toString();
       this.state.connected = false;
@@ -454,11 +514,15 @@ export class SimulatedAgent extends EventEmitter {
       this.state.lastClose = { code, reason };
       this.clearTimer();
       this.emit('closed', { code, reason });
-      if (code === REFUSAL_CLOSE && !this.state.stopped) this.refuse({ code, reason });
+      // Offered settings that never came up: back to the previous ones at once (not a refusal).
+      const abandoned = attempt !== undefined && this.candidate === attempt;
+      if (abandoned) this.abandonOffer(attempt, attemptFailure ?? `closed ${code} ${reason}`.trim());
+      else if (code === REFUSAL_CLOSE && !this.state.stopped) this.refuse({ code, reason });
       this.settleFirst();
       this.changed();
       if (this.state.stopped || this.state.refused) return;
-      if (this.switchingToMtls || this.reconnectingForOffer) {
+      if (abandoned) void this.connect();
+      else if (this.switchingToMtls || this.reconnectingForOffer) {
         this.switchingToMtls = false;
         this.reconnectingForOffer = false;
         void this.connect();
@@ -504,6 +568,7 @@ export class SimulatedAgent extends EventEmitter {
 
   /** Sends one message; true when the server answered 200 with a valid reply. */
   private async postOnce(): Promise<boolean> {
+    const attempt = this.candidate;
     const { url, headers, tls, mtls } = this.target();
     const message = this.nextMessage();
     this.emit('sent', message);
@@ -515,6 +580,10 @@ export class SimulatedAgent extends EventEmitter {
         timeoutMs: this.options.requestTimeoutMs ?? 30_000,
       });
       this.state.lastHttpStatus = response.status;
+      if (attempt && response.status !== 200) {
+        this.abandonOffer(attempt, `HTTP ${response.status}`);
+        return true; // the next request goes at once, with the previous settings
+      }
       if (REFUSAL_STATUSES.has(response.status)) {
         this.state.connected = false;
         this.refuse({
@@ -530,9 +599,14 @@ export class SimulatedAgent extends EventEmitter {
       this.state.connected = !message.agentDisconnect;
       this.state.mtls = mtls && this.state.connected;
       this.httpSessionFresh = false;
+      if (attempt && this.candidate === attempt) this.keepOffer(attempt);
       this.onReply(reply);
       return true;
     } catch (error) {
+      if (attempt && this.candidate === attempt) {
+        this.abandonOffer(attempt, (error as Error).message);
+        return true;
+      }
       this.state.connected = false;
       this.state.mtls = false;
       this.fail(error as Error);
@@ -597,7 +671,16 @@ export class SimulatedAgent extends EventEmitter {
         { 'service.name': this.options.serviceName ?? 'otelcol-sim', 'service.instance.id': this.id },
         { 'host.name': `sim-${this.id.slice(-12)}`, 'os.type': 'linux', ...this.options.attributes },
       );
-      message.capabilities = SIMULATOR_CAPABILITIES;
+      message.capabilities =
+        this.options.followOffers === false
+          ? SIMULATOR_CAPABILITIES & ~AgentCapability.ReportsConnectionSettingsStatus
+          : SIMULATOR_CAPABILITIES;
+      if (this.settingsStatus)
+        message.connectionSettingsStatus = {
+          lastConnectionSettingsHash: this.settingsStatus.hash,
+          status: ConnectionSettingsStatuses.ConnectionSettingsStatuses_FAILED,
+          errorMessage: this.settingsStatus.error,
+        };
       message.health = {
         healthy: true,
         status: 'StatusOK',
@@ -640,7 +723,8 @@ export class SimulatedAgent extends EventEmitter {
     }
     if (reply.errorResponse) this.fail(new Error(`server error response: ${reply.errorResponse.errorMessage}`));
     const opamp = reply.connectionSettings?.opamp;
-    if (opamp) {
+    const moving = opamp !== undefined && this.tryOffer(reply.connectionSettings!.hash, opamp);
+    if (opamp && !moving) {
       if (opamp.destinationEndpoint) this.offeredEndpoint = opamp.destinationEndpoint;
       const seconds = Number(opamp.heartbeatIntervalSeconds);
       if (
@@ -665,11 +749,63 @@ export class SimulatedAgent extends EventEmitter {
       else this.maybeRenew();
     }
     if (this.pending.full || this.pending.csr) this.flush();
-    if (reply.connectionSettings && this.options.reconnectOnEveryOffer && this.ws) {
+    if (reply.connectionSettings && this.options.reconnectOnEveryOffer && this.ws && !moving) {
       this.reconnectingForOffer = true;
       this.ws.close(1000, 'reconnecting with the offered settings');
     }
     this.settleFirst();
+    this.changed();
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Offered connection settings (opamp-go: the agent verifies them by connecting)
+
+  /**
+   * Starts following an offer that changes where or how the agent connects: the current
+   * connection is left and the next one uses the offered endpoint, headers and CA (fields the
+   * offer leaves out stay as they were). True when it does.
+   */
+  private tryOffer(hash: Uint8Array, opamp: OpAMPConnectionSettings): boolean {
+    if (this.options.followOffers === false || this.candidate || !opamp.destinationEndpoint) return false;
+    if (opamp.destinationEndpoint === this.link.endpoint && !opamp.headers && !opamp.tls) return false;
+    const offered = bearerOf(opamp.headers);
+    this.candidate = {
+      hash,
+      link: {
+        endpoint: opamp.destinationEndpoint,
+        token: opamp.headers ? offered.token : this.link.token,
+        headers: opamp.headers ? offered.headers : this.link.headers,
+        ca: opamp.tls ? opamp.tls.caPemContents : this.link.ca,
+      },
+    };
+    if (this.state.transport === 'ws') {
+      this.reconnectingForOffer = true;
+      this.ws?.close(1000, 'applying offered connection settings');
+    } else this.pending.full = true; // the next request goes with the offered settings
+    return true;
+  }
+
+  /** The offered settings work: they are the agent's now, and the old client certificate is gone. */
+  private keepOffer(attempt: Candidate): void {
+    this.candidate = undefined;
+    this.link = attempt.link;
+    this.state.endpoint = attempt.link.endpoint;
+    this.state.certificate = undefined;
+    this.state.csrPending = false;
+    this.csr = undefined;
+    this.offeredEndpoint = undefined;
+    this.settingsStatus = undefined;
+    this.state.settingsFailed = undefined;
+    this.emit('moved', attempt.link.endpoint);
+  }
+
+  /** The offered settings did not come up: back to the previous ones, reporting FAILED. */
+  private abandonOffer(attempt: Candidate, error: string): void {
+    this.candidate = undefined;
+    this.settingsStatus = { hash: attempt.hash, error };
+    this.state.settingsFailed = { hash: hex(attempt.hash), error };
+    this.state.connected = false;
+    this.pending.full = true;
     this.changed();
   }
 
@@ -814,6 +950,18 @@ export class SimulatedAgent extends EventEmitter {
   private changed(): void {
     this.emit('change', this.state);
   }
+}
+
+/** An offer's headers: the bearer token of `Authorization`, and the others as they are. */
+function bearerOf(offered: Headers | undefined): { token?: string; headers: Record<string, string> } {
+  const headers: Record<string, string> = {};
+  let token: string | undefined;
+  for (const { key, value } of offered?.headers ?? []) {
+    const bearer = key.toLowerCase() === 'authorization' ? /^Bearer\s+(\S+)$/i.exec(value) : null;
+    if (bearer) token = bearer[1];
+    else headers[key] = value;
+  }
+  return { token, headers };
 }
 
 function withScheme(endpoint: string, transport: Transport): string {
