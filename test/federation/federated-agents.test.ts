@@ -13,7 +13,10 @@ let bAgents: string[];
 let cAgents: string[];
 beforeAll(async () => {
   [a, b, c] = await Promise.all([
-    startInstallation('alpha', { apiEnv: { Federation__HealthCheckSeconds: '3600' } }),
+    startInstallation('alpha', {
+      // Checks never run during the tests (a peer closed stays "healthy", so it is asked); calls wait 2 s at most.
+      apiEnv: { Federation__HealthCheckSeconds: '3600', Federation__PeerTimeoutSeconds: '2' },
+    }),
     startInstallation('bravo'),
     startInstallation('charlie'),
   ]);
@@ -113,7 +116,12 @@ test('the inventory a peer reads needs federate: an operator of the peer gets 40
   const token = await b.t.pat('peer');
   const res = await b.t.call('GET', `/api/federation/inventory/agents?limit=2&after=${bAgents[0]}`, { token });
   expect(res.status).toBe(200);
-  expect(res.body.items.map((agent: Item) => agent.id)).toEqual(bAgents.filter((id) => id > bAgents[0]!).slice(0, 2));
+  expect(res.body.items.map((agent: Item) => agent.id)).toEqual(
+    [...bAgents]
+      .sort()
+      .filter((id) => id > bAgents[0]!)
+      .slice(0, 2),
+  );
 });
 
 test('an unhealthy peer is skipped and named, the others listed', async () => {
@@ -134,6 +142,31 @@ test('an unhealthy peer is skipped and named, the others listed', async () => {
     });
   } finally {
     await a.t.call('DELETE', `/api/federation/peers/${dead.body.id}`, { token: a.admin });
+  }
+});
+
+test('a peer that does not answer in time is named timeout; the others are listed and its place kept', async () => {
+  // B is slow for real: its agents table is locked, so its inventory query waits.
+  const slow = await b.t.database.db.transaction();
+  try {
+    await slow.raw('LOCK TABLE agents IN ACCESS EXCLUSIVE MODE');
+    const res = await list('?limit=1000');
+    expect(res.status).toBe(200);
+    expect(res.body.items.map((agent: Item) => agent.id)).toEqual([...cAgents].sort());
+    expect(res.body.peers).toEqual([
+      { id: bPeer, name: 'bravo', status: 'timeout', error: expect.stringMatching(/no answer within 2000 ms/) },
+      { id: cPeer, name: 'charlie', status: 'ok' },
+    ]);
+    // C has no more; B, which did not answer, is asked again from its start on the next page.
+    const positions = JSON.parse(Buffer.from(res.body.nextCursor, 'base64url').toString());
+    expect(positions).toEqual({ p: { [cPeer]: null } });
+    await slow.rollback();
+    const next = await list(`?limit=1000&cursor=${res.body.nextCursor}`);
+    expect(next.body.items.map((agent: Item) => agent.id)).toEqual([...bAgents].sort());
+    expect(next.body.peers.map((peer: { status: string }) => peer.status)).toEqual(['ok', 'ok']);
+    expect(next.body.nextCursor).toBeNull();
+  } finally {
+    if (!slow.isCompleted()) await slow.rollback();
   }
 });
 

@@ -57,6 +57,7 @@ function filterParams(query: Record<string, unknown>): URLSearchParams {
  * answer is the peer's next `limit` agents, by id, so none smaller is missing), and each
  * peer's new position: the last id taken from it, null once it has nothing more, unchanged
  * when nothing was taken from it or it did not answer (so the next page asks it again).
+ * There is more while a peer that answered has more, or a peer asked did not answer.
  */
 export function mergePage(
   answers: PeerAnswer[],
@@ -73,7 +74,10 @@ export function mergePage(
   const next: PeerPositions = { ...positions };
   let more = false;
   for (const answer of answers) {
-    if (answer.status !== 'ok') continue;
+    if (answer.status !== 'ok') {
+      more = true; // asked again on the next page, until its health check finds it down
+      continue;
+    }
     const mine = taken.filter((candidate) => candidate.peer === answer.peer);
     const exhausted = mine.length === answer.items.length && !answer.more;
     if (exhausted) next[answer.peer.id] = null;
