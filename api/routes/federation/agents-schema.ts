@@ -42,8 +42,11 @@ export const peerInventoryPage = (max: number) =>
 /** Each peer's place in a federated list: the last agent id taken from it, or null when it has no more. */
 export type PeerPositions = Record<string, string | null>;
 
-/** Peers' positions are kept for at most this many peers (a cursor is a query parameter). */
-const MAX_CURSOR_PEERS = 200;
+/**
+ * A cursor holds at most this many peers' positions (about 100 characters each): more than
+ * any tenant pairs with, and what the cursor's length bound below lets through.
+ */
+const MAX_CURSOR_PEERS = 1000;
 
 const positionsSchema = z
   .object({ p: z.record(z.uuid(), z.guid().nullable()) })
@@ -70,7 +73,7 @@ export const federatedAgentsQuery = withVersionRule(
     .object({
       ...agentListQuery.shape,
       limit,
-      cursor: z.string().max(32_768).optional().openapi({
+      cursor: z.string().max(131_072).optional().openapi({
         description: 'Opaque cursor from `nextCursor` or the `Link` header: where each peer stands.',
       }),
     })
