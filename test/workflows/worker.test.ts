@@ -2,7 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startWorker } from '../../worker/run';
-import { LEGACY_OUTBOX_RETENTION_WORKFLOW_ID, outboxRetentionWorkflowId } from '../../workflows/definitions';
+import {
+  LEGACY_OUTBOX_RETENTION_WORKFLOW_ID,
+  outboxRetentionWorkflowId,
+  peerHealthWorkflowId,
+} from '../../workflows/definitions';
 import { testSettings } from '../support/app';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { eventually } from '../support/eventually';
@@ -23,14 +27,17 @@ afterAll(async () => {
   await database?.drop();
 });
 
-async function terminateRetention(taskQueue: string) {
-  await client.workflow
-    .getHandle(outboxRetentionWorkflowId(taskQueue))
-    .terminate('test done')
-    .catch(() => {});
+/** Ends the singletons a worker starts (retention, peer health), so none outlives its test. */
+async function terminateSingletons(taskQueue: string) {
+  for (const id of [outboxRetentionWorkflowId(taskQueue), peerHealthWorkflowId(taskQueue)]) {
+    await client.workflow
+      .getHandle(id)
+      .terminate('test done')
+      .catch(() => {});
+  }
 }
 
-test('the worker registers the workflows, starts the outbox retention, and it prunes old events', async () => {
+test('the worker registers the workflows, starts the outbox retention (which prunes old events) and the peer health check', async () => {
   const db = database.db;
   const old = new Date(Date.now() - 30 * 86_400_000);
   await db('events').insert([
@@ -55,8 +62,11 @@ test('the worker registers the workflows, starts the outbox retention, and it pr
     const description = await client.workflow.getHandle(outboxRetentionWorkflowId(taskQueue)).describe();
     expect(description.type).toBe('outboxRetentionWorkflow');
     expect(description.status.name).toBe('RUNNING');
+    const peerHealth = await client.workflow.getHandle(peerHealthWorkflowId(taskQueue)).describe();
+    expect(peerHealth.type).toBe('peerHealthWorkflow');
+    expect(peerHealth.status.name).toBe('RUNNING');
   } finally {
-    await terminateRetention(taskQueue);
+    await terminateSingletons(taskQueue);
     handle.worker.shutdown();
     await handle.running;
     await handle.connection.close();
@@ -83,6 +93,6 @@ test('the worker process connects, runs, and stops cleanly on SIGTERM', async ()
     expect(output).toContain('worker stopped');
   } finally {
     if (worker.exitCode === null) worker.kill('SIGKILL');
-    await terminateRetention(taskQueue);
+    await terminateSingletons(taskQueue);
   }
 }, 90_000);
