@@ -22,7 +22,7 @@ export interface WantedSettings extends StandingSettings {
 }
 
 /** Settings ready to send: with a handover, its opened offer. */
-export interface SettingsOffer extends StandingSettings {
+export interface SettingsOffer extends WantedSettings {
   handover?: HandoverOffer;
 }
 
@@ -80,8 +80,8 @@ export class HandoverOffers {
 
   /** The settings to send, a handover's offer opened; undefined when it cannot be sent (logged once). */
   async resolve(wanted: WantedSettings): Promise<SettingsOffer | undefined> {
-    const { handoverId, ...settings } = wanted;
-    if (!handoverId) return settings;
+    const { handoverId } = wanted;
+    if (!handoverId) return wanted;
     const sealed = await findSealedOffer(this.db, handoverId);
     // Withdrawn meanwhile, or not sealed yet: the notification that says so is on its way.
     if (!sealed) return undefined;
@@ -93,7 +93,7 @@ export class HandoverOffers {
     }
     if (!isTlsEndpoint(handover.endpoint))
       return this.giveUp(handoverId, `the receiver's endpoint ${handover.endpoint} is not TLS (wss:// or https://)`);
-    return { ...settings, handover };
+    return { ...wanted, handover };
   }
 
   private giveUp(handoverId: string, why: string): undefined {

@@ -346,27 +346,20 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   }
 
   /**
-   * The connection settings a reply carries, remembered as offered: a handover's receiver
-   * while the agent is offered one, else the standing settings, each when due. Settings go
-   * with a certificate too (an offer is the whole of the agent's settings): the standing ones,
-   * a handover's offer waiting for the next reply.
+   * The connection settings a reply carries (docs/agent-gateway.md, Connection settings).
+   * Settings go with a certificate too, an offer being the whole of the agent's settings: the
+   * standing ones, a handover's offer waiting for the next reply.
    */
   async function settingsToOffer(
     agentId: string,
     reported: ReportedAgent,
     withCertificate: boolean,
   ): Promise<SettingsOffer | undefined> {
+    if (!withCertificate) return sessions.settingsDue(agentId, reported.capabilities, reported.settings);
     const standing = standingSettings(reported.capabilities, heartbeatSeconds);
-    const wanted = sessions.handovers.wanted(agentId, standing);
-    if (withCertificate) {
-      if (wanted === standing && settingsDue(standing, reported.settings))
-        await recordSettingsOffered(db, agentId, standing.hash);
-      return standing;
-    }
-    if (!settingsDue(wanted, reported.settings)) return undefined;
-    const offer = await sessions.handovers.resolve(wanted);
-    if (offer) await recordSettingsOffered(db, agentId, offer.hash);
-    return offer;
+    if (sessions.handovers.wanted(agentId, standing) === standing && settingsDue(standing, reported.settings))
+      await recordSettingsOffered(db, agentId, standing.hash);
+    return standing;
   }
 
   // -------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import {
   markSilentAgentsOffline,
   recordSettingsOffered,
   touchAgents,
+  type SettingsState,
 } from '../db/repos/agents';
 import { revokedBootstrapTokenIds } from '../db/repos/bootstrap-tokens';
 import { emitEvents } from '../db/repos/events';
@@ -27,7 +28,7 @@ import type { Admitted, Credential } from './enrollment';
 import { ServerToAgentSchema } from './gen/opamp_pb';
 import { AGENT_PUSH_CHANNEL } from '../domain/pushes';
 import { RemoteConfigCache, type Desired } from './remote-config';
-import { HandoverOffers } from './handover-offers';
+import { HandoverOffers, type SettingsOffer } from './handover-offers';
 import { connectionSettings, disconnectedEvents, serverCapabilities, settingsDue, standingSettings } from './status';
 
 /** Close codes for what the server does to a live session. */
@@ -241,21 +242,31 @@ export class AgentSessions {
       session.run(async () => {
         const agent = await findSettingsState(this.db, agentId);
         if (!agent || session.ws.readyState !== session.ws.OPEN) return;
-        const standing = standingSettings(agent.capabilities, this.options.heartbeatSeconds);
-        const wanted = this.handovers.wanted(agentId, standing);
-        if (!settingsDue(wanted, agent.settings)) return;
-        const offer = await this.handovers.resolve(wanted);
+        const offer = await this.settingsDue(agentId, agent.capabilities, agent.settings);
         if (!offer || session.ws.readyState !== session.ws.OPEN) return;
-        await recordSettingsOffered(this.db, agentId, offer.hash);
         const message = create(ServerToAgentSchema, {
           instanceUid: session.uid,
           capabilities: serverCapabilities(this.options.tls),
           connectionSettings: connectionSettings(offer),
         });
         session.ws.send(frameWebSocket(encodeServerToAgent(message)));
-        this.logger.info({ agentId, handoverId: wanted.handoverId }, 'connection settings offered');
+        this.logger.info({ agentId, handoverId: offer.handoverId }, 'connection settings offered');
       });
     }
+  }
+
+  /**
+   * The connection settings the agent should be offered now, remembered as offered: a
+   * handover's receiver while it is offered one, else the standing settings; undefined when
+   * they are not due (docs/agent-gateway.md, Connection settings).
+   */
+  async settingsDue(agentId: string, capabilities: number, agent: SettingsState): Promise<SettingsOffer | undefined> {
+    const standing = standingSettings(capabilities, this.options.heartbeatSeconds);
+    const wanted = this.handovers.wanted(agentId, standing);
+    if (!settingsDue(wanted, agent)) return undefined;
+    const offer = await this.handovers.resolve(wanted);
+    if (offer) await recordSettingsOffered(this.db, agentId, offer.hash);
+    return offer;
   }
 
   /**

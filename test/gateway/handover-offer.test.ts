@@ -21,14 +21,15 @@ import { x509 } from '../../domain/certificates/x509';
 import { sealOffer, type HandoverOffer } from '../../domain/federation/handover-offer';
 import { generateToken, hashToken } from '../../domain/tokens/secret-token';
 import { handoverSettingsHash } from '../../gateway/handover-offers';
-import type { ServerToAgent } from '../../gateway/gen/opamp_pb';
+import { AgentCapability, decodeServerToAgent, unframeWebSocket } from '../../gateway/codec';
+import { ConnectionSettingsStatuses, type ServerToAgent } from '../../gateway/gen/opamp_pb';
 import { HANDED_OVER_REASON } from '../../gateway/sessions';
 import { encryptionKey } from '../../platform/secrets';
 import { issueBootstrapToken, startTestGateway } from '../support/agent-gateway';
 import { eventually } from '../support/eventually';
 import { startInstallation, type Installation } from '../support/federation';
 import { capturedLogger } from '../support/logs';
-import { newInstanceUid, uidToUuid } from '../support/opamp-client';
+import { connectWs, description, newInstanceUid, uidToUuid } from '../support/opamp-client';
 import { SimulatedAgent, type SimulatedAgentOptions } from '../support/simulator';
 
 let sender: Installation;
@@ -335,4 +336,51 @@ test('an offer carries the receiver (endpoint, bearer token, CA to trust); withd
   expect(lines.join('')).not.toContain(token);
   await agent.stop();
   await replica.close();
+}, 30_000);
+
+test('an agent that reported its settings applied is offered them again once its handover offer is withdrawn', async () => {
+  const issued = await issueBootstrapToken(sender.t, sender.operator);
+  const ws = await connectWs(sender.gateway.wsUrl, { token: issued.token, ca: sender.gateway.ca.certificatePem });
+  const unasked: ServerToAgent[] = [];
+  const uid = newInstanceUid();
+  const capabilities =
+    AgentCapability.ReportsStatus |
+    AgentCapability.AcceptsOpAMPConnectionSettings |
+    AgentCapability.ReportsHeartbeat |
+    AgentCapability.ReportsConnectionSettingsStatus;
+  try {
+    const first = await ws.exchange({
+      instanceUid: uid,
+      sequenceNum: 0n,
+      capabilities,
+      agentDescription: description({ 'service.name': 'otelcol' }),
+    });
+    const standingHash = first.connectionSettings!.hash;
+    const applied = await ws.exchange({
+      instanceUid: uid,
+      sequenceNum: 1n,
+      connectionSettingsStatus: {
+        lastConnectionSettingsHash: standingHash,
+        status: ConnectionSettingsStatuses.ConnectionSettingsStatuses_APPLIED,
+      },
+    });
+    expect(applied.connectionSettings).toBeUndefined();
+    ws.socket.on('message', (data) => unasked.push(decodeServerToAgent(unframeWebSocket(data as Buffer))));
+
+    const agentId = uidToUuid(uid);
+    const { token } = await receiverExpects([agentId]);
+    const handoverId = await offerOnSender([agentId], receiverOffer(token));
+    await eventually(async () => expect(unasked).toHaveLength(1));
+    expect(unasked[0]!.connectionSettings!.opamp!.destinationEndpoint).toBe(receiver.gateway.wsUrl);
+
+    await sender.t.database.db.transaction(async (trx) => {
+      await withdrawOffered(trx, handoverId, 'the receiver never saw it');
+      await notifyAgentHandover(trx, [agentId]);
+    });
+    await eventually(async () => expect(unasked).toHaveLength(2));
+    expect(hex(unasked[1]!.connectionSettings!.hash)).toBe(hex(standingHash));
+    expect(unasked[1]!.connectionSettings!.opamp!.destinationEndpoint).toBe('');
+  } finally {
+    await ws.close();
+  }
 }, 30_000);
