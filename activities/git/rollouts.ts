@@ -6,9 +6,7 @@
  * rollout's workflow. A refusal is that file's error in the run, and no rollout is left behind.
  */
 import type { Knex } from 'knex';
-import { isUniqueViolation } from '../../db/errors';
 import { findVersion } from '../../db/repos/configuration-versions';
-import { emitEvents } from '../../db/repos/events';
 import type { GitSourceRow } from '../../db/repos/git-sources';
 import {
   addSyncRunRollout,
@@ -16,10 +14,9 @@ import {
   type SyncRunFileError,
   type SyncRunRow,
 } from '../../db/repos/git-sync-runs';
-import { activeRolloutInTarget, addTargetAgents } from '../../db/repos/rollout-agents';
-import { findRolloutById, insertRollout, type RolloutStrategy, type RolloutTarget } from '../../db/repos/rollouts';
+import { findRolloutById, type RolloutStrategy, type RolloutTarget } from '../../db/repos/rollouts';
 import { DomainError } from '../../domain/errors';
-import { checkTarget, evaluatePolicies, policyDenied } from '../../domain/policies/evaluate';
+import { createCheckedRollout, STRATEGY_DEFAULTS } from '../../domain/rollout-creation';
 import type { FetchedCommit } from './repository';
 
 export interface RolloutTemplate {
@@ -33,16 +30,6 @@ export interface TemplateRollout {
   configurationId: string;
   tenantId: string;
 }
-
-/** The API's strategy defaults, for a template stored without them. */
-const STRATEGY_DEFAULTS = {
-  bakeSeconds: 0,
-  applyTimeoutSeconds: 300,
-  maxFailurePercent: 0,
-  onFailure: 'pause',
-} as const;
-
-class RolloutRefused extends Error {}
 
 export function templateOf(source: GitSourceRow): RolloutTemplate | undefined {
   const template = source.rollout_template as RolloutTemplate | null;
@@ -79,7 +66,7 @@ export async function createTemplateRollouts(
       change.rolloutId = rolloutId;
       rollouts.push({ rolloutId, configurationId: change.configurationId, tenantId: source.tenant_id });
     } catch (error) {
-      if (!(error instanceof RolloutRefused || error instanceof DomainError)) throw error;
+      if (!(error instanceof DomainError)) throw error;
       fileErrors.push({ path: change.path, error: `rollout not started: ${error.message}` });
     }
   }
@@ -115,60 +102,20 @@ async function createRollout(
   commit: FetchedCommit,
   change: Required<Pick<SyncRunChange, 'configurationId' | 'version' | 'name' | 'path'>> & SyncRunChange,
 ): Promise<string> {
-  const target: RolloutTarget = {
-    groupIds: template.target.groupIds ?? [],
-    agentIds: template.target.agentIds ?? [],
-    labelSelector: template.target.labelSelector ?? null,
-  };
-  await checkTarget(trx, source.tenant_id, target);
-  const row = await insertRollout(trx, {
-    tenant_id: source.tenant_id,
+  const row = await createCheckedRollout(trx, {
+    tenantId: source.tenant_id,
     name: `${change.name} v${change.version} from Git`,
     description: `${commit.sha.slice(0, 12)}: ${commit.message.split('\n')[0]}`.slice(0, 2000),
-    configuration_id: change.configurationId,
+    configurationId: change.configurationId,
     version: change.version,
-    content_hash: (await findVersion(trx, change.configurationId, change.version))!.content_hash,
-    target,
-    strategy: { ...STRATEGY_DEFAULTS, ...template.strategy },
-    created_by: `git:${source.name}`,
-  });
-  try {
-    await trx.transaction((savepoint) => addTargetAgents(savepoint, row, { joining: false }));
-  } catch (error) {
-    if (!isUniqueViolation(error)) throw error;
-    const other = await activeRolloutInTarget(trx, row);
-    throw new RolloutRefused(
-      other
-        ? `agent ${other.agentId} is already in active rollout ${other.rolloutId}`
-        : 'a target agent is already in another active rollout',
-    );
-  }
-  const denied = policyDenied(
-    await evaluatePolicies(trx, source.tenant_id, {
-      configurationId: row.configuration_id,
-      version: row.version,
-      target: { rolloutId: row.id },
-      rollout: { batchSize: row.strategy.batchSize, batchPercent: row.strategy.batchPercent },
-    }),
-  );
-  if (denied) throw new RolloutRefused(denied.message);
-  await emitEvents(trx, [
-    {
-      tenantId: source.tenant_id,
-      type: 'rollout.created',
-      source: `/api/rollouts/${row.id}`,
-      subject: row.id,
-      data: {
-        id: row.id,
-        name: row.name,
-        configurationId: row.configuration_id,
-        version: row.version,
-        target: row.target,
-        strategy: row.strategy,
-        state: row.state,
-        createdBy: row.created_by,
-      },
+    contentHash: (await findVersion(trx, change.configurationId, change.version))!.content_hash,
+    target: {
+      groupIds: template.target.groupIds ?? [],
+      agentIds: template.target.agentIds ?? [],
+      labelSelector: template.target.labelSelector ?? null,
     },
-  ]);
+    strategy: { ...STRATEGY_DEFAULTS, ...template.strategy },
+    createdBy: `git:${source.name}`,
+  });
   return row.id;
 }

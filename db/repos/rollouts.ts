@@ -52,6 +52,8 @@ export interface RolloutRow {
   updated_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  /** Set on a rollout a federation peer asked for: `<origin installation>:<federated rollout>:<position>`. */
+  federation_key: string | null;
 }
 
 export async function insertRollout(
@@ -67,7 +69,8 @@ export async function insertRollout(
     | 'target'
     | 'strategy'
     | 'created_by'
-  >,
+  > &
+    Partial<Pick<RolloutRow, 'federation_key'>>,
 ): Promise<RolloutRow> {
   const [inserted] = await db('rollouts')
     .insert({ ...row, target: JSON.stringify(row.target), strategy: JSON.stringify(row.strategy), state: 'pending' })
@@ -77,6 +80,15 @@ export async function insertRollout(
 
 export async function findRollout(db: Db, tenantId: string, id: string): Promise<RolloutRow | undefined> {
   return db<RolloutRow>('rollouts').where({ tenant_id: tenantId, id }).first();
+}
+
+/** The rollout a federation peer asked for under `key` (its retried calls find it again). */
+export async function findRolloutByFederationKey(
+  db: Db,
+  tenantId: string,
+  key: string,
+): Promise<RolloutRow | undefined> {
+  return db<RolloutRow>('rollouts').where({ tenant_id: tenantId, federation_key: key }).first();
 }
 
 export async function findRolloutById(db: Db, id: string): Promise<RolloutRow | undefined> {
