@@ -4,27 +4,19 @@
  * rollback). An operation answers what the workflow accepted, or the problem it refused
  * with. Workflow, update and query come from the shared definitions (workflows/definitions.ts).
  */
-import { ApplicationFailure, TypedSearchAttributes } from '@temporalio/common';
-import {
-  WithStartWorkflowOperation,
-  WorkflowIdConflictPolicy,
-  WorkflowUpdateFailedError,
-  type Client,
-} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { Settings } from '../../../platform/settings';
 import type { RolloutRow } from '../../../db/repos/rollouts';
-import { describeRollout } from '../../../domain/rollouts';
 import {
   ROLLOUT_FAILURES,
   operateRolloutUpdate,
-  rolloutWorkflowId,
   rolloutWorkflowType,
   type RolloutOperationRequest,
   type RolloutOperationResult,
   type RolloutWorkflow,
-  type RolloutWorkflowInput,
 } from '../../../workflows/definitions';
-import { configurationIdKey, rolloutIdKey, rolloutStateKey, tenantIdKey } from '../../../workflows/search-attributes';
+import { rolloutStartOptions } from '../../../workflows/rollout-start';
 import { problems } from '../../problems';
 
 /** How long an operation waits for the workflow to accept or refuse it. */
@@ -36,27 +28,8 @@ export class RolloutWorkflows {
     private readonly settings: Pick<Settings, 'temporal'>,
   ) {}
 
-  /**
-   * `configurationName` names the configuration in the summary and details the Temporal UI
-   * shows for the execution (its user metadata), instead of a bare id.
-   */
   private startOptions(rollout: RolloutRow, configurationName: string) {
-    const args: [RolloutWorkflowInput] = [{ rolloutId: rollout.id, tenantId: rollout.tenant_id }];
-    const { summary, details } = describeRollout(rollout, configurationName);
-    return {
-      staticSummary: summary,
-      staticDetails: details,
-      workflowId: rolloutWorkflowId(rollout.id),
-      taskQueue: this.settings.temporal.taskQueue,
-      args,
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      typedSearchAttributes: new TypedSearchAttributes([
-        { key: tenantIdKey, value: rollout.tenant_id },
-        { key: rolloutIdKey, value: rollout.id },
-        { key: configurationIdKey, value: rollout.configuration_id },
-        { key: rolloutStateKey, value: rollout.state },
-      ]),
-    };
+    return rolloutStartOptions(rollout, configurationName, this.settings.temporal.taskQueue);
   }
 
   private temporal(): Client {
