@@ -19,10 +19,13 @@ const bestEffort = proxyActivities<Activities>({
   retry: { ...retry, maximumAttempts: 3 },
 });
 
+/** A waiting activity ends itself at the deadline; this much later Temporal stops retrying it. */
+const WAIT_GRACE_MS = 10_000;
+
 /** Activities that get until the deadline (Temporal retries a peer that does not answer until then). */
 function untilDeadline(deadlineAt: number, heartbeat?: string) {
   return proxyActivities<Activities>({
-    scheduleToCloseTimeout: Math.max(deadlineAt - Date.now(), 1000),
+    scheduleToCloseTimeout: Math.max(deadlineAt - Date.now() + (heartbeat ? WAIT_GRACE_MS : 0), 1000),
     startToCloseTimeout: '10 minutes',
     ...(heartbeat ? { heartbeatTimeout: heartbeat } : {}),
     retry,

@@ -204,8 +204,8 @@ export function createHandoverActivities(deps: ActivityDeps) {
     async cancelOnReceiver(step: HandoverWorkflowInput): Promise<void> {
       const handover = await mustFind(step);
       const peer = await receiverOf(handover);
-      await callPeer(peer, 'POST', `${incomingPath(handover.id)}/cancel`, { body: {}, timeoutMs }).catch((error) => {
-        if (error instanceof PeerCallError && error.problem?.status === 404) return; // never asked
+      await callReceiver(peer, 'POST', `${incomingPath(handover.id)}/cancel`, timeoutMs, {}).catch((error) => {
+        if ((error as ApplicationFailure).type === PEER_REFUSED) return; // never asked, or not ours to cancel
         throw error;
       });
     },

@@ -1,0 +1,251 @@
+/**
+ * Handing live agents to a peer, end to end: installations of their own (database, api,
+ * TLS agent listener, worker) on the suite's Temporal dev server, paired through the API,
+ * simulated agents over real sockets that follow the OpAMP connection-settings offer.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
+import { insertHandover } from '../../db/repos/handovers';
+import { handoverWorkflowId, type HandoverOutcome } from '../../workflows/definitions';
+import { seedAgent } from '../support/agents-seed';
+import { eventually } from '../support/eventually';
+import { pair, startInstallation, type Installation } from '../support/federation';
+
+let a: Installation;
+let b: Installation;
+/** A receiver whose agent endpoint (Agents:PublicEndpoint) is a closed port: agents never reach it. */
+let c: Installation;
+let peerB: string;
+let peerC: string;
+
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+beforeAll(async () => {
+  const unreachable = `wss://127.0.0.1:${await closedPort()}/v1/opamp`;
+  [a, b, c] = await Promise.all([
+    startInstallation('alpha'),
+    startInstallation('bravo'),
+    startInstallation('charlie', { apiEnv: { Agents__PublicEndpoint: unreachable } }),
+  ]);
+  [peerB, peerC] = await Promise.all([pair(a, b), pair(a, c)]);
+}, 90_000);
+afterAll(async () => {
+  await Promise.all([a?.close(), b?.close(), c?.close()]);
+});
+
+const HANDOVERS = '/api/federation/handovers';
+
+async function handOver(body: Record<string, unknown>) {
+  const res = await a.t.call('POST', HANDOVERS, { token: a.admin, body });
+  expect(res.status).toBe(201);
+  return res.body as { id: string; state: string; counts: Record<string, number> };
+}
+
+/** The handover once it has ended, as GET shows it. */
+async function ended(id: string, timeoutMs = 45_000) {
+  return eventually(async () => {
+    const res = await a.t.call('GET', `${HANDOVERS}/${id}`, { token: a.admin });
+    expect(res.status).toBe(200);
+    expect(res.body.state).not.toBe('running');
+    return res.body;
+  }, timeoutMs);
+}
+
+const outcome = (id: string) =>
+  a.client.workflow.getHandle(handoverWorkflowId(id)).result() as Promise<HandoverOutcome>;
+const events = (inst: Installation, type: string, subject: string) =>
+  inst.t.database.db('events').where({ type, subject });
+
+describe('a handover of live agents', () => {
+  test('ends with them on the receiver over mTLS with its certificates, handed-over here; events and audit rows on both sides', async () => {
+    const { ids, fleet } = await a.fleet(3, { csr: true, reconnectMinMs: 50, reconnectMaxMs: 500 });
+    await fleet.waitForAll((state) => state.mtls, 15_000);
+
+    const created = await handOver({ peerId: peerB, agentIds: ids, deadlineSeconds: 120 });
+    expect(created).toMatchObject({ state: 'running', peerId: peerB, peerName: 'bravo', deadlineSeconds: 120 });
+    expect(created.counts.total).toBe(3);
+
+    const done = await ended(created.id);
+    expect(done).toMatchObject({ state: 'completed', reason: null });
+    expect(done.counts).toEqual({ total: 3, pending: 0, offered: 0, handedOver: 3, withdrawn: 0, skipped: 0 });
+    expect(await outcome(created.id)).toEqual({
+      state: 'completed',
+      handedOver: 3,
+      withdrawn: 0,
+      skipped: 0,
+      reason: null,
+    });
+
+    // The agents live on the receiver now: online there, with a certificate of its CA, over mTLS.
+    await fleet.waitForAll(
+      (state) => state.connected && state.mtls && state.certificate?.caPem === b.gateway.ca.certificatePem,
+      20_000,
+    );
+    for (const id of ids) {
+      const there = await eventually(async () => {
+        const res = await b.t.call('GET', `/api/agents/${id}`, { token: b.admin });
+        expect(res.body.status).toBe('online');
+        expect(res.body.certificate?.serial).toBeTruthy();
+        return res.body;
+      }, 15_000);
+      expect(there.certificate.revokedAt).toBeNull();
+    }
+    // …and here they are handed-over, gone from the online agents.
+    const online = await a.t.call('GET', '/api/agents?status=online&limit=1000', { token: a.admin });
+    expect(online.body.items.map((agent: { id: string }) => agent.id)).not.toEqual(expect.arrayContaining([ids[0]]));
+    for (const id of ids) {
+      expect((await a.t.call('GET', `/api/agents/${id}`, { token: a.admin })).body.status).toBe('handed-over');
+    }
+    const page = await a.t.call('GET', `${HANDOVERS}/${created.id}/agents?state=handed-over&limit=2`, {
+      token: a.admin,
+    });
+    expect(page.body.items.map((row: { agentId: string }) => row.agentId)).toEqual(ids.slice(0, 2));
+    expect(page.body.nextCursor).toBeTruthy();
+    const list = await a.t.call('GET', `${HANDOVERS}?state=completed`, { token: await a.t.token('default.viewer') });
+    expect(list.body.items.map((row: { id: string }) => row.id)).toContain(created.id);
+
+    expect(await events(a, 'federation.handover.started', created.id)).toHaveLength(1);
+    expect(await events(a, 'federation.handover.agent-handed-over', created.id)).toHaveLength(3);
+    expect(await events(a, 'federation.handover.completed', created.id)).toHaveLength(1);
+    expect(await events(b, 'federation.handover.requested', created.id)).toHaveLength(1);
+    expect(await events(b, 'federation.handover.agent-received', created.id)).toHaveLength(3);
+
+    await eventually(async () => {
+      const sent = await a.t.database.db('audit_events').where({ path: HANDOVERS, method: 'POST', status: 201 });
+      expect(sent.map((row) => row.resource_id)).toContain(created.id);
+      const received = await b.t.database.db('audit_events').where({ actor: 'peer-alpha', actor_type: 'pat' });
+      expect(received.map((row) => `${row.method} ${row.status}`)).toEqual(
+        expect.arrayContaining(['PUT 201', 'POST 200', 'GET 200']),
+      );
+    });
+  }, 90_000);
+});
+
+describe('a handover the receiver never completes', () => {
+  test('is compensated at its deadline: the agents stay here online, the receiver’s token no longer admits them', async () => {
+    const { ids, fleet } = await a.fleet(2, { csr: true, reconnectMinMs: 50, reconnectMaxMs: 500 });
+    await fleet.waitForAll((state) => state.mtls, 15_000);
+
+    const created = await handOver({ peerId: peerC, agentIds: ids, deadlineSeconds: 10 });
+    const done = await ended(created.id);
+    expect(done.state).toBe('compensated');
+    expect(done.counts).toMatchObject({ total: 2, handedOver: 0, withdrawn: 2 });
+    expect(done.reason).toMatch(/2 not seen by the receiver before the deadline/);
+    expect(await outcome(created.id)).toMatchObject({ state: 'compensated', handedOver: 0, withdrawn: 2 });
+    expect(await events(a, 'federation.handover.compensated', created.id)).toHaveLength(1);
+
+    await fleet.waitForAll((state) => state.connected && state.endpoint === a.gateway.wsUrl, 20_000);
+    for (const id of ids) {
+      await eventually(async () => {
+        expect((await a.t.call('GET', `/api/agents/${id}`, { token: a.admin })).body.status).toBe('online');
+      }, 15_000);
+    }
+    const rows = await a.t.database.db('handover_agents').where({ handover_id: created.id });
+    expect(rows.map((row) => [row.state, row.active])).toEqual([
+      ['withdrawn', false],
+      ['withdrawn', false],
+    ]);
+
+    const incoming = await c.t.database.db('incoming_handovers').where({ id: created.id }).first();
+    expect(incoming.state).toBe('cancelled');
+    const token = await c.t.database.db('bootstrap_tokens').where({ id: incoming.bootstrap_token_id }).first();
+    expect(token.agent_ids).toEqual([]);
+    expect(token.revoked_at).not.toBeNull();
+  }, 90_000);
+
+  test('a receiver that refuses (a credential it does not accept) fails the handover: nothing offered, the agents free again', async () => {
+    const { ids, groupId } = await a.fleet(2);
+    const bogus = await a.t.call('POST', '/api/federation/peers', {
+      token: a.admin,
+      body: { name: 'bravo-bad-credential', baseUrl: b.t.baseUrl, credential: await b.t.pat('viewer') },
+    });
+    expect(bogus.status).toBe(201);
+
+    const created = await handOver({ peerId: bogus.body.id, groupId });
+    expect(created.counts.total).toBe(2);
+    const done = await ended(created.id);
+    expect(done.state).toBe('failed');
+    expect(done.reason).toMatch(/403/);
+    expect(done.counts).toMatchObject({ total: 2, offered: 0, handedOver: 0, skipped: 2 });
+    expect(await a.t.database.db('handovers').where({ id: created.id }).first()).toMatchObject({
+      offer_ciphertext: null,
+    });
+    expect(await events(a, 'federation.handover.failed', created.id)).toHaveLength(1);
+    // Free again: the same agents may be handed over by another handover.
+    const again = await a.t.call('POST', HANDOVERS, {
+      token: a.admin,
+      body: { peerId: bogus.body.id, agentIds: ids },
+    });
+    expect(again.status).toBe(201);
+    await ended(again.body.id);
+  }, 90_000);
+});
+
+describe('what a request may ask', () => {
+  test('400 for a malformed request, 404 for an unknown peer or group, 400/409 naming agents that are not ours or not free', async () => {
+    const db = a.t.database.db;
+    const mine = await seedAgent(db, 'default', { status: 'online' });
+    const call = (body: unknown) => a.t.call('POST', HANDOVERS, { token: a.admin, body });
+
+    expect((await call({ peerId: peerB, agentIds: [] })).status).toBe(400);
+    expect((await call({ peerId: peerB })).status).toBe(400);
+    const both = await call({ peerId: peerB, agentIds: [mine.id], groupId: mine.group_id });
+    expect(both.status).toBe(400);
+    expect(both.body.errors[0].message).toMatch(/exactly one of agentIds and groupId/);
+    expect((await call({ peerId: peerB, agentIds: [mine.id], deadlineSeconds: 0 })).status).toBe(400);
+    expect((await call({ peerId: 'x', agentIds: [mine.id] })).status).toBe(400);
+
+    const unknownPeer = await call({ peerId: randomUUID(), agentIds: [mine.id] });
+    expect(unknownPeer.status).toBe(404);
+    expect((await call({ peerId: peerB, groupId: randomUUID() })).status).toBe(404);
+
+    const foreign = await seedAgent(db, 'acme', { status: 'online' });
+    const notOurs = await call({ peerId: peerB, agentIds: [mine.id, foreign.id] });
+    expect(notOurs.status).toBe(400);
+    expect(notOurs.body.errors).toEqual([{ path: 'body.agentIds.1', message: `no agent '${foreign.id}'` }]);
+
+    const revoked = await seedAgent(db, 'default', { status: 'revoked' });
+    const gone = await call({ peerId: peerB, agentIds: [mine.id, revoked.id] });
+    expect(gone.status).toBe(409);
+    expect(gone.body.detail).toContain(`'${revoked.id}' (revoked)`);
+
+    const busy = await seedAgent(db, 'default', { status: 'online' });
+    const running = randomUUID();
+    await insertHandover(
+      db,
+      { id: running, tenant_id: 'default', peer_id: peerB, peer_name: 'bravo', deadline_seconds: 600, created_by: 't' },
+      [busy.id],
+    );
+    const taken = await call({ peerId: peerB, agentIds: [mine.id, busy.id] });
+    expect(taken.status).toBe(409);
+    expect(taken.body.detail).toContain(`'${busy.id}' (handover ${running})`);
+    // None of the refusals wrote a handover.
+    expect(await db('handover_agents').where({ agent_id: mine.id })).toEqual([]);
+  });
+
+  test('a viewer or operator may read but not hand over (403); another tenant sees 404', async () => {
+    const mine = await seedAgent(a.t.database.db, 'default', { status: 'online' });
+    for (const client of ['default.viewer', 'default.operator']) {
+      const token = await a.t.token(client);
+      const res = await a.t.call('POST', HANDOVERS, { token, body: { peerId: peerB, agentIds: [mine.id] } });
+      expect(res.status).toBe(403);
+      expect((await a.t.call('GET', HANDOVERS, { token })).status).toBe(200);
+    }
+    const id = randomUUID();
+    await insertHandover(
+      a.t.database.db,
+      { id, tenant_id: 'default', peer_id: peerB, peer_name: 'bravo', deadline_seconds: 600, created_by: 't' },
+      [mine.id],
+    );
+    expect((await a.t.call('GET', `${HANDOVERS}/${id}`, { token: a.admin })).status).toBe(200);
+    const acme = await a.t.token('acme.admin');
+    expect((await a.t.call('GET', `${HANDOVERS}/${id}`, { token: acme })).status).toBe(404);
+    expect((await a.t.call('GET', `${HANDOVERS}/${id}/agents`, { token: acme })).status).toBe(404);
+  });
+});
