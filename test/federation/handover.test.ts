@@ -7,7 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { insertHandover } from '../../db/repos/handovers';
 import { handoverWorkflowId, type HandoverOutcome } from '../../workflows/definitions';
+import { tenantIdKey } from '../../workflows/search-attributes';
 import { seedAgent } from '../support/agents-seed';
+import { startTestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 import { pair, startInstallation, type Installation } from '../support/federation';
 
@@ -70,6 +72,9 @@ describe('a handover of live agents', () => {
     const created = await handOver({ peerId: peerB, agentIds: ids, deadlineSeconds: 120 });
     expect(created).toMatchObject({ state: 'running', peerId: peerB, peerName: 'bravo', deadlineSeconds: 120 });
     expect(created.counts.total).toBe(3);
+    const started = await a.client.workflow.getHandle(handoverWorkflowId(created.id)).describe();
+    expect(started.typedSearchAttributes.get(tenantIdKey)).toBe('default');
+    expect(await started.staticSummary()).toBe("Hand 3 agents over to peer 'bravo'");
 
     const done = await ended(created.id);
     expect(done).toMatchObject({ state: 'completed', reason: null });
@@ -247,5 +252,34 @@ describe('what a request may ask', () => {
     const acme = await a.t.token('acme.admin');
     expect((await a.t.call('GET', `${HANDOVERS}/${id}`, { token: acme })).status).toBe(404);
     expect((await a.t.call('GET', `${HANDOVERS}/${id}/agents`, { token: acme })).status).toBe(404);
+  });
+
+  test('Temporal not taking the workflow: 503, and the handover ends failed at once with its agents free', async () => {
+    const t = await startTestApp(); // no Temporal client
+    try {
+      const admin = await t.token('default.admin');
+      const peer = await t.call('POST', '/api/federation/peers', {
+        token: admin,
+        body: { name: 'bravo', baseUrl: b.t.baseUrl, credential: await b.t.pat('peer') },
+      });
+      expect(peer.status).toBe(201);
+      const agent = await seedAgent(t.database.db, 'default', { status: 'online' });
+      const res = await t.call('POST', HANDOVERS, {
+        token: admin,
+        body: { peerId: peer.body.id, agentIds: [agent.id] },
+      });
+      expect(res.status).toBe(503);
+      expect(res.body.type).toBe('http://fleet.test/errors/unavailable');
+      const [row] = await t.database.db('handovers');
+      expect(row).toMatchObject({ state: 'failed', reason: expect.stringMatching(/could not be started/) });
+      expect(await t.database.db('handover_agents').where({ agent_id: agent.id })).toMatchObject([
+        { state: 'skipped', active: false },
+      ]);
+      expect(await t.database.db('events').where({ type: 'federation.handover.failed', subject: row.id })).toHaveLength(
+        1,
+      );
+    } finally {
+      await t.close();
+    }
   });
 });
