@@ -725,7 +725,8 @@ export class SimulatedAgent extends EventEmitter {
     const opamp = reply.connectionSettings?.opamp;
     const moving = opamp !== undefined && this.tryOffer(reply.connectionSettings!.hash, opamp);
     if (opamp && !moving) {
-      if (opamp.destinationEndpoint) this.offeredEndpoint = opamp.destinationEndpoint;
+      // Not while an offer is being tried: a repeat of it is no mTLS endpoint.
+      if (opamp.destinationEndpoint && !this.candidate) this.offeredEndpoint = opamp.destinationEndpoint;
       const seconds = Number(opamp.heartbeatIntervalSeconds);
       if (
         seconds > 0 &&
