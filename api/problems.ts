@@ -1,5 +1,5 @@
 import { isUniqueViolation } from '../db/errors';
-import { DomainError, NotFoundError, PolicyDeniedError } from '../domain/errors';
+import { DomainError, ManagedByGitError, NotFoundError, PolicyDeniedError } from '../domain/errors';
 
 /**
  * RFC 9457 problem details. Code throws a `Problem` made by one of the factories below;
@@ -154,6 +154,7 @@ export function conflictOnDuplicate(detail: string) {
 export function problemOf(error: DomainError): Problem {
   if (error instanceof NotFoundError) return new Problem('not-found', error.message);
   if (error instanceof PolicyDeniedError) return new Problem('policy-denied', error.message, { ...error.facts });
+  if (error instanceof ManagedByGitError) return new Problem('managed-by-git', error.message);
   return new Problem('conflict', error.message);
 }
 

@@ -37,3 +37,8 @@ export class PolicyDeniedError extends DomainError {
     super(detail);
   }
 }
+
+/** The configuration is synchronised from a Git source: it is changed in the repository, never here. */
+export class ManagedByGitError extends DomainError {
+  override readonly name = 'ManagedByGitError';
+}

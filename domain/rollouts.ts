@@ -4,6 +4,7 @@
  * rollout workflow applies these rules; the api uses them to answer a plain refusal early.
  */
 import type { EventType } from '../db/repos/events';
+import type { FederatedRolloutState } from '../db/repos/federated-rollouts';
 import type { RolloutRow, RolloutState } from '../db/repos/rollouts';
 
 export type { RolloutState } from '../db/repos/rollouts';
@@ -111,3 +112,42 @@ export function describeRollout(rollout: Described, configurationName: string): 
   ].join('\n');
   return { summary, details };
 }
+
+// ---------------------------------------------------------------------------------------
+// Federated rollouts (docs/federation.md): one rollout per installation, operated together.
+
+export type { FederatedRolloutState } from '../db/repos/federated-rollouts';
+export const FEDERATED_ROLLOUT_OPERATIONS = ['pause', 'resume', 'abort', 'rollback'] as const;
+export type FederatedRolloutOperation = (typeof FEDERATED_ROLLOUT_OPERATIONS)[number];
+
+/** Where each operation on a federated rollout may start from, and where it leads. */
+export const FEDERATED_TRANSITIONS: Record<
+  FederatedRolloutOperation,
+  { from: readonly FederatedRolloutState[]; to: FederatedRolloutState }
+> = {
+  pause: { from: ['running'], to: 'paused' },
+  resume: { from: ['paused'], to: 'running' },
+  abort: { from: ['running', 'paused'], to: 'aborted' },
+  rollback: { from: ['running', 'paused', 'completed', 'failed', 'aborted'], to: 'rolling-back' },
+};
+
+export const FINAL_FEDERATED_STATES: readonly FederatedRolloutState[] = [
+  'completed',
+  'failed',
+  'aborted',
+  'rolled-back',
+];
+
+/** The outbox event of a federated rollout entering each state. */
+export const FEDERATED_STATE_EVENTS: Record<FederatedRolloutState, EventType> = {
+  running: 'federation.rollout.resumed',
+  paused: 'federation.rollout.paused',
+  completed: 'federation.rollout.completed',
+  failed: 'federation.rollout.failed',
+  aborted: 'federation.rollout.aborted',
+  'rolling-back': 'federation.rollout.rolling-back',
+  'rolled-back': 'federation.rollout.rolled-back',
+};
+
+export const refusedFederatedOperation = (state: FederatedRolloutState, operation: FederatedRolloutOperation) =>
+  `A ${state} federated rollout cannot be ${ROLLOUT_OPERATION_PAST[operation]}.`;

@@ -1,7 +1,222 @@
-import type { FederatedRolloutOutcome, FederatedRolloutWorkflowInput } from './definitions';
+/**
+ * A configuration version rolled out across installations (`federated-rollout:<id>`,
+ * docs/federation.md). Each installation's part is a lane: create its rollout (here, or on a
+ * peer through its incoming endpoint), then follow it to its end. Sequential: a lane starts
+ * once the one before completed; parallel: all at once. Operators' operations arrive as
+ * Updates, move the federated rollout (a conditional write) and are passed on to every
+ * part's rollout. A part that fails or is refused fails the federated rollout; a peer that
+ * stops answering pauses it, and the operator's resume tries again.
+ *
+ * History stays small without continue-as-new: a lane is a few activities whatever the
+ * rollout's length (following heartbeats, it does not add events), and there are at most 20.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { FederatedRolloutState } from '../db/repos/federated-rollouts';
+import {
+  FEDERATED_TRANSITIONS,
+  FINAL_FEDERATED_STATES,
+  refusedFederatedOperation,
+  type RolloutOperation,
+} from '../domain/rollouts';
+import {
+  ROLLOUT_FAILURES,
+  operateFederatedRolloutUpdate,
+  type FederatedRolloutOperationRequest,
+  type FederatedRolloutOutcome,
+  type FederatedRolloutWorkflowInput,
+} from './definitions';
 
-/** A configuration version rolled out across installations (docs/federation.md). */
+const retry = { initialInterval: '1 second', maximumInterval: '30 seconds' } as const;
+const quick = proxyActivities<Activities>({ startToCloseTimeout: '1 minute', retry });
+/** A part's creation is retried with backoff for about half a minute; a peer silent that long is unreachable. */
+const creating = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '40 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+});
+const following = proxyActivities<Activities>({
+  startToCloseTimeout: '30 days',
+  heartbeatTimeout: '20 seconds',
+  retry,
+});
+
+/** What a part's rollout is told when it starts while the federated rollout is no longer running. */
+const CATCH_UP: Partial<Record<FederatedRolloutState, RolloutOperation>> = {
+  paused: 'pause',
+  aborted: 'abort',
+  'rolling-back': 'rollback',
+};
+
 export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowInput): Promise<FederatedRolloutOutcome> {
-  void input;
-  throw new Error('not built yet');
+  const id = input.federatedRolloutId;
+  let state: FederatedRolloutState | 'loading' = 'loading';
+  let rowVersion = 0;
+  let reason: string | null;
+  let transitioning = false;
+  const stateNow = () => state; // handlers change it while lanes await; narrowing cannot know
+
+  async function exclusively<T>(work: () => Promise<T>): Promise<T> {
+    while (transitioning || state === 'loading') await condition(() => !transitioning && state !== 'loading');
+    transitioning = true;
+    try {
+      return await work();
+    } finally {
+      transitioning = false;
+    }
+  }
+
+  async function transition(
+    to: FederatedRolloutState,
+    options: { from: FederatedRolloutState[]; versions?: number[]; reason?: string | null; actor?: string },
+  ) {
+    const result = await quick.transitionFederatedRollout({ federatedRolloutId: id, to, ...options });
+    if (result.ok || result.state) [state, rowVersion] = [result.state!, result.rowVersion ?? rowVersion];
+    if (result.ok && options.reason !== undefined) reason = options.reason;
+    return result;
+  }
+
+  /** The workflow's own transitions: only from where it believes the federated rollout is. */
+  const move = (to: FederatedRolloutState, from: FederatedRolloutState[], why: string | null) =>
+    exclusively(async () => {
+      if (from.includes(state as FederatedRolloutState)) await transition(to, { from, reason: why });
+    });
+
+  setHandler(
+    operateFederatedRolloutUpdate,
+    (request) =>
+      exclusively(async () => {
+        const current = state as FederatedRolloutState;
+        const rule = FEDERATED_TRANSITIONS[request.operation];
+        const refuse = (type: string) =>
+          ApplicationFailure.nonRetryable(
+            refusedFederatedOperation(stateNow() as FederatedRolloutState, request.operation),
+            type,
+          );
+        if (!rule.from.includes(current)) throw refuse(ROLLOUT_FAILURES.invalidTransition);
+        const why = ['abort', 'rollback'].includes(request.operation)
+          ? `${request.operation} by ${request.actor}`
+          : null;
+        const result = await transition(rule.to, {
+          from: [current],
+          versions: request.versions,
+          reason: why,
+          actor: request.actor,
+        });
+        if (!result.ok)
+          throw refuse(
+            result.why === 'precondition' ? ROLLOUT_FAILURES.preconditionFailed : ROLLOUT_FAILURES.invalidTransition,
+          );
+        await quick.operateFederatedParts({
+          federatedRolloutId: id,
+          operation: request.operation,
+          actor: request.actor,
+        });
+        return { state, rowVersion };
+      }),
+    {
+      validator: (request: FederatedRolloutOperationRequest | undefined) => {
+        if (!request || !Object.hasOwn(FEDERATED_TRANSITIONS, request.operation))
+          throw new Error(`unknown operation ${String(request?.operation)}`);
+      },
+    },
+  );
+
+  const loaded = await quick.loadFederatedRollout(id);
+  [state, rowVersion, reason] = [loaded.state, loaded.rowVersion, loaded.reason];
+  const started = new Set(loaded.parts.filter((part) => part.started).map((part) => part.position));
+  const ended = new Map<number, string>();
+  const part = (position: number) => ({ federatedRolloutId: id, position });
+  const named = (position: number) => loaded.parts.find((p) => p.position === position)!.name;
+
+  /** A peer that does not answer pauses the federated rollout, and every other part with it. */
+  async function pauseForSilence(position: number, error: string) {
+    await quick.markFederatedPartUnreachable({ ...part(position), error });
+    await move('paused', ['running'], `installation '${named(position)}' does not answer; resume to try again`);
+    await quick.operateFederatedParts({ federatedRolloutId: id, operation: 'pause', actor: 'workflow' });
+  }
+
+  /** Creates the part's rollout; false when it was refused (the federated rollout failed) or its peer is silent (paused). */
+  async function start(position: number): Promise<boolean> {
+    try {
+      const outcome = await creating.createFederatedPart(part(position));
+      if (outcome.state === 'denied' || outcome.state === 'failed') {
+        await move('failed', ['running', 'paused'], outcome.reason ?? null);
+        return false;
+      }
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      const cause = error.cause;
+      if (cause instanceof ApplicationFailure && cause.nonRetryable) {
+        await move('failed', ['running', 'paused'], `installation '${named(position)}': ${cause.message}`);
+        return false;
+      }
+      // Retried for about half a minute, then given up: the last attempt says why.
+      await pauseForSilence(position, ((cause?.cause ?? cause ?? error) as Error).message);
+      return false;
+    }
+    started.add(position);
+    const missed = CATCH_UP[stateNow() as FederatedRolloutState];
+    if (missed)
+      await quick.operateFederatedParts({
+        federatedRolloutId: id,
+        operation: missed,
+        actor: 'workflow',
+        positions: [position],
+      });
+    return true;
+  }
+
+  /** One installation's part, from creation to the end of its rollout; the state it ended in (none if never started). */
+  async function lane(position: number): Promise<string | undefined> {
+    for (;;) {
+      await condition(() => stateNow() !== 'paused' && !transitioning);
+      if (!started.has(position) && (stateNow() !== 'running' || !(await start(position)))) {
+        if (stateNow() === 'paused') continue;
+        return undefined;
+      }
+      const outcome = await following.followFederatedPart(part(position));
+      if (outcome.state !== 'unreachable') {
+        ended.set(position, outcome.state);
+        if (outcome.state !== 'completed')
+          await move(
+            'failed',
+            ['running'],
+            `installation '${named(position)}': its rollout ${outcome.state}${outcome.reason ? `: ${outcome.reason}` : ''}`,
+          );
+        return outcome.state;
+      }
+      await pauseForSilence(position, outcome.reason ?? 'no answer');
+    }
+  }
+
+  async function runLanes() {
+    const positions = loaded.parts.map((p) => p.position);
+    if (loaded.mode === 'parallel') await Promise.all(positions.map(lane));
+    else for (const position of positions) if ((await lane(position)) !== 'completed') break;
+  }
+
+  for (;;) {
+    // An update that started this run (a rollback of a finished federated rollout) goes first.
+    await condition(allHandlersFinished);
+    const now = stateNow() as FederatedRolloutState;
+    if (now === 'running') {
+      await runLanes();
+      if (loaded.parts.every((p) => ended.get(p.position) === 'completed')) await move('completed', ['running'], null);
+    } else if (now === 'paused') {
+      await condition(() => stateNow() !== 'paused');
+    } else if (now === 'rolling-back') {
+      await Promise.all([...started].map((position) => following.followFederatedPart(part(position))));
+      await move('rolled-back', ['rolling-back'], reason);
+    } else if (FINAL_FEDERATED_STATES.includes(now)) {
+      return { state: now, reason };
+    }
+  }
 }

@@ -76,6 +76,19 @@ export async function findVersion(db: Db, configurationId: string, version: numb
     .first() as Promise<VersionRow | undefined>;
 }
 
+/** The configuration's version with this content hash, a published one first (the newest of them). */
+export async function findVersionByHash(
+  db: Db,
+  configurationId: string,
+  contentHash: string,
+): Promise<VersionRow | undefined> {
+  return db('configuration_versions')
+    .select(VERSION_COLUMNS)
+    .where({ configuration_id: configurationId, content_hash: contentHash })
+    .orderByRaw("state = 'published' DESC, version DESC")
+    .first() as Promise<VersionRow | undefined>;
+}
+
 export async function findVersionWithContent(
   db: Db,
   configurationId: string,

@@ -1,8 +1,241 @@
-import type { RouteDef } from '../../http/route';
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { findConfiguration } from '../../../db/repos/configurations';
+import { findVersionWithContent } from '../../../db/repos/configuration-versions';
+import { emitEvents } from '../../../db/repos/events';
+import {
+  findFederatedRollout,
+  insertFederatedRollout,
+  listFederatedRolloutsQuery,
+  listInstallations,
+  type FederatedRolloutRow,
+} from '../../../db/repos/federated-rollouts';
+import { findPeer } from '../../../db/repos/federation-peers';
+import {
+  FEDERATED_ROLLOUT_OPERATIONS,
+  FEDERATED_TRANSITIONS,
+  refusedFederatedOperation,
+  type FederatedRolloutOperation,
+} from '../../../domain/rollouts';
+import { ifMatchVersions } from '../../http/etag';
+import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
+import { route, type RouteDef } from '../../http/route';
+import type { z } from '../../http/zod';
+import { problems } from '../../problems';
 import type { FederationRouteOptions } from '.';
+import { dryRunEverywhere, type PlannedInstallation } from './rollouts-dry-run';
+import { incomingRolloutRoutes } from './rollouts-incoming';
+import {
+  createFederatedRolloutBody,
+  federatedRolloutId,
+  federatedRolloutListQuery,
+  federatedRolloutSchema,
+  federatedRolloutSummarySchema,
+  presentFederatedRollout,
+  presentFederatedRolloutSummary,
+} from './rollouts-schema';
+import { FederatedRolloutWorkflows } from './rollouts-workflow-client';
+
+const SOURCE = '/api/federation/rollouts';
+const tag = 'federation';
+
+const DESCRIPTIONS: Record<FederatedRolloutOperation, string> = {
+  pause: 'Pause every installation’s rollout; no further installation starts.',
+  resume: 'Resume every paused installation’s rollout (and try again a peer that stopped answering).',
+  abort: 'Abort every installation’s rollout; the installations not started yet never start.',
+  rollback: 'Roll back every installation’s rollout that started.',
+};
+
+type CreateBody = z.output<typeof createFederatedRolloutBody>;
 
 /** Federation: federated rollouts, and the receiver side a peer calls (docs/federation.md). */
 export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDef[] {
-  void options;
-  return [];
+  const workflows = new FederatedRolloutWorkflows(options.temporal, options.settings);
+
+  async function detail(db: Knex, row: FederatedRolloutRow) {
+    return presentFederatedRollout(row, await listInstallations(db, row.id));
+  }
+
+  /** Each installation of the body with its peer (404 for one that is not this tenant's). */
+  async function plannedInstallations(db: Knex, tenantId: string, body: CreateBody): Promise<PlannedInstallation[]> {
+    return Promise.all(
+      body.installations.map(async (installation) => {
+        if (installation.peerId === 'local')
+          return { peer: null, name: options.settings.federation.installationName, ...installation };
+        const peer = await findPeer(db, tenantId, installation.peerId.toLowerCase());
+        if (!peer) throw problems.notFound('federation peer', installation.peerId);
+        return { peer, name: peer.name, ...installation };
+      }),
+    );
+  }
+
+  const operations = FEDERATED_ROLLOUT_OPERATIONS.map((operation) =>
+    route({
+      method: 'post',
+      path: `${SOURCE}/{id}/${operation}`,
+      summary: `${operation[0]!.toUpperCase()}${operation.slice(1)} the federated rollout on every installation`,
+      tag,
+      permission: 'operate',
+      resource: 'federated-rollout',
+      etag: true,
+      // The workflow makes the change and passes it on; no connection waits on it here.
+      transactional: false,
+      params: federatedRolloutId,
+      response: {
+        status: 200,
+        description: `${DESCRIPTIONS[operation]} Answers the federated rollout in its new state, with its new ETag.`,
+        schema: federatedRolloutSchema,
+      },
+      handler: async ({ db, principal, params, ctx }) => {
+        const row = await findFederatedRollout(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('federated rollout', params.id);
+        const versions = ifMatchVersions(ctx);
+        if (versions && !versions.includes(Number(row.row_version)))
+          throw problems.preconditionFailed('federated rollout', row.id);
+        if (!FEDERATED_TRANSITIONS[operation].from.includes(row.state))
+          throw problems.invalidTransition(refusedFederatedOperation(row.state, operation));
+        await workflows.operate(row, { operation, versions, actor: principal.name });
+        const updated = (await findFederatedRollout(db, principal.tenantId, row.id))!;
+        return { body: await detail(db as Knex, updated), rowVersion: Number(updated.row_version) };
+      },
+    }),
+  );
+
+  return [
+    route({
+      method: 'get',
+      path: SOURCE,
+      summary: 'List federated rollouts',
+      tag,
+      permission: 'read',
+      query: pageQuery.extend(federatedRolloutListQuery.shape).strict(),
+      response: {
+        status: 200,
+        description: 'A page of federated rollouts, newest first.',
+        schema: pageOf(federatedRolloutSummarySchema),
+      },
+      handler: async ({ db, principal, query, ctx }) => {
+        const page = await paginate<FederatedRolloutRow>(
+          listFederatedRolloutsQuery(db, principal.tenantId, query),
+          query,
+          {
+            columns: [
+              { column: 'created_at', type: 'timestamp' },
+              { column: 'id', type: 'uuid' },
+            ],
+            direction: 'desc',
+          },
+        );
+        return { body: respondPage(ctx, options.baseUrl, page, presentFederatedRolloutSummary) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: SOURCE,
+      summary: 'Create a federated rollout: a configuration version rolled out on several installations',
+      tag,
+      permission: 'operate',
+      resource: 'federated-rollout',
+      etag: true,
+      // Every installation is asked first (peers over the network): no connection waits meanwhile.
+      transactional: false,
+      body: createFederatedRolloutBody,
+      response: {
+        status: 201,
+        description:
+          'The federated rollout, running: every installation accepted it in a dry run (else 422 policy-denied, 409 or 503 naming the installation, and nothing is created).',
+        schema: federatedRolloutSchema,
+      },
+      handler: async ({ db, principal, body }) => {
+        const tenantId = principal.tenantId;
+        const configuration = await findConfiguration(db, tenantId, body.configurationId);
+        if (!configuration) throw problems.notFound('configuration', body.configurationId);
+        const version = await findVersionWithContent(db, configuration.id, body.version);
+        if (!version) throw problems.notFound('configuration version', `${configuration.id}/${body.version}`);
+        if (version.state !== 'published')
+          throw problems.validation([
+            {
+              path: 'body.version',
+              message: `version ${body.version} is a draft; only a published version is rolled out`,
+            },
+          ]);
+        const installations = await plannedInstallations(db as Knex, tenantId, body);
+        await dryRunEverywhere(
+          db as Knex,
+          options.settings,
+          {
+            tenantId,
+            configurationId: configuration.id,
+            version: version.version,
+            contentHash: version.content_hash,
+            copy: { name: configuration.name, format: configuration.format, content: version.content },
+            actor: principal.name,
+          },
+          installations,
+        );
+        const row = await (db as Knex).transaction(async (trx) => {
+          const created = await insertFederatedRollout(
+            trx,
+            {
+              id: randomUUID(),
+              tenant_id: tenantId,
+              configuration_id: configuration.id,
+              version: version.version,
+              content_hash: version.content_hash,
+              name: body.name ?? null,
+              description: body.description ?? null,
+              mode: body.mode,
+              created_by: principal.name,
+            },
+            installations.map((installation) => ({
+              peer_id: installation.peer?.id ?? null,
+              installation_name: installation.name,
+              target: installation.target,
+              strategy: installation.strategy,
+            })),
+          );
+          const data = presentFederatedRollout(created.rollout, created.installations);
+          await emitEvents(trx, [
+            { tenantId, type: 'federation.rollout.created', source: SOURCE, subject: created.rollout.id, data },
+          ]);
+          return created.rollout;
+        });
+        // Committed first, so no connection waits on Temporal. If it cannot start now, the
+        // first operation starts it (update-with-start).
+        await workflows
+          .start(row)
+          .catch((error: unknown) =>
+            options.logger.warn(
+              { err: error, federatedRolloutId: row.id },
+              'federated rollout workflow not started; the first operation starts it',
+            ),
+          );
+        return {
+          status: 201,
+          body: await detail(db as Knex, row),
+          rowVersion: Number(row.row_version),
+          resourceId: row.id,
+          headers: { Location: `${SOURCE}/${row.id}` },
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: `${SOURCE}/{id}`,
+      summary: 'One federated rollout: its state and each installation’s part, as that installation reports it',
+      tag,
+      permission: 'read',
+      resource: 'federated-rollout',
+      etag: true,
+      params: federatedRolloutId,
+      response: { status: 200, description: 'The federated rollout.', schema: federatedRolloutSchema },
+      handler: async ({ db, principal, params }) => {
+        const row = await findFederatedRollout(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('federated rollout', params.id);
+        return { body: await detail(db as Knex, row), rowVersion: Number(row.row_version) };
+      },
+    }),
+    ...operations,
+    ...incomingRolloutRoutes(options),
+  ];
 }

@@ -1,0 +1,214 @@
+import { CONTENT_LIMIT_BYTES, contentBytes, parseContent } from '../../../domain/configurations/content';
+import {
+  FEDERATED_ROLLOUT_STATES,
+  INSTALLATION_STATES,
+  type FederatedRolloutRow,
+  type InstallationRow,
+} from '../../../db/repos/federated-rollouts';
+import type { RolloutRow } from '../../../db/repos/rollouts';
+import type { Progress } from '../../../db/repos/rollout-agents';
+import { ROLLOUT_STATES } from '../../../db/repos/rollouts';
+import { plainText } from '../../http/text';
+import { z } from '../../http/zod';
+import { createConfigurationBody } from '../configurations/schema';
+import { createRolloutBody, strategySchema, targetSchema } from '../rollouts/schema';
+
+/** A federated rollout spans at most this many installations. */
+export const MAX_INSTALLATIONS = 20;
+
+export const federatedRolloutId = z.object({ id: z.uuid() });
+
+const installationBody = z
+  .object({
+    peerId: z
+      .union([z.uuid(), z.literal('local')])
+      .openapi({ description: 'A federation peer of this tenant, or `local` for this installation.' }),
+    target: targetSchema,
+    strategy: strategySchema,
+  })
+  .strict();
+
+export const createFederatedRolloutBody = z
+  .object({
+    name: createRolloutBody.shape.name,
+    description: createRolloutBody.shape.description,
+    configurationId: z.uuid(),
+    version: createRolloutBody.shape.version,
+    mode: z.enum(['sequential', 'parallel']).default('sequential').openapi({
+      description: '`sequential`: each installation after the previous one completed; `parallel`: all at once.',
+    }),
+    installations: z.array(installationBody).min(1).max(MAX_INSTALLATIONS),
+  })
+  .strict()
+  .superRefine((body, ctx) => {
+    const seen = new Set<string>();
+    body.installations.forEach((installation, i) => {
+      const peer = installation.peerId.toLowerCase();
+      if (seen.has(peer))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['installations', i, 'peerId'],
+          message: 'names an installation already listed',
+        });
+      seen.add(peer);
+    });
+  })
+  .openapi('FederatedRolloutCreate');
+
+const progressSchema = z.record(z.string(), z.number().int());
+
+const installationSchema = z.object({
+  position: z.number().int(),
+  peerId: z.string().nullable().openapi({ description: 'null: this installation.' }),
+  name: z.string(),
+  state: z.enum(INSTALLATION_STATES),
+  rolloutId: z.string().nullable().openapi({ description: "The rollout's id on that installation." }),
+  configurationId: z.string().nullable().openapi({ description: "The configuration's id on that installation." }),
+  version: z.number().int().nullable().openapi({ description: 'The version number there (same content hash).' }),
+  progress: progressSchema.nullable().openapi({ description: 'As that installation reports it.' }),
+  problem: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .openapi({ description: 'Why it was refused or could not be reached (the problem that installation answered).' }),
+  target: z.record(z.string(), z.unknown()),
+  strategy: z.record(z.string(), z.unknown()),
+  updatedAt: z.string(),
+});
+
+export const federatedRolloutSummarySchema = z
+  .object({
+    id: z.string(),
+    name: z.string().nullable(),
+    description: z.string().nullable(),
+    configurationId: z.string(),
+    version: z.number().int(),
+    contentHash: z.string(),
+    mode: z.enum(['sequential', 'parallel']),
+    state: z.enum(FEDERATED_ROLLOUT_STATES),
+    reason: z.string().nullable(),
+    createdBy: z.string(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    finishedAt: z.string().nullable(),
+  })
+  .openapi('FederatedRolloutSummary');
+
+export const federatedRolloutSchema = federatedRolloutSummarySchema
+  .extend({ installations: z.array(installationSchema) })
+  .openapi('FederatedRollout');
+
+export const federatedRolloutListQuery = z.object({ state: z.enum(FEDERATED_ROLLOUT_STATES).optional() });
+
+export function presentFederatedRolloutSummary(
+  row: FederatedRolloutRow,
+): z.infer<typeof federatedRolloutSummarySchema> {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    configurationId: row.configuration_id,
+    version: row.version,
+    contentHash: row.content_hash,
+    mode: row.mode,
+    state: row.state,
+    reason: row.reason,
+    createdBy: row.created_by,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    finishedAt: row.finished_at?.toISOString() ?? null,
+  };
+}
+
+export function presentInstallation(row: InstallationRow): z.infer<typeof installationSchema> {
+  return {
+    position: row.position,
+    peerId: row.peer_id,
+    name: row.installation_name,
+    state: row.state,
+    rolloutId: row.rollout_id,
+    configurationId: row.remote_configuration_id,
+    version: row.remote_version,
+    progress: row.progress,
+    problem: row.problem,
+    target: row.target as unknown as Record<string, unknown>,
+    strategy: row.strategy as unknown as Record<string, unknown>,
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+export function presentFederatedRollout(
+  row: FederatedRolloutRow,
+  installations: InstallationRow[],
+): z.infer<typeof federatedRolloutSchema> {
+  return { ...presentFederatedRolloutSummary(row), installations: installations.map(presentInstallation) };
+}
+
+// ---------------------------------------------------------------------------------------
+// The receiver's endpoints (another installation calls them with its `peer` PAT)
+
+/** `<origin installation id>:<federated rollout id>:<position>`: the caller's key for its part. */
+export const incomingKey = z.object({
+  key: z
+    .string()
+    .regex(
+      /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}:[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}:[0-9]{1,2}$/,
+      'must be <origin installation id>:<federated rollout id>:<position>',
+    ),
+});
+
+const copiedConfiguration = z
+  .object({
+    name: createConfigurationBody.shape.name,
+    format: createConfigurationBody.shape.format,
+    content: z.string(),
+  })
+  .strict()
+  .superRefine((copy, ctx) => {
+    if (contentBytes(copy.content) > CONTENT_LIMIT_BYTES) {
+      ctx.addIssue({ code: 'custom', path: ['content'], message: `is over ${CONTENT_LIMIT_BYTES} bytes (1 MiB)` });
+      return;
+    }
+    const parsed = parseContent(copy.format, copy.content);
+    if (!parsed.ok) ctx.addIssue({ code: 'custom', path: ['content'], message: parsed.message });
+  })
+  .openapi('FederatedConfigurationCopy', {
+    description: 'The version to roll out: copied into the configuration of this name (created when missing).',
+  });
+
+/** The dry run (`evaluate`) and the creation (`PUT {key}`) take the same body. */
+export const incomingRolloutBody = z
+  .object({
+    configuration: copiedConfiguration,
+    target: targetSchema,
+    strategy: strategySchema,
+    name: plainText().trim().min(1).max(200).nullable().optional(),
+    description: z.string().max(2000).nullable().optional(),
+  })
+  .strict()
+  .openapi('IncomingRollout');
+
+export const incomingEvaluationSchema = z
+  .object({ allowed: z.literal(true), agents: z.number().int().openapi({ description: 'Target agents here.' }) })
+  .openapi('IncomingRolloutEvaluation');
+
+export const incomingRolloutSchema = z
+  .object({
+    rolloutId: z.string(),
+    configurationId: z.string(),
+    version: z.number().int(),
+    state: z.enum(ROLLOUT_STATES),
+    reason: z.string().nullable(),
+    progress: progressSchema,
+  })
+  .openapi('IncomingRolloutState');
+
+export function presentIncomingRollout(row: RolloutRow, progress: Progress): z.infer<typeof incomingRolloutSchema> {
+  return {
+    rolloutId: row.id,
+    configurationId: row.configuration_id,
+    version: row.version,
+    state: row.state,
+    reason: row.reason,
+    progress: { ...progress },
+  };
+}

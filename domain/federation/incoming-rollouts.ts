@@ -1,0 +1,133 @@
+/**
+ * The receiver's side of a federated rollout: a peer sends a configuration version (name,
+ * format, content) with a target and a strategy; this installation copies the version and
+ * creates the rollout, found again by the peer's key so that a retried call creates nothing
+ * twice (docs/federation.md).
+ */
+import type { Knex } from 'knex';
+import { isUniqueViolation } from '../../db/errors';
+import { findVersionByHash, type VersionRow } from '../../db/repos/configuration-versions';
+import {
+  findConfigurationByName,
+  insertConfiguration,
+  lockConfiguration,
+  type ConfigurationRow,
+} from '../../db/repos/configurations';
+import { emitEvents } from '../../db/repos/events';
+import { countRolloutAgents } from '../../db/repos/rollout-agents';
+import type { RolloutRow, RolloutStrategy, RolloutTarget } from '../../db/repos/rollouts';
+import { contentHash, type Format } from '../configurations/content';
+import { publishVersion, saveVersion } from '../configurations/versions';
+import { DomainError, ManagedByGitError } from '../errors';
+import { createCheckedRollout } from '../rollout-creation';
+
+export interface CopiedConfiguration {
+  name: string;
+  format: Format;
+  /** Validated by the caller (size, parses as its format). */
+  content: string;
+}
+
+export interface IncomingRollout {
+  configuration: CopiedConfiguration;
+  target: RolloutTarget;
+  strategy: RolloutStrategy;
+  name?: string | null;
+  description?: string | null;
+}
+
+/**
+ * The version here with the peer's content: the configuration of the same name (created
+ * when missing), and its version with the same content hash (published if it was a draft),
+ * or a new published version. A configuration managed by Git here is never written to.
+ */
+export async function copyVersion(
+  trx: Knex.Transaction,
+  tenantId: string,
+  copy: CopiedConfiguration,
+  actor: string,
+): Promise<{ configuration: ConfigurationRow; version: VersionRow }> {
+  const found = (await findConfigurationByName(trx, tenantId, copy.name)) ?? (await createNamed(trx, tenantId, copy));
+  const configuration = (await lockConfiguration(trx, tenantId, found.id))!;
+  if (configuration.managed_by)
+    throw new ManagedByGitError(
+      `Configuration '${configuration.name}' is managed by Git source '${configuration.managed_by}' here; a federated rollout cannot add a version to it.`,
+    );
+  if (configuration.format !== copy.format)
+    throw new DomainError(
+      `Configuration '${configuration.name}' is ${configuration.format} here; a ${copy.format} version cannot be copied into it.`,
+    );
+  const same = await findVersionByHash(trx, configuration.id, contentHash(copy.content));
+  if (same?.state === 'published') return { configuration, version: same };
+  const draft =
+    same ?? (await saveVersion(trx, tenantId, configuration.id, { content: copy.content, author: actor })).version;
+  return publishVersion(trx, tenantId, configuration.id, draft.version, actor);
+}
+
+/** A configuration created for the copy; a concurrent copy that created it first is used instead. */
+async function createNamed(trx: Knex.Transaction, tenantId: string, copy: CopiedConfiguration) {
+  try {
+    const row = await trx.transaction((savepoint) =>
+      insertConfiguration(savepoint, {
+        tenant_id: tenantId,
+        name: copy.name,
+        description: '',
+        format: copy.format,
+        labels: {},
+      }),
+    );
+    await emitEvents(trx, [
+      {
+        tenantId,
+        type: 'configuration.created',
+        source: '/api/configurations',
+        subject: row.id,
+        data: { id: row.id, name: row.name, format: row.format },
+      },
+    ]);
+    return row;
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    return (await findConfigurationByName(trx, tenantId, copy.name))!;
+  }
+}
+
+/** Copies the version and creates the rollout (pending) under the peer's key, in the caller's transaction. */
+export async function createIncomingRollout(
+  trx: Knex.Transaction,
+  tenantId: string,
+  key: string | undefined,
+  request: IncomingRollout,
+  actor: string,
+): Promise<RolloutRow> {
+  const { configuration, version } = await copyVersion(trx, tenantId, request.configuration, actor);
+  return createCheckedRollout(trx, {
+    tenantId,
+    name: request.name ?? null,
+    description: request.description ?? null,
+    configurationId: configuration.id,
+    version: version.version,
+    contentHash: version.content_hash,
+    target: request.target,
+    strategy: request.strategy,
+    createdBy: actor,
+    federationKey: key,
+  });
+}
+
+/**
+ * What creating the rollout would meet (the target, an agent in another active rollout, the
+ * policies), in a transaction that is always rolled back: nothing is kept.
+ */
+export async function dryRunRollout(
+  db: Knex,
+  create: (trx: Knex.Transaction) => Promise<RolloutRow>,
+): Promise<{ allowed: true; agents: number }> {
+  const trx = await db.transaction();
+  try {
+    const row = await create(trx);
+    return { allowed: true, agents: await countRolloutAgents(trx, row.id) };
+  } finally {
+    await trx.rollback();
+  }
+}

@@ -1,0 +1,288 @@
+/**
+ * Federated rollouts across two real installations (own databases, apis, agent listeners and
+ * workers, one Temporal dev server): simulated agents on both, a configuration version on a,
+ * its copy on b, and the federated rollout's workflow driving b's rollout through b's API.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { publishConfiguration, type PublishedVersion } from '../support/configurations';
+import { eventually } from '../support/eventually';
+import { pair, startInstallation, type Installation } from '../support/federation';
+
+const ERRORS = 'http://fleet.test/errors';
+
+let a: Installation;
+let b: Installation;
+let bPeerId: string;
+beforeAll(async () => {
+  [a, b] = await Promise.all([startInstallation('a'), startInstallation('b')]);
+  bPeerId = await pair(a, b);
+}, 90_000);
+afterAll(async () => {
+  await Promise.all([a?.close(), b?.close()]);
+});
+
+const create = (body: Record<string, unknown>, token = a.operator) =>
+  a.t.call('POST', '/api/federation/rollouts', { token, body });
+const get = (id: string) => a.t.call('GET', `/api/federation/rollouts/${id}`, { token: a.operator });
+const operate = (id: string, operation: string) =>
+  a.t.call('POST', `/api/federation/rollouts/${id}/${operation}`, { token: a.operator });
+
+async function waitFor(id: string, check: (body: any) => void, timeoutMs = 45_000) {
+  return eventually(async () => {
+    const res = await get(id);
+    check(res.body);
+    return res.body;
+  }, timeoutMs);
+}
+
+const bRollout = (rolloutId: string) => b.t.call('GET', `/api/rollouts/${rolloutId}`, { token: b.operator });
+
+async function publish(content = `exporters:\n  debug: {}\n# ${randomUUID()}\n`): Promise<PublishedVersion> {
+  return (await publishConfiguration(a.t, a.operator, [content]))[0]!;
+}
+
+const installations = (groupA: string, groupB: string, strategyB: Record<string, unknown> = { batchSize: 1 }) => [
+  { peerId: 'local', target: { groupIds: [groupA] }, strategy: { batchSize: 1 } },
+  { peerId: bPeerId, target: { groupIds: [groupB] }, strategy: strategyB },
+];
+
+test('a federated rollout across a (here) and b runs to completion; b gets the same version', async () => {
+  const [fleetA, fleetB] = await Promise.all([a.fleet(2), b.fleet(2)]);
+  const version = await publish();
+  const created = await create({
+    configurationId: version.configurationId,
+    version: version.version,
+    name: 'collectors everywhere',
+    installations: installations(fleetA.groupId, fleetB.groupId),
+  });
+  expect(created.status).toBe(201);
+  expect(created.headers.get('location')).toBe(`/api/federation/rollouts/${created.body.id}`);
+  expect(created.body).toMatchObject({ state: 'running', mode: 'sequential', name: 'collectors everywhere' });
+  expect(created.body.installations.map((i: any) => [i.name, i.peerId])).toEqual([
+    ['a', null],
+    ['b', bPeerId],
+  ]);
+
+  const done = await waitFor(created.body.id, (body) => expect(body.state).toBe('completed'));
+  for (const agent of [...fleetA.fleet.agents, ...fleetB.fleet.agents]) {
+    expect(agent.state.lastConfigHash).toBe(version.contentHash);
+    expect(agent.state.appliedStatus).toBe('APPLIED');
+  }
+  expect(done.installations).toEqual([
+    expect.objectContaining({ name: 'a', state: 'completed', configurationId: version.configurationId, version: 1 }),
+    expect.objectContaining({ name: 'b', state: 'completed', progress: expect.objectContaining({ succeeded: 2 }) }),
+  ]);
+  // b holds a copy: a configuration of the same name, a published version with the same content hash.
+  const onB = done.installations[1];
+  const copied = await b.t.call('GET', `/api/configurations/${onB.configurationId}/versions/${onB.version}`, {
+    token: b.operator,
+  });
+  expect(copied.body).toMatchObject({ state: 'published', contentHash: version.contentHash });
+  expect((await b.t.call('GET', `/api/configurations/${onB.configurationId}`, { token: b.operator })).body.name).toBe(
+    version.name,
+  );
+  expect((await bRollout(onB.rolloutId)).body).toMatchObject({ state: 'completed', progress: { succeeded: 2 } });
+  const types = await a.t.database.db('events').where({ subject: created.body.id }).orderBy('seq').pluck('type');
+  expect(types[0]).toBe('federation.rollout.created');
+  expect(types).toContain('federation.rollout.installation-updated');
+  expect(types.at(-1)).toBe('federation.rollout.completed');
+
+  // Rolled back once completed: its workflow starts again and rolls back every installation.
+  const rolling = await operate(created.body.id, 'rollback');
+  expect(rolling.status).toBe(200);
+  expect(rolling.body.state).toBe('rolling-back');
+  const rolledBack = await waitFor(created.body.id, (body) => expect(body.state).toBe('rolled-back'));
+  expect(rolledBack.installations.map((i: { state: string }) => i.state)).toEqual(['rolled-back', 'rolled-back']);
+  expect((await bRollout(onB.rolloutId)).body.state).toBe('rolled-back');
+}, 120_000);
+
+test('paused mid-way, resumed, then aborted: each operation reaches b’s rollout', async () => {
+  const [fleetA, fleetB] = await Promise.all([a.fleet(1), b.fleet(3)]);
+  const version = await publish();
+  const created = await create({
+    configurationId: version.configurationId,
+    version: version.version,
+    installations: installations(fleetA.groupId, fleetB.groupId, { batchSize: 1, bakeSeconds: 5 }),
+  });
+  expect(created.status).toBe(201);
+  const id = created.body.id as string;
+  // a completes first (sequential), then b's first batch applies and bakes.
+  const running = await waitFor(id, (body) => expect(body.installations[1].progress?.succeeded).toBe(1));
+  const onB = running.installations[1].rolloutId as string;
+
+  const paused = await operate(id, 'pause');
+  expect(paused.status).toBe(200);
+  expect(paused.body.state).toBe('paused');
+  await eventually(async () => expect((await bRollout(onB)).body.state).toBe('paused'), 15_000);
+  expect((await operate(id, 'pause')).status).toBe(409);
+
+  const resumed = await operate(id, 'resume');
+  expect(resumed.status).toBe(200);
+  expect(resumed.body.state).toBe('running');
+  await eventually(async () => expect((await bRollout(onB)).body.state).toBe('running'), 15_000);
+
+  const aborted = await operate(id, 'abort');
+  expect(aborted.status).toBe(200);
+  expect(aborted.body).toMatchObject({ state: 'aborted', reason: expect.stringContaining('abort by') });
+  await eventually(async () => expect((await bRollout(onB)).body.state).toBe('aborted'), 15_000);
+  await waitFor(id, (body) => expect(body.installations[1].state).toBe('aborted'));
+  expect(fleetB.fleet.agents.filter((agent) => agent.state.lastConfigHash === version.contentHash).length).toBeLessThan(
+    3,
+  );
+  const types = await a.t.database.db('events').where({ subject: id }).pluck('type');
+  expect(types).toEqual(
+    expect.arrayContaining(['federation.rollout.paused', 'federation.rollout.resumed', 'federation.rollout.aborted']),
+  );
+  expect((await operate(id, 'resume')).status).toBe(409);
+}, 90_000);
+
+test('a policy on b denies: 422 naming b, with b’s violations; nothing is created on either side', async () => {
+  const [fleetA, fleetB] = await Promise.all([a.fleet(1), b.fleet(1)]);
+  const policy = await b.t.call('POST', '/api/policies', {
+    token: b.admin,
+    body: { name: `no-${randomUUID().slice(0, 8)}`, expression: 'false', scope: [fleetB.groupId] },
+  });
+  expect(policy.status).toBe(201);
+  const secondAdmin = await b.t.pat('admin', { name: `second-admin-${randomUUID().slice(0, 8)}` });
+  expect((await b.t.call('POST', `/api/policies/${policy.body.id}/approve`, { token: secondAdmin })).status).toBe(200);
+  const version = await publish();
+  const before = await a.t.database.db('federated_rollouts').count({ n: '*' }).first();
+
+  const denied = await create({
+    configurationId: version.configurationId,
+    version: version.version,
+    installations: installations(fleetA.groupId, fleetB.groupId),
+  });
+  expect(denied.status).toBe(422);
+  expect(denied.body).toMatchObject({
+    type: `${ERRORS}/policy-denied`,
+    detail: expect.stringMatching(/^Installation 'b': Policy '.*' denied the push to agent/),
+    installation: 'b',
+    peerId: bPeerId,
+    policyId: policy.body.id,
+    agentId: fleetB.ids[0],
+    violations: [expect.objectContaining({ policyId: policy.body.id, agentId: fleetB.ids[0] })],
+  });
+  expect(await a.t.database.db('federated_rollouts').count({ n: '*' }).first()).toEqual(before);
+  expect(await a.t.database.db('rollouts').where({ configuration_id: version.configurationId })).toEqual([]);
+  expect(await b.t.database.db('configurations').where({ name: version.name })).toEqual([]);
+}, 60_000);
+
+test('validation: draft version, unknown peer, an installation twice, none, a bad strategy; roles', async () => {
+  const version = await publish();
+  const draft = await a.t.call('POST', `/api/configurations/${version.configurationId}/versions`, {
+    token: a.operator,
+    body: { content: 'a: 2\n' },
+  });
+  const one = (peerId: string, strategy: unknown = { batchSize: 1 }) => ({
+    peerId,
+    target: { groupIds: [randomUUID()] },
+    strategy,
+  });
+  const body = (extra: Record<string, unknown>) => ({
+    configurationId: version.configurationId,
+    version: version.version,
+    installations: [one('local')],
+    ...extra,
+  });
+  const cases: Array<[Record<string, unknown>, number, string]> = [
+    [body({ version: draft.body.version }), 400, 'body.version'],
+    [body({ installations: [one(randomUUID())] }), 404, ''],
+    [body({ installations: [one(bPeerId), one(bPeerId.toUpperCase())] }), 400, 'body.installations.1.peerId'],
+    [body({ installations: [one('local'), one('local')] }), 400, 'body.installations.1.peerId'],
+    [body({ installations: [] }), 400, 'body.installations'],
+    [body({ installations: Array.from({ length: 21 }, () => one(randomUUID())) }), 400, 'body.installations'],
+    [body({ installations: [one('local', { batchSize: 0 })] }), 400, 'body.installations.0.strategy.batchSize'],
+    [body({ installations: [one('local', { batchSize: 1, batchPercent: 5 })] }), 400, 'body.installations.0.strategy'],
+    [body({ mode: 'sideways' }), 400, 'body.mode'],
+    [body({ configurationId: randomUUID() }), 404, ''],
+  ];
+  for (const [sent, status, path] of cases) {
+    const res = await create(sent);
+    expect({ sent, status: res.status }).toEqual({ sent, status });
+    if (path) expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
+  }
+  expect((await create(body({}), await a.t.token('default.viewer'))).status).toBe(403);
+  expect((await create(body({}), await a.t.pat('peer'))).status).toBe(403);
+  expect((await a.t.call('GET', '/api/federation/rollouts', { token: await a.t.token('default.viewer') })).status).toBe(
+    200,
+  );
+  expect((await operate(randomUUID(), 'pause')).status).toBe(404);
+  expect((await get('not-a-uuid')).status).toBe(400);
+}, 30_000);
+
+/** A TCP relay to b's api that can stop answering (connections refused) and come back on the same port. */
+async function relayTo(target: string) {
+  const upstream = new URL(target);
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  let port = 0;
+  const listen = async () => {
+    const listening = createServer((client) => {
+      const to = connect(Number(upstream.port), upstream.hostname);
+      for (const socket of [client, to]) {
+        sockets.add(socket);
+        socket.on('close', () => sockets.delete(socket));
+        socket.on('error', () => socket.destroy());
+      }
+      client.pipe(to).pipe(client);
+    });
+    await new Promise<void>((resolve) => listening.listen(port, '127.0.0.1', resolve));
+    port = (listening.address() as AddressInfo).port;
+    server = listening;
+  };
+  await listen();
+  return {
+    url: () => `http://127.0.0.1:${port}`,
+    async stop() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server!.close(resolve));
+    },
+    start: listen,
+  };
+}
+
+test('b stops answering mid-way: the federated rollout pauses rather than fails; resume goes on', async () => {
+  const relay = await relayTo(b.t.baseUrl);
+  const credential = await b.t.pat('peer', { name: `peer-a-relayed-${randomUUID().slice(0, 8)}` });
+  const peer = await a.t.call('POST', '/api/federation/peers', {
+    token: a.admin,
+    body: { name: 'b-relayed', baseUrl: relay.url(), credential },
+  });
+  expect(peer.status).toBe(201);
+  const [fleetA, fleetB] = await Promise.all([a.fleet(1), b.fleet(2)]);
+  const version = await publish();
+  const created = await create({
+    configurationId: version.configurationId,
+    version: version.version,
+    installations: [
+      { peerId: 'local', target: { groupIds: [fleetA.groupId] }, strategy: { batchSize: 1 } },
+      { peerId: peer.body.id, target: { groupIds: [fleetB.groupId] }, strategy: { batchSize: 1, bakeSeconds: 3 } },
+    ],
+  });
+  expect(created.status).toBe(201);
+  const id = created.body.id as string;
+  await waitFor(id, (body) => expect(body.installations[1].progress?.succeeded).toBe(1));
+
+  await relay.stop();
+  const paused = await waitFor(
+    id,
+    (body) => {
+      expect(body.state).toBe('paused');
+      expect(body.installations[1].state).toBe('unreachable');
+    },
+    75_000,
+  );
+  expect(paused.reason).toBe("installation 'b-relayed' does not answer; resume to try again");
+  expect(paused.installations[1].problem.detail).toMatch(/b-relayed/);
+  const event = await a.t.database.db('events').where({ subject: id, type: 'federation.rollout.paused' }).first();
+  expect(event.data).toMatchObject({ from: 'running', state: 'paused', actor: 'workflow' });
+
+  await relay.start();
+  expect((await operate(id, 'resume')).status).toBe(200);
+  await waitFor(id, (body) => expect(body.state).toBe('completed'), 45_000);
+  for (const agent of fleetB.fleet.agents) expect(agent.state.lastConfigHash).toBe(version.contentHash);
+  await relay.stop();
+}, 180_000);
