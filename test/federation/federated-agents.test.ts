@@ -145,6 +145,29 @@ test('an unhealthy peer is skipped and named, the others listed', async () => {
   }
 });
 
+test('a peer that refuses (its PAT revoked since its last check) is named failed with its 401; the others are listed', async () => {
+  const issued = await b.t.call('POST', '/api/pats', { token: b.admin, body: { name: 'soon-revoked', role: 'peer' } });
+  const paired = await a.t.call('POST', '/api/federation/peers', {
+    token: a.admin,
+    body: { name: 'bravo-again', baseUrl: b.t.baseUrl, credential: issued.body.token },
+  });
+  expect(paired.body.healthy).toBe(true);
+  try {
+    expect((await b.t.call('POST', `/api/pats/${issued.body.id}/revoke`, { token: b.admin })).status).toBe(200);
+    const res = await list('?limit=1000');
+    expect(res.status).toBe(200);
+    expect(res.body.items).toHaveLength(bAgents.length + cAgents.length);
+    expect(res.body.peers).toContainEqual({
+      id: paired.body.id,
+      name: 'bravo-again',
+      status: 'failed',
+      error: expect.stringMatching(/answered 401 .*revoked/),
+    });
+  } finally {
+    await a.t.call('DELETE', `/api/federation/peers/${paired.body.id}`, { token: a.admin });
+  }
+});
+
 test('a peer that does not answer in time is named timeout; the others are listed and its place kept', async () => {
   // B is slow for real: its agents table is locked, so its inventory query waits.
   const slow = await b.t.database.db.transaction();
