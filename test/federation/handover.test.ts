@@ -115,10 +115,14 @@ describe('a handover of live agents', () => {
     const list = await a.t.call('GET', `${HANDOVERS}?state=completed`, { token: await a.t.token('default.viewer') });
     expect(list.body.items.map((row: { id: string }) => row.id)).toContain(created.id);
 
-    expect(await events(a, 'federation.handover.started', created.id)).toHaveLength(1);
+    expect(await events(a, 'federation.handover.started', created.id)).toMatchObject([
+      { data: { peerId: peerB, peerName: 'bravo', agentCount: 3 } },
+    ]);
     expect(await events(a, 'federation.handover.agent-handed-over', created.id)).toHaveLength(3);
     expect(await events(a, 'federation.handover.completed', created.id)).toHaveLength(1);
-    expect(await events(b, 'federation.handover.requested', created.id)).toHaveLength(1);
+    expect(await events(b, 'federation.handover.requested', created.id)).toMatchObject([
+      { data: { requestedBy: 'peer-alpha', agentIds: ids } },
+    ]);
     expect(await events(b, 'federation.handover.agent-received', created.id)).toHaveLength(3);
 
     await eventually(async () => {

@@ -144,7 +144,7 @@ export function handoverRoutes(options: FederationRouteOptions): RouteDef[] {
               type: 'federation.handover.started',
               source: HANDOVERS,
               subject: row.id,
-              data: { id: row.id, peerId: peer.id, peerName: peer.name, agents: agentIds.length },
+              data: { id: row.id, peerId: peer.id, peerName: peer.name, agentCount: agentIds.length },
             },
           ]);
           return { row, count: agentIds.length };

@@ -121,7 +121,7 @@ export function incomingHandoverRoutes(options: FederationRouteOptions): RouteDe
               type: 'federation.handover.requested',
               source: INCOMING,
               subject: row.id,
-              data: { id: row.id, requestedBy: row.requested_by, agents: row.agent_ids.length },
+              data: { id: row.id, requestedBy: row.requested_by, agentIds: row.agent_ids },
             },
           ]);
         }
