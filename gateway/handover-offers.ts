@@ -70,6 +70,10 @@ export class HandoverOffers {
     });
   }
 
+  isOffered(agentId: string): boolean {
+    return this.offered.has(agentId);
+  }
+
   /** The settings the agent should have: its handover's receiver while one is offered, else the standing ones. */
   wanted(agentId: string, standing: StandingSettings | undefined): WantedSettings | undefined {
     const handoverId = this.key ? this.offered.get(agentId) : undefined;

@@ -210,7 +210,8 @@ export class AgentSessions {
     if (this.byAgent.size === 0) return;
     await this.recheck([...this.byAgent.values()]);
     await this.deliver([...this.byAgent.keys()]);
-    this.offerSettings([...this.byAgent.keys()]);
+    // Offers made meanwhile go now; a withdrawal missed goes with the agent's next reply.
+    this.offerSettings([...this.byAgent.keys()].filter((agentId) => this.handovers.isOffered(agentId)));
   }
 
   // -------------------------------------------------------------------------------------

@@ -384,3 +384,21 @@ test('an agent that reported its settings applied is offered them again once its
     await ws.close();
   }
 }, 30_000);
+
+test('an offer made while the LISTEN connection is down reaches the agent once the listener is back', async () => {
+  const agent = await agentOnSender({ followOffers: false, csr: false });
+  const messages = messagesOf(agent);
+  const { token } = await receiverExpects([agent.id]);
+  // Every listener of the sender's database loses its connection: the offer's notification reaches no one.
+  await sender.t.database.db.raw(
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'fleet-config-listener' AND datname = current_database()`,
+  );
+  await offerOnSender([agent.id], receiverOffer(token));
+  await eventually(
+    async () =>
+      expect(messages.some((m) => m.connectionSettings?.opamp?.destinationEndpoint === receiver.gateway.wsUrl)).toBe(
+        true,
+      ),
+    10_000,
+  );
+}, 30_000);
