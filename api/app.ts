@@ -8,6 +8,8 @@ import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createAuditTrail } from './audit/trail';
 import { createAuthenticator, createTokenAuthenticator } from './auth/authenticate';
+import { createConsoleSessions } from './auth/console-session';
+import { createConsoleSignIn } from './auth/console-sign-in';
 import { LiveHub } from './hub/hub';
 import { EVENTS_CHANNEL } from '../db/repos/events';
 import { eventsRoutes } from './routes/events/routes';
@@ -24,6 +26,7 @@ import { openApiRoutes, swaggerRoutes } from './openapi/routes';
 import { problems } from './problems';
 import { agentsRoutes } from './routes/agents/routes';
 import { auditRoutes } from './routes/audit/routes';
+import { authRoutes } from './routes/auth/routes';
 import { configurationsRoutes } from './routes/configurations/routes';
 import { federationRoutes } from './routes/federation';
 import { gitSourcesRoutes } from './routes/git-sources/routes';
@@ -37,6 +40,7 @@ import { patRoutes } from './routes/pats/routes';
 import { systemRoutes } from './routes/system/routes';
 import { tenantRoutes } from './routes/tenant/routes';
 import type { Settings } from '../platform/settings';
+import { encryptionKey } from '../platform/secrets';
 
 export interface AppDeps {
   settings: Readonly<Settings>;
@@ -130,7 +134,10 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
   const pats = createPatAuthenticator(db);
   const oidc = settings.oidc ? createOidcVerifier(settings.oidc) : undefined;
   const authenticateToken = createTokenAuthenticator(db, pats, oidc);
-  const authenticate = createAuthenticator(authenticateToken);
+  const key = encryptionKey(settings);
+  const sessions = createConsoleSessions(db, { ...settings, key });
+  const signIn = settings.oidc ? createConsoleSignIn(settings.oidc, { ...settings, key }) : undefined;
+  const authenticate = createAuthenticator(authenticateToken, sessions);
   const hub = new LiveHub({
     db,
     logger,
@@ -163,6 +170,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     ...systemRoutes({ db, temporalHealthy: deps.temporalHealthy, draining: () => draining }, metrics),
     ...openApiRoutes(allRoutes, baseUrl),
     ...(settings.isDevelopment ? swaggerRoutes() : []),
+    ...authRoutes({ sessions, signIn }),
     ...tenantRoutes(),
     ...patRoutes({
       defaultTtlDays: settings.pat.defaultTtlDays,

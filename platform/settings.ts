@@ -65,6 +65,10 @@ const definitions = {
   'Events:ReplayHours': positiveInt.default(24),
   'Events:SubscriberBufferBytes': positiveInt.default(1024 * 1024),
   'Events:HeartbeatSeconds': positiveInt.default(30),
+  'Console:ClientId': z.string().min(1).max(200).default('fleet-console'),
+  'Console:ClientSecret': z.string().min(1).optional(),
+  'Console:SessionHours': positiveInt.max(24 * 30).default(8),
+  'Console:IdleMinutes': positiveInt.max(24 * 60).default(60),
   'Federation:InstallationName': z.string().min(1).max(200).optional(),
   'Federation:PeerTimeoutSeconds': positiveInt.max(300).default(5),
   'Federation:HealthCheckSeconds': positiveInt.max(86_400).default(60),
@@ -115,6 +119,19 @@ export interface Settings {
   git: { defaultPollIntervalSeconds: number; workDir: string };
   /** Events are kept `retentionDays`; the hub's `since` and `GET /api/events?after=` reach back `replayHours`. */
   events: { retentionDays: number; replayHours: number; subscriberBufferBytes: number; heartbeatSeconds: number };
+  /**
+   * The operator console's sign-in (the api as the backend for the frontend): the OIDC
+   * client it uses against Authentication:Oidc:Authority (a public client with PKCE unless a
+   * secret is set), where the provider sends people back, and how long a session lives
+   * (absolute, and without activity).
+   */
+  console: {
+    clientId: string;
+    clientSecret?: string;
+    redirectUri: string;
+    sessionHours: number;
+    idleMinutes: number;
+  };
   /**
    * `installationName`: how peers see this installation (ping); `agentEndpoint`: the OpAMP
    * URL agents use to reach this installation's listener, given to peers for handovers.
@@ -234,6 +251,13 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Readonly<Set
       replayHours: raw['Events:ReplayHours'],
       subscriberBufferBytes: raw['Events:SubscriberBufferBytes'],
       heartbeatSeconds: raw['Events:HeartbeatSeconds'],
+    },
+    console: {
+      clientId: raw['Console:ClientId'],
+      clientSecret: raw['Console:ClientSecret'],
+      redirectUri: `${publicBaseUrl.replace(/\/$/, '')}/api/auth/callback`,
+      sessionHours: raw['Console:SessionHours'],
+      idleMinutes: raw['Console:IdleMinutes'],
     },
     federation: federationSettings(raw, publicBaseUrl),
     logLevel: raw['Logging:Level'],

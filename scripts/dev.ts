@@ -17,11 +17,12 @@ import { ensureTenant } from '../db/repos/tenants';
 import { postgresUrl } from './infra/postgres-url';
 import { ensureTemporalCli, MissingToolError, startTemporal } from './infra/temporal';
 import { formatLogLine } from './dev/pretty-log';
+import { DEMO_USERS, startDemoIdentityProvider } from './dev/demo-oidc';
 import { Supervisor } from './dev/supervisor';
 
 const ROOT = path.resolve(__dirname, '..');
 const DATA = path.join(ROOT, '.dev-data');
-const PORTS = { api: 8080, agents: 4320, temporal: 7233, temporalUi: 8233, postgres: 5433 };
+const PORTS = { api: 8080, agents: 4320, temporal: 7233, temporalUi: 8233, postgres: 5433, identity: 8090 };
 const JSON_OUTPUT = process.argv.includes('--json');
 const COLOR = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
 const log = (line: string) => process.stdout.write(`[dev] ${line}\n`);
@@ -147,9 +148,15 @@ async function main() {
   log('running migrations...');
   const token = await firstAdminToken(databaseUrl);
 
+  const consoleUrl = `http://localhost:${PORTS.api}`;
+  log(`starting the demo identity provider on ${PORTS.identity}...`);
+  const identity = await startDemoIdentityProvider(PORTS.identity, consoleUrl);
+  supervisor.afterChildren('identity provider', () => identity.stop());
+
   const settings = {
     Environment: 'Development',
-    Http: { Port: PORTS.api, PublicBaseUrl: `http://localhost:${PORTS.api}`, ShutdownDelaySeconds: 0 },
+    Http: { Port: PORTS.api, PublicBaseUrl: consoleUrl, ShutdownDelaySeconds: 0 },
+    Authentication: { Oidc: { Authority: identity.issuer, Audience: 'fleet-dev' } },
     Database: { Url: databaseUrl },
     Temporal: { Address: temporal.address },
     Agents: { Listen: `0.0.0.0:${PORTS.agents}` },
@@ -169,6 +176,8 @@ async function main() {
     `  Agents         wss://localhost:${PORTS.agents}/v1/opamp  (OpAMP over WebSocket or HTTPS POST, TLS; trust ${caFile})`,
     `                 enroll with a bootstrap token from POST /api/tokens, then e.g.`,
     `                 npm run agents -- --count 10 --ca ${caFile} --token <svc-bt…>`,
+    `  Sign-in        ${consoleUrl}/api/auth/login?returnTo=/api/auth/session  (demo identity provider ${identity.issuer}; any password)`,
+    `                 ${DEMO_USERS.map((user) => `${user.sub} (${user.role})`).join(', ')}`,
     `  Temporal UI    ${temporal.uiUrl}`,
     `  Postgres       ${databaseUrl}`,
     `  Data           .dev-data/  (npm run dev -- --reset starts empty)`,

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { ensureTenant } from '../../db/repos/tenants';
 import { problems } from '../problems';
 import type { AppContext } from '../http/context';
+import type { ConsoleSessions } from './console-session';
 import type { OidcVerifier } from './oidc';
 import type { PatAuthenticator } from './pat-auth';
 import type { Principal } from './principal';
@@ -40,11 +41,20 @@ export function bearerToken(header: string | undefined): string | undefined {
   return BEARER.exec(header ?? '')?.[1];
 }
 
-/** A request's principal from its `Authorization: Bearer <token>` header. */
-export function createAuthenticator(authenticateToken: TokenAuthenticator) {
+/**
+ * A request's principal: from its `Authorization: Bearer <token>` header when it has one
+ * (a bad header is never made up for by a cookie), else from the console's session cookie.
+ */
+export function createAuthenticator(authenticateToken: TokenAuthenticator, sessions?: ConsoleSessions) {
   return async function authenticate(ctx: AppContext): Promise<Principal> {
-    const token = bearerToken(ctx.get('authorization'));
-    if (!token) throw problems.unauthorized();
-    return authenticateToken(token);
+    const header = ctx.get('authorization');
+    if (header) {
+      const token = bearerToken(header);
+      if (!token) throw problems.unauthorized();
+      return authenticateToken(token);
+    }
+    const principal = await sessions?.authenticate(ctx);
+    if (!principal) throw problems.unauthorized();
+    return principal;
   };
 }

@@ -13,18 +13,18 @@ const VERIFIED_CACHE_SIZE = 10_000;
 const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 
 /** Plain-HTTP issuers are accepted only on loopback, where the traffic never leaves the host. */
-function isLoopback(url: URL): boolean {
+export function isLoopback(url: URL): boolean {
   return ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
 }
 
-function claimAt(payload: JWTPayload, path: string): unknown {
+export function claimAt(payload: JWTPayload, path: string): unknown {
   // Dotted paths reach nested claims, e.g. Keycloak's `realm_access.roles`.
   return path
     .split('.')
     .reduce<unknown>((value, key) => (value as Record<string, unknown> | undefined)?.[key], payload);
 }
 
-function rolesFrom(value: unknown): Role[] {
+export function rolesFrom(value: unknown): Role[] {
   const names = Array.isArray(value) ? value : typeof value === 'string' ? value.split(/[\s,]+/) : [];
   return names.filter(isRole);
 }

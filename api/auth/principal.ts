@@ -1,9 +1,12 @@
 import type { Permission, Role } from './roles';
 
-/** Who is calling: an operator with an OIDC token, or automation with a PAT. */
+/**
+ * Who is calling: an operator with an OIDC token or signed in to the console (a session,
+ * whose person the provider named at sign-in), or automation with a PAT.
+ */
 export interface Principal {
-  kind: 'oidc' | 'pat';
-  /** What the audit trail records: the token subject, or the PAT's name. */
+  kind: 'oidc' | 'session' | 'pat';
+  /** What the audit trail records: the OIDC subject, or the PAT's name. */
   name: string;
   /** OIDC `sub`, or the PAT's id. */
   id: string;

@@ -13,6 +13,7 @@ import * as auditAppendColumns from './20261125010000_audit_append_columns';
 import * as gitSyncRunRollouts from './20261125020000_git_sync_run_rollouts';
 import * as federation from './20261126000000_federation';
 import * as incomingHandoverDeadline from './20261126010300_incoming_handover_deadline';
+import * as consoleSessions from './20261127000000_console_sessions';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -33,6 +34,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125020000_git_sync_run_rollouts': gitSyncRunRollouts,
   '20261126000000_federation': federation,
   '20261126010300_incoming_handover_deadline': incomingHandoverDeadline,
+  '20261127000000_console_sessions': consoleSessions,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -5,7 +5,7 @@ import type { Db } from '../connection';
 export interface AuditRecord {
   tenant_id: string | null;
   occurred_at: Date;
-  actor_type: 'oidc' | 'pat' | 'anonymous' | 'webhook';
+  actor_type: 'oidc' | 'session' | 'pat' | 'anonymous' | 'webhook';
   actor: string | null;
   actor_id: string | null;
   method: string;

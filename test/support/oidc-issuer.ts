@@ -1,7 +1,8 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import Provider from 'oidc-provider';
-import { TEST_AUDIENCE } from './tokens';
+import { consoleSignInConfiguration } from '../../scripts/dev/demo-oidc';
+import { TEST_AUDIENCE, TEST_CONSOLE_REDIRECT } from './tokens';
 
 /**
  * A real OpenID provider on loopback for tests and benchmarks. Each client stands for an
@@ -38,18 +39,28 @@ export async function startOidcIssuer(port: number): Promise<RunningIssuer> {
   // Each issuer signs with a key of its own, as two real providers would.
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const signingKey = { ...privateKey.export({ format: 'jwk' }), kid: randomUUID(), use: 'sig', alg: 'RS256' };
+  // The console's client and the demo people (scripts/dev/demo-oidc.ts), signed in through
+  // the provider's own development sign-in page.
+  const { client: consoleClient, ...consoleSignIn } = consoleSignInConfiguration(
+    [TEST_CONSOLE_REDIRECT],
+    ['http://fleet.test'],
+  );
   const provider = new Provider(issuer, {
+    ...consoleSignIn,
     jwks: { keys: [signingKey] },
-    clients: clientIds.map((client_id) => ({
-      client_id,
-      client_secret: 'secret',
-      grant_types: ['client_credentials'],
-      response_types: [],
-      redirect_uris: [],
-    })),
+    clients: [
+      ...clientIds.map((client_id) => ({
+        client_id,
+        client_secret: 'secret',
+        grant_types: ['client_credentials'],
+        response_types: [],
+        redirect_uris: [],
+      })),
+      consoleClient,
+    ],
     features: {
       clientCredentials: { enabled: true },
-      devInteractions: { enabled: false },
+      devInteractions: { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => TEST_AUDIENCE,

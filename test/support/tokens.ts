@@ -1,4 +1,7 @@
 /** The audience the test issuer puts in its tokens, and the one the app expects. */
+/** Where the console's sign-in sends people back in tests (test apps' Http:PublicBaseUrl). */
+export const TEST_CONSOLE_REDIRECT = 'http://fleet.test/api/auth/callback';
+
 export const TEST_AUDIENCE = 'https://fleet.test/api';
 
 /** Gets an access token for `<tenant>.<role>` from a running issuer. */

@@ -8,7 +8,7 @@ export const auditEventSchema = z
     id: z.string(),
     seq: z.number().int(),
     occurredAt: z.string(),
-    actorType: z.enum(['oidc', 'pat', 'anonymous', 'webhook']),
+    actorType: z.enum(['oidc', 'session', 'pat', 'anonymous', 'webhook']),
     actor: z.string().nullable().openapi({ description: 'OIDC subject or PAT name.' }),
     method: z.string(),
     path: z.string(),
@@ -44,7 +44,7 @@ function presentAudit(row: AuditRow): z.infer<typeof auditEventSchema> {
 const auditQuery = pageQuery
   .extend({
     actor: z.string().max(200).optional(),
-    actorType: z.enum(['oidc', 'pat', 'anonymous', 'webhook']).optional(),
+    actorType: z.enum(['oidc', 'session', 'pat', 'anonymous', 'webhook']).optional(),
     method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).optional(),
     status: decimalQuery(100, 599).optional(),
     resourceType: z.string().max(100).optional(),
