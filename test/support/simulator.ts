@@ -4,9 +4,9 @@
  * Each `SimulatedAgent` enrolls with a bootstrap token, sends a CSR once admitted, moves to
  * mTLS when the server returns a certificate, applies remote configurations (through a hook
  * that can fail them), follows offered OpAMP connection settings (another endpoint, CA and
- * token: a handover) the way opamp-go agents do, and reports status. `runFleet` starts N of them sharing one connect
- * limiter and one keep-alive HTTP(S) agent. Used by tests (test/api/simulator.test.ts),
- * by `scripts/agents.ts` and by benches. docs/agent-simulator.md describes the behaviour.
+ * token: a handover) the way opamp-go agents do, and reports status. `runFleet` starts N of
+ * them sharing one connect limiter and one keep-alive HTTP(S) agent. Used by tests
+ * (test/gateway/simulator.test.ts), by `scripts/agents.ts` and by benches. docs/agent-simulator.md describes the behaviour.
  */
 import { EventEmitter } from 'node:events';
 import http from 'node:http';
@@ -315,7 +315,7 @@ export class SimulatedAgent extends EventEmitter {
   private firstSettled?: () => void;
   /** Set by setHeartbeatSeconds: wins over the option and the server's offer. */
   private heartbeatOverride?: number;
-  /** reconnectOnEveryOffer: the socket is closing to apply an offer; the next connection goes at once. */
+  /** The socket is closing to apply an offer (followed, or reconnectOnEveryOffer): the next connection goes at once. */
   private reconnectingForOffer = false;
 
   constructor(options: SimulatedAgentOptions) {
