@@ -168,6 +168,37 @@ describe('a handover the receiver never completes', () => {
     expect(token.revoked_at).not.toBeNull();
   }, 90_000);
 
+  test('a receiver that stops answering while agents are offered: retried until the deadline, then compensated', async () => {
+    const unreachable = `wss://127.0.0.1:${await closedPort()}/v1/opamp`;
+    const d = await startInstallation('delta', { apiEnv: { Agents__PublicEndpoint: unreachable } });
+    let closed = false;
+    try {
+      const peerD = await pair(a, d);
+      const { ids, fleet } = await a.fleet(2, { csr: true, reconnectMinMs: 50, reconnectMaxMs: 500 });
+      await fleet.waitForAll((state) => state.mtls, 15_000);
+      const created = await handOver({ peerId: peerD, agentIds: ids, deadlineSeconds: 12 });
+      await eventually(async () => {
+        const res = await a.t.call('GET', `${HANDOVERS}/${created.id}`, { token: a.admin });
+        expect(res.body.counts.offered).toBe(2);
+      }, 15_000);
+      await d.close();
+      closed = true;
+
+      const done = await ended(created.id);
+      expect(done).toMatchObject({ state: 'compensated', counts: { handedOver: 0, withdrawn: 2 } });
+      // Not given up early: it waited for the receiver until the deadline.
+      expect(Date.parse(done.finishedAt) - Date.parse(done.createdAt)).toBeGreaterThanOrEqual(12_000);
+      await fleet.waitForAll((state) => state.connected && state.endpoint === a.gateway.wsUrl, 20_000);
+      for (const id of ids) {
+        await eventually(async () => {
+          expect((await a.t.call('GET', `/api/agents/${id}`, { token: a.admin })).body.status).toBe('online');
+        }, 15_000);
+      }
+    } finally {
+      if (!closed) await d.close();
+    }
+  }, 90_000);
+
   test('a receiver that refuses (a credential it does not accept) fails the handover: nothing offered, the agents free again', async () => {
     const { ids, groupId } = await a.fleet(2);
     const bogus = await a.t.call('POST', '/api/federation/peers', {
