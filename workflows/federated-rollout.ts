@@ -20,12 +20,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { FederatedRolloutState } from '../db/repos/federated-rollouts';
-import {
-  FEDERATED_TRANSITIONS,
-  FINAL_FEDERATED_STATES,
-  refusedFederatedOperation,
-  type RolloutOperation,
-} from '../domain/rollouts';
+import { FEDERATED_TRANSITIONS, FINAL_FEDERATED_STATES, refusedFederatedOperation } from '../domain/rollouts';
 import {
   ROLLOUT_FAILURES,
   operateFederatedRolloutUpdate,
@@ -47,13 +42,6 @@ const following = proxyActivities<Activities>({
   heartbeatTimeout: '20 seconds',
   retry,
 });
-
-/** What a part's rollout is told when it starts while the federated rollout is no longer running. */
-const CATCH_UP: Partial<Record<FederatedRolloutState, RolloutOperation>> = {
-  paused: 'pause',
-  aborted: 'abort',
-  'rolling-back': 'rollback',
-};
 
 export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowInput): Promise<FederatedRolloutOutcome> {
   const id = input.federatedRolloutId;
@@ -136,11 +124,10 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
   const part = (position: number) => ({ federatedRolloutId: id, position });
   const named = (position: number) => loaded.parts.find((p) => p.position === position)!.name;
 
-  /** A peer that does not answer pauses the federated rollout, and every other part with it. */
+  /** A peer that does not answer pauses the federated rollout (the parts followed are paused as they are read). */
   async function pauseForSilence(position: number, error: string) {
     await quick.markFederatedPartUnreachable({ ...part(position), error });
     await move('paused', ['running'], `installation '${named(position)}' does not answer; resume to try again`);
-    await quick.operateFederatedParts({ federatedRolloutId: id, operation: 'pause', actor: 'workflow' });
   }
 
   /** Creates the part's rollout; false when it was refused (the federated rollout failed) or its peer is silent (paused). */
@@ -163,14 +150,6 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
       return false;
     }
     started.add(position);
-    const missed = CATCH_UP[stateNow() as FederatedRolloutState];
-    if (missed)
-      await quick.operateFederatedParts({
-        federatedRolloutId: id,
-        operation: missed,
-        actor: 'workflow',
-        positions: [position],
-      });
     return true;
   }
 

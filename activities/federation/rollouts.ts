@@ -25,6 +25,7 @@ import { federationKey } from '../../domain/federation/rollout-calls';
 import {
   FEDERATED_STATE_EVENTS,
   FINAL_ROLLOUT_STATES,
+  ROLLOUT_TRANSITIONS,
   type RolloutOperation,
   type RolloutState,
 } from '../../domain/rollouts';
@@ -37,6 +38,13 @@ const FOLLOW_EVERY_MS = 2_000;
 export const SILENT_FOR_MS = 30_000;
 
 const source = (id: string) => `/api/federation/rollouts/${id}`;
+
+/** The operation a part's rollout is brought in line with when the federated rollout is in this state. */
+const CAUGHT_UP: Partial<Record<FederatedRolloutState, RolloutOperation>> = {
+  paused: 'pause',
+  aborted: 'abort',
+  'rolling-back': 'rollback',
+};
 
 export interface LoadedFederatedRollout {
   state: FederatedRolloutState;
@@ -110,6 +118,20 @@ export function createFederatedRolloutActivities(deps: ActivityDeps) {
     progress: status.progress,
     problem: null,
   });
+
+  /**
+   * A part whose rollout runs on while the federated rollout was paused, aborted or rolled
+   * back (it was created meanwhile, or the operation did not reach its peer) is told again.
+   * Never a resume: a part that paused itself (its failures) waits for an operator.
+   */
+  async function catchUp(part: Part, reading: ReturnType<typeof partOf>, status: PartStatus): Promise<void> {
+    const federated = (await findFederatedRolloutById(db, part.federatedRolloutId))!;
+    const wanted = CAUGHT_UP[federated.state];
+    if (!wanted || !(ROLLOUT_TRANSITIONS[wanted].from as readonly string[]).includes(status.state)) return;
+    await reading
+      .operate(wanted, `federated rollout ${federated.name ?? federated.id}`)
+      .catch((error: unknown) => logger?.warn({ err: error, ...part, operation: wanted }, 'a part did not catch up'));
+  }
 
   /**
    * May the part, last seen in `state`, take the operation? Only a final state is sure (a
@@ -208,6 +230,7 @@ export function createFederatedRolloutActivities(deps: ActivityDeps) {
           const status = await reading.status();
           silentSince = undefined;
           await record(part, reported(status));
+          await catchUp(part, reading, status);
           if (FINAL_ROLLOUT_STATES.includes(status.state as RolloutState))
             return { state: status.state as InstallationState, reason: status.reason ?? undefined };
         } catch (error) {

@@ -138,15 +138,21 @@ test('paused mid-way, resumed, then aborted: each operation reaches b’s rollou
   expect((await operate(id, 'resume')).status).toBe(409);
 }, 90_000);
 
-test('a policy on b denies: 422 naming b, with b’s violations; nothing is created on either side', async () => {
-  const [fleetA, fleetB] = await Promise.all([a.fleet(1), b.fleet(1)]);
+/** A policy on b that denies every agent of the group, approved by a second admin; its id. */
+async function denyOnB(groupId: string): Promise<string> {
   const policy = await b.t.call('POST', '/api/policies', {
     token: b.admin,
-    body: { name: `no-${randomUUID().slice(0, 8)}`, expression: 'false', scope: [fleetB.groupId] },
+    body: { name: `no-${randomUUID().slice(0, 8)}`, expression: 'false', scope: [groupId] },
   });
   expect(policy.status).toBe(201);
   const secondAdmin = await b.t.pat('admin', { name: `second-admin-${randomUUID().slice(0, 8)}` });
   expect((await b.t.call('POST', `/api/policies/${policy.body.id}/approve`, { token: secondAdmin })).status).toBe(200);
+  return policy.body.id as string;
+}
+
+test('a policy on b denies: 422 naming b, with b’s violations; nothing is created on either side', async () => {
+  const [fleetA, fleetB] = await Promise.all([a.fleet(1), b.fleet(1)]);
+  const policy = { body: { id: await denyOnB(fleetB.groupId) } };
   const version = await publish();
   const before = await a.t.database.db('federated_rollouts').count({ n: '*' }).first();
 
@@ -168,6 +174,51 @@ test('a policy on b denies: 422 naming b, with b’s violations; nothing is crea
   expect(await a.t.database.db('federated_rollouts').count({ n: '*' }).first()).toEqual(before);
   expect(await a.t.database.db('rollouts').where({ configuration_id: version.configurationId })).toEqual([]);
   expect(await b.t.database.db('configurations').where({ name: version.name })).toEqual([]);
+}, 60_000);
+
+test('parallel: b’s part starts while a’s still runs', async () => {
+  const [fleetA, fleetB] = await Promise.all([a.fleet(1), b.fleet(1)]);
+  const version = await publish();
+  const created = await create({
+    configurationId: version.configurationId,
+    version: version.version,
+    mode: 'parallel',
+    installations: [
+      { peerId: 'local', target: { groupIds: [fleetA.groupId] }, strategy: { batchSize: 1, bakeSeconds: 5 } },
+      { peerId: bPeerId, target: { groupIds: [fleetB.groupId] }, strategy: { batchSize: 1 } },
+    ],
+  });
+  expect(created.status).toBe(201);
+  const both = await waitFor(created.body.id, (body) => expect(body.installations[1].state).toBe('completed'));
+  expect(both.installations[0].state).toBe('running');
+  await waitFor(created.body.id, (body) => expect(body.state).toBe('completed'));
+}, 60_000);
+
+test('a policy on b appears after the dry run: b’s part is denied and the federated rollout fails naming b', async () => {
+  const [fleetA, fleetB] = await Promise.all([a.fleet(1), b.fleet(1)]);
+  const version = await publish();
+  const created = await create({
+    configurationId: version.configurationId,
+    version: version.version,
+    installations: [
+      { peerId: 'local', target: { groupIds: [fleetA.groupId] }, strategy: { batchSize: 1, bakeSeconds: 4 } },
+      { peerId: bPeerId, target: { groupIds: [fleetB.groupId] }, strategy: { batchSize: 1 } },
+    ],
+  });
+  expect(created.status).toBe(201);
+  const policy = await denyOnB(fleetB.groupId);
+
+  const failed = await waitFor(created.body.id, (body) => expect(body.state).toBe('failed'));
+  expect(failed.reason).toMatch(/^installation 'b' denied the rollout: Policy '.*' denied the push/);
+  expect(failed.installations[0].state).toBe('completed');
+  expect(failed.installations[1]).toMatchObject({
+    state: 'denied',
+    rolloutId: null,
+    problem: { status: 422, type: `${ERRORS}/policy-denied`, policyId: policy, agentId: fleetB.ids[0] },
+  });
+  const event = await a.t.database.db('events').where({ subject: created.body.id, type: 'federation.rollout.failed' });
+  expect(event).toHaveLength(1);
+  expect(await b.t.database.db('rollouts').whereLike('federation_key', `%${created.body.id}%`)).toEqual([]);
 }, 60_000);
 
 test('validation: draft version, unknown peer, an installation twice, none, a bad strategy; roles', async () => {
@@ -267,6 +318,14 @@ test('b stops answering mid-way: the federated rollout pauses rather than fails;
   await waitFor(id, (body) => expect(body.installations[1].progress?.succeeded).toBe(1));
 
   await relay.stop();
+  const silent = await create({
+    configurationId: version.configurationId,
+    version: version.version,
+    installations: [{ peerId: peer.body.id, target: { groupIds: [fleetB.groupId] }, strategy: { batchSize: 1 } }],
+  });
+  expect(silent.status).toBe(503);
+  expect(silent.body).toMatchObject({ installation: 'b-relayed', peerId: peer.body.id });
+  expect(silent.body.detail).toMatch(/^Peer 'b-relayed' could not be asked/);
   const paused = await waitFor(
     id,
     (body) => {
