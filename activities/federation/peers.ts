@@ -1,7 +1,6 @@
 import type { ActivityDeps } from '..';
 import { peersAfter, type PeerRow } from '../../db/repos/federation-peers';
-import { peerEndpoint } from '../../domain/federation/peer-credentials';
-import { pingPeer, recordPingAndAnnounce } from '../../domain/federation/peer-ping';
+import { pingStoredPeer, recordPingAndAnnounce } from '../../domain/federation/peer-ping';
 import { encryptionKey } from '../../platform/secrets';
 import { whileHeartbeating } from '../keep-alive';
 
@@ -35,7 +34,7 @@ export function createPeerActivities(deps: ActivityDeps) {
 
   /** Pings one peer and records what it found; a ping never fails the sweep. */
   async function checkPeer(peer: PeerRow, sweep: PeerSweep): Promise<void> {
-    const ping = await pingPeer(peerEndpoint(encryptionKey(settings), peer), timeoutMs);
+    const ping = await pingStoredPeer(encryptionKey(settings), peer, timeoutMs);
     const recorded = await db.transaction((trx) => recordPingAndAnnounce(trx, peer, ping));
     sweep.pinged++;
     if (ping.healthy) sweep.healthy++;

@@ -3,6 +3,8 @@ import { emitEvents } from '../../db/repos/events';
 import { recordPeerPing, type PeerPingColumns, type PeerRow } from '../../db/repos/federation-peers';
 import { isUuid } from '../../db/uuid';
 import { callPeer, PeerCallError, type PeerEndpoint } from '../../platform/peer-client';
+import { DecryptionError } from '../../platform/secrets';
+import { peerEndpoint } from './peer-credentials';
 
 /** What `GET /api/federation/ping` answers: who the installation is and where its agents connect. */
 export interface PingAnswer {
@@ -72,6 +74,28 @@ export async function pingPeer(endpoint: PeerEndpoint, timeoutMs: number): Promi
     if (!(error instanceof PeerCallError)) throw error;
     return unhealthy(at, latency(), error.message);
   }
+}
+
+export const UNOPENABLE_CREDENTIAL =
+  'the stored credential no longer opens with Secrets:EncryptionKey (was the key changed?): send it again with PUT';
+
+/**
+ * Where to call the peer with its stored credential; undefined when the credential no
+ * longer opens (the key changed): that peer cannot be called, but the others still can.
+ */
+export function openPeerEndpoint(key: Buffer, row: PeerRow): PeerEndpoint | undefined {
+  try {
+    return peerEndpoint(key, row);
+  } catch (error) {
+    if (error instanceof DecryptionError) return undefined;
+    throw error;
+  }
+}
+
+/** Pings a stored peer with its stored credential (unhealthy, saying why, when it does not open). */
+export async function pingStoredPeer(key: Buffer, row: PeerRow, timeoutMs: number): Promise<PeerPingColumns> {
+  const endpoint = openPeerEndpoint(key, row);
+  return endpoint ? pingPeer(endpoint, timeoutMs) : unhealthy(new Date(), 0, UNOPENABLE_CREDENTIAL);
 }
 
 /** The remote_* columns are left out: a peer that does not answer is still who it said it was. */

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { sealPeerCredential } from '../../domain/federation/peer-credentials';
 import { decrypt } from '../../platform/secrets';
 import { SERVICE_VERSION } from '../../platform/version';
 import { eventually } from '../support/eventually';
@@ -350,6 +352,41 @@ describe('periodic health check (every second on alpha)', () => {
     expect((await events(a, 'federation.peer.health-changed', id)).map((e) => e.data.healthy)).toEqual([false, true]);
     // Health is not an operator's change: the ETag stays.
     expect((await peer(id)).headers.get('etag')).toBe(renewed.headers.get('etag'));
+  });
+
+  test('a credential that no longer opens (the key changed) makes that peer unhealthy, saying so; the others are still checked; PUT asks for it again', async () => {
+    const rekeyed = await pairAs('rekeyed');
+    const steady = await pairAs('steady');
+    // As if Secrets:EncryptionKey had changed since it was stored.
+    const token = (await peerPat(b, 'rekeyed-old')).token;
+    const changedAt = Date.now();
+    await a.t.database
+      .db('federation_peers')
+      .where({ id: rekeyed })
+      .update(sealPeerCredential(randomBytes(32), rekeyed, token));
+    const down = await eventually(async () => {
+      const res = await peer(rekeyed);
+      expect(res.body.healthy).toBe(false);
+      return res.body;
+    }, 20_000);
+    expect(down.lastError).toMatch(/no longer opens with Secrets:EncryptionKey/);
+    await eventually(async () => {
+      const res = await peer(steady);
+      expect(Date.parse(res.body.lastSeenAt)).toBeGreaterThan(changedAt);
+      expect(res.body.healthy).toBe(true);
+    }, 20_000);
+
+    const kept = await a.t.call('PUT', `/api/federation/peers/${rekeyed}`, {
+      token: a.admin,
+      body: { name: 'rekeyed', baseUrl: b.t.baseUrl },
+    });
+    expect(kept.status).toBe(400);
+    expect(kept.body.errors).toEqual([{ path: 'body.credential', message: expect.stringMatching(/no longer opens/) }]);
+    const renewed = await a.t.call('PUT', `/api/federation/peers/${rekeyed}`, {
+      token: a.admin,
+      body: { name: 'rekeyed', baseUrl: b.t.baseUrl, credential: (await peerPat(b, 'rekeyed-new')).token },
+    });
+    expect(renewed.body).toMatchObject({ healthy: true, lastError: null });
   });
 
   test('a peer whose installation is gone turns unhealthy: could not be reached', async () => {

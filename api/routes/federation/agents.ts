@@ -1,6 +1,6 @@
 import { listAgentsQuery, type AgentRow } from '../../../db/repos/agents';
 import { tenantPeers, type PeerRow } from '../../../db/repos/federation-peers';
-import { peerEndpoint } from '../../../domain/federation/peer-credentials';
+import { openPeerEndpoint, UNOPENABLE_CREDENTIAL } from '../../../domain/federation/peer-ping';
 import { callPeer, PeerCallError, type PeerCallFailure } from '../../../platform/peer-client';
 import { encryptionKey } from '../../../platform/secrets';
 import { labelFilter } from '../../http/labels';
@@ -119,8 +119,9 @@ export function federatedAgentRoutes(options: FederationRouteOptions): RouteDef[
     const params = new URLSearchParams(filters);
     params.set('limit', String(limit));
     if (after) params.set('after', after);
+    const endpoint = openPeerEndpoint(encryptionKey(settings), peer);
+    if (!endpoint) return { peer, status: 'failed', error: UNOPENABLE_CREDENTIAL };
     try {
-      const endpoint = peerEndpoint(encryptionKey(settings), peer);
       const body = await callPeer<unknown>(endpoint, 'GET', `${INVENTORY}?${params.toString()}`, { timeoutMs });
       const page = peerInventoryPage(limit).safeParse(body);
       if (!page.success)

@@ -12,8 +12,13 @@ import {
   type PeerRow,
 } from '../../../db/repos/federation-peers';
 import { installationId } from '../../../db/repos/installation';
-import { peerEndpoint, sealPeerCredential } from '../../../domain/federation/peer-credentials';
-import { announceHealthChange, pingPeer } from '../../../domain/federation/peer-ping';
+import { sealPeerCredential } from '../../../domain/federation/peer-credentials';
+import {
+  announceHealthChange,
+  openPeerEndpoint,
+  pingPeer,
+  UNOPENABLE_CREDENTIAL,
+} from '../../../domain/federation/peer-ping';
 import { encryptionKey } from '../../../platform/secrets';
 import { SERVICE_VERSION } from '../../../platform/version';
 import type { AppContext } from '../../http/context';
@@ -60,18 +65,23 @@ function checkIfMatch(ctx: AppContext, row: PeerRow): void {
   if (versions && !versions.includes(row.row_version)) throw problems.preconditionFailed('federation peer', row.id);
 }
 
+const credentialRequired = (why: string) => problems.validation([{ path: 'body.credential', message: why }]);
+
 /**
- * The credential a PUT leaves: omitted keeps the stored one, but never for another origin
- * (it would be sent to a host the operator who stored it never named): such a PUT must send it again.
+ * The credential a PUT pings with: the one sent, or else the stored one, but never for
+ * another origin (it would be sent to a host the operator who stored it never named), nor
+ * one that no longer opens: such a PUT must send it again.
  */
-function keptCredential(current: PeerRow, baseUrl: string, sent: string | undefined): void {
-  if (sent !== undefined || originOf(current.base_url) === baseUrl) return;
-  throw problems.validation([
-    {
-      path: 'body.credential',
-      message: 'is required when baseUrl moves to another origin: a stored credential never follows the URL',
-    },
-  ]);
+function credentialFor(key: Buffer, current: PeerRow, baseUrl: string, sent: string | undefined): string {
+  if (sent !== undefined) return sent;
+  if (originOf(current.base_url) !== baseUrl) {
+    throw credentialRequired(
+      'is required when baseUrl moves to another origin: a stored credential never follows the URL',
+    );
+  }
+  const stored = openPeerEndpoint(key, current);
+  if (!stored) throw credentialRequired(`is required: ${UNOPENABLE_CREDENTIAL}`);
+  return stored.token;
 }
 
 export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
@@ -218,8 +228,7 @@ export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
         const current = await mustFind(db, tenantId, params.id);
         checkIfMatch(ctx, current);
         checkPlainHttp(body.baseUrl);
-        keptCredential(current, body.baseUrl, body.credential);
-        const token = body.credential ?? peerEndpoint(key(), current).token;
+        const token = credentialFor(key(), current, body.baseUrl, body.credential);
         const ping = await pingNewAddress(db, body.baseUrl, token, body.name);
         const moved = originOf(current.base_url) !== body.baseUrl;
         const row = await db.transaction(async (trx) => {
