@@ -48,10 +48,10 @@ export async function handoverWorkflow(input: HandoverWorkflowInput): Promise<Ha
   try {
     await untilDeadline(deadlineAt, '30 seconds').awaitHandedOver({ ...step, deadlineAt });
   } catch (error) {
-    log.warn('the receiver did not answer until the deadline', { reason: whyFailed(error, 'no answer') });
+    log.warn('stopped waiting for the receiver', { reason: whyFailed(error, 'no answer') });
   }
-  await quick.compensateHandover(step);
-  return quick.settleHandover(step);
+  const { receiverTold } = await quick.compensateHandover(step);
+  return quick.settleHandover({ ...step, receiverUntold: !receiverTold });
 }
 
 /** The failure's own words (a receiver's refusal), or what a timeout means here. */

@@ -15,6 +15,7 @@ import {
   setHandoverOffer,
   skipPending,
   withdrawOffered,
+  type HandoverCounts,
   type HandoverRow,
 } from '../../db/repos/handovers';
 import { sealOffer } from '../../domain/federation/handover-offer';
@@ -211,19 +212,25 @@ export function createHandoverActivities(deps: ActivityDeps) {
     },
 
     /** Ends the handover: its final state from its agents' (or `failure`), the event, and the outcome. */
-    async settleHandover(step: HandoverWorkflowInput & { failure?: string }): Promise<HandoverOutcome> {
-      return db.transaction(async (trx) => settle(trx, await mustFind(step), step.failure));
+    async settleHandover(
+      step: HandoverWorkflowInput & { failure?: string; receiverUntold?: boolean },
+    ): Promise<HandoverOutcome> {
+      return db.transaction(async (trx) => settle(trx, await mustFind(step), step));
     },
   };
 }
 
-async function settle(trx: Db, handover: HandoverRow, failure: string | undefined): Promise<HandoverOutcome> {
+async function settle(
+  trx: Db,
+  handover: HandoverRow,
+  { failure, receiverUntold }: { failure?: string; receiverUntold?: boolean },
+): Promise<HandoverOutcome> {
   if (failure) await skipPending(trx, handover.id, `the handover failed: ${failure}`);
   const counts = await handoverCounts(trx, handover.id);
   const total = Object.values(counts).reduce((sum, n) => sum + n, 0);
   const handedOver = counts['handed-over'];
   const state: HandoverOutcome['state'] = failure ? 'failed' : handedOver === total ? 'completed' : 'compensated';
-  const reason = failure ?? (state === 'completed' ? null : stayedReason(counts.withdrawn, counts.skipped));
+  const reason = failure ?? (state === 'completed' ? null : stayedReason(counts, receiverUntold));
   const finished = await finishHandover(trx, handover.id, state, reason);
   const outcome: HandoverOutcome = { state, handedOver, withdrawn: counts.withdrawn, skipped: counts.skipped, reason };
   if (finished) await emitEvents(trx, [handoverEvent(handover, `federation.handover.${state}`, { ...outcome })]);
@@ -232,11 +239,12 @@ async function settle(trx: Db, handover: HandoverRow, failure: string | undefine
     : { ...outcome, state: handover.state as HandoverOutcome['state'], reason: handover.reason };
 }
 
-function stayedReason(withdrawn: number, skipped: number): string {
+function stayedReason({ withdrawn, skipped }: HandoverCounts, receiverUntold = false): string {
   const parts = [];
   if (withdrawn > 0) parts.push(`${withdrawn} not seen by the receiver before the deadline`);
   if (skipped > 0) parts.push(`${skipped} not connected`);
-  return `${parts.join(', ')}: they stay here`;
+  const untold = receiverUntold ? ' (the receiver did not answer the cancel; its token expires at the deadline)' : '';
+  return `${parts.join(', ')}: they stay here${untold}`;
 }
 
 function handoverEvent(handover: HandoverRow, type: NewEvent['type'], data: Record<string, unknown>): NewEvent {
