@@ -1,4 +1,4 @@
-import { listAgentsQuery, type AgentRow } from '../../../db/repos/agents';
+import { agentsAfter } from '../../../db/repos/agents';
 import { tenantPeers, type PeerRow } from '../../../db/repos/federation-peers';
 import { openPeerEndpoint, UNOPENABLE_CREDENTIAL } from '../../../domain/federation/peer-ping';
 import { callPeer, PeerCallError, type PeerCallFailure } from '../../../platform/peer-client';
@@ -150,17 +150,11 @@ export function federatedAgentRoutes(options: FederationRouteOptions): RouteDef[
       },
       handler: async ({ db, principal, query }) => {
         const filters = { ...query, labels: labelFilter(query.label) };
-        const rows = (await listAgentsQuery(db, principal.tenantId, filters)
-          .modify((agents) => {
-            if (query.after) agents.where('id', '>', query.after);
-          })
-          .orderBy('id')
-          .limit(query.limit + 1)) as AgentRow[];
-        const page = rows.slice(0, query.limit);
+        const page = await agentsAfter(db, principal.tenantId, filters, query.after, query.limit);
         return {
           body: {
-            items: page.map(presentAgent),
-            nextAfter: rows.length > query.limit ? page.at(-1)!.id : null,
+            items: page.rows.map(presentAgent),
+            nextAfter: page.more ? page.rows.at(-1)!.id : null,
           },
         };
       },

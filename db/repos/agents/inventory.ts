@@ -133,6 +133,25 @@ export function listAgentsQuery(db: Db, tenantId: string, filters: AgentFilters)
   return query;
 }
 
+/**
+ * The tenant's next `limit` agents by id after `afterId` (keyset on the primary key), with
+ * the list's filters: what a peer reads for its federated list. `more`: others follow.
+ */
+export async function agentsAfter(
+  db: Db,
+  tenantId: string,
+  filters: AgentFilters,
+  afterId: string | undefined,
+  limit: number,
+): Promise<{ rows: AgentRow[]; more: boolean }> {
+  const query = listAgentsQuery(db, tenantId, filters)
+    .orderBy('id')
+    .limit(limit + 1);
+  if (afterId) query.where('id', '>', afterId);
+  const rows = (await query) as AgentRow[];
+  return { rows: rows.slice(0, limit), more: rows.length > limit };
+}
+
 /** Locks the agent for a move; its current group is the one it leaves. */
 export async function lockAgent(db: Db, tenantId: string, id: string): Promise<AgentRow | undefined> {
   return db('agents')
