@@ -18,8 +18,9 @@ import {
   type HandoverCounts,
   type HandoverRow,
 } from '../../db/repos/handovers';
-import { sealOffer } from '../../domain/federation/handover-offer';
+import { sealOffer, type HandoverOffer } from '../../domain/federation/handover-offer';
 import { peerEndpoint } from '../../domain/federation/peer-credentials';
+import { isWellFormed } from '../../domain/tokens/secret-token';
 import { callPeer, PeerCallError, type PeerEndpoint } from '../../platform/peer-client';
 import { encryptionKey } from '../../platform/secrets';
 import type { HandoverOutcome, HandoverWorkflowInput } from '../../workflows/definitions';
@@ -64,6 +65,24 @@ async function callReceiver<T>(peer: PeerEndpoint, method: string, path: string,
   } catch (error) {
     throw refusal(error) ?? error;
   }
+}
+
+/** What agents will be told to trust comes from another installation: its shape is checked first. */
+function offerOf(peer: PeerEndpoint, answer: RedeemAnswer): HandoverOffer {
+  const problems = [
+    !(typeof answer?.endpoint === 'string' && /^(wss|https):\/\/[^\s]+$/.test(answer.endpoint)) &&
+      'endpoint is not a wss:// or https:// URL',
+    !(typeof answer?.caPem === 'string' && answer.caPem.includes('-----BEGIN CERTIFICATE-----')) &&
+      'caPem is not a PEM certificate',
+    !(typeof answer?.bootstrapToken === 'string' && isWellFormed('svc-bt', answer.bootstrapToken)) &&
+      'bootstrapToken is not a bootstrap token',
+  ].filter(Boolean);
+  if (problems.length > 0)
+    throw ApplicationFailure.nonRetryable(
+      `peer '${peer.name}' redeemed into no usable offer: ${problems.join('; ')}`,
+      PEER_REFUSED,
+    );
+  return { endpoint: answer.endpoint, caPem: answer.caPem, token: answer.bootstrapToken };
 }
 
 const incomingPath = (handoverId: string) => `/api/federation/incoming/handovers/${handoverId}`;
@@ -127,11 +146,7 @@ export function createHandoverActivities(deps: ActivityDeps) {
       const offer = await callReceiver<RedeemAnswer>(peer, 'POST', '/api/federation/handover/redeem', timeoutMs, {
         token,
       });
-      const sealed = sealOffer(key(), handover.id, {
-        endpoint: offer.endpoint,
-        caPem: offer.caPem,
-        token: offer.bootstrapToken,
-      });
+      const sealed = sealOffer(key(), handover.id, offerOf(peer, offer));
       await setHandoverOffer(db, handover.id, sealed);
     },
 

@@ -4,6 +4,7 @@
  * simulated agents over real sockets that follow the OpAMP connection-settings offer.
  */
 import { randomUUID } from 'node:crypto';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { insertHandover } from '../../db/repos/handovers';
 import { handoverWorkflowId, type HandoverOutcome } from '../../workflows/definitions';
@@ -229,6 +230,40 @@ describe('a handover the receiver never completes', () => {
     expect(again.status).toBe(201);
     await ended(again.body.id);
   }, 90_000);
+});
+
+describe('a receiver that answers nonsense', () => {
+  test('a redeem answer that is no usable offer (plain endpoint, no certificate, no token) fails the handover, nothing offered', async () => {
+    // Another installation is not ours to trust: a peer that answers, but not as this service does.
+    const hostile = createHttpServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      if (req.method === 'PUT') res.end(JSON.stringify({ token: 'svc-ho.x', expiresAt: new Date().toISOString() }));
+      else if (req.url === '/api/federation/handover/redeem')
+        res.end(JSON.stringify({ endpoint: 'ws://evil.test/v1/opamp', caPem: 'trust me', bootstrapToken: 'x' }));
+      else res.end('{}');
+    });
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    try {
+      const baseUrl = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}`;
+      const peer = await a.t.call('POST', '/api/federation/peers', {
+        token: a.admin,
+        body: { name: 'hostile', baseUrl, credential: await b.t.pat('peer') },
+      });
+      expect(peer.status).toBe(201);
+      const { ids } = await a.fleet(1);
+      const created = await handOver({ peerId: peer.body.id, agentIds: ids });
+      const done = await ended(created.id);
+      expect(done.state).toBe('failed');
+      expect(done.reason).toBe(
+        "peer 'hostile' redeemed into no usable offer: endpoint is not a wss:// or https:// URL; caPem is not a PEM certificate; bootstrapToken is not a bootstrap token",
+      );
+      expect(done.counts).toMatchObject({ offered: 0, skipped: 1 });
+      expect((await a.t.database.db('handovers').where({ id: created.id }).first()).offer_ciphertext).toBeNull();
+    } finally {
+      hostile.closeAllConnections();
+      await new Promise((resolve) => hostile.close(resolve));
+    }
+  }, 60_000);
 });
 
 describe('what a request may ask', () => {
