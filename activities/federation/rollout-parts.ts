@@ -7,14 +7,14 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
-import type { Knex } from 'knex';
 import { findConfiguration } from '../../db/repos/configurations';
 import { findVersionWithContent } from '../../db/repos/configuration-versions';
 import type { FederatedRolloutRow, InstallationRow } from '../../db/repos/federated-rollouts';
 import { findPeer } from '../../db/repos/federation-peers';
 import { rolloutProgress } from '../../db/repos/rollout-agents';
 import { findRolloutByFederationKey, findRolloutById, type RolloutRow } from '../../db/repos/rollouts';
-import { DomainError, PolicyDeniedError } from '../../domain/errors';
+import { DomainError, NotFoundError, PolicyDeniedError } from '../../domain/errors';
+import { createRolloutOnce } from '../../domain/federation/incoming-rollouts';
 import { peerEndpoint } from '../../domain/federation/peer-credentials';
 import {
   incomingRolloutPath,
@@ -63,7 +63,7 @@ export function partOf(deps: ActivityDeps, context: PartContext): Part {
 function localProblemOf(error: DomainError): Record<string, unknown> {
   if (error instanceof PolicyDeniedError)
     return { status: 422, title: 'Policy denied the push', detail: error.message, ...error.facts };
-  return { status: error.name === 'NotFoundError' ? 404 : 409, detail: error.message };
+  return { status: error instanceof NotFoundError ? 404 : 409, detail: error.message };
 }
 
 function localPart({ db, settings, temporal }: ActivityDeps, { rollout, installation, key }: PartContext): Part {
@@ -93,31 +93,23 @@ function localPart({ db, settings, temporal }: ActivityDeps, { rollout, installa
       settings.temporal.taskQueue,
     );
 
-  /** Created under the key in one transaction with its checks, or found again. */
-  async function createOnce(): Promise<{ row: RolloutRow; created: boolean }> {
-    const earlier = await findRolloutByFederationKey(db, rollout.tenant_id, key);
-    if (earlier) return { row: earlier, created: false };
-    const row = await db.transaction((trx: Knex.Transaction) =>
-      createCheckedRollout(trx, {
-        tenantId: rollout.tenant_id,
-        name: rollout.name,
-        description: rollout.description,
-        configurationId: rollout.configuration_id,
-        version: rollout.version,
-        contentHash: rollout.content_hash,
-        target: installation.target,
-        strategy: installation.strategy,
-        createdBy: rollout.created_by,
-        federationKey: key,
-      }),
-    );
-    return { row, created: true };
-  }
-
   return {
     async create() {
       try {
-        const { row, created } = await createOnce();
+        const { row, created } = await createRolloutOnce(db, rollout.tenant_id, key, (trx) =>
+          createCheckedRollout(trx, {
+            tenantId: rollout.tenant_id,
+            name: rollout.name,
+            description: rollout.description,
+            configurationId: rollout.configuration_id,
+            version: rollout.version,
+            contentHash: rollout.content_hash,
+            target: installation.target,
+            strategy: installation.strategy,
+            createdBy: rollout.created_by,
+            federationKey: key,
+          }),
+        );
         if (row.state === 'pending') {
           if (!created) await judgeRollout(db, row); // a retry long after: judged again, as a start is
           await transitions.transitionRollout({

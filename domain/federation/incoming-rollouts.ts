@@ -15,7 +15,12 @@ import {
 } from '../../db/repos/configurations';
 import { emitEvents } from '../../db/repos/events';
 import { countRolloutAgents } from '../../db/repos/rollout-agents';
-import type { RolloutRow, RolloutStrategy, RolloutTarget } from '../../db/repos/rollouts';
+import {
+  findRolloutByFederationKey,
+  type RolloutRow,
+  type RolloutStrategy,
+  type RolloutTarget,
+} from '../../db/repos/rollouts';
 import { contentHash, type Format } from '../configurations/content';
 import { publishVersion, saveVersion } from '../configurations/versions';
 import { DomainError, ManagedByGitError } from '../errors';
@@ -113,6 +118,26 @@ export async function createIncomingRollout(
     createdBy: actor,
     federationKey: key,
   });
+}
+
+/**
+ * The rollout created under `key` in a transaction of its own by `create`, or the one an
+ * earlier call created (a concurrent twin that committed first included): `created` says which.
+ */
+export async function createRolloutOnce(
+  db: Knex,
+  tenantId: string,
+  key: string,
+  create: (trx: Knex.Transaction) => Promise<RolloutRow>,
+): Promise<{ row: RolloutRow; created: boolean }> {
+  const earlier = await findRolloutByFederationKey(db, tenantId, key);
+  if (earlier) return { row: earlier, created: false };
+  try {
+    return { row: await db.transaction(create), created: true };
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    return { row: (await findRolloutByFederationKey(db, tenantId, key))!, created: false };
+  }
 }
 
 /**

@@ -112,8 +112,19 @@ test('paused mid-way, resumed, then aborted: each operation reaches b’s rollou
   const running = await waitFor(id, (body) => expect(body.installations[1].progress?.succeeded).toBe(1));
   const onB = running.installations[1].rolloutId as string;
 
-  const paused = await operate(id, 'pause');
+  // The ETag moved with each part's state: the one from the creation is stale.
+  const stale = await a.t.call('POST', `/api/federation/rollouts/${id}/pause`, {
+    token: a.operator,
+    headers: { 'if-match': created.headers.get('etag')! },
+  });
+  expect(stale.status).toBe(412);
+  const current = await get(id);
+  const paused = await a.t.call('POST', `/api/federation/rollouts/${id}/pause`, {
+    token: a.operator,
+    headers: { 'if-match': current.headers.get('etag')! },
+  });
   expect(paused.status).toBe(200);
+  expect(paused.headers.get('etag')).not.toBe(current.headers.get('etag'));
   expect(paused.body.state).toBe('paused');
   await eventually(async () => expect((await bRollout(onB)).body.state).toBe('paused'), 15_000);
   expect((await operate(id, 'pause')).status).toBe(409);

@@ -4,15 +4,13 @@
  * is found by the caller's key, so a retried call never creates a second version or rollout.
  */
 import type { Knex } from 'knex';
-import { isUniqueViolation } from '../../../db/errors';
 import { findConfiguration } from '../../../db/repos/configurations';
 import { rolloutProgress } from '../../../db/repos/rollout-agents';
 import { findRolloutByFederationKey, type RolloutRow } from '../../../db/repos/rollouts';
-import { createIncomingRollout, dryRunRollout } from '../../../domain/federation/incoming-rollouts';
+import { createIncomingRollout, createRolloutOnce, dryRunRollout } from '../../../domain/federation/incoming-rollouts';
 import { judgeRollout } from '../../../domain/rollout-creation';
 import { FEDERATED_ROLLOUT_OPERATIONS, ROLLOUT_TRANSITIONS, refusedOperation } from '../../../domain/rollouts';
 import { route, type RouteDef } from '../../http/route';
-import { z } from '../../http/zod';
 import { problems } from '../../problems';
 import { RolloutWorkflows } from '../rollouts/workflow-client';
 import type { FederationRouteOptions } from '.';
@@ -42,27 +40,6 @@ export function incomingRolloutRoutes(options: FederationRouteOptions): RouteDef
 
   const configurationName = async (db: Knex, row: RolloutRow) =>
     (await findConfiguration(db, row.tenant_id, row.configuration_id))?.name ?? row.configuration_id;
-
-  /** Created under `key`, or the rollout an earlier call created (a twin that committed first included). */
-  async function createOnce(
-    db: Knex,
-    tenantId: string,
-    key: string,
-    body: z.output<typeof incomingRolloutBody>,
-    actor: string,
-  ): Promise<{ row: RolloutRow; created: boolean }> {
-    const earlier = await findRolloutByFederationKey(db, tenantId, key);
-    if (earlier) return { row: earlier, created: false };
-    try {
-      return {
-        row: await db.transaction((trx) => createIncomingRollout(trx, tenantId, key, body, actor)),
-        created: true,
-      };
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
-      return { row: await mustFind(db, tenantId, key), created: false };
-    }
-  }
 
   const operations = FEDERATED_ROLLOUT_OPERATIONS.map((operation) =>
     route({
@@ -125,7 +102,9 @@ export function incomingRolloutRoutes(options: FederationRouteOptions): RouteDef
         schema: incomingRolloutSchema,
       },
       handler: async ({ db, principal, params, body }) => {
-        const { row, created } = await createOnce(db as Knex, principal.tenantId, params.key, body, principal.name);
+        const { row, created } = await createRolloutOnce(db as Knex, principal.tenantId, params.key, (trx) =>
+          createIncomingRollout(trx, principal.tenantId, params.key, body, principal.name),
+        );
         if (row.state === 'pending') {
           // A retry may come long after the call that created it: judged again, as a start is.
           if (!created) await judgeRollout(db, row);
