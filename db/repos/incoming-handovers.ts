@@ -63,6 +63,28 @@ export async function reissueIncomingToken(
 }
 
 /**
+ * A sender that never got the redeem's answer asks again: the handover starts over with a
+ * fresh token (issued, not redeemed, no bootstrap token; the caller revoked the old one).
+ */
+export async function restartIncomingHandover(
+  db: Db,
+  id: string,
+  token: Pick<IncomingHandoverRow, 'token_hash' | 'token_expires_at' | 'deadline_at'>,
+): Promise<IncomingHandoverRow> {
+  const [row] = await db<IncomingHandoverRow>('incoming_handovers')
+    .where({ id, state: 'redeemed' })
+    .update({
+      ...token,
+      state: 'issued',
+      redeemed_at: null,
+      bootstrap_token_id: null,
+      updated_at: db.fn.now(),
+    } as never)
+    .returning('*');
+  return row!;
+}
+
+/**
  * Spends the single use of a handover token, atomically: the conditions sit in the UPDATE,
  * so of two concurrent redeems exactly one matches. Undefined: unknown, expired, of another
  * tenant, or spent (findIncomingByTokenHash tells which).

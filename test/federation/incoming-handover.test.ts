@@ -55,7 +55,7 @@ function arriving(uid: Uint8Array, offer: { bootstrapToken: string; caPem: strin
 }
 
 describe('a retried peer call creates nothing twice', () => {
-  test('PUT twice: one row, the first token refused on redeem; the second redeems once (again: 409); PUT after redeem: 409', async () => {
+  test('PUT twice: one row, the first token refused on redeem; the second redeems once (again: 409); a PUT after redeem before any agent came starts over, revoking the unused bootstrap token', async () => {
     const id = randomUUID();
     const { ids } = uids(2);
     const first = await put(id, ids);
@@ -93,8 +93,18 @@ describe('a retried peer call creates nothing twice', () => {
 
     const again = await redeem(second.body.token);
     expect(again.status).toBe(409);
-    expect((await put(id, ids)).status).toBe(409);
-    expect(await t.database.db('bootstrap_tokens').where({ name: `handover ${id}` })).toHaveLength(1);
+
+    // The sender never got that answer (a timeout): it asks again before any agent came. The
+    // handover starts over with a fresh token; the bootstrap token nobody used is revoked.
+    const retried = await put(id, ids);
+    expect(retried.status).toBe(200);
+    expect((await redeem(second.body.token)).status).toBe(404);
+    const offerAgain = await redeem(retried.body.token);
+    expect(offerAgain.status).toBe(200);
+    expect(offerAgain.body.bootstrapToken).not.toBe(redeemed.body.bootstrapToken);
+    const issuedTokens = await t.database.db('bootstrap_tokens').where({ name: `handover ${id}` });
+    expect(issuedTokens).toHaveLength(2);
+    expect(issuedTokens.filter((row) => row.revoked_at === null)).toHaveLength(1);
 
     // Every call is audited under the PAT's name.
     await eventually(async () => {
@@ -106,7 +116,6 @@ describe('a retried peer call creates nothing twice', () => {
           ['POST', 404],
           ['POST', 200],
           ['POST', 409],
-          ['PUT', 409],
         ]),
       );
     });
@@ -151,6 +160,10 @@ describe('the redeemed token admits exactly the handover’s agents', () => {
       return res.body;
     });
     expect(status).toMatchObject({ id, state: 'redeemed', requestedBy: PEER_NAME });
+    // An agent came with the bootstrap token: the offer is out, the handover cannot start over.
+    const restart = await put(id, ids);
+    expect(restart.status).toBe(409);
+    expect(restart.body.detail).toMatch(/arriving/);
     expect(status.agents).toEqual([
       { id: ids[0], enrolled: true, status: 'online' },
       { id: ids[1], enrolled: false, status: null },

@@ -12,6 +12,7 @@ import {
   lockIncomingHandover,
   redeemIncomingToken,
   reissueIncomingToken,
+  restartIncomingHandover,
   setIncomingBootstrapToken,
   setIncomingState,
   unlistIncomingAgents,
@@ -58,14 +59,28 @@ function mustBeOurs(row: IncomingHandoverRow | undefined, tenantId: string, id: 
 const sameAgents = (a: readonly string[], b: readonly string[]) =>
   a.length === b.length && [...a].sort().join() === [...b].sort().join();
 
-/** A repeated request may only be the same one, before its token was redeemed (409 otherwise). */
-function refuseOtherRequest(existing: IncomingHandoverRow, tenantId: string, agentIds: readonly string[]): void {
+/**
+ * A repeated request may only be the same one (409 otherwise), from the same tenant, before
+ * it was cancelled, and, once redeemed, only while no agent has used the bootstrap token:
+ * a sender whose redeem answer was lost (a timeout, a worker that died) asks again and the
+ * handover starts over; once an agent enrolled with it, the offer is out and it cannot.
+ */
+async function refuseOtherRequest(
+  db: Db,
+  existing: IncomingHandoverRow,
+  tenantId: string,
+  agentIds: readonly string[],
+): Promise<void> {
   if (existing.tenant_id !== tenantId)
     throw problems.conflict(`Handover id '${existing.id}' is taken; the sender must choose another id.`);
-  if (existing.state !== 'issued')
-    throw problems.conflict(`Handover '${existing.id}' was ${existing.state} already; its token was single use.`);
   if (!sameAgents(existing.agent_ids, agentIds))
     throw problems.conflict(`Handover '${existing.id}' was asked for other agents; a retry must name the same ones.`);
+  if (existing.state === 'cancelled')
+    throw problems.conflict(`Handover '${existing.id}' was cancelled already; its token was single use.`);
+  if (existing.state === 'redeemed' && (await incomingAgents(db, existing)).some((agent) => agent.bound))
+    throw problems.conflict(
+      `Handover '${existing.id}' was redeemed and its agents are arriving; it cannot start over.`,
+    );
 }
 
 /** The PEM agents must trust for our listener: the agents' CA (from files, or the one kept in the database). */
@@ -74,6 +89,16 @@ async function agentCaPem(db: Db, settings: Readonly<Settings>): Promise<string>
   const row = await findActiveAgentCa(db);
   if (row) return row.certificate_pem;
   return (await loadOrCreateAgentCa(db, encryptionKey(settings))).certificatePem;
+}
+
+/** The redeem's bootstrap token (which no agent used) is revoked, and a fresh handover token issued. */
+async function startOver(
+  db: Db,
+  existing: IncomingHandoverRow,
+  issued: Parameters<typeof restartIncomingHandover>[2],
+): Promise<void> {
+  if (existing.bootstrap_token_id) await revokeBootstrapToken(db, existing.tenant_id, existing.bootstrap_token_id);
+  await restartIncomingHandover(db, existing.id, issued);
 }
 
 /** Federation: handovers, receiver side (peer): issue, redeem, status, cancel (docs/federation.md). */
@@ -105,8 +130,9 @@ export function incomingHandoverRoutes(options: FederationRouteOptions): RouteDe
         };
         const existing = await lockIncomingHandover(db, params.id);
         if (existing) {
-          refuseOtherRequest(existing, principal.tenantId, body.agentIds);
-          await reissueIncomingToken(db, existing.id, issued);
+          await refuseOtherRequest(db, existing, principal.tenantId, body.agentIds);
+          if (existing.state === 'issued') await reissueIncomingToken(db, existing.id, issued);
+          else await startOver(db, existing, issued);
         } else {
           const row = await insertIncomingHandover(db, {
             id: params.id,
