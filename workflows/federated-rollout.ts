@@ -153,6 +153,16 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
     return true;
   }
 
+  /** The part followed to its end; a failure retrying cannot change (its peer was deleted) ends it as failed. */
+  async function follow(position: number) {
+    try {
+      return await following.followFederatedPart(part(position));
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      return { state: 'failed', reason: (error.cause ?? error).message };
+    }
+  }
+
   /** One installation's part, from creation to the end of its rollout; the state it ended in (none if never started). */
   async function lane(position: number): Promise<string | undefined> {
     for (;;) {
@@ -161,7 +171,7 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
         if (stateNow() === 'paused') continue;
         return undefined;
       }
-      const outcome = await following.followFederatedPart(part(position));
+      const outcome = await follow(position);
       if (outcome.state !== 'unreachable') {
         ended.set(position, outcome.state);
         if (outcome.state !== 'completed')
@@ -192,7 +202,7 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
     } else if (now === 'paused') {
       await condition(() => stateNow() !== 'paused');
     } else if (now === 'rolling-back') {
-      await Promise.all([...started].map((position) => following.followFederatedPart(part(position))));
+      await Promise.all([...started].map(follow));
       await move('rolled-back', ['rolling-back'], reason);
     } else if (FINAL_FEDERATED_STATES.includes(now)) {
       return { state: now, reason };

@@ -56,7 +56,7 @@ export interface PartContext {
 }
 
 export function partOf(deps: ActivityDeps, context: PartContext): Part {
-  return context.installation.peer_id === null ? localPart(deps, context) : peerPart(deps, context);
+  return context.installation.local ? localPart(deps, context) : peerPart(deps, context);
 }
 
 /** The problem a refusal here is stored with (the rollouts API's answer, in its words). */

@@ -14,6 +14,7 @@ import * as gitSyncRunRollouts from './20261125020000_git_sync_run_rollouts';
 import * as federation from './20261126000000_federation';
 import * as incomingHandoverDeadline from './20261126010300_incoming_handover_deadline';
 import * as consoleSessions from './20261127000000_console_sessions';
+import * as federatedRolloutLocal from './20261126010400_federated_rollout_local';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -35,6 +36,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126000000_federation': federation,
   '20261126010300_incoming_handover_deadline': incomingHandoverDeadline,
   '20261127000000_console_sessions': consoleSessions,
+  '20261126010400_federated_rollout_local': federatedRolloutLocal,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

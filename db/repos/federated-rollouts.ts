@@ -57,7 +57,8 @@ export type InstallationProgress = Record<string, number>;
 export interface InstallationRow {
   federated_rollout_id: string;
   position: number;
-  /** null: this installation. */
+  /** This installation's part (its peer_id is null; so is a deleted peer's). */
+  local: boolean;
   peer_id: string | null;
   installation_name: string;
   target: RolloutTarget;
@@ -76,7 +77,7 @@ export type NewFederatedRollout = Pick<
   'id' | 'tenant_id' | 'configuration_id' | 'version' | 'content_hash' | 'name' | 'description' | 'mode' | 'created_by'
 >;
 
-export type NewInstallation = Pick<InstallationRow, 'peer_id' | 'installation_name' | 'target' | 'strategy'>;
+export type NewInstallation = Pick<InstallationRow, 'local' | 'peer_id' | 'installation_name' | 'target' | 'strategy'>;
 
 /** The federated rollout (running) and its installations, in the order given (position 0, 1, ...). */
 export async function insertFederatedRollout(

@@ -232,6 +232,32 @@ test('a policy on b appears after the dry run: b’s part is denied and the fede
   expect(await b.t.database.db('rollouts').whereLike('federation_key', `%${created.body.id}%`)).toEqual([]);
 }, 60_000);
 
+test('a peer deleted before its part started: the federated rollout fails naming it; its row stays', async () => {
+  const credential = await b.t.pat('peer', { name: `peer-a-doomed-${randomUUID().slice(0, 8)}` });
+  const peer = await a.t.call('POST', '/api/federation/peers', {
+    token: a.admin,
+    body: { name: 'b-doomed', baseUrl: b.t.baseUrl, credential },
+  });
+  expect(peer.status).toBe(201);
+  const [fleetA, fleetB] = await Promise.all([a.fleet(1), b.fleet(1)]);
+  const version = await publish();
+  const created = await create({
+    configurationId: version.configurationId,
+    version: version.version,
+    installations: [
+      { peerId: 'local', target: { groupIds: [fleetA.groupId] }, strategy: { batchSize: 1, bakeSeconds: 4 } },
+      { peerId: peer.body.id, target: { groupIds: [fleetB.groupId] }, strategy: { batchSize: 1 } },
+    ],
+  });
+  expect(created.status).toBe(201);
+  expect((await a.t.call('DELETE', `/api/federation/peers/${peer.body.id}`, { token: a.admin })).status).toBe(204);
+
+  const failed = await waitFor(created.body.id, (body) => expect(body.state).toBe('failed'));
+  expect(failed.reason).toBe("installation 'b-doomed': peer 'b-doomed' was deleted; its part cannot be reached");
+  expect(failed.installations[1]).toMatchObject({ name: 'b-doomed', local: false, peerId: null, rolloutId: null });
+  expect(await b.t.database.db('rollouts').whereLike('federation_key', `%${created.body.id}%`)).toEqual([]);
+}, 60_000);
+
 test('validation: draft version, unknown peer, an installation twice, none, a bad strategy; roles', async () => {
   const version = await publish();
   const draft = await a.t.call('POST', `/api/configurations/${version.configurationId}/versions`, {

@@ -59,7 +59,11 @@ const progressSchema = z.record(z.string(), z.number().int());
 
 const installationSchema = z.object({
   position: z.number().int(),
-  peerId: z.string().nullable().openapi({ description: 'null: this installation.' }),
+  local: z.boolean().openapi({ description: "This installation's part." }),
+  peerId: z
+    .string()
+    .nullable()
+    .openapi({ description: 'The peer; null for this installation, or a peer since deleted.' }),
   name: z.string(),
   state: z.enum(INSTALLATION_STATES),
   rolloutId: z.string().nullable().openapi({ description: "The rollout's id on that installation." }),
@@ -122,6 +126,7 @@ export function presentFederatedRolloutSummary(
 export function presentInstallation(row: InstallationRow): z.infer<typeof installationSchema> {
   return {
     position: row.position,
+    local: row.local,
     peerId: row.peer_id,
     name: row.installation_name,
     state: row.state,

@@ -188,6 +188,7 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
               created_by: principal.name,
             },
             installations.map((installation) => ({
+              local: installation.peer === null,
               peer_id: installation.peer?.id ?? null,
               installation_name: installation.name,
               target: installation.target,
