@@ -31,8 +31,10 @@ import {
 
 const retry = { initialInterval: '1 second', maximumInterval: '30 seconds' } as const;
 const quick = proxyActivities<Activities>({ startToCloseTimeout: '1 minute', retry });
-/** A part's creation is retried with backoff for about half a minute; a peer silent that long is unreachable. */
-const creating = proxyActivities<Activities>({
+/** This installation's part is created like any step here: retried until it is done or refused. */
+const creatingHere = proxyActivities<Activities>({ startToCloseTimeout: '5 minutes', retry });
+/** A peer's part is retried with backoff for about half a minute; a peer silent that long is unreachable. */
+const creatingOnPeer = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   scheduleToCloseTimeout: '40 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
@@ -122,7 +124,7 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
   const started = new Set(loaded.parts.filter((part) => part.started).map((part) => part.position));
   const ended = new Map<number, string>();
   const part = (position: number) => ({ federatedRolloutId: id, position });
-  const named = (position: number) => loaded.parts.find((p) => p.position === position)!.name;
+  const named = (position: number) => loaded.parts[position]!.name;
 
   /** A peer that does not answer pauses the federated rollout (the parts followed are paused as they are read). */
   async function pauseForSilence(position: number, error: string) {
@@ -133,6 +135,7 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
   /** Creates the part's rollout; false when it was refused (the federated rollout failed) or its peer is silent (paused). */
   async function start(position: number): Promise<boolean> {
     try {
+      const creating = loaded.parts[position]!.local ? creatingHere : creatingOnPeer;
       const outcome = await creating.createFederatedPart(part(position));
       if (outcome.state === 'denied' || outcome.state === 'failed') {
         await move('failed', ['running', 'paused'], outcome.reason ?? null);

@@ -51,7 +51,7 @@ export interface LoadedFederatedRollout {
   rowVersion: number;
   reason: string | null;
   mode: 'sequential' | 'parallel';
-  parts: Array<{ position: number; name: string; started: boolean }>;
+  parts: Array<{ position: number; name: string; local: boolean; started: boolean }>;
 }
 
 export type FederatedTransitionResult =
@@ -155,6 +155,7 @@ export function createFederatedRolloutActivities(deps: ActivityDeps) {
         parts: parts.map((part) => ({
           position: part.position,
           name: part.installation_name,
+          local: part.local,
           started: part.rollout_id !== null,
         })),
       };

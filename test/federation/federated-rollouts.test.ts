@@ -84,6 +84,9 @@ test('a federated rollout across a (here) and b runs to completion; b gets the s
     version.name,
   );
   expect((await bRollout(onB.rolloutId)).body).toMatchObject({ state: 'completed', progress: { succeeded: 2 } });
+  const listed = await a.t.call('GET', '/api/federation/rollouts?state=completed&limit=1000', { token: a.operator });
+  expect(listed.body.items.map((item: { id: string }) => item.id)).toContain(created.body.id);
+  expect(listed.body.items[0].installations).toBeUndefined();
   const types = await a.t.database.db('events').where({ subject: created.body.id }).orderBy('seq').pluck('type');
   expect(types[0]).toBe('federation.rollout.created');
   expect(types).toContain('federation.rollout.installation-updated');
@@ -104,7 +107,7 @@ test('paused mid-way, resumed, then aborted: each operation reaches b’s rollou
   const created = await create({
     configurationId: version.configurationId,
     version: version.version,
-    installations: installations(fleetA.groupId, fleetB.groupId, { batchSize: 1, bakeSeconds: 5 }),
+    installations: installations(fleetA.groupId, fleetB.groupId, { batchSize: 1, bakeSeconds: 10 }),
   });
   expect(created.status).toBe(201);
   const id = created.body.id as string;
@@ -195,7 +198,7 @@ test('parallel: b’s part starts while a’s still runs', async () => {
     version: version.version,
     mode: 'parallel',
     installations: [
-      { peerId: 'local', target: { groupIds: [fleetA.groupId] }, strategy: { batchSize: 1, bakeSeconds: 5 } },
+      { peerId: 'local', target: { groupIds: [fleetA.groupId] }, strategy: { batchSize: 1, bakeSeconds: 10 } },
       { peerId: bPeerId, target: { groupIds: [fleetB.groupId] }, strategy: { batchSize: 1 } },
     ],
   });
@@ -212,7 +215,7 @@ test('a policy on b appears after the dry run: b’s part is denied and the fede
     configurationId: version.configurationId,
     version: version.version,
     installations: [
-      { peerId: 'local', target: { groupIds: [fleetA.groupId] }, strategy: { batchSize: 1, bakeSeconds: 4 } },
+      { peerId: 'local', target: { groupIds: [fleetA.groupId] }, strategy: { batchSize: 1, bakeSeconds: 6 } },
       { peerId: bPeerId, target: { groupIds: [fleetB.groupId] }, strategy: { batchSize: 1 } },
     ],
   });
