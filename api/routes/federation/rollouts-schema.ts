@@ -8,7 +8,6 @@ import {
 import type { RolloutRow } from '../../../db/repos/rollouts';
 import type { Progress } from '../../../db/repos/rollout-agents';
 import { ROLLOUT_STATES } from '../../../db/repos/rollouts';
-import { plainText } from '../../http/text';
 import { z } from '../../http/zod';
 import { createConfigurationBody } from '../configurations/schema';
 import { createRolloutBody, strategySchema, targetSchema } from '../rollouts/schema';
@@ -186,8 +185,8 @@ export const incomingRolloutBody = z
     configuration: copiedConfiguration,
     target: targetSchema,
     strategy: strategySchema,
-    name: plainText().trim().min(1).max(200).nullable().optional(),
-    description: z.string().max(2000).nullable().optional(),
+    name: createRolloutBody.shape.name.nullable(),
+    description: createRolloutBody.shape.description.nullable(),
   })
   .strict()
   .openapi('IncomingRollout');
