@@ -73,6 +73,18 @@ test('a retried PUT creates one version and one rollout; the same content is the
   expect(other.body).toMatchObject({ configurationId: first.body.configurationId, version: 2 });
 }, 60_000);
 
+test('PUTs of one key at once (a peer retrying a call slow to answer) all answer the one rollout, started once', async () => {
+  const { groupId } = await b.fleet(1);
+  const key = keyOf();
+  const body = request(groupId, 'twins: 1\n');
+  const answers = await Promise.all(Array.from({ length: 5 }, () => call('PUT', `${PATH}/${key}`, body)));
+  expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 200, 200]);
+  expect(new Set(answers.map((answer) => answer.body.rolloutId)).size).toBe(1);
+  const rolloutId = answers[0]!.body.rolloutId as string;
+  expect(await b.t.database.db('rollouts').where({ federation_key: key })).toHaveLength(1);
+  expect(await b.t.database.db('events').where({ subject: rolloutId, type: 'rollout.started' })).toHaveLength(1);
+}, 30_000);
+
 test('the dry run keeps nothing; a deny is 422 as the rollouts API answers it', async () => {
   const { groupId, ids } = await b.fleet(1);
   const body = request(groupId, 'a: 1\n');

@@ -11,7 +11,7 @@ import { createIncomingRollout, createRolloutOnce, dryRunRollout } from '../../.
 import { judgeRollout } from '../../../domain/rollout-creation';
 import { FEDERATED_ROLLOUT_OPERATIONS, ROLLOUT_TRANSITIONS, refusedOperation } from '../../../domain/rollouts';
 import { route, type RouteDef } from '../../http/route';
-import { problems } from '../../problems';
+import { Problem, problems } from '../../problems';
 import { RolloutWorkflows } from '../rollouts/workflow-client';
 import type { FederationRouteOptions } from '.';
 import {
@@ -108,10 +108,12 @@ export function incomingRolloutRoutes(options: FederationRouteOptions): RouteDef
         if (row.state === 'pending') {
           // A retry may come long after the call that created it: judged again, as a start is.
           if (!created) await judgeRollout(db, row);
-          await workflows.operate(row, await configurationName(db as Knex, row), {
-            operation: 'start',
-            actor: principal.name,
-          });
+          await workflows
+            .operate(row, await configurationName(db as Knex, row), { operation: 'start', actor: principal.name })
+            .catch((error: unknown) => {
+              // A twin of this call (the peer retried one that was slow to answer) started it first.
+              if (!(error instanceof Problem && error.slug === 'invalid-state-transition')) throw error;
+            });
         }
         return {
           body: await present(db as Knex, await mustFind(db as Knex, principal.tenantId, params.key)),
