@@ -5,7 +5,20 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'coverage/', '.dev-data/', 'gateway/gen/', '**/*.js', '**/*.cjs', '**/*.mjs'] },
+  {
+    ignores: [
+      'node_modules/',
+      '**/dist/',
+      'coverage/',
+      '.dev-data/',
+      'gateway/gen/',
+      'console/src/api/schema.d.ts', // generated: npm run console:types
+      'test-artifacts/',
+      '**/*.js',
+      '**/*.cjs',
+      '**/*.mjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

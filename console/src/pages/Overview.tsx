@@ -1,0 +1,146 @@
+/**
+ * What the fleet looks like now: agents online and offline, the rollouts under way, and
+ * the tenant's latest events. Every figure is an ordinary API call.
+ */
+import { Card, SimpleGrid, Skeleton, Table, Text, Title } from '@mantine/core';
+import { useQuery } from '@tanstack/react-query';
+import { api, ok, type Schemas } from '../api/client';
+import { PageTitle } from '../components/PageTitle';
+import { ProblemAlert } from '../components/ProblemAlert';
+
+type AgentStatus = Schemas['Agent']['status'];
+
+/** The API has no count: one page of at most this many agents is counted, more shows as "1000+". */
+const COUNT_CAP = 1000;
+/** GET /api/events is oldest first: the overview reads at most this many pages to reach the latest. */
+const EVENT_PAGES = 5;
+const LATEST_EVENTS = 10;
+const ACTIVE_STATES = ['running', 'paused', 'rolling-back'] as const;
+
+function useAgentCount(status: AgentStatus) {
+  return useQuery({
+    queryKey: ['agents', 'count', status],
+    queryFn: async () => {
+      const page = await ok(api.GET('/api/agents', { params: { query: { status, limit: COUNT_CAP } } }));
+      return page.nextCursor ? `${COUNT_CAP}+` : String(page.items.length);
+    },
+  });
+}
+
+function useActiveRollouts() {
+  return useQuery({
+    queryKey: ['rollouts', 'active'],
+    queryFn: async () => {
+      const pages = await Promise.all(
+        ACTIVE_STATES.map((state) => ok(api.GET('/api/rollouts', { params: { query: { state, limit: 20 } } }))),
+      );
+      return pages.flatMap((page) => page.items);
+    },
+  });
+}
+
+function useLatestEvents() {
+  return useQuery({
+    queryKey: ['events', 'latest'],
+    queryFn: async () => {
+      let events: Schemas['CloudEvent'][] = [];
+      let cursor: string | undefined;
+      for (let page = 0; page < EVENT_PAGES; page++) {
+        const found = await ok(api.GET('/api/events', { params: { query: { limit: 1000, cursor } } }));
+        events = [...events, ...found.items].slice(-LATEST_EVENTS);
+        if (!found.nextCursor) break;
+        cursor = found.nextCursor;
+      }
+      return events.reverse();
+    },
+  });
+}
+
+function AgentCount({ status, label }: { status: AgentStatus; label: string }) {
+  const count = useAgentCount(status);
+  return (
+    <Card withBorder padding="md" role="group" aria-label={`Agents ${label}`}>
+      <Text size="sm" c="gray.8">
+        Agents {label}
+      </Text>
+      {count.isError ? (
+        <ProblemAlert error={count.error} />
+      ) : (
+        <Skeleton visible={count.isPending}>
+          <Text size="xl" fw={700} data-testid={`agents-${status}`}>
+            {count.data ?? '0'}
+          </Text>
+        </Skeleton>
+      )}
+    </Card>
+  );
+}
+
+function ActiveRollouts() {
+  const rollouts = useActiveRollouts();
+  if (rollouts.isError) return <ProblemAlert error={rollouts.error} />;
+  return (
+    <Card withBorder padding="md" role="group" aria-label="Active rollouts">
+      <Text size="sm" c="gray.8">
+        Active rollouts
+      </Text>
+      <Skeleton visible={rollouts.isPending}>
+        <Text size="xl" fw={700} data-testid="rollouts-active">
+          {rollouts.data?.length ?? 0}
+        </Text>
+      </Skeleton>
+      {rollouts.data?.map((rollout) => (
+        <Text key={rollout.id} size="sm">
+          {rollout.name ?? rollout.id} — {rollout.state}, batch {rollout.currentBatch}
+        </Text>
+      ))}
+    </Card>
+  );
+}
+
+function LatestEvents() {
+  const events = useLatestEvents();
+  if (events.isError) return <ProblemAlert error={events.error} />;
+  return (
+    <Table striped aria-label="Latest events" data-testid="latest-events">
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th scope="col">Time</Table.Th>
+          <Table.Th scope="col">Type</Table.Th>
+          <Table.Th scope="col">Subject</Table.Th>
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {events.data?.map((event) => (
+          <Table.Tr key={event.id}>
+            <Table.Td>{new Date(event.time).toLocaleString()}</Table.Td>
+            <Table.Td>{event.type}</Table.Td>
+            <Table.Td>{event.subject ?? ''}</Table.Td>
+          </Table.Tr>
+        ))}
+        {events.data?.length === 0 && (
+          <Table.Tr>
+            <Table.Td colSpan={3}>No events yet.</Table.Td>
+          </Table.Tr>
+        )}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
+export function OverviewPage() {
+  return (
+    <>
+      <PageTitle>Overview</PageTitle>
+      <SimpleGrid cols={{ base: 1, sm: 3 }} mb="lg">
+        <AgentCount status="online" label="online" />
+        <AgentCount status="offline" label="offline" />
+        <ActiveRollouts />
+      </SimpleGrid>
+      <Title order={3} size="h4" mb="xs">
+        Latest events
+      </Title>
+      <LatestEvents />
+    </>
+  );
+}

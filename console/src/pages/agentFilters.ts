@@ -1,0 +1,47 @@
+/**
+ * The agents list's filters and page live in the URL (`/agents?status=online&q=web&cursor=…`),
+ * so any view of the list can be bookmarked, shared and reloaded. The names are the API's
+ * own query parameters, passed through as they are.
+ */
+import type { Schemas } from '../api/client';
+
+export type AgentStatus = Schemas['Agent']['status'];
+
+export const AGENT_STATUSES: readonly AgentStatus[] = [
+  'online',
+  'offline',
+  'enrolling',
+  'pending-approval',
+  'revoked',
+  'handed-over',
+];
+
+export const PAGE_SIZE = 25;
+
+export interface AgentFilters {
+  status?: AgentStatus;
+  q?: string;
+  /** `key:value`, the API's label filter. */
+  label?: string;
+  cursor?: string;
+}
+
+function isStatus(value: string | null): value is AgentStatus {
+  return (AGENT_STATUSES as readonly (string | null)[]).includes(value);
+}
+
+export function filtersFrom(params: URLSearchParams): AgentFilters {
+  const status = params.get('status');
+  return {
+    status: isStatus(status) ? status : undefined,
+    q: params.get('q') || undefined,
+    label: params.get('label') || undefined,
+    cursor: params.get('cursor') || undefined,
+  };
+}
+
+export function searchOf(filters: AgentFilters): URLSearchParams {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(filters)) if (value) params.set(name, value as string);
+  return params;
+}
