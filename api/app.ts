@@ -21,6 +21,7 @@ import { routeMiddleware, type RouteDef } from './http/route';
 import { jsonBody } from './middleware/json-body';
 import { observeRequests } from './middleware/observe';
 import { renderProblems } from './middleware/problems';
+import { serveConsole } from './middleware/console';
 import { requestId } from './middleware/request-id';
 import { openApiRoutes, swaggerRoutes } from './openapi/routes';
 import { problems } from './problems';
@@ -50,6 +51,8 @@ export interface AppDeps {
   temporal?: Client;
   /** Resolves when Temporal is healthy; readiness reports it. */
   temporalHealthy?: () => Promise<void>;
+  /** The built operator console served at `/` (default console/dist; tests name a missing one). */
+  consoleDist?: string;
 }
 
 export interface FleetApp {
@@ -209,6 +212,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     .use(observeRequests(logger, metrics))
     .use(audit.middleware)
     .use(renderProblems(logger, settings.errorsBaseUrl))
+    .use(serveConsole(deps.consoleDist))
     .use(methodNotAllowed(router))
     .use(router.routes() as never);
 

@@ -82,6 +82,8 @@ export async function startTestApp(
     replicaOf?: TestApp;
     /** Where the app logs (silent by default), for tests of what is logged. */
     logger?: Logger;
+    /** The console build it serves (console/dist by default). */
+    consoleDist?: string;
   } = {},
 ): Promise<TestApp> {
   const database = options.replicaOf?.database ?? (await createTestDatabase());
@@ -91,6 +93,7 @@ export async function startTestApp(
     db: database.db,
     logger: options.logger ?? pino({ level: 'silent' }),
     temporal: options.temporal,
+    consoleDist: options.consoleDist,
   });
   // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.
   const handle = app.koa.callback();

@@ -1,0 +1,77 @@
+/**
+ * The api serves the built console (global setup builds it): files with the right cache
+ * headers, index.html for deep links with a strict Content-Security-Policy, and never in
+ * place of the server's own paths.
+ */
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { CONSOLE_CSP, CONSOLE_DIST, isConsolePath } from '../../api/middleware/console';
+import { startTestApp, type TestApp } from '../support/app';
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(() => t?.close());
+
+const asset = () => readdirSync(path.join(CONSOLE_DIST, 'assets')).find((name) => name.endsWith('.js'))!;
+
+test('/ and every deep link answer index.html, not cached, with a Content-Security-Policy of this origin only', async () => {
+  for (const link of ['/', '/agents', '/agents/9b2f6a55-0000-4000-8000-000000000000?tab=health', '/rollouts']) {
+    const res = await t.call('GET', link);
+    expect({ link, status: res.status, type: res.headers.get('content-type') }).toEqual({
+      link,
+      status: 200,
+      type: 'text/html; charset=utf-8',
+    });
+    expect(res.body).toContain('<div id="root"></div>');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('content-security-policy')).toBe(CONSOLE_CSP);
+  }
+  expect(CONSOLE_CSP).toContain("script-src 'self'");
+  expect(CONSOLE_CSP).toContain("frame-ancestors 'none'");
+  expect(CONSOLE_CSP).not.toMatch(/script-src[^;]*unsafe/);
+});
+
+test('hashed assets are cached for a year; a missing asset is a 404 problem, not index.html', async () => {
+  const res = await t.call('GET', `/assets/${asset()}`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+  expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+  const missing = await t.call('GET', '/assets/index-gone.js');
+  expect(missing.status).toBe(404);
+  expect(missing.headers.get('content-type')).toMatch(/application\/problem\+json/);
+});
+
+test('paths outside the console’s files never leave its folder', async () => {
+  for (const sneaky of ['/../package.json', '/%2e%2e/package.json', '/assets/../../package.json']) {
+    const res = await t.call('GET', sneaky);
+    expect(String(res.body)).not.toContain('fleet-config-service');
+  }
+});
+
+test('the server’s own paths are never the console’s: every route, the hub, probes and problem types', async () => {
+  for (const route of t.app.routes)
+    expect({ path: route.path, console: isConsolePath(route.path) }).toEqual({
+      path: route.path,
+      console: false,
+    });
+  expect(isConsolePath('/hubs/live-updates')).toBe(false);
+  expect((await t.call('GET', '/api/no-such-thing')).status).toBe(404);
+  expect((await t.call('GET', '/api/no-such-thing')).headers.get('content-type')).toMatch(/problem\+json/);
+  expect((await t.call('GET', '/healthz')).status).toBe(200);
+  expect((await t.call('GET', '/errors/not-found')).headers.get('content-type')).not.toMatch(/html/);
+  expect((await t.call('POST', '/agents')).status).toBe(404);
+});
+
+test('without a build, / says how to build the console', async () => {
+  const unbuilt = await startTestApp({}, { consoleDist: path.join(CONSOLE_DIST, 'no-such-build') });
+  try {
+    const res = await unbuilt.call('GET', '/agents');
+    expect(res.status).toBe(503);
+    expect(res.body).toContain('npm run console:build');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+  } finally {
+    await unbuilt.close();
+  }
+});
