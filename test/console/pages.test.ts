@@ -1,0 +1,213 @@
+/**
+ * The console in a real Chromium against the real app, signed in through the real test
+ * identity provider's sign-in page: the pages of the first slice (shell, overview, agents,
+ * agent detail) show what the API says, page and filter through the URL, hide writes from
+ * viewers, show problems as the API words them, and pass axe-core. Screenshots of each page
+ * are kept under test-artifacts/console/.
+ */
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { seedAgent, seedAgents } from '../support/agents-seed';
+import { startTestApp, type TestApp } from '../support/app';
+import {
+  CONSOLE_ORIGIN,
+  launchBrowser,
+  screenshot,
+  seriousAccessibilityViolations,
+  signInOnProviderPage,
+} from '../support/browser';
+import { eventually } from '../support/eventually';
+
+let t: TestApp;
+let browser: Browser;
+let admin: BrowserContext;
+let page: Page;
+let pendingAgent: { id: string; name: string };
+let apiToken: string;
+const cspViolations: string[] = [];
+
+/** 30 agents: every third offline, the rest online; the even ones labelled env=prod. */
+async function seedFleet(): Promise<void> {
+  await seedAgents(t.database.db, 'default', 30, (i) => ({
+    status: i % 3 === 0 ? 'offline' : 'online',
+    labels: i % 2 === 0 ? { env: 'prod' } : { env: 'dev' },
+  }));
+  const pending = await seedAgent(t.database.db, 'default', { name: 'waiting-agent', status: 'pending-approval' });
+  pendingAgent = { id: pending.id, name: pending.name };
+}
+
+/** A browser profile of its own; a step that cannot happen fails in 20 s, naming the step. */
+async function newContext(): Promise<BrowserContext> {
+  const context = await browser.newContext();
+  context.setDefaultTimeout(20_000);
+  return context;
+}
+
+async function newSignedInPage(context: BrowserContext, login: string, path: string): Promise<Page> {
+  const opened = await context.newPage();
+  opened.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+  await opened.goto(CONSOLE_ORIGIN + path);
+  await signInOnProviderPage(opened, login);
+  return opened;
+}
+
+/** The cells of the rows of a table (by its accessible name). */
+async function rows(table: string): Promise<string[][]> {
+  return page
+    .getByRole('table', { name: table })
+    .locator('tbody tr')
+    .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+}
+
+async function apiGet(path: string): Promise<any> {
+  const reply = await t.call('GET', path, { token: apiToken });
+  expect(reply.status).toBe(200);
+  return reply.body;
+}
+
+beforeAll(async () => {
+  t = await startTestApp();
+  apiToken = await t.pat('admin');
+  await seedFleet();
+  // An event for the overview: a group created through the API.
+  expect((await t.call('POST', '/api/groups', { token: apiToken, body: { name: 'edge' } })).status).toBe(201);
+  browser = await launchBrowser(t);
+  admin = await newContext();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+});
+
+afterEach(() => {
+  expect(cspViolations).toEqual([]);
+});
+
+test('a person signs in on the provider’s page and lands on the page they asked for, named with their role', async () => {
+  page = await newSignedInPage(admin, 'alice', '/agents?status=offline');
+  expect(page.url()).toBe(`${CONSOLE_ORIGIN}/agents?status=offline`);
+  await page.getByRole('table', { name: 'Agents' }).locator('tbody tr').first().waitFor();
+  const person = page.getByTestId('person');
+  expect(await person.textContent()).toContain('Alice (admin)');
+  expect(await person.getByLabel('role admin').count()).toBe(1);
+  await eventually(async () => expect((await rows('Agents')).every((cells) => cells[1] === 'offline')).toBe(true));
+  const areas = await page.getByRole('navigation', { name: 'Console areas' }).getByRole('link').allTextContents();
+  expect(areas).toEqual([
+    'Overview',
+    'Agents',
+    'Groups',
+    'Configurations',
+    'Rollouts',
+    'Policies',
+    'Bootstrap tokens',
+    'Access tokens',
+    'Audit log',
+    'Git sources',
+    'Federation',
+  ]);
+}, 60_000);
+
+test('the overview shows the agents online and offline, active rollouts and the latest events the API lists', async () => {
+  await page.goto(`${CONSOLE_ORIGIN}/`);
+  const online = (await apiGet('/api/agents?status=online&limit=1000')).items.length;
+  const offline = (await apiGet('/api/agents?status=offline&limit=1000')).items.length;
+  const events = (await apiGet('/api/events?limit=1000')).items;
+  await eventually(async () => {
+    expect(await page.getByTestId('agents-online').textContent()).toBe(String(online));
+    expect(await page.getByTestId('agents-offline').textContent()).toBe(String(offline));
+    expect(await page.getByTestId('rollouts-active').textContent()).toBe('0');
+    expect((await rows('Latest events'))[0]?.[1]).toBe(events.at(-1).type);
+  }, 10_000);
+  expect([online, offline]).toEqual([20, 10]);
+  expect(events.at(-1).type).toBe('group.created');
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+  await screenshot(page, 'overview');
+});
+
+test('the agents list pages with the API’s cursor and filters, all in a URL that can be reloaded', async () => {
+  await page.goto(`${CONSOLE_ORIGIN}/agents`);
+  await eventually(async () => expect(await rows('Agents')).toHaveLength(25));
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+  await screenshot(page, 'agents');
+
+  await page.getByRole('button', { name: 'Next page' }).click();
+  await eventually(async () => expect(await rows('Agents')).toHaveLength(31 - 25));
+  expect(new URL(page.url()).searchParams.get('cursor')).toBeTruthy();
+  await page.reload();
+  await eventually(async () => expect(await rows('Agents')).toHaveLength(6));
+
+  await page.getByRole('button', { name: 'First page' }).click();
+  await page.getByLabel('Label').fill('env:prod');
+  await page.getByLabel('Name or id').fill('agent-00001');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await page.waitForURL((url) => url.searchParams.get('label') === 'env:prod');
+  const listed = (await apiGet('/api/agents?label=env:prod&q=agent-00001&limit=25')).items.map((a: any) => a.name);
+  expect([...listed].sort()).toEqual(['agent-000010', 'agent-000012', 'agent-000014', 'agent-000016', 'agent-000018']);
+  await eventually(async () => expect((await rows('Agents')).map((cells) => cells[0])).toEqual(listed));
+  const reloaded = new URL(page.url());
+  expect(Object.fromEntries(reloaded.searchParams)).toEqual({ label: 'env:prod', q: 'agent-00001' });
+});
+
+test('a problem the API answers shows its title and detail', async () => {
+  await page.goto(`${CONSOLE_ORIGIN}/agents?label=not-a-label`);
+  const alert = page.getByRole('alert');
+  await alert.waitFor();
+  expect(await alert.textContent()).toContain('Request validation failed');
+
+  const missing = '00000000-0000-4000-8000-000000000000';
+  await page.goto(`${CONSOLE_ORIGIN}/agents/${missing}`);
+  await page.getByRole('alert').waitFor();
+  expect(await page.getByRole('alert').textContent()).toContain(`Not found`);
+  expect(await page.getByRole('alert').textContent()).toContain(missing);
+});
+
+test('the agent detail shows what the API says, with the writes an admin may make', async () => {
+  await page.goto(`${CONSOLE_ORIGIN}/agents?q=waiting`);
+  await page.getByRole('link', { name: 'waiting-agent' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/agents/${pendingAgent.id}`);
+  await page.getByRole('heading', { name: 'waiting-agent' }).waitFor();
+  expect(await page.getByRole('region', { name: 'Agent' }).textContent()).toContain(pendingAgent.id);
+  for (const write of ['Approve', 'Reject', 'Revoke certificate']) {
+    expect(await page.getByRole('button', { name: write }).count()).toBe(1);
+  }
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+  await screenshot(page, 'agent-detail');
+
+  await page.getByRole('button', { name: 'Approve' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Approve' });
+  await dialog.getByRole('button', { name: 'Approve' }).click();
+  await dialog.waitFor({ state: 'detached' });
+  await page.getByRole('button', { name: 'Approve' }).waitFor({ state: 'detached' });
+  expect((await apiGet(`/api/agents/${pendingAgent.id}`)).status).toBe('enrolling');
+});
+
+test('every area of the navigation is a page of its own, and the pages not built yet pass axe too', async () => {
+  await page.getByRole('navigation', { name: 'Console areas' }).getByRole('link', { name: 'Rollouts' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/rollouts`);
+  await page.getByRole('heading', { name: 'Rollouts' }).waitFor();
+  expect(await page.getByRole('link', { name: 'Rollouts' }).getAttribute('aria-current')).toBe('page');
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+  await screenshot(page, 'not-built-yet');
+});
+
+test('a viewer sees no write buttons', async () => {
+  const viewerContext = await newContext();
+  try {
+    const viewer = await newSignedInPage(viewerContext, 'victor', `/agents/${pendingAgent.id}`);
+    await viewer.getByRole('heading', { name: 'waiting-agent' }).waitFor();
+    await viewer.getByRole('region', { name: 'Certificate' }).waitFor();
+    expect(await viewer.getByTestId('person').getByLabel('role viewer').count()).toBe(1);
+    expect(await viewer.getByRole('button').allTextContents()).toEqual(['Sign out']);
+  } finally {
+    await viewerContext.close();
+  }
+}, 60_000);
+
+test('sign-out ends the session', async () => {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.waitForURL((url) => url.pathname !== '/rollouts');
+  const session = await page.goto(`${CONSOLE_ORIGIN}/api/auth/session`);
+  expect(session?.status()).toBe(401);
+});

@@ -1,0 +1,70 @@
+/**
+ * A real Chromium (Debian's, made ready by the global setup: console-prerequisites.ts)
+ * driven with playwright-core, for the console's browser tests. Test apps are configured
+ * as http://fleet.test (the address the identity provider sends the browser back to, and
+ * the only origin the api accepts cookie writes from), so the browser resolves fleet.test
+ * to the app's loopback port: every request goes to the real app under its public name.
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import type { TestApp } from './app';
+import { CHROMIUM } from './console-prerequisites';
+
+export const CONSOLE_ORIGIN = 'http://fleet.test';
+const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts/console');
+const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+export async function launchBrowser(t: TestApp): Promise<Browser> {
+  const port = new URL(t.baseUrl).port;
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', `--host-resolver-rules=MAP fleet.test 127.0.0.1:${port}`],
+  });
+}
+
+/**
+ * Signs `login` in on the identity provider's own sign-in page, where the console sent the
+ * browser (any password: the demo provider's development page), and waits until the
+ * browser is back on the console.
+ */
+export async function signInOnProviderPage(page: Page, login: string): Promise<void> {
+  await page.waitForURL((url) => url.origin !== CONSOLE_ORIGIN);
+  await page.locator('input[name="login"]').fill(login);
+  await page.locator('input[name="password"]').fill('any password');
+  await page.locator('button[type="submit"]').click();
+  await page.waitForURL((url) => url.origin === CONSOLE_ORIGIN && !url.pathname.startsWith('/api/'));
+}
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[]; failureSummary?: string }[];
+}
+
+/**
+ * axe-core run in the page (evaluated through the debugging protocol, which the page's
+ * Content-Security-Policy does not govern); the violations of serious or critical impact.
+ */
+export async function seriousAccessibilityViolations(page: Page): Promise<AxeViolation[]> {
+  await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run: () => Promise<{ violations: AxeViolation[] }> } }).axe;
+    return (await axe.run()).violations;
+  });
+  return violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map(({ id, impact, help, nodes }) => ({
+      id,
+      impact,
+      help,
+      nodes: nodes.map(({ target, failureSummary }) => ({ target, failureSummary })),
+    }));
+}
+
+/** A screenshot of the whole page, kept as a test artifact under test-artifacts/console/. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}

@@ -1,0 +1,66 @@
+/**
+ * What the console's browser tests need besides the infrastructure, made ready by jest's
+ * global setup (run as a child process under tsx): Debian's Chromium (installed with apt
+ * when missing; playwright's own browser downloads cannot reach our machines) and a build
+ * of the console no older than its sources. Anything it cannot do fails the suite.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+export const CHROMIUM = '/usr/bin/chromium';
+const ROOT = path.resolve(__dirname, '../..');
+const CONSOLE = path.join(ROOT, 'console');
+const BUILT = path.join(CONSOLE, 'dist', 'index.html');
+
+const log = (line: string) => process.stderr.write(`[console] ${line}\n`);
+
+/** Runs a command to its end; its output shows only when it fails. */
+function run(command: string, args: string[]): void {
+  const result = spawnSync(command, args, {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
+  if (result.status !== 0) process.stderr.write(`${result.stdout}${result.stderr}`);
+  if (result.status !== 0)
+    throw new Error(`${command} ${args.join(' ')} failed (exit ${result.status ?? result.signal})`);
+}
+
+export function ensureChromium(): void {
+  if (existsSync(CHROMIUM)) return;
+  if (process.getuid?.() !== 0) {
+    throw new Error(`${CHROMIUM} is missing and only root can install it: run \`apt-get install -y chromium\` as root`);
+  }
+  log("installing Debian's chromium for the browser tests (first run on this machine: a minute or two)...");
+  run('apt-get', ['update', '-qq']);
+  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'chromium']);
+  if (!existsSync(CHROMIUM)) throw new Error(`apt-get installed chromium but ${CHROMIUM} is not there`);
+}
+
+/** The newest modification time of the files the console is built from. */
+function newestSource(dir = CONSOLE): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.name === 'dist' || entry.name === 'node_modules') continue;
+    const full = path.join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestSource(full) : statSync(full).mtimeMs);
+  }
+  return newest;
+}
+
+export function ensureConsoleBuilt(): void {
+  if (existsSync(BUILT) && statSync(BUILT).mtimeMs >= newestSource()) return;
+  log('building the console (npm run console:build)...');
+  run('npm', ['run', '--silent', 'console:build']);
+}
+
+if (require.main === module) {
+  try {
+    ensureChromium();
+    ensureConsoleBuilt();
+  } catch (error) {
+    log((error as Error).message);
+    process.exit(1);
+  }
+}
