@@ -28,6 +28,7 @@ import {
   type FederatedRolloutOutcome,
   type FederatedRolloutWorkflowInput,
 } from './definitions';
+import { oneAtATime } from './one-at-a-time';
 
 const retry = { initialInterval: '1 second', maximumInterval: '30 seconds' } as const;
 const quick = proxyActivities<Activities>({ startToCloseTimeout: '1 minute', retry });
@@ -50,18 +51,11 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
   let state: FederatedRolloutState | 'loading' = 'loading';
   let rowVersion = 0;
   let reason: string | null;
-  let transitioning = false;
   const stateNow = () => state; // handlers change it while lanes await; narrowing cannot know
 
-  async function exclusively<T>(work: () => Promise<T>): Promise<T> {
-    while (transitioning || state === 'loading') await condition(() => !transitioning && state !== 'loading');
-    transitioning = true;
-    try {
-      return await work();
-    } finally {
-      transitioning = false;
-    }
-  }
+  /** One transition at a time: the lanes' and operators' updates never interleave. */
+  const transitions = oneAtATime(() => state !== 'loading');
+  const exclusively = transitions.run;
 
   async function transition(
     to: FederatedRolloutState,
@@ -169,7 +163,7 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
   /** One installation's part, from creation to the end of its rollout; the state it ended in (none if never started). */
   async function lane(position: number): Promise<string | undefined> {
     for (;;) {
-      await condition(() => stateNow() !== 'paused' && !transitioning);
+      await condition(() => stateNow() !== 'paused' && !transitions.busy());
       if (!started.has(position) && (stateNow() !== 'running' || !(await start(position)))) {
         if (stateNow() === 'paused') continue;
         return undefined;

@@ -35,6 +35,7 @@ import {
   type RolloutOutcome,
   type RolloutWorkflowInput,
 } from './definitions';
+import { oneAtATime } from './one-at-a-time';
 import { currentDetails, outcomeLine } from './rollout-details';
 import { rolloutStateKey } from './search-attributes';
 
@@ -62,7 +63,6 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<Roll
   let counts: RolloutCounts | undefined;
   /** The rollout in one line (absent from activity results recorded by an older worker). */
   let summary: string | undefined = undefined;
-  let transitioning = false;
   /** Workflow time until which the last batch bakes (an absolute deadline, also across a pause). */
   let bakeUntil = input.bakeUntil ?? 0;
   /** The wait for the batch in flight; an abort or a rollback cancels it. */
@@ -76,16 +76,8 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<Roll
   const stateNow = (): RolloutState | 'loading' => state;
 
   /** One transition at a time: the main loop and operators' updates never interleave. */
-  async function exclusively<T>(work: () => Promise<T>): Promise<T> {
-    // Several waiters can be released by one change, so each re-checks after it wakes.
-    while (transitioning || state === 'loading') await condition(() => !transitioning && state !== 'loading');
-    transitioning = true;
-    try {
-      return await work();
-    } finally {
-      transitioning = false;
-    }
-  }
+  const transitions = oneAtATime(() => state !== 'loading');
+  const exclusively = transitions.run;
 
   async function transition(
     to: RolloutState,
@@ -208,7 +200,7 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<Roll
         }
     }
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT)) {
-      await condition(() => allHandlersFinished() && !transitioning);
+      await condition(() => allHandlersFinished() && !transitions.busy());
       await continueAsNew<typeof rolloutWorkflow>({
         rolloutId: input.rolloutId,
         tenantId: input.tenantId,
