@@ -49,9 +49,13 @@ const NOT_BUILT = `<!doctype html>
 <p>Run <code>npm run console:build</code> (it writes console/dist), then reload this page.
 The REST API is at <a href="/api/openapi.json">/api</a>.</p></body></html>`;
 
-/** True for a path the console may answer: none of the server's own prefixes. */
+/**
+ * True for a path the console may answer: none of the server's own prefixes, in any case
+ * (`/API/TENANT` is no route, and stays a 404 problem rather than the console's page).
+ */
 export function isConsolePath(requestPath: string): boolean {
-  return !SERVER_PREFIXES.some((prefix) => requestPath === prefix || requestPath.startsWith(`${prefix}/`));
+  const lower = requestPath.toLowerCase();
+  return !SERVER_PREFIXES.some((prefix) => lower === prefix || lower.startsWith(`${prefix}/`));
 }
 
 /** The file under `dist` that the path names, if it is one; never anything outside `dist`. */

@@ -57,6 +57,7 @@ test('the server’s own paths are never the console’s: every route, the hub, 
       console: false,
     });
   expect(isConsolePath('/hubs/live-updates')).toBe(false);
+  expect((await t.call('GET', '/API/TENANT')).status).toBe(404);
   expect((await t.call('GET', '/api/no-such-thing')).status).toBe(404);
   expect((await t.call('GET', '/api/no-such-thing')).headers.get('content-type')).toMatch(/problem\+json/);
   expect((await t.call('GET', '/healthz')).status).toBe(200);
