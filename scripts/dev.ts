@@ -3,8 +3,10 @@
  * server (with its Web UI) keep their data in .dev-data/ across restarts (`-- --reset`
  * starts empty); migrations run; api and worker start as child processes under
  * dev/supervisor.ts (restarted with back-off when they crash; their JSON log lines printed
- * for people by dev/pretty-log.ts, or as they are with `-- --json`). Ctrl-C or SIGTERM
- * stops everything this started, api and worker first. Needs no terminal.
+ * for people by dev/pretty-log.ts, or as they are with `-- --json`), and so does a vite
+ * watcher that rebuilds the operator console into console/dist on every change (the api
+ * serves it at /; reload the page). Ctrl-C or SIGTERM stops everything this started, api
+ * and worker first. Needs no terminal.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -69,6 +71,23 @@ async function startPostgresProcess(dataDir: string, port: number, database: str
       child.once('exit', () => resolve());
       child.kill('SIGTERM');
     });
+}
+
+/** vite rebuilds the console on every change to console/ (the api serves console/dist). */
+function watchConsole(): void {
+  supervisor.start({
+    name: 'console',
+    args: [
+      path.join(path.dirname(require.resolve('vite/package.json')), 'bin', 'vite.js'),
+      'build',
+      'console',
+      '--watch',
+      '--logLevel',
+      'warn',
+    ],
+    cwd: ROOT,
+    env: { ...process.env, VITE_CONFIG_NATIVE_IGNORE_WARNING: 'true' },
+  });
 }
 
 async function waitForReady(url: string, timeoutMs: number): Promise<void> {
@@ -166,18 +185,20 @@ async function main() {
   const env = { FLEET_SETTINGS_FILE: settingsFile };
   startService('api', 'api/main.ts', env);
   startService('worker', 'worker/main.ts', env);
+  watchConsole();
   await waitForReady(`http://localhost:${PORTS.api}/readyz`, 60_000);
   const caFile = await writeAgentCa(databaseUrl);
 
   const lines = [
     '',
     'Fleet Configuration Service is running (Ctrl-C stops everything).',
+    `  Console        ${consoleUrl}/  (sign in as a demo user below; rebuilt on every change to console/)`,
     `  API            http://localhost:${PORTS.api}/api    (OpenAPI: /api/openapi.json, explorer: http://localhost:${PORTS.api}/swagger)`,
     `  Agents         wss://localhost:${PORTS.agents}/v1/opamp  (OpAMP over WebSocket or HTTPS POST, TLS; trust ${caFile})`,
     `                 enroll with a bootstrap token from POST /api/tokens, then e.g.`,
     `                 npm run agents -- --count 10 --ca ${caFile} --token <svc-bt…>`,
-    `  Sign-in        ${consoleUrl}/api/auth/login?returnTo=/api/auth/session  (demo identity provider ${identity.issuer}; any password)`,
-    `                 ${DEMO_USERS.map((user) => `${user.sub} (${user.role})`).join(', ')}`,
+    `  Demo users     ${DEMO_USERS.map((user) => `${user.sub} (${user.role})`).join(', ')}`,
+    `                 any password, at the demo identity provider ${identity.issuer}`,
     `  Temporal UI    ${temporal.uiUrl}`,
     `  Postgres       ${databaseUrl}`,
     `  Data           .dev-data/  (npm run dev -- --reset starts empty)`,
