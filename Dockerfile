@@ -8,7 +8,7 @@
 # The worker bundles the workflows from dist/workflows when it starts (webpack and swc come
 # with @temporalio/worker, a runtime dependency).
 
-# --- build: every dependency, TypeScript to dist/ ---
+# --- build: every dependency, TypeScript to dist/, the console to dist/console/dist ---
 FROM node:24-bookworm-slim AS build
 
 ENV NPM_CONFIG_UPDATE_NOTIFIER=false \
@@ -33,6 +33,11 @@ COPY worker/ worker/
 COPY db/ db/
 COPY scripts/ scripts/
 RUN npm run build
+
+# The operator console (a static build the api serves at /): into dist/console/dist, where
+# the compiled api looks for it (api/middleware/console.ts, ../../console/dist).
+COPY console/ console/
+RUN npm run console:build && mkdir -p dist/console && cp -r console/dist dist/console/dist
 
 # --- runtime: production dependencies and dist/ ---
 FROM node:24-bookworm-slim
