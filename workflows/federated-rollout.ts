@@ -20,7 +20,12 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { FederatedRolloutState } from '../db/repos/federated-rollouts';
-import { FEDERATED_TRANSITIONS, FINAL_FEDERATED_STATES, refusedFederatedOperation } from '../domain/rollouts';
+import {
+  FEDERATED_TRANSITIONS,
+  FINAL_FEDERATED_STATES,
+  ROLLOUT_OPERATION_PAST,
+  refusedFederatedOperation,
+} from '../domain/rollouts';
 import {
   ROLLOUT_FAILURES,
   operateFederatedRolloutUpdate,
@@ -86,7 +91,7 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
           );
         if (!rule.from.includes(current)) throw refuse(ROLLOUT_FAILURES.invalidTransition);
         const why = ['abort', 'rollback'].includes(request.operation)
-          ? `${request.operation} by ${request.actor}`
+          ? `${ROLLOUT_OPERATION_PAST[request.operation]} by ${request.actor}`
           : null;
         const result = await transition(rule.to, {
           from: [current],

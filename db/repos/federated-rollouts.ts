@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
 import { updateVersioned } from '../versioned';
@@ -144,7 +145,7 @@ export type InstallationChanges = Partial<
   Pick<InstallationRow, 'state' | 'rollout_id' | 'remote_configuration_id' | 'remote_version' | 'progress' | 'problem'>
 >;
 
-/** Records what an installation reported; the row as it was before, and as it is now. */
+/** Records what an installation reported; the row as it was before, and as it is now (unchanged: nothing is written). */
 export async function updateInstallation(
   db: Knex.Transaction,
   federatedRolloutId: string,
@@ -156,6 +157,10 @@ export async function updateInstallation(
     .forUpdate()
     .first();
   if (!before) return undefined;
+  const same = Object.entries(changes).every(([column, value]) =>
+    isDeepStrictEqual(before[column as keyof InstallationChanges], value),
+  );
+  if (same) return { before, after: before };
   const json = (value: unknown) => (value === undefined ? undefined : value === null ? null : JSON.stringify(value));
   const [after] = await db('federated_rollout_installations')
     .where({ federated_rollout_id: federatedRolloutId, position })
