@@ -145,6 +145,8 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     db,
     logger,
     authenticateToken,
+    sessions,
+    publicBaseUrl: settings.http.publicBaseUrl,
     errorsBaseUrl: settings.errorsBaseUrl,
     replayHours: settings.events.replayHours,
     maxBufferedBytes: settings.events.subscriberBufferBytes,

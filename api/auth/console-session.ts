@@ -9,7 +9,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ConsoleSessionRow } from '../../db/repos/console-sessions';
-import { insertConsoleSession, touchConsoleSession } from '../../db/repos/console-sessions';
+import { findConsoleSession, insertConsoleSession, touchConsoleSession } from '../../db/repos/console-sessions';
 import { ensureTenant } from '../../db/repos/tenants';
 import { hashToken } from '../../domain/tokens/secret-token';
 import type { Settings } from '../../platform/settings';
@@ -36,6 +36,13 @@ export interface ConsoleSessions {
   start(person: SignedInPerson): Promise<{ secret: string; row: ConsoleSessionRow }>;
   /** The principal of the request's session cookie, or undefined without a live one. */
   authenticate(ctx: AppContext): Promise<Principal | undefined>;
+  /**
+   * The principal of a live session's secret, for the live-updates hub (a WebSocket upgrade
+   * has no Koa context; its Origin is the hub's to check). `touch: false` checks the
+   * session without counting as activity: an open socket's rechecks do not keep an
+   * unattended console signed in past its idle time.
+   */
+  sessionPrincipal(secret: string, options?: { touch?: boolean }): Promise<Principal | undefined>;
   /** The CSRF token that goes with a session secret. */
   csrfToken(secret: string): string;
   /** Sets or clears the session cookie on the answer. */
@@ -69,6 +76,27 @@ export function createConsoleSessions(
     }
   }
 
+  async function liveSession(secret: string, touch: boolean): Promise<ConsoleSessionRow | undefined> {
+    if (touch) return touchConsoleSession(db, hashToken(secret), idleMinutes);
+    const row = await findConsoleSession(db, hashToken(secret));
+    const now = Date.now();
+    const live = row && row.expires_at.getTime() > now && row.last_seen_at.getTime() > now - idleMinutes * 60_000;
+    return live ? row : undefined;
+  }
+
+  function principalOf(row: ConsoleSessionRow): Principal {
+    const roles = row.roles.filter(isRole);
+    return {
+      kind: 'session',
+      id: row.subject,
+      name: row.subject,
+      tenantId: row.tenant_id,
+      roles,
+      permissions: permissionsOf(roles),
+      expiresAt: row.expires_at.getTime(),
+    };
+  }
+
   return {
     csrfToken,
 
@@ -89,19 +117,15 @@ export function createConsoleSessions(
     async authenticate(ctx) {
       const secret = ctx.cookies.get(SESSION_COOKIE);
       if (!secret) return undefined;
-      const row = await touchConsoleSession(db, hashToken(secret), idleMinutes);
+      const row = await liveSession(secret, true);
       if (!row) return undefined;
       checkCsrf(ctx, secret);
-      const roles = row.roles.filter(isRole);
-      return {
-        kind: 'session',
-        id: row.subject,
-        name: row.subject,
-        tenantId: row.tenant_id,
-        roles,
-        permissions: permissionsOf(roles),
-        expiresAt: row.expires_at.getTime(),
-      };
+      return principalOf(row);
+    },
+
+    async sessionPrincipal(secret, options = {}) {
+      const row = await liveSession(secret, options.touch ?? true);
+      return row && principalOf(row);
     },
 
     setCookie(ctx, secret) {

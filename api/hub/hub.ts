@@ -15,6 +15,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { findEventsByIds, listEventsQuery, type EventRow } from '../../db/repos/events';
 import { bearerToken, type TokenAuthenticator } from '../auth/authenticate';
+import { SESSION_COOKIE, type ConsoleSessions } from '../auth/console-session';
 import type { Principal } from '../auth/principal';
 import { HUB_ENDPOINT } from '../http/endpoints';
 import { problemDocument } from '../middleware/problems';
@@ -47,6 +48,10 @@ export interface HubOptions {
   db: Knex;
   logger: Logger;
   authenticateToken: TokenAuthenticator;
+  /** The console's sessions: a browser without a token subscribes with its session cookie. */
+  sessions?: Pick<ConsoleSessions, 'sessionPrincipal'>;
+  /** `Http:PublicBaseUrl`: the only origin whose pages may use the session cookie here. */
+  publicBaseUrl: string;
   errorsBaseUrl: string;
   /** How far back `since` may reach. */
   replayHours: number;
@@ -76,6 +81,18 @@ interface Subscription {
   subject?: string;
 }
 
+/** What a connection was admitted with, and is checked again with. */
+type Credential = { token: string } | { sessionSecret: string };
+
+/** The console's session secret from the upgrade's Cookie header. */
+function sessionSecretOf(req: IncomingMessage): string | undefined {
+  for (const pair of (req.headers.cookie ?? '').split(';')) {
+    const at = pair.indexOf('=');
+    if (at > 0 && pair.slice(0, at).trim() === SESSION_COOKIE) return pair.slice(at + 1).trim() || undefined;
+  }
+  return undefined;
+}
+
 class Subscriber {
   readonly subscriptions: Subscription[] = [];
   /** Where its event frames are written. */
@@ -93,7 +110,7 @@ class Subscriber {
   constructor(
     readonly ws: WebSocket,
     public principal: Principal,
-    readonly token: string,
+    readonly credential: Credential,
   ) {
     this.socket = socketOf(ws);
   }
@@ -131,8 +148,11 @@ export class LiveHub {
   private fanning: Promise<void> = Promise.resolve();
   private readonly timers: NodeJS.Timeout[];
 
+  private readonly publicOrigin: string;
+
   constructor(private readonly options: HubOptions) {
     this.maxBuffered = options.maxBufferedBytes ?? 1024 * 1024;
+    this.publicOrigin = new URL(options.publicBaseUrl).origin;
     this.timers = [
       setInterval(() => this.heartbeat(), options.heartbeatMs ?? 30_000),
       setInterval(() => void this.recheck(), options.recheckMs ?? 15_000),
@@ -217,9 +237,8 @@ export class LiveHub {
     const url = new URL(req.url ?? '/', 'http://hub');
     if (url.pathname !== HUB_PATH) return false;
     void this.admit(req, url)
-      .then((principal) => {
-        const token = this.tokenOf(req, url)!;
-        this.wss.handleUpgrade(req, socket, head, (ws) => this.run(new Subscriber(ws, principal, token)));
+      .then(({ principal, credential }) => {
+        this.wss.handleUpgrade(req, socket, head, (ws) => this.run(new Subscriber(ws, principal, credential)));
       })
       .catch((error: unknown) => this.refuse(socket, error, url.pathname));
     return true;
@@ -229,13 +248,40 @@ export class LiveHub {
     return bearerToken(req.headers.authorization) ?? (url.searchParams.get('access_token') || undefined);
   }
 
-  /** The same rules as the API: a valid token, `read`, and a PAT's endpoint list naming the hub. */
-  private async admit(req: IncomingMessage, url: URL): Promise<Principal> {
+  /**
+   * The same rules as the API: a valid token, `read`, and a PAT's endpoint list naming the
+   * hub. Without a token, the console's session cookie, but only from a page of our own
+   * origin: a browser sends the cookie with a WebSocket any site opens to us, and the
+   * same-origin policy does not apply to WebSockets (cross-site WebSocket hijacking), so
+   * the `Origin` the browser sets must be `Http:PublicBaseUrl`'s.
+   */
+  private async admit(req: IncomingMessage, url: URL): Promise<{ principal: Principal; credential: Credential }> {
     if (req.method !== 'GET') throw problems.methodNotAllowed(req.method ?? '', ['GET']);
     const token = this.tokenOf(req, url);
-    if (!token) throw problems.unauthorized();
-    const principal = await this.options.authenticateToken(token);
+    const sessionSecret = token ? undefined : sessionSecretOf(req);
+    if (!token && !sessionSecret) throw problems.unauthorized();
+    if (sessionSecret) this.checkOrigin(req);
+    const credential: Credential = token ? { token } : { sessionSecret: sessionSecret! };
+    const principal = await this.authenticate(credential, { touch: true });
     this.authorize(principal);
+    return { principal, credential };
+  }
+
+  private checkOrigin(req: IncomingMessage): void {
+    const origin = req.headers.origin;
+    if (origin !== this.publicOrigin) {
+      throw problems.forbidden(
+        `A WebSocket ${origin ? `from ${origin}` : 'without an Origin'} may not use the console's session; ` +
+          'send a bearer token instead.',
+      );
+    }
+  }
+
+  /** `touch: false` on rechecks: an open socket is no activity that keeps a session alive. */
+  private async authenticate(credential: Credential, options: { touch: boolean }): Promise<Principal> {
+    if ('token' in credential) return this.options.authenticateToken(credential.token);
+    const principal = await this.options.sessions?.sessionPrincipal(credential.sessionSecret, options);
+    if (!principal) throw problems.unauthorized('The console session has ended or expired; sign in again.');
     return principal;
   }
 
@@ -394,7 +440,7 @@ export class LiveHub {
     const due = [...this.subscribers].filter((s) => patId === undefined || s.principal.id === patId);
     for (const subscriber of due) {
       try {
-        subscriber.principal = await this.options.authenticateToken(subscriber.token);
+        subscriber.principal = await this.authenticate(subscriber.credential, { touch: false });
         this.authorize(subscriber.principal);
       } catch (error) {
         const detail = error instanceof Problem ? error.detail : 'the token could not be checked';
