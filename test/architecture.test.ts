@@ -26,7 +26,7 @@ function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : sourceFiles(full);
-    return /\.ts$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [full] : [];
+    return /\.tsx?$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [full] : [];
   });
 }
 
@@ -150,4 +150,10 @@ test('api/ never imports activities/ or worker/; only its main.ts hosts the gate
       ['activities', 'worker'].includes(i.layer!) || (i.layer === 'gateway' && i.file !== path.join('api', 'main.ts')),
   );
   expect(show(found)).toEqual([]);
+});
+
+test('console/ is a client of the public API only: it loads no server code (its API types are generated)', () => {
+  const found = sourceFiles(path.join(root, 'console', 'src')).flatMap(importsOf);
+  expect(found.some((i) => i.target === path.join('console', 'src', 'api', 'client'))).toBe(true);
+  expect(show(found.filter((i) => ours(i) && i.layer !== 'console'))).toEqual([]);
 });
