@@ -32,6 +32,9 @@ import { rolloutStartOptions } from '../../workflows/rollout-start';
 import type { ActivityDeps } from '..';
 import { createRolloutActivities } from '../rollouts';
 
+/** How long a call to Temporal (start or operate this installation's rollout) may take. */
+const TEMPORAL_DEADLINE_MS = 15_000;
+
 /** The failure type of a peer that did not answer (Temporal retries it; the workflow gives up after a while). */
 export const PEER_SILENT = 'peer-silent';
 
@@ -81,9 +84,10 @@ function localPart({ db, settings, temporal }: ActivityDeps, { rollout, installa
     };
   }
 
-  function client(): Client {
+  /** A call to Temporal within the deadline the api gives its own, so a following activity keeps heartbeating. */
+  function withTemporal<T>(call: (client: Client) => Promise<T>): Promise<T> {
     if (!temporal) throw new Error('this worker has no Temporal client to start rollouts with');
-    return temporal;
+    return temporal.withDeadline(Date.now() + TEMPORAL_DEADLINE_MS, () => call(temporal));
   }
 
   const startOptions = async (row: RolloutRow) =>
@@ -121,8 +125,10 @@ function localPart({ db, settings, temporal }: ActivityDeps, { rollout, installa
         }
         const now = (await findRolloutById(db, row.id))!;
         // Kept when it runs already (a retry after the start), so the rollout has exactly one.
-        if (now.state === 'running')
-          await client().workflow.start<RolloutWorkflow>(rolloutWorkflowType, await startOptions(now));
+        if (now.state === 'running') {
+          const options = await startOptions(now);
+          await withTemporal((client) => client.workflow.start<RolloutWorkflow>(rolloutWorkflowType, options));
+        }
         return { created: true, status: await statusOf(now) };
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
@@ -141,13 +147,13 @@ function localPart({ db, settings, temporal }: ActivityDeps, { rollout, installa
     async operate(operation, actor) {
       const row = await findRolloutByFederationKey(db, rollout.tenant_id, key);
       if (!row || !ROLLOUT_TRANSITIONS[operation].from.includes(row.state)) return;
-      await client().workflow.executeUpdateWithStart(operateRolloutUpdate, {
-        args: [{ operation, actor }],
-        startWorkflowOperation: new WithStartWorkflowOperation<RolloutWorkflow>(
-          rolloutWorkflowType,
-          await startOptions(row),
-        ),
-      });
+      const options = await startOptions(row);
+      await withTemporal((client) =>
+        client.workflow.executeUpdateWithStart(operateRolloutUpdate, {
+          args: [{ operation, actor }],
+          startWorkflowOperation: new WithStartWorkflowOperation<RolloutWorkflow>(rolloutWorkflowType, options),
+        }),
+      );
     },
   };
 }

@@ -30,6 +30,7 @@ import {
   type RolloutState,
 } from '../../domain/rollouts';
 import type { ActivityDeps } from '..';
+import { whileHeartbeating } from '../keep-alive';
 import { partOf, PEER_SILENT, type PartContext, type PartStatus } from './rollout-parts';
 
 /** How often a part's state is read while it is followed (and the activity heartbeats). */
@@ -226,12 +227,15 @@ export function createFederatedRolloutActivities(deps: ActivityDeps) {
       const reading = partOf(deps, context);
       let silentSince: number | undefined;
       for (;;) {
-        Context.current().heartbeat();
         try {
-          const status = await reading.status();
+          // A read, a record and a catch-up can take a peer's deadline each: heartbeats go on meanwhile.
+          const status = await whileHeartbeating(async () => {
+            const read = await reading.status();
+            await record(part, reported(read));
+            await catchUp(part, reading, read);
+            return read;
+          });
           silentSince = undefined;
-          await record(part, reported(status));
-          await catchUp(part, reading, status);
           if (FINAL_ROLLOUT_STATES.includes(status.state as RolloutState))
             return { state: status.state as InstallationState, reason: status.reason ?? undefined };
         } catch (error) {
