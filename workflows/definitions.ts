@@ -6,7 +6,7 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Progress, RollbackProgress } from '../db/repos/rollout-agents';
-import type { RolloutOperation, RolloutState } from '../domain/rollouts';
+import type { FederatedRolloutOperation, RolloutOperation, RolloutState } from '../domain/rollouts';
 
 // ---------------------------------------------------------------------------------------
 // Outbox retention
@@ -185,7 +185,7 @@ export interface FederatedRolloutWorkflowInput {
   tenantId: string;
 }
 
-export type FederatedRolloutOperation = 'pause' | 'resume' | 'abort' | 'rollback';
+export type { FederatedRolloutOperation };
 
 export interface FederatedRolloutOperationRequest {
   operation: FederatedRolloutOperation;
