@@ -192,6 +192,19 @@ test('every area of the navigation is a page of its own, and the pages not built
   await screenshot(page, 'not-built-yet');
 });
 
+test('keyboard: the first Tab reaches the skip link, which moves past the navigation; links open with Enter', async () => {
+  await page.goto(`${CONSOLE_ORIGIN}/agents`);
+  await page.getByRole('table', { name: 'Agents' }).waitFor();
+  await page.keyboard.press('Tab');
+  expect(await page.locator(':focus').textContent()).toBe('Skip to content');
+  await page.keyboard.press('Enter');
+  await page.keyboard.press('Tab');
+  expect(await page.getByLabel('Name or id').evaluate((input) => input.matches(':focus'))).toBe(true);
+  await page.getByRole('link', { name: 'Overview' }).focus();
+  await page.keyboard.press('Enter');
+  await page.waitForURL(`${CONSOLE_ORIGIN}/`);
+});
+
 test('a viewer sees no write buttons', async () => {
   const viewerContext = await newContext();
   try {
