@@ -6,6 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { seedAgent } from '../support/agents-seed';
+import { startTestApp } from '../support/app';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
 import { eventually } from '../support/eventually';
 import { pair, startInstallation, type Installation } from '../support/federation';
@@ -385,3 +387,27 @@ test('b stops answering mid-way: the federated rollout pauses rather than fails;
   for (const agent of fleetB.fleet.agents) expect(agent.state.lastConfigHash).toBe(version.contentHash);
   await relay.stop();
 }, 180_000);
+
+test('Temporal not taking the workflow: 503, and the federated rollout ends failed at once (nothing left running undriven)', async () => {
+  const t = await startTestApp(); // no Temporal client
+  try {
+    const operator = await t.token('default.operator');
+    const agent = await seedAgent(t.database.db, 'default', { status: 'online' });
+    const version = (await publishConfiguration(t, operator, ['receivers: {}\n']))[0]!;
+    const res = await t.call('POST', '/api/federation/rollouts', {
+      token: operator,
+      body: {
+        configurationId: version.configurationId,
+        version: version.version,
+        installations: [{ peerId: 'local', target: { agentIds: [agent.id] }, strategy: { batchSize: 1 } }],
+      },
+    });
+    expect(res.status).toBe(503);
+    expect(res.body.type).toBe(`${ERRORS}/unavailable`);
+    const [row] = await t.database.db('federated_rollouts');
+    expect(row).toMatchObject({ state: 'failed', reason: expect.stringMatching(/could not be started/) });
+    expect(await t.database.db('events').where({ type: 'federation.rollout.failed', subject: row.id })).toHaveLength(1);
+  } finally {
+    await t.close();
+  }
+});

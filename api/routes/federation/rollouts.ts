@@ -6,6 +6,7 @@ import { emitEvents } from '../../../db/repos/events';
 import {
   findFederatedRollout,
   insertFederatedRollout,
+  setFederatedRolloutState,
   listFederatedRolloutsQuery,
   listInstallations,
   type FederatedRolloutRow,
@@ -51,6 +52,26 @@ type CreateBody = z.output<typeof createFederatedRolloutBody>;
 /** Federation: federated rollouts, and the receiver side a peer calls (docs/federation.md). */
 export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDef[] {
   const workflows = new FederatedRolloutWorkflows(options.temporal, options.settings);
+
+  /** Temporal did not take the workflow: the federated rollout ends failed at once (503). */
+  async function giveUp(db: Knex, row: FederatedRolloutRow, error: unknown): Promise<never> {
+    const reason = `its workflow could not be started (${(error as Error).message}); nothing was rolled out`;
+    options.logger.warn({ err: error, federatedRolloutId: row.id }, 'federated rollout not started');
+    await db.transaction(async (trx) => {
+      const failed = await setFederatedRolloutState(trx, { id: row.id, from: ['running'], to: 'failed', reason });
+      if (!failed) return;
+      await emitEvents(trx, [
+        {
+          tenantId: row.tenant_id,
+          type: 'federation.rollout.failed',
+          source: `${SOURCE}/${row.id}`,
+          subject: row.id,
+          data: { federatedRolloutId: row.id, name: row.name, from: 'running', state: 'failed', reason },
+        },
+      ]);
+    });
+    throw problems.unavailable(`Temporal did not take the federated rollout (${(error as Error).message}). Retry.`);
+  }
 
   async function detail(db: Knex, row: FederatedRolloutRow) {
     return presentFederatedRollout(row, await listInstallations(db, row.id));
@@ -201,16 +222,10 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
           ]);
           return created.rollout;
         });
-        // Committed first, so no connection waits on Temporal. If it cannot start now, the
-        // first operation starts it (update-with-start).
-        await workflows
-          .start(row)
-          .catch((error: unknown) =>
-            options.logger.warn(
-              { err: error, federatedRolloutId: row.id },
-              'federated rollout workflow not started; the first operation starts it',
-            ),
-          );
+        // Committed first, so no connection waits on Temporal. One that does not take the
+        // workflow leaves a federated rollout nothing drives: it ends failed at once, and the
+        // answer says so (nothing was rolled out anywhere yet).
+        await workflows.start(row).catch((error: unknown) => giveUp(db as Knex, row, error));
         return {
           status: 201,
           body: await detail(db as Knex, row),
