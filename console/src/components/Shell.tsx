@@ -37,7 +37,7 @@ function Person({ session }: { session: Session }) {
         {session.displayName ?? session.subject}
       </Text>
       {session.roles.map((role) => (
-        <Badge key={role} variant="light" color="blue.9" aria-label={`role ${role}`}>
+        <Badge key={role} variant="filled" color="blue.9" aria-label={`role ${role}`}>
           {role}
         </Badge>
       ))}

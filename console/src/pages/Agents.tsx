@@ -91,7 +91,8 @@ export function AgentsPage() {
   return (
     <>
       <PageTitle>Agents</PageTitle>
-      <Filters key={params.toString()} filters={filters} apply={(next) => setParams(searchOf(next))} />
+      {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
+      <Filters key={searchOf(withoutCursor).toString()} filters={filters} apply={(next) => setParams(searchOf(next))} />
       {agents.isError && <ProblemAlert error={agents.error} mb="md" />}
       <Skeleton visible={agents.isPending}>
         <Table striped highlightOnHover aria-label="Agents" data-testid="agents-table">
