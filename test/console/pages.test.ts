@@ -112,7 +112,7 @@ test('a person signs in on the provider’s page and lands on the page they aske
   ]);
 }, 60_000);
 
-test('the overview shows the agents online and offline, active rollouts and the latest events the API lists', async () => {
+test('the overview shows the agents online and offline, active rollouts and the latest events the API lists, live', async () => {
   await page.goto(`${CONSOLE_ORIGIN}/`);
   const online = (await apiGet('/api/agents?status=online&limit=1000')).items.length;
   const offline = (await apiGet('/api/agents?status=offline&limit=1000')).items.length;
@@ -125,6 +125,11 @@ test('the overview shows the agents online and offline, active rollouts and the 
   });
   expect([online, offline]).toEqual([20, 10]);
   expect(events.at(-1).type).toBe('group.created');
+
+  // Live: an event the hub announces (over the session cookie's WebSocket) refreshes the page.
+  const created = await t.call('POST', '/api/groups', { token: apiToken, body: { name: 'edge-live' } });
+  expect(created.status).toBe(201);
+  await onPage(async () => expect((await rows('Latest events'))[0]?.[2]).toBe(created.body.id));
   expect(await seriousAccessibilityViolations(page)).toEqual([]);
   await screenshot(page, 'overview');
 });

@@ -1,10 +1,12 @@
 /**
  * What the fleet looks like now: agents online and offline, the rollouts under way, and
- * the tenant's latest events. Every figure is an ordinary API call.
+ * the tenant's latest events. Every figure is an ordinary API call, read again as the
+ * live-updates hub announces events.
  */
 import { Card, SimpleGrid, Skeleton, Table, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { api, ok, type Schemas } from '../api/client';
+import { useLiveRefresh } from '../api/live';
 import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
 
@@ -128,7 +130,16 @@ function LatestEvents() {
   );
 }
 
+/** Every event may change a figure here: the page refreshes as they arrive. */
+const LIVE = ['*'];
+const OVERVIEW_QUERIES = [
+  ['agents', 'count'],
+  ['rollouts', 'active'],
+  ['events', 'latest'],
+];
+
 export function OverviewPage() {
+  useLiveRefresh(LIVE, OVERVIEW_QUERIES);
   return (
     <>
       <PageTitle>Overview</PageTitle>

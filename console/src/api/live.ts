@@ -1,0 +1,80 @@
+/**
+ * The live-updates hub (docs/events.md) for the console's pages: a WebSocket opened with
+ * the session cookie (the hub admits it from our own origin only), subscribed to event
+ * patterns, and opened again after a drop with `since` = the last event seen, so nothing
+ * is missed. The events are the API's CloudEvents.
+ */
+import { useQueryClient, type QueryKey } from '@tanstack/react-query';
+import { useEffect, useRef } from 'react';
+import type { Schemas } from './client';
+
+export type CloudEvent = Schemas['CloudEvent'];
+
+const RETRY_MS = [1_000, 2_000, 5_000, 10_000];
+/** A burst of events (a rollout's batch, agents reconnecting) refreshes a page once per this. */
+const REFRESH_EVERY_MS = 1_000;
+
+type HubMessage = { specversion?: string; type: string; code?: string };
+
+function hubUrl(): string {
+  return `${window.location.protocol === 'https:' ? 'wss' : 'ws'}://${window.location.host}/hubs/live-updates`;
+}
+
+/** Calls `onEvent` with each event matching `patterns` (`rollout.*`, `agent.connected`, `*`). */
+export function useLiveEvents(patterns: readonly string[], onEvent: (event: CloudEvent) => void): void {
+  const handler = useRef(onEvent);
+  useEffect(() => {
+    handler.current = onEvent;
+  });
+  const events = patterns.join(',');
+  useEffect(() => {
+    let socket: WebSocket | undefined;
+    let since: string | undefined;
+    let attempt = 0;
+    let retry: number | undefined;
+    let stopped = false;
+    const subscribe = () =>
+      socket?.send(JSON.stringify({ type: 'subscribe', events: events.split(','), ...(since && { since }) }));
+    const onMessage = (message: MessageEvent<string>) => {
+      const data = JSON.parse(message.data) as HubMessage;
+      if (data.specversion) {
+        since = (data as CloudEvent).id;
+        handler.current(data as CloudEvent);
+      } else if (data.type === 'error' && data.code?.startsWith('since-')) {
+        since = undefined; // too old to replay: subscribe afresh (the page refetches on the next event)
+        subscribe();
+      }
+    };
+    const connect = () => {
+      socket = new WebSocket(hubUrl());
+      socket.onopen = () => {
+        attempt = 0;
+        subscribe();
+      };
+      socket.onmessage = onMessage;
+      socket.onclose = () => {
+        if (!stopped) retry = window.setTimeout(connect, RETRY_MS[Math.min(attempt++, RETRY_MS.length - 1)]);
+      };
+    };
+    connect();
+    return () => {
+      stopped = true;
+      window.clearTimeout(retry);
+      socket?.close();
+    };
+  }, [events]);
+}
+
+/** Refetches the page's queries when events matching `patterns` arrive (at most once a second). */
+export function useLiveRefresh(patterns: readonly string[], queryKeys: readonly QueryKey[]): void {
+  const queryClient = useQueryClient();
+  const pending = useRef<number | undefined>(undefined);
+  useEffect(() => () => window.clearTimeout(pending.current), []);
+  useLiveEvents(patterns, () => {
+    if (pending.current !== undefined) return;
+    pending.current = window.setTimeout(() => {
+      pending.current = undefined;
+      for (const queryKey of queryKeys) void queryClient.invalidateQueries({ queryKey }, { cancelRefetch: false });
+    }, REFRESH_EVERY_MS);
+  });
+}
