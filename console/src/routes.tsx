@@ -11,8 +11,9 @@ import { NotBuiltYetPage } from './pages/NotBuiltYet';
 import { NotFoundPage } from './pages/NotFound';
 import { OverviewPage } from './pages/Overview';
 import { SignedOutPage } from './pages/SignedOut';
+import { configurationRoutes } from './pages/configurations/routes';
 
-const BUILT = new Set(['/', '/agents']);
+const BUILT = new Set(['/', '/agents', '/configurations']);
 
 export const router = createBrowserRouter([
   { path: '/signed-out', element: <SignedOutPage /> },
@@ -23,6 +24,7 @@ export const router = createBrowserRouter([
       { index: true, element: <OverviewPage /> },
       { path: 'agents', element: <AgentsPage /> },
       { path: 'agents/:id', element: <AgentDetailPage /> },
+      ...configurationRoutes,
       ...AREAS.filter((area) => !BUILT.has(area.path)).map((area) => ({
         path: area.path.slice(1),
         element: <NotBuiltYetPage area={area} />,

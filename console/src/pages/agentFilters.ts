@@ -40,8 +40,9 @@ export function filtersFrom(params: URLSearchParams): AgentFilters {
   };
 }
 
-export function searchOf(filters: AgentFilters): URLSearchParams {
+/** A list's filters as the URL's query (any page's filters: string members, empty ones left out). */
+export function searchOf(filters: object): URLSearchParams {
   const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(filters)) if (value) params.set(name, value as string);
+  for (const [name, value] of Object.entries(filters)) if (value) params.set(name, String(value));
   return params;
 }

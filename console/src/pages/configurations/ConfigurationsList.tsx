@@ -1,0 +1,186 @@
+/**
+ * The tenant's configurations: the API's filters (name, format, label) and cursor pages,
+ * all in the URL; creating one (name and format) for operators and admins.
+ */
+import { Anchor, Badge, Button, Group, Modal, Select, Skeleton, Table, TextInput, Textarea } from '@mantine/core';
+import { useDisclosure } from '@mantine/hooks';
+import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { Link, useNavigate, useSearchParams } from 'react-router';
+import { api, ok, type Schemas } from '../../api/client';
+import { useLiveRefresh } from '../../api/live';
+import { may, useSession } from '../../api/session';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { searchOf } from '../agentFilters';
+import { CONFIGURATION_EVENTS, CONFIGURATIONS_KEY } from './shared';
+import { configurationFiltersFrom, FORMATS, PAGE_SIZE, type ConfigurationFilters, type Format } from './filters';
+
+function Filters({ filters, apply }: { filters: ConfigurationFilters; apply: (next: ConfigurationFilters) => void }) {
+  const [q, setQ] = useState(filters.q ?? '');
+  const [format, setFormat] = useState<string | null>(filters.format ?? null);
+  const [label, setLabel] = useState(filters.label ?? '');
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    apply(configurationFiltersFrom(searchOf({ q, format, label })));
+  };
+  return (
+    <form onSubmit={submit} role="search" aria-label="Filter configurations">
+      <Group align="end" mb="md">
+        <TextInput label="Name" value={q} onChange={(e) => setQ(e.currentTarget.value)} />
+        <Select
+          label="Format"
+          placeholder="Any"
+          clearable
+          data={FORMATS as string[]}
+          value={format}
+          onChange={setFormat}
+        />
+        <TextInput
+          label="Label"
+          placeholder="key:value"
+          value={label}
+          onChange={(e) => setLabel(e.currentTarget.value)}
+        />
+        <Button type="submit">Apply filters</Button>
+      </Group>
+    </form>
+  );
+}
+
+function CreateConfiguration() {
+  const navigate = useNavigate();
+  const [opened, { open, close }] = useDisclosure(false);
+  const [name, setName] = useState('');
+  const [format, setFormat] = useState<Format>('yaml');
+  const [description, setDescription] = useState('');
+  const create = useMutation({
+    mutationFn: () => ok(api.POST('/api/configurations', { body: { name, format, description, labels: {} } })),
+    onSuccess: (created) => void navigate(`/configurations/${created.id}`),
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    create.mutate();
+  };
+  return (
+    <>
+      <Button onClick={open}>New configuration</Button>
+      <Modal opened={opened} onClose={close} title="New configuration" closeButtonProps={{ 'aria-label': 'Close' }}>
+        <form onSubmit={submit} aria-label="New configuration">
+          <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} mb="sm" />
+          <Select
+            label="Format"
+            required
+            allowDeselect={false}
+            data={FORMATS as string[]}
+            value={format}
+            onChange={(value) => setFormat((value ?? 'yaml') as Format)}
+            mb="sm"
+          />
+          <Textarea
+            label="Description"
+            value={description}
+            onChange={(e) => setDescription(e.currentTarget.value)}
+            mb="md"
+          />
+          {create.isError && <ProblemAlert error={create.error} mb="md" />}
+          <Group justify="flex-end">
+            <Button variant="default" onClick={close}>
+              Cancel
+            </Button>
+            <Button type="submit" loading={create.isPending}>
+              Create
+            </Button>
+          </Group>
+        </form>
+      </Modal>
+    </>
+  );
+}
+
+function ManagedBadge({ configuration }: { configuration: Schemas['Configuration'] }) {
+  if (!configuration.managedBy) return null;
+  return (
+    <Badge variant="filled" color="violet.9">
+      managed by Git
+    </Badge>
+  );
+}
+
+function ConfigurationRows({ configurations }: { configurations: Schemas['Configuration'][] }) {
+  if (configurations.length === 0) {
+    return (
+      <Table.Tr>
+        <Table.Td colSpan={5}>No configuration matches these filters.</Table.Td>
+      </Table.Tr>
+    );
+  }
+  return configurations.map((configuration) => (
+    <Table.Tr key={configuration.id}>
+      <Table.Td>
+        <Group gap="xs">
+          <Anchor component={Link} to={`/configurations/${configuration.id}`}>
+            {configuration.name}
+          </Anchor>
+          <ManagedBadge configuration={configuration} />
+        </Group>
+      </Table.Td>
+      <Table.Td>{configuration.format}</Table.Td>
+      <Table.Td>{configuration.latestVersion === 0 ? 'none' : `v${configuration.latestVersion}`}</Table.Td>
+      <Table.Td>{configuration.publishedVersion ? `v${configuration.publishedVersion}` : 'none'}</Table.Td>
+      <Table.Td>{new Date(configuration.updatedAt).toLocaleString()}</Table.Td>
+    </Table.Tr>
+  ));
+}
+
+export function ConfigurationsPage() {
+  const [params, setParams] = useSearchParams();
+  const session = useSession();
+  const filters = configurationFiltersFrom(params);
+  const configurations = useQuery({
+    queryKey: [...CONFIGURATIONS_KEY, 'list', filters],
+    queryFn: () => ok(api.GET('/api/configurations', { params: { query: { ...filters, limit: PAGE_SIZE } } })),
+    placeholderData: keepPreviousData,
+  });
+  useLiveRefresh(CONFIGURATION_EVENTS, [[...CONFIGURATIONS_KEY, 'list']]);
+  const { cursor: _cursor, ...withoutCursor } = filters;
+  return (
+    <>
+      <Group justify="space-between" align="start">
+        <PageTitle>Configurations</PageTitle>
+        {session.data && may(session.data, 'operate') && <CreateConfiguration />}
+      </Group>
+      {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
+      <Filters key={searchOf(withoutCursor).toString()} filters={filters} apply={(next) => setParams(searchOf(next))} />
+      {configurations.isError && <ProblemAlert error={configurations.error} mb="md" />}
+      <Skeleton visible={configurations.isPending}>
+        <Table striped highlightOnHover aria-label="Configurations">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th scope="col">Name</Table.Th>
+              <Table.Th scope="col">Format</Table.Th>
+              <Table.Th scope="col">Latest</Table.Th>
+              <Table.Th scope="col">Published</Table.Th>
+              <Table.Th scope="col">Updated</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            <ConfigurationRows configurations={configurations.data?.items ?? []} />
+          </Table.Tbody>
+        </Table>
+      </Skeleton>
+      <Group mt="md">
+        <Button variant="default" disabled={!filters.cursor} onClick={() => setParams(searchOf(withoutCursor))}>
+          First page
+        </Button>
+        <Button
+          variant="default"
+          disabled={!configurations.data?.nextCursor}
+          onClick={() => setParams(searchOf({ ...filters, cursor: configurations.data?.nextCursor ?? undefined }))}
+        >
+          Next page
+        </Button>
+      </Group>
+    </>
+  );
+}

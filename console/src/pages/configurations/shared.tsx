@@ -1,0 +1,109 @@
+/** What the configuration pages share: the configuration query, its Git notice, publishing. */
+import { Alert, Badge, Button, Code, Group, Select } from '@mantine/core';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { api, ok, type Schemas } from '../../api/client';
+import { ConfirmButton } from '../../components/ConfirmButton';
+
+export type Configuration = Schemas['Configuration'];
+export type VersionSummary = Schemas['ConfigurationVersionSummary'];
+
+/** Every query of the configuration pages starts with this key: one invalidation refreshes them. */
+export const CONFIGURATIONS_KEY = ['configurations'];
+
+/** The events that change what the configuration pages show. */
+export const CONFIGURATION_EVENTS = ['configuration.*'];
+
+export function useConfiguration(id: string) {
+  return useQuery({
+    queryKey: [...CONFIGURATIONS_KEY, 'one', id],
+    queryFn: () => ok(api.GET('/api/configurations/{id}', { params: { path: { id } } })),
+  });
+}
+
+export function useRefreshConfigurations(): () => void {
+  const queryClient = useQueryClient();
+  return () => void queryClient.invalidateQueries({ queryKey: CONFIGURATIONS_KEY });
+}
+
+/** A Git source owns it: the API refuses edits (409 managed-by-git), so the console offers none. */
+export function GitManagedNotice({ configuration }: { configuration: Configuration }) {
+  if (!configuration.managedBy) return null;
+  return (
+    <Alert color="violet" variant="light" title="Managed by Git" mb="md">
+      It comes from <Code>{configuration.sourcePath ?? configuration.name}</Code> of Git source{' '}
+      <Code>{configuration.managedBy}</Code>: change it there. Versions it synced can still be published here.
+    </Alert>
+  );
+}
+
+const STATE_COLORS: Record<VersionSummary['state'], string> = { draft: 'gray.8', published: 'teal.9' };
+
+export function StateBadge({ state }: { state: VersionSummary['state'] }) {
+  return (
+    <Badge variant="filled" color={STATE_COLORS[state]}>
+      {state}
+    </Badge>
+  );
+}
+
+export function PublishButton({
+  configuration,
+  version,
+  onDone,
+}: {
+  configuration: Configuration;
+  version: number;
+  onDone: () => void;
+}) {
+  return (
+    <ConfirmButton
+      label={`Publish v${version}`}
+      size="xs"
+      question={`Publish version ${version} of ${configuration.name}? Published versions cannot be changed, and rollouts can send it to agents.`}
+      action={() =>
+        ok(
+          api.POST('/api/configurations/{id}/versions/{version}/publish', {
+            params: { path: { id: configuration.id, version } },
+          }),
+        )
+      }
+      onDone={onDone}
+    />
+  );
+}
+
+/** The API's times as this browser writes them. */
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+
+/** Two versions of 1..latest to compare; `onCompare` opens or changes the comparison. */
+export function VersionPairForm({
+  latest,
+  from,
+  to,
+  onCompare,
+}: {
+  latest: number;
+  from?: number;
+  to?: number;
+  onCompare: (from: string, to: string) => void;
+}) {
+  const numbers = Array.from({ length: latest }, (_, i) => String(latest - i));
+  const [left, setLeft] = useState<string | null>(from ? String(from) : null);
+  const [right, setRight] = useState<string | null>(to ? String(to) : null);
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    if (left && right) onCompare(left, right);
+  };
+  return (
+    <form onSubmit={submit} aria-label="Compare versions">
+      <Group align="end" mb="md">
+        <Select label="From version" data={numbers} value={left} onChange={setLeft} allowDeselect={false} />
+        <Select label="To version" data={numbers} value={right} onChange={setRight} allowDeselect={false} />
+        <Button type="submit" variant="default">
+          Compare
+        </Button>
+      </Group>
+    </form>
+  );
+}
