@@ -65,13 +65,21 @@ export function useLiveEvents(patterns: readonly string[], onEvent: (event: Clou
   }, [events]);
 }
 
-/** Refetches the page's queries when events matching `patterns` arrive (at most once a second). */
-export function useLiveRefresh(patterns: readonly string[], queryKeys: readonly QueryKey[]): void {
+/**
+ * Refetches the page's queries when events matching `patterns` arrive (at most once a second);
+ * `concerns` narrows them further (one rollout's events: their subject is the rollout or, for
+ * `rollout.agent-updated`, the agent, so the page looks at `data.rolloutId`).
+ */
+export function useLiveRefresh(
+  patterns: readonly string[],
+  queryKeys: readonly QueryKey[],
+  concerns: (event: CloudEvent) => boolean = () => true,
+): void {
   const queryClient = useQueryClient();
   const pending = useRef<number | undefined>(undefined);
   useEffect(() => () => window.clearTimeout(pending.current), []);
-  useLiveEvents(patterns, () => {
-    if (pending.current !== undefined) return;
+  useLiveEvents(patterns, (event) => {
+    if (pending.current !== undefined || !concerns(event)) return;
     pending.current = window.setTimeout(() => {
       pending.current = undefined;
       for (const queryKey of queryKeys) void queryClient.invalidateQueries({ queryKey }, { cancelRefetch: false });
