@@ -10,6 +10,8 @@ import { AgentsPage } from './pages/Agents';
 import { NotBuiltYetPage } from './pages/NotBuiltYet';
 import { NotFoundPage } from './pages/NotFound';
 import { OverviewPage } from './pages/Overview';
+import { RolloutDetailPage } from './pages/rollouts/RolloutDetail';
+import { RolloutsPage } from './pages/rollouts/Rollouts';
 import { SignedOutPage } from './pages/SignedOut';
 import { configurationRoutes } from './pages/configurations/routes';
 
@@ -24,6 +26,8 @@ export const router = createBrowserRouter([
       { index: true, element: <OverviewPage /> },
       { path: 'agents', element: <AgentsPage /> },
       { path: 'agents/:id', element: <AgentDetailPage /> },
+      { path: 'rollouts', element: <RolloutsPage /> },
+      { path: 'rollouts/:id', element: <RolloutDetailPage /> },
       ...configurationRoutes,
       ...AREAS.filter((area) => !BUILT.has(area.path)).map((area) => ({
         path: area.path.slice(1),

@@ -16,7 +16,7 @@ import { StatusBadge } from './Agents';
 
 type Agent = Schemas['Agent'];
 
-function Section({ title, children }: { title: string; children: ReactNode }) {
+export function Section({ title, children }: { title: string; children: ReactNode }) {
   return (
     <Card withBorder padding="md" component="section" aria-label={title}>
       <Title order={3} size="h5" mb="xs">
@@ -27,7 +27,7 @@ function Section({ title, children }: { title: string; children: ReactNode }) {
   );
 }
 
-function Facts({ rows }: { rows: [string, ReactNode][] }) {
+export function Facts({ rows }: { rows: [string, ReactNode][] }) {
   return (
     <Table>
       <Table.Tbody>

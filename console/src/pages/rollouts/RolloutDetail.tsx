@@ -1,0 +1,246 @@
+/**
+ * One rollout: its state and why, what it pushes to whom and how, its progress overall, per
+ * batch and of its rollback, and each agent's result (the API's cursor pages, in the URL).
+ * The hub's `rollout.*` events for this rollout refresh it as they arrive; operators get the
+ * operations its state allows.
+ */
+import { Anchor, Button, Code, Group, Select, Skeleton, Stack, Table } from '@mantine/core';
+import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Link, useParams, useSearchParams } from 'react-router';
+import { api, ok, type Schemas } from '../../api/client';
+import { useLiveRefresh, type CloudEvent } from '../../api/live';
+import { may, useSession } from '../../api/session';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { Facts, Section } from '../AgentDetail';
+import { RolloutOperations } from './RolloutOperations';
+import { RolloutStateBadge } from './rolloutStates';
+import { searchOf } from './urlQuery';
+
+type Rollout = Schemas['Rollout'];
+type AgentResult = Schemas['RolloutAgent'];
+const AGENT_STATES: readonly AgentResult['state'][] = ['pending', 'applying', 'succeeded', 'failed', 'skipped'];
+const AGENTS_PAGE = 25;
+const LIVE = ['rollout.*'];
+
+/** The rollout with its ETag, which every operation sends back as If-Match. */
+function useRollout(id: string) {
+  return useQuery({
+    queryKey: ['rollouts', 'one', id],
+    queryFn: async () => {
+      // Not from the browser's cache: the ETag moves with each batch and transition, not with the
+      // agents' counts within a batch, so a revalidated copy (304) would show stale progress.
+      const call = api.GET('/api/rollouts/{id}', { params: { path: { id } }, cache: 'no-store' });
+      const rollout = await ok(call);
+      return { rollout, etag: (await call).response.headers.get('ETag') };
+    },
+  });
+}
+
+type AgentsQuery = { state?: AgentResult['state']; cursor?: string };
+
+function agentsQueryFrom(params: URLSearchParams): AgentsQuery {
+  const state = AGENT_STATES.find((known) => known === params.get('state'));
+  return { state, cursor: params.get('cursor') || undefined };
+}
+
+function useRolloutAgents(id: string, query: AgentsQuery) {
+  return useQuery({
+    queryKey: ['rollouts', 'agents', id, query],
+    queryFn: () =>
+      ok(api.GET('/api/rollouts/{id}/agents', { params: { path: { id }, query: { ...query, limit: AGENTS_PAGE } } })),
+    placeholderData: keepPreviousData,
+  });
+}
+
+function strategyOf({ strategy }: Rollout): string {
+  const batches = strategy.batchSize ? `batches of ${strategy.batchSize}` : `batches of ${strategy.batchPercent} %`;
+  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}`;
+}
+
+function targetOf({ target }: Rollout): string {
+  const parts = [
+    target.groupIds.length > 0 && `groups ${target.groupIds.join(', ')}`,
+    target.agentIds.length > 0 && `agents ${target.agentIds.join(', ')}`,
+    target.labelSelector &&
+      `labels ${Object.entries(target.labelSelector)
+        .map(([key, value]) => `${key}=${value}`)
+        .join(', ')}`,
+  ];
+  return parts.filter(Boolean).join('; ');
+}
+
+const when = (time: string | null) => (time ? new Date(time).toLocaleString() : 'not yet');
+
+function RolloutFacts({ rollout }: { rollout: Rollout }) {
+  return (
+    <Section title="Rollout">
+      <Facts
+        rows={[
+          ['State', <RolloutStateBadge key="state" state={rollout.state} />],
+          ['Reason', <span key="reason">{rollout.reason ?? 'none'}</span>],
+          ['Description', rollout.description ?? 'none'],
+          [
+            'Configuration',
+            <Anchor key="configuration" component={Link} to={`/configurations/${rollout.configurationId}`}>
+              {rollout.configurationId} v{rollout.version}
+            </Anchor>,
+          ],
+          ['Target', targetOf(rollout)],
+          ['Strategy', strategyOf(rollout)],
+          ['Current batch', String(rollout.currentBatch)],
+          ['Created', `${rollout.createdBy}, ${when(rollout.createdAt)}`],
+          ['Started', when(rollout.startedAt)],
+          ['Finished', when(rollout.finishedAt)],
+          ['Id', <Code key="id">{rollout.id}</Code>],
+        ]}
+      />
+    </Section>
+  );
+}
+
+type Counts = Omit<Rollout['progress'], 'total'> & { total?: number };
+
+function ProgressRow({ name, counts }: { name: string; counts: Counts }) {
+  return (
+    <Table.Tr>
+      <Table.Th scope="row">{name}</Table.Th>
+      {(['total', 'pending', 'applying', 'succeeded', 'failed', 'skipped'] as const).map((count) => (
+        <Table.Td key={count}>{counts[count] ?? ''}</Table.Td>
+      ))}
+    </Table.Tr>
+  );
+}
+
+function Progress({ rollout }: { rollout: Rollout }) {
+  return (
+    <Section title="Progress">
+      <Table aria-label="Progress">
+        <Table.Thead>
+          <Table.Tr>
+            {['Agents', 'Total', 'Pending', 'Applying', 'Succeeded', 'Failed', 'Skipped'].map((column) => (
+              <Table.Th key={column} scope="col">
+                {column}
+              </Table.Th>
+            ))}
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          <ProgressRow name="All" counts={rollout.progress} />
+          {rollout.batches.map((batch) => (
+            <ProgressRow key={batch.batch} name={`Batch ${batch.batch}`} counts={batch} />
+          ))}
+          {rollout.rollback && <ProgressRow name="Rollback" counts={rollout.rollback} />}
+        </Table.Tbody>
+      </Table>
+    </Section>
+  );
+}
+
+function AgentRows({ agents }: { agents: AgentResult[] }) {
+  if (agents.length === 0) {
+    return (
+      <Table.Tr>
+        <Table.Td colSpan={6}>No agent of this rollout matches.</Table.Td>
+      </Table.Tr>
+    );
+  }
+  return agents.map((agent) => (
+    <Table.Tr key={agent.agentId}>
+      <Table.Td>
+        <Anchor component={Link} to={`/agents/${agent.agentId}`}>
+          {agent.agentId}
+        </Anchor>
+      </Table.Td>
+      <Table.Td>{agent.batch ?? ''}</Table.Td>
+      <Table.Td>{agent.state}</Table.Td>
+      <Table.Td>{agent.error ?? ''}</Table.Td>
+      <Table.Td>{agent.previous ? `v${agent.previous.version}` : 'none'}</Table.Td>
+      <Table.Td>
+        {agent.rollback ? `${agent.rollback.state}${agent.rollback.error ? `: ${agent.rollback.error}` : ''}` : ''}
+      </Table.Td>
+    </Table.Tr>
+  ));
+}
+
+function AgentResults({ id }: { id: string }) {
+  const [params, setParams] = useSearchParams();
+  const query = agentsQueryFrom(params);
+  const agents = useRolloutAgents(id, query);
+  return (
+    <Section title="Agents">
+      <Select
+        label="Agent state"
+        placeholder="Any state"
+        data={AGENT_STATES}
+        value={query.state ?? null}
+        onChange={(state) => setParams(searchOf({ state: state ?? undefined }))}
+        clearable
+        w={220}
+        mb="sm"
+      />
+      {agents.isError && <ProblemAlert error={agents.error} mb="sm" />}
+      <Table striped aria-label="Agent results">
+        <Table.Thead>
+          <Table.Tr>
+            {['Agent', 'Batch', 'State', 'Error', 'Previous', 'Rollback'].map((column) => (
+              <Table.Th key={column} scope="col">
+                {column}
+              </Table.Th>
+            ))}
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          <AgentRows agents={agents.data?.items ?? []} />
+        </Table.Tbody>
+      </Table>
+      <Group mt="sm">
+        <Button variant="default" disabled={!query.cursor} onClick={() => setParams(searchOf({ state: query.state }))}>
+          First page
+        </Button>
+        <Button
+          variant="default"
+          disabled={!agents.data?.nextCursor}
+          onClick={() => setParams(searchOf({ ...query, cursor: agents.data?.nextCursor ?? undefined }))}
+        >
+          Next page
+        </Button>
+      </Group>
+    </Section>
+  );
+}
+
+export function RolloutDetailPage() {
+  const { id = '' } = useParams();
+  const session = useSession();
+  const queryClient = useQueryClient();
+  const found = useRollout(id);
+  const queries = [
+    ['rollouts', 'one', id],
+    ['rollouts', 'agents', id],
+  ];
+  useLiveRefresh(LIVE, queries, (event: CloudEvent) => event.subject === id || event.data.rolloutId === id);
+  const refresh = () => void queryClient.invalidateQueries({ queryKey: ['rollouts'] });
+  const rollout = found.data?.rollout;
+  return (
+    <Stack gap="md">
+      <Anchor component={Link} to="/rollouts">
+        ← All rollouts
+      </Anchor>
+      <PageTitle>{rollout ? (rollout.name ?? `Rollout ${rollout.id}`) : 'Rollout'}</PageTitle>
+      {found.isError && <ProblemAlert error={found.error} />}
+      <Skeleton visible={found.isPending}>
+        {rollout && session.data && may(session.data, 'operate') && (
+          <RolloutOperations id={rollout.id} state={rollout.state} etag={found.data?.etag ?? null} onDone={refresh} />
+        )}
+        {rollout && (
+          <Stack gap="md">
+            <RolloutFacts rollout={rollout} />
+            <Progress rollout={rollout} />
+          </Stack>
+        )}
+      </Skeleton>
+      {rollout && <AgentResults id={id} />}
+    </Stack>
+  );
+}

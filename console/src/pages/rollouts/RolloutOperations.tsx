@@ -1,0 +1,78 @@
+/**
+ * What an operator may do to a rollout from its current state — start, pause, resume, abort,
+ * roll back — each after a confirmation, sent with `If-Match`: the ETag of the rollout as the
+ * page shows it, so an operation decided on a view that has since changed is refused (412)
+ * rather than applied to a rollout the operator has not seen. The problem shows in the dialog.
+ */
+import { Group } from '@mantine/core';
+import { api, ok } from '../../api/client';
+import { ConfirmButton } from '../../components/ConfirmButton';
+import type { RolloutState } from './rolloutStates';
+
+/** The call's parameters: the rollout, and the ETag the page shows it with as If-Match. */
+function target(id: string, etag: string | null) {
+  return { params: { path: { id }, header: etag ? { 'if-match': etag } : {} } };
+}
+
+interface Operation {
+  label: string;
+  /** The states the API accepts it from (docs/rollouts.md, States). */
+  from: readonly RolloutState[];
+  question: string;
+  danger?: boolean;
+  send: (id: string, etag: string | null) => Promise<unknown>;
+}
+
+const OPERATIONS: readonly Operation[] = [
+  {
+    label: 'Start',
+    from: ['pending'],
+    question: 'Start the rollout? The approved policies judge every target agent first, then the batches run.',
+    send: (id, etag) => ok(api.POST('/api/rollouts/{id}/start', target(id, etag))),
+  },
+  {
+    label: 'Pause',
+    from: ['running'],
+    question: 'Pause the rollout? The batch being applied finishes; the next one waits until it is resumed.',
+    send: (id, etag) => ok(api.POST('/api/rollouts/{id}/pause', target(id, etag))),
+  },
+  {
+    label: 'Resume',
+    from: ['paused'],
+    question: 'Resume the rollout? The next batch follows once the bake is over.',
+    send: (id, etag) => ok(api.POST('/api/rollouts/{id}/resume', target(id, etag))),
+  },
+  {
+    label: 'Abort',
+    from: ['pending', 'running', 'paused'],
+    question: 'Abort the rollout? No further batch is pushed; agents already pushed keep their configuration.',
+    danger: true,
+    send: (id, etag) => ok(api.POST('/api/rollouts/{id}/abort', target(id, etag))),
+  },
+  {
+    label: 'Roll back',
+    from: ['running', 'paused', 'completed', 'failed', 'aborted'],
+    question: 'Roll back the rollout? Every agent it pushed to gets the configuration version it had before.',
+    danger: true,
+    send: (id, etag) => ok(api.POST('/api/rollouts/{id}/rollback', target(id, etag))),
+  },
+];
+
+export function RolloutOperations(props: { id: string; state: RolloutState; etag: string | null; onDone: () => void }) {
+  const offered = OPERATIONS.filter((operation) => operation.from.includes(props.state));
+  if (offered.length === 0) return null;
+  return (
+    <Group mb="md" role="group" aria-label="Operations">
+      {offered.map((operation) => (
+        <ConfirmButton
+          key={operation.label}
+          label={operation.label}
+          question={operation.question}
+          color={operation.danger ? 'red.9' : undefined}
+          action={() => operation.send(props.id, props.etag)}
+          onDone={props.onDone}
+        />
+      ))}
+    </Group>
+  );
+}

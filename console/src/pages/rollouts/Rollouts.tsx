@@ -1,0 +1,108 @@
+/** The tenant's rollouts, newest first: a state filter and the API's cursor pages, all in the URL. */
+import { Anchor, Button, Group, Select, Skeleton, Table } from '@mantine/core';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { Link, useSearchParams } from 'react-router';
+import { api, ok, type Schemas } from '../../api/client';
+import { useLiveRefresh } from '../../api/live';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { isRolloutState, ROLLOUT_STATES, RolloutStateBadge, type RolloutState } from './rolloutStates';
+import { searchOf } from './urlQuery';
+
+const PAGE_SIZE = 25;
+/** A rollout created, started or ended changes the list. */
+const LIVE = ['rollout.*'];
+const LIST_QUERIES = [['rollouts', 'list']];
+
+type ListQuery = { state?: RolloutState; cursor?: string };
+
+function queryFrom(params: URLSearchParams): ListQuery {
+  const state = params.get('state');
+  return { state: isRolloutState(state) ? state : undefined, cursor: params.get('cursor') || undefined };
+}
+
+function useRollouts(query: ListQuery) {
+  return useQuery({
+    queryKey: ['rollouts', 'list', query],
+    queryFn: () => ok(api.GET('/api/rollouts', { params: { query: { ...query, limit: PAGE_SIZE } } })),
+    placeholderData: keepPreviousData,
+  });
+}
+
+function RolloutRows({ rollouts }: { rollouts: Schemas['RolloutSummary'][] }) {
+  if (rollouts.length === 0) {
+    return (
+      <Table.Tr>
+        <Table.Td colSpan={5}>No rollout matches this filter.</Table.Td>
+      </Table.Tr>
+    );
+  }
+  return rollouts.map((rollout) => (
+    <Table.Tr key={rollout.id}>
+      <Table.Td>
+        <Anchor component={Link} to={`/rollouts/${rollout.id}`}>
+          {rollout.name ?? rollout.id}
+        </Anchor>
+      </Table.Td>
+      <Table.Td>
+        <RolloutStateBadge state={rollout.state} />
+      </Table.Td>
+      <Table.Td>v{rollout.version}</Table.Td>
+      <Table.Td>{rollout.currentBatch}</Table.Td>
+      <Table.Td>
+        {rollout.createdBy}, {new Date(rollout.createdAt).toLocaleString()}
+      </Table.Td>
+    </Table.Tr>
+  ));
+}
+
+export function RolloutsPage() {
+  const [params, setParams] = useSearchParams();
+  const query = queryFrom(params);
+  const rollouts = useRollouts(query);
+  useLiveRefresh(LIVE, LIST_QUERIES);
+  return (
+    <>
+      <PageTitle>Rollouts</PageTitle>
+      <Select
+        label="State"
+        placeholder="Any state"
+        data={ROLLOUT_STATES}
+        value={query.state ?? null}
+        onChange={(state) => setParams(searchOf({ state: isRolloutState(state) ? state : undefined }))}
+        clearable
+        w={220}
+        mb="md"
+      />
+      {rollouts.isError && <ProblemAlert error={rollouts.error} mb="md" />}
+      <Skeleton visible={rollouts.isPending}>
+        <Table striped highlightOnHover aria-label="Rollouts">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th scope="col">Name</Table.Th>
+              <Table.Th scope="col">State</Table.Th>
+              <Table.Th scope="col">Version</Table.Th>
+              <Table.Th scope="col">Batch</Table.Th>
+              <Table.Th scope="col">Created</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            <RolloutRows rollouts={rollouts.data?.items ?? []} />
+          </Table.Tbody>
+        </Table>
+      </Skeleton>
+      <Group mt="md">
+        <Button variant="default" disabled={!query.cursor} onClick={() => setParams(searchOf({ state: query.state }))}>
+          First page
+        </Button>
+        <Button
+          variant="default"
+          disabled={!rollouts.data?.nextCursor}
+          onClick={() => setParams(searchOf({ ...query, cursor: rollouts.data?.nextCursor ?? undefined }))}
+        >
+          Next page
+        </Button>
+      </Group>
+    </>
+  );
+}

@@ -1,0 +1,224 @@
+/**
+ * The rollouts pages in a real Chromium against a real installation (api, agent gateway,
+ * worker on the suite's Temporal dev server, simulated agents over TLS), signed in through
+ * the real test identity provider: the list filters and pages through the URL; an operator
+ * starts a rollout, watches its progress arrive through the hub, pauses, resumes and rolls it
+ * back, each after a confirmation; a viewer gets no operation; axe-core passes on each page.
+ * Screenshots under test-artifacts/console/.
+ */
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { insertRollout } from '../../db/repos/rollouts';
+import {
+  CONSOLE_ORIGIN,
+  launchBrowser,
+  screenshot,
+  seriousAccessibilityViolations,
+  signInOnProviderPage,
+} from '../support/browser';
+import { publishConfiguration, type PublishedVersion } from '../support/configurations';
+import { eventually } from '../support/eventually';
+import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+
+let env: RolloutEnv;
+let browser: Browser;
+let page: Page;
+let groupId: string;
+let v2: PublishedVersion;
+/** The rollout the operator drives: v2 to three agents that run v1, one a batch, a long bake. */
+let rolloutId: string;
+/** One of the past rollouts: aborted, so an operator may still roll it back. */
+let pastRolloutId: string;
+const ROLLOUT_NAME = 'Debug exporter for the canary';
+/** Rollouts of the past, written to the database: enough for a second page of the list. */
+const PAST_ROLLOUTS = 26;
+
+/** What the page shows, once it shows it: a browser on a busy 2-core machine may take seconds. */
+const onPage = <T>(probe: () => Promise<T>) => eventually(probe, 15_000);
+
+const call = (method: string, path: string, body?: unknown) => env.t.call(method, path, { token: env.operator, body });
+
+async function newSignedInPage(context: BrowserContext, login: string, path: string): Promise<Page> {
+  const opened = await context.newPage();
+  await opened.goto(CONSOLE_ORIGIN + path);
+  await signInOnProviderPage(opened, login);
+  return opened;
+}
+
+async function newContext(): Promise<BrowserContext> {
+  const context = await browser.newContext();
+  context.setDefaultTimeout(20_000);
+  return context;
+}
+
+/** The rows of a table (by its accessible name): each row's header and data cells. */
+async function rows(table: string, on = page): Promise<string[][]> {
+  return on
+    .getByRole('table', { name: table })
+    .locator('tbody tr')
+    .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('th, td')].map((cell) => cell.textContent ?? '')));
+}
+
+/** The Progress table's counts of one row ('All', 'Batch 1', 'Rollback'): total … skipped. */
+async function progress(name: string): Promise<string[] | undefined> {
+  return (await rows('Progress')).find((cells) => cells[0] === name)?.slice(1);
+}
+
+const shownState = () => page.getByRole('region', { name: 'Rollout' }).getByTestId('rollout-state').textContent();
+
+async function confirm(operation: string): Promise<void> {
+  await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: operation }).click();
+  const dialog = page.getByRole('dialog', { name: operation });
+  await dialog.getByRole('button', { name: operation }).click();
+  await dialog.waitFor({ state: 'detached' });
+}
+
+async function seedPastRollouts(version: PublishedVersion): Promise<void> {
+  for (let i = 0; i < PAST_ROLLOUTS; i++) {
+    const row = await insertRollout(env.t.database.db, {
+      tenant_id: 'default',
+      name: `past-${String(i).padStart(2, '0')}`,
+      description: null,
+      configuration_id: version.configurationId,
+      version: version.version,
+      content_hash: version.contentHash,
+      target: { groupIds: [groupId], agentIds: [], labelSelector: null },
+      strategy: { batchSize: 1, bakeSeconds: 0, applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' },
+      created_by: 'history',
+    });
+    await env.t.database.db('rollouts').where({ id: row.id }).update({ state: 'aborted' });
+    pastRolloutId = row.id;
+  }
+}
+
+/** v1 rolled out to the fleet first, so rolling v2 back restores something. */
+async function fleetOnV1(): Promise<PublishedVersion> {
+  const [v1, second] = await publishConfiguration(env.t, env.operator, [
+    'exporters:\n  otlp: {}\n',
+    'exporters:\n  debug: {}\n',
+  ]);
+  v2 = second!;
+  const first = await call('POST', '/api/rollouts', {
+    configurationId: v1!.configurationId,
+    version: v1!.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 3 },
+  });
+  expect((await call('POST', `/api/rollouts/${first.body.id}/start`)).status).toBe(200);
+  await eventually(
+    async () => expect((await call('GET', `/api/rollouts/${first.body.id}`)).body.state).toBe('completed'),
+    20_000,
+  );
+  return v1!;
+}
+
+beforeAll(async () => {
+  env = await startRolloutEnv();
+  browser = await launchBrowser(env.t);
+  groupId = (await env.fleet(3)).groupId;
+  const v1 = await fleetOnV1();
+  await seedPastRollouts(v1);
+  const created = await call('POST', '/api/rollouts', {
+    name: ROLLOUT_NAME,
+    description: 'Adds the debug exporter to see what the canary drops.',
+    configurationId: v2.configurationId,
+    version: v2.version,
+    target: { groupIds: [groupId] },
+    // The bake holds the rollout running after its first batch, long enough to pause it there.
+    strategy: { batchSize: 1, bakeSeconds: 600 },
+  });
+  expect(created.status).toBe(201);
+  rolloutId = created.body.id;
+  page = await newSignedInPage(await newContext(), 'olivia', '/rollouts');
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await env?.close();
+});
+
+test('the list pages with the API’s cursor and filters by state, all in a URL that can be reloaded', async () => {
+  await onPage(async () => expect(await rows('Rollouts')).toHaveLength(25));
+  expect((await rows('Rollouts'))[0]?.slice(0, 2)).toEqual([ROLLOUT_NAME, 'pending']);
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+  await screenshot(page, 'rollouts');
+
+  await page.getByRole('button', { name: 'Next page' }).click();
+  await onPage(async () => expect(await rows('Rollouts')).toHaveLength(PAST_ROLLOUTS + 2 - 25));
+  expect(new URL(page.url()).searchParams.get('cursor')).toBeTruthy();
+  await page.reload();
+  await onPage(async () => expect(await rows('Rollouts')).toHaveLength(3));
+
+  await page.getByRole('combobox', { name: 'State' }).click();
+  await page.getByRole('option', { name: 'pending', exact: true }).click();
+  await page.waitForURL((url) => url.searchParams.get('state') === 'pending' && !url.searchParams.has('cursor'));
+  await onPage(async () => expect((await rows('Rollouts')).map((cells) => cells[0])).toEqual([ROLLOUT_NAME]));
+  await page.reload();
+  await onPage(async () => expect((await rows('Rollouts')).map((cells) => cells[0])).toEqual([ROLLOUT_NAME]));
+}, 60_000);
+
+test('an operator starts the rollout, watches it arrive live, pauses, resumes and rolls it back, each confirmed', async () => {
+  await page.goto(`${CONSOLE_ORIGIN}/rollouts?state=pending`);
+  await page.getByRole('link', { name: ROLLOUT_NAME }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/rollouts/${rolloutId}`);
+  await page.getByRole('heading', { name: ROLLOUT_NAME }).waitFor();
+  const facts = await page.getByRole('region', { name: 'Rollout' }).textContent();
+  expect(facts).toContain('Adds the debug exporter to see what the canary drops.');
+  expect(facts).toContain('batches of 1, bake 600 s, apply timeout 300 s, max failures 0 %, on failure pause');
+  await onPage(async () => expect(await progress('All')).toEqual(['3', '3', '0', '0', '0', '0']));
+
+  await confirm('Start');
+  // The first batch's result comes through the hub: nothing else refreshes the page.
+  await onPage(async () => expect(await progress('Batch 1')).toEqual(['1', '0', '0', '1', '0', '0']));
+  expect(await shownState()).toBe('running');
+  await onPage(async () => expect(await progress('All')).toEqual(['3', '2', '0', '1', '0', '0']));
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+  await screenshot(page, 'rollout-detail');
+
+  await confirm('Pause');
+  await onPage(async () => expect(await shownState()).toBe('paused'));
+  expect((await call('GET', `/api/rollouts/${rolloutId}`)).body.state).toBe('paused');
+  await confirm('Resume');
+  await onPage(async () => expect(await shownState()).toBe('running'));
+
+  await confirm('Roll back');
+  await onPage(async () => expect(await shownState()).toBe('rolled-back'));
+  await onPage(async () => expect(await progress('Rollback')).toEqual(['', '0', '0', '1', '0', '0']));
+  const reason = (await call('GET', `/api/rollouts/${rolloutId}`)).body.reason;
+  expect(await page.getByRole('region', { name: 'Rollout' }).textContent()).toContain(reason);
+  expect(await page.getByRole('group', { name: 'Operations' }).count()).toBe(0);
+
+  // The agent of batch 1 had v1 before and got it back; the others were never pushed.
+  await page.getByRole('combobox', { name: 'Agent state' }).click();
+  await page.getByRole('option', { name: 'succeeded', exact: true }).click();
+  await page.waitForURL((url) => url.searchParams.get('state') === 'succeeded');
+  await onPage(async () => {
+    const results = await rows('Agent results');
+    expect(results.map((cells) => cells.slice(1, 3).concat(cells.slice(4)))).toEqual([
+      ['1', 'succeeded', 'v1', 'succeeded'],
+    ]);
+  });
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+  await screenshot(page, 'rollout-rolled-back');
+}, 90_000);
+
+test('a viewer sees a rollout but none of the operations an operator gets there', async () => {
+  await page.goto(`${CONSOLE_ORIGIN}/rollouts/${pastRolloutId}`);
+  await page.getByRole('heading', { name: 'past-25' }).waitFor();
+  expect(await page.getByRole('group', { name: 'Operations' }).getByRole('button').allTextContents()).toEqual([
+    'Roll back',
+  ]);
+
+  const viewerContext = await newContext();
+  try {
+    const viewer = await newSignedInPage(viewerContext, 'victor', `/rollouts/${pastRolloutId}`);
+    await viewer.getByRole('heading', { name: 'past-25' }).waitFor();
+    await viewer.getByRole('table', { name: 'Agent results' }).locator('tbody tr').first().waitFor();
+    expect(await viewer.getByTestId('person').getByLabel('role viewer').count()).toBe(1);
+    expect(await viewer.getByRole('group', { name: 'Operations' }).count()).toBe(0);
+    const buttons = await viewer.getByRole('button').allTextContents();
+    for (const operation of ['Start', 'Pause', 'Resume', 'Abort', 'Roll back'])
+      expect(buttons).not.toContain(operation);
+  } finally {
+    await viewerContext.close();
+  }
+}, 60_000);
