@@ -143,6 +143,10 @@ test('a draft the API refuses shows its problem with line and column; fixed, it 
   expect(await alert.textContent()).toContain('Request validation failed');
   expect(await alert.textContent()).toMatch(/body\.content: line \d+, column \d+: invalid YAML/);
   expect((await apiGet(`/api/configurations/${configurationId}`)).latestVersion).toBe(0);
+  // The cursor is on the line the problem names.
+  const [, line] = /line (\d+), column \d+/.exec((await alert.textContent()) ?? '')!;
+  const lines = ['server:', '  port: 80', '   bad: [1, 2', ''];
+  await onPage(async () => expect(await page.locator('.cm-activeLine').textContent()).toBe(lines[Number(line) - 1]));
   await expectAccessible(page, 'configuration-editor');
 
   await typeContent('server:\n  port: 80\n  workers: 4\n');

@@ -20,6 +20,26 @@ const readable = EditorView.theme({
   '.cm-scroller': { minHeight: '16rem', maxHeight: '60vh' },
 });
 
+/** A spot in the content, 1-based, as the API's problems name it ("line 3, column 7"). */
+export interface Position {
+  line: number;
+  column: number;
+}
+
+/** The position a problem's detail names, if it names one. */
+export function positionIn(detail: string): Position | undefined {
+  const named = /line (\d+), column (\d+)/.exec(detail);
+  return named ? { line: Number(named[1]), column: Number(named[2]) } : undefined;
+}
+
+/** Puts the cursor on `at` (clamped to the content) and scrolls it into view. */
+function moveCursor(view: EditorView, at: Position): void {
+  const line = view.state.doc.line(Math.min(Math.max(at.line, 1), view.state.doc.lines));
+  const offset = line.from + Math.min(Math.max(at.column - 1, 0), line.length);
+  view.dispatch({ selection: { anchor: offset }, scrollIntoView: true });
+  view.focus();
+}
+
 interface CodeEditorProps {
   /** The content when the editor opens; later changes come from typing. */
   initial: string;
@@ -28,16 +48,19 @@ interface CodeEditorProps {
   label: string;
   onChange?: (content: string) => void;
   readOnly?: boolean;
+  /** Where to put the cursor: the spot a problem named. */
+  cursorAt?: Position;
 }
 
-export function CodeEditor({ initial, format, label, onChange, readOnly = false }: CodeEditorProps) {
+export function CodeEditor({ initial, format, label, onChange, readOnly = false, cursorAt }: CodeEditorProps) {
   const host = useRef<HTMLDivElement>(null);
+  const view = useRef<EditorView>(undefined);
   const changed = useRef(onChange);
   useEffect(() => {
     changed.current = onChange;
   });
   useEffect(() => {
-    const view = new EditorView({
+    const created = new EditorView({
       parent: host.current!,
       state: EditorState.create({
         doc: initial,
@@ -54,7 +77,11 @@ export function CodeEditor({ initial, format, label, onChange, readOnly = false 
         ],
       }),
     });
-    return () => view.destroy();
+    view.current = created;
+    return () => created.destroy();
   }, [initial, format, label, readOnly]);
+  useEffect(() => {
+    if (cursorAt && view.current) moveCursor(view.current, cursorAt);
+  }, [cursorAt]);
   return <div ref={host} data-testid="code-editor" />;
 }

@@ -1,17 +1,17 @@
 /**
  * A new draft, starting from the latest version's content (empty before the first). The
  * API parses YAML and JSON on save and answers a problem naming the line and column, shown
- * above the editor; a saved draft opens the configuration's page, where it can be published.
+ * above the editor, and the cursor is put on that spot; a saved draft opens the configuration's page, where it can be published.
  */
 import { Alert, Anchor, Button, Group, Skeleton, Stack } from '@mantine/core';
 import { useMutation, useQuery } from '@tanstack/react-query';
-import { useRef } from 'react';
+import { useMemo, useRef } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { api, ok } from '../../api/client';
+import { api, ApiProblem, ok } from '../../api/client';
 import { may, useSession } from '../../api/session';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { CodeEditor } from './CodeEditor';
+import { CodeEditor, positionIn } from './CodeEditor';
 import {
   CONFIGURATIONS_KEY,
   GitManagedNotice,
@@ -53,6 +53,11 @@ function Editor({ configuration, initial }: { configuration: Configuration; init
       void navigate(`/configurations/${configuration.id}`);
     },
   });
+  // A YAML or JSON error names its line and column: the cursor goes there.
+  const errorAt = useMemo(
+    () => (save.error instanceof ApiProblem ? positionIn(save.error.detail) : undefined),
+    [save.error],
+  );
   return (
     <>
       {save.isError && <ProblemAlert error={save.error} mb="md" />}
@@ -63,6 +68,7 @@ function Editor({ configuration, initial }: { configuration: Configuration; init
         onChange={(next) => {
           content.current = next;
         }}
+        cursorAt={errorAt}
       />
       <Group mt="md">
         <Button loading={save.isPending} onClick={() => save.mutate()}>
