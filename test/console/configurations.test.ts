@@ -275,3 +275,52 @@ test('a viewer sees the configurations, their versions and comparisons, and no w
     await context.close();
   }
 }, 60_000);
+
+test('versions and configurations page with the API’s cursors, in a URL that can be reloaded; a bad id is the API’s problem', async () => {
+  const created = await t.call('POST', '/api/configurations', {
+    token: apiToken,
+    body: { name: 'many-versions', format: 'json' },
+  });
+  expect(created.status).toBe(201);
+  const id = created.body.id;
+  for (let i = 1; i <= 27; i++) {
+    const saved = await t.call('POST', `/api/configurations/${id}/versions`, {
+      token: apiToken,
+      body: { content: `{ "n": ${i} }` },
+    });
+    expect(saved.status).toBe(201);
+  }
+  for (let i = 0; i < 23; i++) {
+    const more = await t.call('POST', '/api/configurations', {
+      token: apiToken,
+      body: { name: `extra-${i}`, format: 'text' },
+    });
+    expect(more.status).toBe(201);
+  }
+
+  await page.goto(`${CONSOLE_ORIGIN}/configurations/${id}`);
+  await onPage(async () => expect((await rows(page, 'Versions'))[0]?.[0]).toBe('v27'));
+  expect(await rows(page, 'Versions')).toHaveLength(25);
+  await page.getByRole('button', { name: 'Older versions' }).click();
+  await page.waitForURL((url) => url.searchParams.has('cursor'));
+  await page.reload();
+  await onPage(async () => expect((await rows(page, 'Versions')).map((cells) => cells[0])).toEqual(['v2', 'v1']));
+  await page.getByRole('button', { name: 'Newest versions' }).click();
+  await onPage(async () => expect((await rows(page, 'Versions'))[0]?.[0]).toBe('v27'));
+
+  // 26 configurations: a page of 25, then the first one made.
+  await page.goto(`${CONSOLE_ORIGIN}/configurations`);
+  await onPage(async () => expect(await rows(page, 'Configurations')).toHaveLength(25));
+  await page.getByRole('button', { name: 'Next page' }).click();
+  await page.waitForURL((url) => url.searchParams.has('cursor'));
+  await page.reload();
+  await onPage(async () =>
+    expect((await rows(page, 'Configurations')).map((cells) => cells[0])).toEqual(['web-frontend']),
+  );
+
+  await page.goto(`${CONSOLE_ORIGIN}/configurations/not-an-id`);
+  const alert = page.getByRole('alert');
+  await alert.waitFor();
+  expect(await alert.textContent()).toContain('Request validation failed');
+  expect(await alert.textContent()).toContain('path.id');
+}, 60_000);
