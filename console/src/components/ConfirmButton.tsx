@@ -29,7 +29,7 @@ export function ConfirmButton({ label, question, action, onDone, ...buttonProps 
       <Button {...buttonProps} onClick={open}>
         {label}
       </Button>
-      <Modal opened={opened} onClose={close} title={label}>
+      <Modal opened={opened} onClose={close} title={label} closeButtonProps={{ 'aria-label': 'Close' }}>
         <Text mb="md">{question}</Text>
         {mutation.isError && <ProblemAlert error={mutation.error} mb="md" />}
         <Group justify="flex-end">
