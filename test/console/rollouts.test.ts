@@ -201,6 +201,52 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
   await screenshot(page, 'rollout-rolled-back');
 }, 90_000);
 
+test('an operation decided on a view the rollout has left is refused with 412, shown in the dialog as the problem', async () => {
+  const created = await call('POST', '/api/rollouts', {
+    name: 'Second canary',
+    configurationId: v2.configurationId,
+    version: v2.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 1, bakeSeconds: 600 },
+  });
+  expect((await call('POST', `/api/rollouts/${created.body.id}/start`)).status).toBe(200);
+  // A slow network between this page and the hub: its events are held back, so the page
+  // keeps showing the rollout as it was when another operator pauses it.
+  let holdingEvents = false;
+  const stale = await page.context().newPage();
+  await stale.routeWebSocket(/\/hubs\/live-updates/, (socket) => {
+    const hub = socket.connectToServer();
+    hub.onMessage((message) => {
+      if (!holdingEvents) socket.send(message);
+    });
+  });
+  try {
+    await stale.goto(`${CONSOLE_ORIGIN}/rollouts/${created.body.id}`);
+    await stale.getByRole('heading', { name: 'Second canary' }).waitFor();
+    await onPage(async () =>
+      expect(await stale.getByRole('region', { name: 'Rollout' }).getByTestId('rollout-state').textContent()).toBe(
+        'running',
+      ),
+    );
+    holdingEvents = true;
+    expect((await call('POST', `/api/rollouts/${created.body.id}/pause`)).status).toBe(200);
+
+    await stale.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Pause' }).click();
+    const dialog = stale.getByRole('dialog', { name: 'Pause' });
+    await dialog.getByRole('button', { name: 'Pause' }).click();
+    const problem = dialog.getByRole('alert');
+    await problem.waitFor();
+    expect(await problem.textContent()).toContain(
+      `If-Match does not match the current ETag of rollout '${created.body.id}'.`,
+    );
+    expect(await seriousAccessibilityViolations(stale)).toEqual([]);
+    await screenshot(stale, 'rollout-operation-refused');
+  } finally {
+    await stale.close();
+  }
+  expect((await call('GET', `/api/rollouts/${created.body.id}`)).body.state).toBe('paused');
+}, 60_000);
+
 test('a viewer sees a rollout but none of the operations an operator gets there', async () => {
   await page.goto(`${CONSOLE_ORIGIN}/rollouts/${pastRolloutId}`);
   await page.getByRole('heading', { name: 'past-25' }).waitFor();

@@ -15,7 +15,7 @@ import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
 import { RolloutOperations } from './RolloutOperations';
 import { RolloutStateBadge } from './rolloutStates';
-import { searchOf } from './urlQuery';
+import { searchOf } from '../agentFilters';
 
 type Rollout = Schemas['Rollout'];
 type AgentResult = Schemas['RolloutAgent'];

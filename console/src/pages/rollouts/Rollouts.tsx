@@ -7,7 +7,7 @@ import { useLiveRefresh } from '../../api/live';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { isRolloutState, ROLLOUT_STATES, RolloutStateBadge, type RolloutState } from './rolloutStates';
-import { searchOf } from './urlQuery';
+import { searchOf } from '../agentFilters';
 
 const PAGE_SIZE = 25;
 /** A rollout created, started or ended changes the list. */
