@@ -15,7 +15,7 @@ import { RolloutsPage } from './pages/rollouts/Rollouts';
 import { SignedOutPage } from './pages/SignedOut';
 import { configurationRoutes } from './pages/configurations/routes';
 
-const BUILT = new Set(['/', '/agents', '/configurations']);
+const BUILT = new Set(['/', '/agents', '/configurations', '/rollouts']);
 
 export const router = createBrowserRouter([
   { path: '/signed-out', element: <SignedOutPage /> },
@@ -26,9 +26,9 @@ export const router = createBrowserRouter([
       { index: true, element: <OverviewPage /> },
       { path: 'agents', element: <AgentsPage /> },
       { path: 'agents/:id', element: <AgentDetailPage /> },
+      ...configurationRoutes,
       { path: 'rollouts', element: <RolloutsPage /> },
       { path: 'rollouts/:id', element: <RolloutDetailPage /> },
-      ...configurationRoutes,
       ...AREAS.filter((area) => !BUILT.has(area.path)).map((area) => ({
         path: area.path.slice(1),
         element: <NotBuiltYetPage area={area} />,
