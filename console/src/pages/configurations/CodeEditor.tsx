@@ -10,6 +10,7 @@ import { EditorView } from '@codemirror/view';
 import { basicSetup } from 'codemirror';
 import { useEffect, useRef } from 'react';
 import type { Format } from './filters';
+import type { Position } from './position';
 
 const LANGUAGES: Record<Format, () => Extension> = { yaml, json, text: () => [] };
 
@@ -20,18 +21,6 @@ const readable = EditorView.theme({
   '.cm-scroller': { minHeight: '16rem', maxHeight: '60vh' },
 });
 
-/** A spot in the content, 1-based, as the API's problems name it ("line 3, column 7"). */
-export interface Position {
-  line: number;
-  column: number;
-}
-
-/** The position a problem's detail names, if it names one. */
-export function positionIn(detail: string): Position | undefined {
-  const named = /line (\d+), column (\d+)/.exec(detail);
-  return named ? { line: Number(named[1]), column: Number(named[2]) } : undefined;
-}
-
 /** Puts the cursor on `at` (clamped to the content) and scrolls it into view. */
 function moveCursor(view: EditorView, at: Position): void {
   const line = view.state.doc.line(Math.min(Math.max(at.line, 1), view.state.doc.lines));
@@ -40,7 +29,7 @@ function moveCursor(view: EditorView, at: Position): void {
   view.focus();
 }
 
-interface CodeEditorProps {
+export interface CodeEditorProps {
   /** The content when the editor opens; later changes come from typing. */
   initial: string;
   format: Format;

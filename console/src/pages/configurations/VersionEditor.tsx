@@ -11,7 +11,8 @@ import { api, ApiProblem, ok } from '../../api/client';
 import { may, useSession } from '../../api/session';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { CodeEditor, positionIn } from './CodeEditor';
+import { LazyCodeEditor } from './LazyCodeEditor';
+import { positionIn } from './position';
 import {
   CONFIGURATIONS_KEY,
   GitManagedNotice,
@@ -61,7 +62,7 @@ function Editor({ configuration, initial }: { configuration: Configuration; init
   return (
     <>
       {save.isError && <ProblemAlert error={save.error} mb="md" />}
-      <CodeEditor
+      <LazyCodeEditor
         initial={initial}
         format={configuration.format}
         label={`Content of the new version (${configuration.format})`}

@@ -7,7 +7,7 @@ import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { CodeEditor } from './CodeEditor';
+import { LazyCodeEditor } from './LazyCodeEditor';
 import {
   CONFIGURATION_EVENTS,
   CONFIGURATIONS_KEY,
@@ -54,7 +54,7 @@ export function VersionViewPage() {
                 <PublishButton configuration={configuration.data} version={data.version} onDone={refresh} />
               )}
             </Group>
-            <CodeEditor
+            <LazyCodeEditor
               initial={data.content}
               format={configuration.data.format}
               label={`Content of version ${data.version}`}
