@@ -150,7 +150,12 @@ test('a draft the API refuses shows its problem with line and column; fixed, it 
   await expectAccessible(page, 'configuration-editor');
 
   await typeContent('server:\n  port: 80\n  workers: 4\n');
-  await page.getByRole('button', { name: 'Save as draft' }).click();
+  // The editor keeps no keyboard user in: Tab moves on to the save button, Enter saves.
+  await page.keyboard.press('Tab');
+  expect(await page.getByRole('button', { name: 'Save as draft' }).evaluate((button) => button.matches(':focus'))).toBe(
+    true,
+  );
+  await page.keyboard.press('Enter');
   await page.waitForURL(`${CONSOLE_ORIGIN}/configurations/${configurationId}`);
   const saved = (await apiGet(`/api/configurations/${configurationId}/versions`)).items;
   expect(saved).toHaveLength(1);
@@ -242,6 +247,7 @@ test('a configuration managed by Git says so and offers no edit; publishing its 
   await page.getByText('Managed by Git', { exact: true }).waitFor();
   await page.getByRole('button', { name: 'Publish v1' }).waitFor();
   expect(await page.getByRole('link', { name: 'New version' }).count()).toBe(0);
+  await expectAccessible(page, 'configuration-managed-by-git');
 
   await page.goto(`${CONSOLE_ORIGIN}/configurations/${created.body.id}/new-version`);
   await page.getByText('Managed by Git', { exact: true }).waitFor();
