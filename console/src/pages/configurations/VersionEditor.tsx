@@ -86,7 +86,9 @@ function Editor({ configuration, initial }: { configuration: Configuration; init
 export function VersionEditorPage() {
   const { id = '' } = useParams();
   const session = useSession();
-  const configuration = useConfiguration(id);
+  // Read once: a refetch finding a newer version (someone else saved one) would start the
+  // editor afresh from it and lose what is being typed.
+  const configuration = useConfiguration(id, { staleTime: Infinity });
   const starting = useStartingContent(configuration.data);
   const data = configuration.data;
   const mayEdit = data && !data.managedBy && session.data && may(session.data, 'operate');

@@ -14,10 +14,11 @@ export const CONFIGURATIONS_KEY = ['configurations'];
 /** The events that change what the configuration pages show. */
 export const CONFIGURATION_EVENTS = ['configuration.*'];
 
-export function useConfiguration(id: string) {
+export function useConfiguration(id: string, { staleTime = 0 }: { staleTime?: number } = {}) {
   return useQuery({
     queryKey: [...CONFIGURATIONS_KEY, 'one', id],
     queryFn: () => ok(api.GET('/api/configurations/{id}', { params: { path: { id } } })),
+    staleTime,
   });
 }
 
