@@ -10,6 +10,7 @@ import { AgentsPage } from './pages/Agents';
 import { NotBuiltYetPage } from './pages/NotBuiltYet';
 import { NotFoundPage } from './pages/NotFound';
 import { OverviewPage } from './pages/Overview';
+import { NewRolloutPage } from './pages/rollouts/NewRollout';
 import { RolloutDetailPage } from './pages/rollouts/RolloutDetail';
 import { RolloutsPage } from './pages/rollouts/Rollouts';
 import { SignedOutPage } from './pages/SignedOut';
@@ -28,6 +29,7 @@ export const router = createBrowserRouter([
       { path: 'agents/:id', element: <AgentDetailPage /> },
       ...configurationRoutes,
       { path: 'rollouts', element: <RolloutsPage /> },
+      { path: 'rollouts/new', element: <NewRolloutPage /> },
       { path: 'rollouts/:id', element: <RolloutDetailPage /> },
       ...AREAS.filter((area) => !BUILT.has(area.path)).map((area) => ({
         path: area.path.slice(1),

@@ -245,6 +245,47 @@ test('an operation decided on a view the rollout has left is refused with 412, s
     await stale.close();
   }
   expect((await call('GET', `/api/rollouts/${created.body.id}`)).body.state).toBe('paused');
+  // Its agents are free for the next test's rollout.
+  expect((await call('POST', `/api/rollouts/${created.body.id}/abort`)).status).toBe(200);
+}, 60_000);
+
+test('an operator creates a rollout with the form once the policy dry run for exactly those choices is shown', async () => {
+  // The fleet's agents are free again: the rollouts of the tests above have ended.
+  const group = (await call('GET', `/api/groups/${groupId}`)).body;
+  await page.goto(`${CONSOLE_ORIGIN}/rollouts`);
+  await page.getByRole('link', { name: 'New rollout' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/rollouts/new`);
+  await page.getByLabel('Name').fill('From the form');
+  await page.getByRole('combobox', { name: 'Configuration' }).click();
+  await page.getByRole('option', { name: v2.name, exact: true }).click();
+  await page.getByRole('combobox', { name: 'Published version' }).click();
+  await page.getByRole('option', { name: `v${v2.version}`, exact: true }).click();
+  await page.getByRole('combobox', { name: 'Target groups' }).click();
+  await page.getByRole('option', { name: group.name, exact: true }).click();
+  await page.keyboard.press('Escape');
+  expect(await page.getByRole('button', { name: 'Create rollout' }).isDisabled()).toBe(true);
+
+  await page.getByRole('button', { name: 'Preview policies' }).click();
+  const verdict = page.getByRole('status');
+  await verdict.waitFor();
+  expect(await verdict.textContent()).toContain('The policies allow this push');
+  expect(await verdict.textContent()).toContain('3 agents judged, none denied.');
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+  await screenshot(page, 'rollout-new');
+
+  await page.getByRole('button', { name: 'Create rollout' }).click();
+  await page.getByRole('heading', { name: 'From the form' }).waitFor();
+  const id = new URL(page.url()).pathname.split('/').at(-1);
+  const created = (await call('GET', `/api/rollouts/${id}`)).body;
+  expect(created).toMatchObject({
+    state: 'pending',
+    configurationId: v2.configurationId,
+    version: v2.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 1, bakeSeconds: 0, applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' },
+    progress: { total: 3 },
+  });
+  await onPage(async () => expect(await shownState()).toBe('pending'));
 }, 60_000);
 
 test('a viewer sees a rollout but none of the operations an operator gets there', async () => {

@@ -4,6 +4,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
+import { may, useSession } from '../../api/session';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { isRolloutState, ROLLOUT_STATES, RolloutStateBadge, type RolloutState } from './rolloutStates';
@@ -60,10 +61,16 @@ export function RolloutsPage() {
   const [params, setParams] = useSearchParams();
   const query = queryFrom(params);
   const rollouts = useRollouts(query);
+  const session = useSession();
   useLiveRefresh(LIVE, LIST_QUERIES);
   return (
     <>
       <PageTitle>Rollouts</PageTitle>
+      {session.data && may(session.data, 'operate') && (
+        <Button component={Link} to="/rollouts/new" mb="md">
+          New rollout
+        </Button>
+      )}
       <Select
         label="State"
         placeholder="Any state"

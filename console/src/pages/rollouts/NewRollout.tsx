@@ -1,0 +1,206 @@
+/**
+ * A new rollout (operators): a published version of a configuration, the groups it goes to
+ * and the strategy. The policy dry run (`POST /api/policies/evaluate`) is previewed for
+ * exactly these choices before the rollout can be created; it is created pending, and
+ * started from its page (where the policies judge it again).
+ */
+import {
+  Alert,
+  Button,
+  Group,
+  MultiSelect,
+  NumberInput,
+  Select,
+  Stack,
+  Table,
+  Textarea,
+  TextInput,
+} from '@mantine/core';
+import { useMutation, useQuery } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { useNavigate } from 'react-router';
+import { api, ok, type Schemas } from '../../api/client';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+
+type Evaluation = Schemas['PolicyEvaluation'];
+/** The form's choices come from the first page of each list: enough to pick from, searchable. */
+const CHOICES = 200;
+
+function useChoices() {
+  const configurations = useQuery({
+    queryKey: ['configurations', 'choices'],
+    queryFn: () => ok(api.GET('/api/configurations', { params: { query: { limit: CHOICES } } })),
+  });
+  const groups = useQuery({
+    queryKey: ['groups', 'choices'],
+    queryFn: () => ok(api.GET('/api/groups', { params: { query: { limit: CHOICES } } })),
+  });
+  return { configurations, groups };
+}
+
+function usePublishedVersions(configurationId: string | null) {
+  return useQuery({
+    queryKey: ['configurations', 'published', configurationId],
+    enabled: configurationId !== null,
+    queryFn: () =>
+      ok(
+        api.GET('/api/configurations/{id}/versions', {
+          params: { path: { id: configurationId! }, query: { state: 'published', limit: CHOICES } },
+        }),
+      ),
+  });
+}
+
+function Verdicts({ evaluation }: { evaluation: Evaluation }) {
+  if (evaluation.allowed) {
+    return (
+      <Alert color="teal.9" variant="filled" title="The policies allow this push" role="status">
+        {evaluation.verdicts.length} agents judged, none denied.
+      </Alert>
+    );
+  }
+  const denied = evaluation.verdicts.filter((verdict) => !verdict.allowed);
+  return (
+    <Alert color="red" variant="light" title="The policies deny this push" role="status">
+      <Table aria-label="Denied agents">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th scope="col">Agent</Table.Th>
+            <Table.Th scope="col">Denied by</Table.Th>
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {denied.map((verdict) => (
+            <Table.Tr key={verdict.agentId}>
+              <Table.Td>{verdict.agentId}</Table.Td>
+              <Table.Td>{verdict.deniedBy.map((policy) => policy.error ?? policy.name).join(', ')}</Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+    </Alert>
+  );
+}
+
+export function NewRolloutPage() {
+  const navigate = useNavigate();
+  const { configurations, groups } = useChoices();
+  const [name, setName] = useState('');
+  const [description, setDescription] = useState('');
+  const [configurationId, setConfigurationId] = useState<string | null>(null);
+  const [version, setVersion] = useState<string | null>(null);
+  const [groupIds, setGroupIds] = useState<string[]>([]);
+  const [batchSize, setBatchSize] = useState<number>(1);
+  const [bakeSeconds, setBakeSeconds] = useState<number>(0);
+  const [applyTimeoutSeconds, setApplyTimeoutSeconds] = useState<number>(300);
+  const [maxFailurePercent, setMaxFailurePercent] = useState<number>(0);
+  const [onFailure, setOnFailure] = useState<'pause' | 'rollback'>('pause');
+  const versions = usePublishedVersions(configurationId);
+
+  const push = { configurationId: configurationId ?? '', version: Number(version), target: { groupIds } };
+  /** The choices the shown preview is of: any change asks for a new preview. */
+  const choices = JSON.stringify({ push, batchSize });
+  const preview = useMutation({
+    mutationFn: () => ok(api.POST('/api/policies/evaluate', { body: { ...push, rollout: { batchSize } } })),
+  });
+  const [previewed, setPreviewed] = useState<string | undefined>();
+  const create = useMutation({
+    mutationFn: () =>
+      ok(
+        api.POST('/api/rollouts', {
+          body: {
+            ...push,
+            target: { groupIds, agentIds: [], labelSelector: null },
+            ...(name.trim() && { name }),
+            ...(description.trim() && { description }),
+            strategy: { batchSize, bakeSeconds, applyTimeoutSeconds, maxFailurePercent, onFailure },
+          },
+        }),
+      ),
+    onSuccess: (rollout) => void navigate(`/rollouts/${rollout.id}`),
+  });
+  const previewShown = previewed === choices && preview.data;
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    create.mutate();
+  };
+
+  return (
+    <form onSubmit={submit} aria-label="New rollout">
+      <PageTitle>New rollout</PageTitle>
+      <Stack maw={640}>
+        {configurations.isError && <ProblemAlert error={configurations.error} />}
+        {groups.isError && <ProblemAlert error={groups.error} />}
+        <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
+        <Textarea label="Description" value={description} onChange={(e) => setDescription(e.currentTarget.value)} />
+        <Select
+          label="Configuration"
+          searchable
+          data={(configurations.data?.items ?? []).map((c) => ({ value: c.id, label: c.name }))}
+          value={configurationId}
+          onChange={(id) => {
+            setConfigurationId(id);
+            setVersion(null);
+          }}
+        />
+        <Select
+          label="Published version"
+          data={(versions.data?.items ?? []).map((v) => ({ value: String(v.version), label: `v${v.version}` }))}
+          value={version}
+          onChange={setVersion}
+          disabled={!configurationId}
+        />
+        <MultiSelect
+          label="Target groups"
+          searchable
+          data={(groups.data?.items ?? []).map((g) => ({ value: g.id, label: g.name }))}
+          value={groupIds}
+          onChange={setGroupIds}
+        />
+        <Group grow>
+          <NumberInput label="Agents per batch" min={1} value={batchSize} onChange={(v) => setBatchSize(Number(v))} />
+          <NumberInput label="Bake (seconds)" min={0} value={bakeSeconds} onChange={(v) => setBakeSeconds(Number(v))} />
+        </Group>
+        <Group grow>
+          <NumberInput
+            label="Apply timeout (seconds)"
+            min={1}
+            value={applyTimeoutSeconds}
+            onChange={(v) => setApplyTimeoutSeconds(Number(v))}
+          />
+          <NumberInput
+            label="Max failures (%)"
+            min={0}
+            max={100}
+            value={maxFailurePercent}
+            onChange={(v) => setMaxFailurePercent(Number(v))}
+          />
+          <Select
+            label="On failure"
+            data={['pause', 'rollback']}
+            value={onFailure}
+            onChange={(v) => setOnFailure(v === 'rollback' ? 'rollback' : 'pause')}
+            allowDeselect={false}
+          />
+        </Group>
+        <Group>
+          <Button
+            variant="default"
+            disabled={!configurationId || !version || groupIds.length === 0}
+            loading={preview.isPending}
+            onClick={() => preview.mutate(undefined, { onSuccess: () => setPreviewed(choices) })}
+          >
+            Preview policies
+          </Button>
+          <Button type="submit" disabled={!previewShown || !preview.data.allowed} loading={create.isPending}>
+            Create rollout
+          </Button>
+        </Group>
+        {preview.isError && <ProblemAlert error={preview.error} />}
+        {previewShown && <Verdicts evaluation={preview.data} />}
+        {create.isError && <ProblemAlert error={create.error} />}
+      </Stack>
+    </form>
+  );
+}
