@@ -127,6 +127,12 @@ export interface GitSyncWorkflowInput {
   /** Carried over continue-as-new: a wake-up received but not yet handled. */
   pending?: GitSyncWake[];
   /**
+   * Carried over continue-as-new when the source did not change: when the next poll is due
+   * (workflow time, ms). The new run reads the source but checks the tip only then (or when
+   * woken), not at once as a first run does.
+   */
+  nextPollAt?: number;
+  /**
    * Continue as new after this many history events even when the server does not suggest
    * it yet. Tests set it low to reach continue-as-new quickly.
    */

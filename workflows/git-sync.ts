@@ -52,8 +52,10 @@ export async function gitSyncWorkflow(input: GitSyncWorkflowInput): Promise<void
   const wakes: Array<'webhook' | 'manual'> = [];
   /** The source changed (or this run just started): read it again, then check the tip. */
   let changed = true;
+  /** A run continued as new checks the tip when its poll is due, not at once (unless the source changed). */
+  let carriedPollAt = input.nextPollAt;
   const take = (wake: GitSyncWake) => {
-    if (wake.reason === 'source-changed') changed = true;
+    if (wake.reason === 'source-changed') [changed, carriedPollAt] = [true, undefined];
     else wakes.push(wake.reason);
   };
   for (const wake of input.pending ?? []) take(wake);
@@ -67,8 +69,9 @@ export async function gitSyncWorkflow(input: GitSyncWorkflowInput): Promise<void
       changed = false;
       source = await quick.loadGitSource(input.sourceId);
       if (!source) return; // deleted
-      nextPollAt = Date.now() + source.pollIntervalSeconds * 1000;
-      due = true;
+      nextPollAt = carriedPollAt ?? Date.now() + source.pollIntervalSeconds * 1000;
+      due = carriedPollAt === undefined || carriedPollAt <= Date.now();
+      carriedPollAt = undefined;
     }
     if (source!.paused) {
       wakes.length = 0; // a paused source does not react to webhooks
@@ -81,7 +84,7 @@ export async function gitSyncWorkflow(input: GitSyncWorkflowInput): Promise<void
       await condition(allHandlersFinished);
       const pending: GitSyncWake[] = wakes.map((reason) => ({ reason }));
       if (changed) pending.push({ reason: 'source-changed' });
-      await continueAsNew<typeof gitSyncWorkflow>({ ...input, pending });
+      await continueAsNew<typeof gitSyncWorkflow>({ ...input, pending, nextPollAt: changed ? undefined : nextPollAt });
     }
     if (source!.paused) {
       await condition(() => changed);
