@@ -165,6 +165,9 @@ export function createGitSyncActivities({ db, settings, logger }: GitSyncDeps) {
     const started = { rollouts: [...resumed, ...created.rollouts], fileErrors: created.fileErrors };
     const fileErrors = [...misnamed, ...applied.fileErrors, ...started.fileErrors];
     await db.transaction(async (trx) => {
+      // The source before its run, the order a delete takes them in (the source, then its runs
+      // by cascade): the other order could deadlock with a delete. A deleted source took its runs.
+      if (!(await markGitSourceSynced(trx, source.id, commit.sha))) return;
       const finished = await finishSyncRun(trx, run.id, {
         status: 'succeeded',
         commit_sha: commit.sha,
@@ -173,7 +176,6 @@ export function createGitSyncActivities({ db, settings, logger }: GitSyncDeps) {
         error: null,
         rollout_id: started.rollouts[0]?.rolloutId ?? null,
       });
-      await markGitSourceSynced(trx, source.id, commit.sha);
       await emitEvents(trx, [
         runEvent(finished, 'git.sync-run.succeeded', {
           changes: applied.changes,

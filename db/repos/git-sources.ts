@@ -148,7 +148,11 @@ export async function holdGitSource(db: Db, id: string): Promise<{ id: string } 
   return db('git_sources').select('id').where({ id }).forKeyShare().first();
 }
 
-/** Records the commit a sync run applied, so the next wake-up at the same tip does nothing. */
-export async function markGitSourceSynced(db: Db, id: string, sha: string): Promise<void> {
-  await db('git_sources').where({ id }).update({ last_synced_sha: sha, last_synced_at: db.fn.now() });
+/**
+ * Records the commit a sync run applied, so the next wake-up at the same tip does nothing;
+ * false when the source is gone.
+ */
+export async function markGitSourceSynced(db: Db, id: string, sha: string): Promise<boolean> {
+  const updated = await db('git_sources').where({ id }).update({ last_synced_sha: sha, last_synced_at: db.fn.now() });
+  return updated > 0;
 }

@@ -143,6 +143,8 @@ test('a small history limit makes the workflow continue as new between batches; 
   }
   await eventually(async () => expect((await rollout(id)).state).toBe('completed'), 20_000);
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(version.contentHash);
+  // The row reads completed one step before the workflow returns: its last run must have ended.
+  await env.client.workflow.getHandle(rolloutWorkflowId(id)).result();
 
   // Several runs, each but the last ended by continue-as-new, none longer than the limit allows.
   const runs: Array<{ events: number; last: string }> = [];
