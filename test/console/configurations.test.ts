@@ -6,16 +6,18 @@
  * configuration offers no edit; a viewer sees no write button. axe-core on every page, and a
  * screenshot of each under test-artifacts/console/.
  */
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../support/app';
 import {
   CONSOLE_ORIGIN,
   launchBrowser,
+  newContext,
+  newSignedInPage,
+  onPage,
   screenshot,
   seriousAccessibilityViolations,
-  signInOnProviderPage,
+  tableRows,
 } from '../support/browser';
-import { eventually } from '../support/eventually';
 
 let t: TestApp;
 let browser: Browser;
@@ -23,33 +25,6 @@ let page: Page;
 let apiToken: string;
 let configurationId: string;
 const cspViolations: string[] = [];
-
-/** What the page shows, once it shows it: a browser on a busy 2-core machine may take seconds. */
-const onPage = <T>(probe: () => Promise<T>) => eventually(probe, 15_000);
-
-async function newContext(): Promise<BrowserContext> {
-  const context = await browser.newContext();
-  context.setDefaultTimeout(20_000);
-  return context;
-}
-
-async function newSignedInPage(context: BrowserContext, login: string, path: string): Promise<Page> {
-  const opened = await context.newPage();
-  opened.on('console', (message) => {
-    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
-  });
-  await opened.goto(CONSOLE_ORIGIN + path);
-  await signInOnProviderPage(opened, login);
-  return opened;
-}
-
-/** The cells of the rows of a table (by its accessible name). */
-async function rows(on: Page, table: string): Promise<string[][]> {
-  return on
-    .getByRole('table', { name: table })
-    .locator('tbody tr')
-    .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
-}
 
 async function apiGet(path: string): Promise<any> {
   const reply = await t.call('GET', path, { token: apiToken });
@@ -96,10 +71,10 @@ afterEach(() => {
 });
 
 test('an operator creates a configuration from the list, whose filters and page are in the URL', async () => {
-  page = await newSignedInPage(await newContext(), 'olivia', '/configurations');
+  page = await newSignedInPage(await newContext(browser), 'olivia', '/configurations', cspViolations);
   await page.getByRole('heading', { name: 'Configurations' }).waitFor();
   await onPage(async () =>
-    expect(await rows(page, 'Configurations')).toEqual([['No configuration matches these filters.']]),
+    expect(await tableRows(page, 'Configurations')).toEqual([['No configuration matches these filters.']]),
   );
 
   await page.getByRole('button', { name: 'New configuration' }).click();
@@ -122,12 +97,12 @@ test('an operator creates a configuration from the list, whose filters and page 
   await page.waitForURL((url) => url.searchParams.get('q') === 'WEB');
   await page.reload();
   await onPage(async () =>
-    expect((await rows(page, 'Configurations')).map((cells) => cells[0])).toEqual(['web-frontend']),
+    expect((await tableRows(page, 'Configurations')).map((cells) => cells[0])).toEqual(['web-frontend']),
   );
   await expectAccessible(page, 'configurations');
   await page.goto(`${CONSOLE_ORIGIN}/configurations?q=web&format=json`);
   await onPage(async () =>
-    expect((await rows(page, 'Configurations'))[0]?.[0]).toBe('No configuration matches these filters.'),
+    expect((await tableRows(page, 'Configurations'))[0]?.[0]).toBe('No configuration matches these filters.'),
   );
 }, 60_000);
 
@@ -160,7 +135,7 @@ test('a draft the API refuses shows its problem with line and column; fixed, it 
   const saved = (await apiGet(`/api/configurations/${configurationId}/versions`)).items;
   expect(saved).toHaveLength(1);
   await onPage(async () => {
-    const [version] = await rows(page, 'Versions');
+    const [version] = await tableRows(page, 'Versions');
     expect(version?.slice(0, 3)).toEqual(['v1', 'draft', saved[0].author]);
   });
   expect(saved[0].author).toBeTruthy();
@@ -169,7 +144,7 @@ test('a draft the API refuses shows its problem with line and column; fixed, it 
   const confirm = page.getByRole('dialog', { name: 'Publish v1' });
   await confirm.getByRole('button', { name: 'Publish v1' }).click();
   await confirm.waitFor({ state: 'detached' });
-  await onPage(async () => expect((await rows(page, 'Versions'))[0]?.[1]).toBe('published'));
+  await onPage(async () => expect((await tableRows(page, 'Versions'))[0]?.[1]).toBe('published'));
   expect((await apiGet(`/api/configurations/${configurationId}/versions/1`)).state).toBe('published');
 }, 60_000);
 
@@ -180,7 +155,7 @@ test('a second version starts from the latest content, and any two versions comp
   await page.getByRole('button', { name: 'Save as draft' }).click();
   await page.waitForURL(`${CONSOLE_ORIGIN}/configurations/${configurationId}`);
   await onPage(async () =>
-    expect((await rows(page, 'Versions')).map((cells) => cells.slice(0, 2))).toEqual([
+    expect((await tableRows(page, 'Versions')).map((cells) => cells.slice(0, 2))).toEqual([
       ['v2', 'draft'],
       ['v1', 'published'],
     ]),
@@ -198,7 +173,7 @@ test('a second version starts from the latest content, and any two versions comp
   const added = diff.locator('tr[data-kind="added"]');
   expect(await added.locator('td').allTextContents()).toEqual(['', '', '4', '+  tls: true']);
   await onPage(async () =>
-    expect(await rows(page, 'Changed keys')).toEqual([
+    expect(await tableRows(page, 'Changed keys')).toEqual([
       ['changed', 'server.port', '80', '8080'],
       ['added', 'server.tls', '', 'true'],
     ]),
@@ -215,7 +190,7 @@ test('a second version starts from the latest content, and any two versions comp
   await page.getByRole('button', { name: 'Compare' }).click();
   await page.waitForURL((url) => url.search === '?from=2&to=1');
   await onPage(async () =>
-    expect((await rows(page, 'Changed keys'))[1]).toEqual(['removed', 'server.tls', 'true', '']),
+    expect((await tableRows(page, 'Changed keys'))[1]).toEqual(['removed', 'server.tls', 'true', '']),
   );
 
   // A version as saved, read only.
@@ -255,11 +230,11 @@ test('a configuration managed by Git says so and offers no edit; publishing its 
 });
 
 test('a viewer sees the configurations, their versions and comparisons, and no write button', async () => {
-  const context = await newContext();
+  const context = await newContext(browser);
   try {
-    const viewer = await newSignedInPage(context, 'victor', `/configurations/${configurationId}`);
+    const viewer = await newSignedInPage(context, 'victor', `/configurations/${configurationId}`, cspViolations);
     await viewer.getByRole('heading', { name: 'web-frontend' }).waitFor();
-    await onPage(async () => expect(await rows(viewer, 'Versions')).toHaveLength(2));
+    await onPage(async () => expect(await tableRows(viewer, 'Versions')).toHaveLength(2));
     // Reading only: comparing and paging, no create, save or publish.
     expect(await viewer.getByRole('button').allTextContents()).toEqual([
       'Sign out',
@@ -270,7 +245,7 @@ test('a viewer sees the configurations, their versions and comparisons, and no w
     expect(await viewer.getByRole('link', { name: 'New version' }).count()).toBe(0);
 
     await viewer.goto(`${CONSOLE_ORIGIN}/configurations`);
-    await onPage(async () => expect(await rows(viewer, 'Configurations')).toHaveLength(2));
+    await onPage(async () => expect(await tableRows(viewer, 'Configurations')).toHaveLength(2));
     expect(await viewer.getByRole('button').allTextContents()).toEqual([
       'Sign out',
       'Apply filters',
@@ -305,23 +280,23 @@ test('versions and configurations page with the API’s cursors, in a URL that c
   }
 
   await page.goto(`${CONSOLE_ORIGIN}/configurations/${id}`);
-  await onPage(async () => expect((await rows(page, 'Versions'))[0]?.[0]).toBe('v27'));
-  expect(await rows(page, 'Versions')).toHaveLength(25);
+  await onPage(async () => expect((await tableRows(page, 'Versions'))[0]?.[0]).toBe('v27'));
+  expect(await tableRows(page, 'Versions')).toHaveLength(25);
   await page.getByRole('button', { name: 'Older versions' }).click();
   await page.waitForURL((url) => url.searchParams.has('cursor'));
   await page.reload();
-  await onPage(async () => expect((await rows(page, 'Versions')).map((cells) => cells[0])).toEqual(['v2', 'v1']));
+  await onPage(async () => expect((await tableRows(page, 'Versions')).map((cells) => cells[0])).toEqual(['v2', 'v1']));
   await page.getByRole('button', { name: 'Newest versions' }).click();
-  await onPage(async () => expect((await rows(page, 'Versions'))[0]?.[0]).toBe('v27'));
+  await onPage(async () => expect((await tableRows(page, 'Versions'))[0]?.[0]).toBe('v27'));
 
   // 26 configurations: a page of 25, then the first one made.
   await page.goto(`${CONSOLE_ORIGIN}/configurations`);
-  await onPage(async () => expect(await rows(page, 'Configurations')).toHaveLength(25));
+  await onPage(async () => expect(await tableRows(page, 'Configurations')).toHaveLength(25));
   await page.getByRole('button', { name: 'Next page' }).click();
   await page.waitForURL((url) => url.searchParams.has('cursor'));
   await page.reload();
   await onPage(async () =>
-    expect((await rows(page, 'Configurations')).map((cells) => cells[0])).toEqual(['web-frontend']),
+    expect((await tableRows(page, 'Configurations')).map((cells) => cells[0])).toEqual(['web-frontend']),
   );
 
   await page.goto(`${CONSOLE_ORIGIN}/configurations/not-an-id`);

@@ -11,11 +11,13 @@ import { startTestApp, type TestApp } from '../support/app';
 import {
   CONSOLE_ORIGIN,
   launchBrowser,
+  newContext,
+  newSignedInPage,
+  onPage,
   screenshot,
   seriousAccessibilityViolations,
-  signInOnProviderPage,
+  tableRows,
 } from '../support/browser';
-import { eventually } from '../support/eventually';
 
 let t: TestApp;
 let browser: Browser;
@@ -25,9 +27,6 @@ let pendingAgent: { id: string; name: string };
 let apiToken: string;
 const cspViolations: string[] = [];
 
-/** What the page shows, once it shows it: a browser on a busy 2-core machine may take seconds. */
-const onPage = <T>(probe: () => Promise<T>) => eventually(probe, 15_000);
-
 /** 30 agents: every third offline, the rest online; the even ones labelled env=prod. */
 async function seedFleet(): Promise<void> {
   await seedAgents(t.database.db, 'default', 30, (i) => ({
@@ -36,31 +35,6 @@ async function seedFleet(): Promise<void> {
   }));
   const pending = await seedAgent(t.database.db, 'default', { name: 'waiting-agent', status: 'pending-approval' });
   pendingAgent = { id: pending.id, name: pending.name };
-}
-
-/** A browser profile of its own; a step that cannot happen fails in 20 s, naming the step. */
-async function newContext(): Promise<BrowserContext> {
-  const context = await browser.newContext();
-  context.setDefaultTimeout(20_000);
-  return context;
-}
-
-async function newSignedInPage(context: BrowserContext, login: string, path: string): Promise<Page> {
-  const opened = await context.newPage();
-  opened.on('console', (message) => {
-    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
-  });
-  await opened.goto(CONSOLE_ORIGIN + path);
-  await signInOnProviderPage(opened, login);
-  return opened;
-}
-
-/** The cells of the rows of a table (by its accessible name). */
-async function rows(table: string): Promise<string[][]> {
-  return page
-    .getByRole('table', { name: table })
-    .locator('tbody tr')
-    .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
 }
 
 async function apiGet(path: string): Promise<any> {
@@ -76,7 +50,7 @@ beforeAll(async () => {
   // An event for the overview: a group created through the API.
   expect((await t.call('POST', '/api/groups', { token: apiToken, body: { name: 'edge' } })).status).toBe(201);
   browser = await launchBrowser(t);
-  admin = await newContext();
+  admin = await newContext(browser);
 }, 60_000);
 
 afterAll(async () => {
@@ -89,13 +63,15 @@ afterEach(() => {
 });
 
 test('a person signs in on the provider’s page and lands on the page they asked for, named with their role', async () => {
-  page = await newSignedInPage(admin, 'alice', '/agents?status=offline');
+  page = await newSignedInPage(admin, 'alice', '/agents?status=offline', cspViolations);
   expect(page.url()).toBe(`${CONSOLE_ORIGIN}/agents?status=offline`);
   await page.getByRole('table', { name: 'Agents' }).locator('tbody tr').first().waitFor();
   const person = page.getByTestId('person');
   expect(await person.textContent()).toContain('Alice (admin)');
   expect(await person.getByLabel('role admin').count()).toBe(1);
-  await onPage(async () => expect((await rows('Agents')).every((cells) => cells[1] === 'offline')).toBe(true));
+  await onPage(async () =>
+    expect((await tableRows(page, 'Agents')).every((cells) => cells[1] === 'offline')).toBe(true),
+  );
   const areas = await page.getByRole('navigation', { name: 'Console areas' }).getByRole('link').allTextContents();
   expect(areas).toEqual([
     'Overview',
@@ -121,7 +97,7 @@ test('the overview shows the agents online and offline, active rollouts and the 
     expect(await page.getByTestId('agents-online').textContent()).toBe(String(online));
     expect(await page.getByTestId('agents-offline').textContent()).toBe(String(offline));
     expect(await page.getByTestId('rollouts-active').textContent()).toBe('0');
-    expect((await rows('Latest events'))[0]?.[1]).toBe(events.at(-1).type);
+    expect((await tableRows(page, 'Latest events'))[0]?.[1]).toBe(events.at(-1).type);
   });
   expect([online, offline]).toEqual([20, 10]);
   expect(events.at(-1).type).toBe('group.created');
@@ -129,22 +105,22 @@ test('the overview shows the agents online and offline, active rollouts and the 
   // Live: an event the hub announces (over the session cookie's WebSocket) refreshes the page.
   const created = await t.call('POST', '/api/groups', { token: apiToken, body: { name: 'edge-live' } });
   expect(created.status).toBe(201);
-  await onPage(async () => expect((await rows('Latest events'))[0]?.[2]).toBe(created.body.id));
+  await onPage(async () => expect((await tableRows(page, 'Latest events'))[0]?.[2]).toBe(created.body.id));
   expect(await seriousAccessibilityViolations(page)).toEqual([]);
   await screenshot(page, 'overview');
 });
 
 test('the agents list pages with the API’s cursor and filters, all in a URL that can be reloaded', async () => {
   await page.goto(`${CONSOLE_ORIGIN}/agents`);
-  await onPage(async () => expect(await rows('Agents')).toHaveLength(25));
+  await onPage(async () => expect(await tableRows(page, 'Agents')).toHaveLength(25));
   expect(await seriousAccessibilityViolations(page)).toEqual([]);
   await screenshot(page, 'agents');
 
   await page.getByRole('button', { name: 'Next page' }).click();
-  await onPage(async () => expect(await rows('Agents')).toHaveLength(31 - 25));
+  await onPage(async () => expect(await tableRows(page, 'Agents')).toHaveLength(31 - 25));
   expect(new URL(page.url()).searchParams.get('cursor')).toBeTruthy();
   await page.reload();
-  await onPage(async () => expect(await rows('Agents')).toHaveLength(6));
+  await onPage(async () => expect(await tableRows(page, 'Agents')).toHaveLength(6));
 
   await page.getByRole('button', { name: 'First page' }).click();
   await page.waitForURL((url) => !url.searchParams.has('cursor'));
@@ -154,7 +130,7 @@ test('the agents list pages with the API’s cursor and filters, all in a URL th
   await page.waitForURL((url) => url.searchParams.get('label') === 'env:prod');
   const listed = (await apiGet('/api/agents?label=env:prod&q=agent-00001&limit=25')).items.map((a: any) => a.name);
   expect([...listed].sort()).toEqual(['agent-000010', 'agent-000012', 'agent-000014', 'agent-000016', 'agent-000018']);
-  await onPage(async () => expect((await rows('Agents')).map((cells) => cells[0])).toEqual(listed));
+  await onPage(async () => expect((await tableRows(page, 'Agents')).map((cells) => cells[0])).toEqual(listed));
   const reloaded = new URL(page.url());
   expect(Object.fromEntries(reloaded.searchParams)).toEqual({ label: 'env:prod', q: 'agent-00001' });
 });
@@ -216,9 +192,9 @@ test('keyboard: the first Tab reaches the skip link, which moves past the naviga
 });
 
 test('a viewer sees no write buttons', async () => {
-  const viewerContext = await newContext();
+  const viewerContext = await newContext(browser);
   try {
-    const viewer = await newSignedInPage(viewerContext, 'victor', `/agents/${pendingAgent.id}`);
+    const viewer = await newSignedInPage(viewerContext, 'victor', `/agents/${pendingAgent.id}`, cspViolations);
     await viewer.getByRole('heading', { name: 'waiting-agent' }).waitFor();
     await viewer.getByRole('region', { name: 'Certificate' }).waitFor();
     expect(await viewer.getByTestId('person').getByLabel('role viewer').count()).toBe(1);

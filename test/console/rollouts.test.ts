@@ -6,14 +6,17 @@
  * back, each after a confirmation; a viewer gets no operation; axe-core passes on each page.
  * Screenshots under test-artifacts/console/.
  */
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { insertRollout } from '../../db/repos/rollouts';
 import {
   CONSOLE_ORIGIN,
   launchBrowser,
+  newContext,
+  newSignedInPage,
+  onPage,
   screenshot,
   seriousAccessibilityViolations,
-  signInOnProviderPage,
+  tableRows,
 } from '../support/browser';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
 import { eventually } from '../support/eventually';
@@ -32,35 +35,11 @@ const ROLLOUT_NAME = 'Debug exporter for the canary';
 /** Rollouts of the past, written to the database: enough for a second page of the list. */
 const PAST_ROLLOUTS = 26;
 
-/** What the page shows, once it shows it: a browser on a busy 2-core machine may take seconds. */
-const onPage = <T>(probe: () => Promise<T>) => eventually(probe, 15_000);
-
 const call = (method: string, path: string, body?: unknown) => env.t.call(method, path, { token: env.operator, body });
-
-async function newSignedInPage(context: BrowserContext, login: string, path: string): Promise<Page> {
-  const opened = await context.newPage();
-  await opened.goto(CONSOLE_ORIGIN + path);
-  await signInOnProviderPage(opened, login);
-  return opened;
-}
-
-async function newContext(): Promise<BrowserContext> {
-  const context = await browser.newContext();
-  context.setDefaultTimeout(20_000);
-  return context;
-}
-
-/** The rows of a table (by its accessible name): each row's header and data cells. */
-async function rows(table: string, on = page): Promise<string[][]> {
-  return on
-    .getByRole('table', { name: table })
-    .locator('tbody tr')
-    .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('th, td')].map((cell) => cell.textContent ?? '')));
-}
 
 /** The Progress table's counts of one row ('All', 'Batch 1', 'Rollback'): total … skipped. */
 async function progress(name: string): Promise<string[] | undefined> {
-  return (await rows('Progress')).find((cells) => cells[0] === name)?.slice(1);
+  return (await tableRows(page, 'Progress')).find((cells) => cells[0] === name)?.slice(1);
 }
 
 const shownState = () => page.getByRole('region', { name: 'Rollout' }).getByTestId('rollout-state').textContent();
@@ -128,7 +107,7 @@ beforeAll(async () => {
   });
   expect(created.status).toBe(201);
   rolloutId = created.body.id;
-  page = await newSignedInPage(await newContext(), 'olivia', '/rollouts');
+  page = await newSignedInPage(await newContext(browser), 'olivia', '/rollouts');
 }, 90_000);
 
 afterAll(async () => {
@@ -137,23 +116,27 @@ afterAll(async () => {
 });
 
 test('the list pages with the API’s cursor and filters by state, all in a URL that can be reloaded', async () => {
-  await onPage(async () => expect(await rows('Rollouts')).toHaveLength(25));
-  expect((await rows('Rollouts'))[0]?.slice(0, 2)).toEqual([ROLLOUT_NAME, 'pending']);
+  await onPage(async () => expect(await tableRows(page, 'Rollouts')).toHaveLength(25));
+  expect((await tableRows(page, 'Rollouts'))[0]?.slice(0, 2)).toEqual([ROLLOUT_NAME, 'pending']);
   expect(await seriousAccessibilityViolations(page)).toEqual([]);
   await screenshot(page, 'rollouts');
 
   await page.getByRole('button', { name: 'Next page' }).click();
-  await onPage(async () => expect(await rows('Rollouts')).toHaveLength(PAST_ROLLOUTS + 2 - 25));
+  await onPage(async () => expect(await tableRows(page, 'Rollouts')).toHaveLength(PAST_ROLLOUTS + 2 - 25));
   expect(new URL(page.url()).searchParams.get('cursor')).toBeTruthy();
   await page.reload();
-  await onPage(async () => expect(await rows('Rollouts')).toHaveLength(3));
+  await onPage(async () => expect(await tableRows(page, 'Rollouts')).toHaveLength(3));
 
   await page.getByRole('combobox', { name: 'State' }).click();
   await page.getByRole('option', { name: 'pending', exact: true }).click();
   await page.waitForURL((url) => url.searchParams.get('state') === 'pending' && !url.searchParams.has('cursor'));
-  await onPage(async () => expect((await rows('Rollouts')).map((cells) => cells[0])).toEqual([ROLLOUT_NAME]));
+  await onPage(async () =>
+    expect((await tableRows(page, 'Rollouts')).map((cells) => cells[0])).toEqual([ROLLOUT_NAME]),
+  );
   await page.reload();
-  await onPage(async () => expect((await rows('Rollouts')).map((cells) => cells[0])).toEqual([ROLLOUT_NAME]));
+  await onPage(async () =>
+    expect((await tableRows(page, 'Rollouts')).map((cells) => cells[0])).toEqual([ROLLOUT_NAME]),
+  );
 }, 60_000);
 
 test('an operator starts the rollout, watches it arrive live, pauses, resumes and rolls it back, each confirmed', async () => {
@@ -192,7 +175,7 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
   await page.getByRole('option', { name: 'succeeded', exact: true }).click();
   await page.waitForURL((url) => url.searchParams.get('state') === 'succeeded');
   await onPage(async () => {
-    const results = await rows('Agent results');
+    const results = await tableRows(page, 'Agent results');
     expect(results.map((cells) => cells.slice(1, 3).concat(cells.slice(4)))).toEqual([
       ['1', 'succeeded', 'v1', 'succeeded'],
     ]);
@@ -295,7 +278,7 @@ test('a viewer sees a rollout but none of the operations an operator gets there'
     'Roll back',
   ]);
 
-  const viewerContext = await newContext();
+  const viewerContext = await newContext(browser);
   try {
     const viewer = await newSignedInPage(viewerContext, 'victor', `/rollouts/${pastRolloutId}`);
     await viewer.getByRole('heading', { name: 'past-25' }).waitFor();

@@ -7,9 +7,10 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { TestApp } from './app';
 import { CHROMIUM } from './console-prerequisites';
+import { eventually } from './eventually';
 
 export const CONSOLE_ORIGIN = 'http://fleet.test';
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts/console');
@@ -21,6 +22,43 @@ export async function launchBrowser(t: TestApp): Promise<Browser> {
     executablePath: CHROMIUM,
     args: ['--no-sandbox', `--host-resolver-rules=MAP fleet.test 127.0.0.1:${port}`],
   });
+}
+
+/** What the page shows, once it shows it: a browser on a busy 2-core machine may take seconds. */
+export const onPage = <T>(probe: () => Promise<T>) => eventually(probe, 15_000);
+
+/** A browser profile of its own; a step that cannot happen fails in 20 s, naming the step. */
+export async function newContext(browser: Browser): Promise<BrowserContext> {
+  const context = await browser.newContext();
+  context.setDefaultTimeout(20_000);
+  return context;
+}
+
+/**
+ * A page of `context` opened at `path` and signed in as `login` on the provider's page;
+ * Content-Security-Policy violations it reports go into `cspViolations` when given.
+ */
+export async function newSignedInPage(
+  context: BrowserContext,
+  login: string,
+  path: string,
+  cspViolations?: string[],
+): Promise<Page> {
+  const opened = await context.newPage();
+  opened.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations?.push(message.text());
+  });
+  await opened.goto(CONSOLE_ORIGIN + path);
+  await signInOnProviderPage(opened, login);
+  return opened;
+}
+
+/** The rows of a table (by its accessible name): each row's header and data cells. */
+export async function tableRows(page: Page, table: string): Promise<string[][]> {
+  return page
+    .getByRole('table', { name: table })
+    .locator('tbody tr')
+    .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('th, td')].map((cell) => cell.textContent ?? '')));
 }
 
 /**
