@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import { type AddressInfo } from 'node:net';
 import { insertHandover } from '../../db/repos/handovers';
 import { handoverWorkflowId, type HandoverOutcome } from '../../workflows/definitions';
 import { tenantIdKey } from '../../workflows/search-attributes';
@@ -13,6 +13,7 @@ import { seedAgent } from '../support/agents-seed';
 import { startTestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 import { pair, startInstallation, type Installation } from '../support/federation';
+import { freePort } from '../support/processes';
 
 let a: Installation;
 let b: Installation;
@@ -21,16 +22,8 @@ let c: Installation;
 let peerB: string;
 let peerC: string;
 
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 beforeAll(async () => {
-  const unreachable = `wss://127.0.0.1:${await closedPort()}/v1/opamp`;
+  const unreachable = `wss://127.0.0.1:${await freePort()}/v1/opamp`;
   [a, b, c] = await Promise.all([
     startInstallation('alpha'),
     startInstallation('bravo'),
@@ -173,7 +166,7 @@ describe('a handover the receiver never completes', () => {
   }, 90_000);
 
   test('a receiver that stops answering while agents are offered: retried until the deadline, then compensated', async () => {
-    const unreachable = `wss://127.0.0.1:${await closedPort()}/v1/opamp`;
+    const unreachable = `wss://127.0.0.1:${await freePort()}/v1/opamp`;
     const d = await startInstallation('delta', { apiEnv: { Agents__PublicEndpoint: unreachable } });
     let closed = false;
     try {

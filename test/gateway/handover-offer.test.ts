@@ -6,7 +6,6 @@
  * activities write are written here through the same repos, then NOTIFYed.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type AddressInfo } from 'node:net';
 import { notifyAgentCutoff, notifyAgentHandover } from '../../db/notify';
 import { insertBootstrapToken } from '../../db/repos/bootstrap-tokens';
 import {
@@ -31,6 +30,7 @@ import { startInstallation, type Installation } from '../support/federation';
 import { capturedLogger } from '../support/logs';
 import { connectWs, description, newInstanceUid, uidToUuid } from '../support/opamp-client';
 import { SimulatedAgent, type SimulatedAgentOptions } from '../support/simulator';
+import { freePort } from '../support/processes';
 
 let sender: Installation;
 let receiver: Installation;
@@ -133,15 +133,6 @@ const receiverOffer = (token: string): HandoverOffer => ({
   token,
 });
 
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 /** Every ServerToAgent the agent gets from now on. */
 function messagesOf(agent: SimulatedAgent): ServerToAgent[] {
   const seen: ServerToAgent[] = [];
@@ -196,7 +187,7 @@ test.each(['ws', 'http'] as const)(
 test('an agent offered an unreachable receiver goes back to the sender, reports the offer FAILED, and is not offered it again', async () => {
   const agent = await agentOnSender();
   const messages = messagesOf(agent);
-  const unreachable = `wss://127.0.0.1:${await closedPort()}/v1/opamp`;
+  const unreachable = `wss://127.0.0.1:${await freePort()}/v1/opamp`;
   const handoverId = await offerOnSender([agent.id], {
     ...receiverOffer(generateToken('svc-bt')),
     endpoint: unreachable,

@@ -3,23 +3,13 @@
  * api, agent listener over TLS, worker on its own task queue), all on the suite's one
  * Temporal dev server, paired through the API the way operators pair them.
  */
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { startRolloutEnv, type RolloutEnv, type RolloutEnvOptions } from './rollout-env';
+import { freePort } from './processes';
 
 export interface Installation extends RolloutEnv {
   name: string;
   /** An OIDC admin token of tenant `default` on this installation. */
   admin: string;
-}
-
-/** A free loopback port, so the api can name its listener's endpoint before the listener starts. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export async function startInstallation(name: string, options: RolloutEnvOptions = {}): Promise<Installation> {
