@@ -1,8 +1,9 @@
 /**
  * Every page of the console, by path: each is deep-linkable (the api serves index.html for
- * any path it does not own). A new page is one entry here and one in navigation.ts.
+ * any path it does not own). Each area's pages are listed by its own routes module; an area
+ * of navigation.ts that none of them serves yet gets the "not built yet" page.
  */
-import { createBrowserRouter } from 'react-router';
+import { createBrowserRouter, type RouteObject } from 'react-router';
 import { Shell } from './components/Shell';
 import { AREAS } from './navigation';
 import { AgentDetailPage } from './pages/AgentDetail';
@@ -10,32 +11,42 @@ import { AgentsPage } from './pages/Agents';
 import { NotBuiltYetPage } from './pages/NotBuiltYet';
 import { NotFoundPage } from './pages/NotFound';
 import { OverviewPage } from './pages/Overview';
-import { NewRolloutPage } from './pages/rollouts/NewRollout';
-import { RolloutDetailPage } from './pages/rollouts/RolloutDetail';
-import { RolloutsPage } from './pages/rollouts/Rollouts';
 import { SignedOutPage } from './pages/SignedOut';
+import { auditRoutes } from './pages/audit/routes';
 import { configurationRoutes } from './pages/configurations/routes';
+import { federationRoutes } from './pages/federation/routes';
+import { gitSourceRoutes } from './pages/git-sources/routes';
+import { groupRoutes } from './pages/groups/routes';
+import { policyRoutes } from './pages/policies/routes';
+import { rolloutRoutes } from './pages/rollouts/routes';
+import { tokenRoutes } from './pages/tokens/routes';
 
-const BUILT = new Set(['/', '/agents', '/configurations', '/rollouts']);
+const pages: RouteObject[] = [
+  { index: true, element: <OverviewPage /> },
+  { path: 'agents', element: <AgentsPage /> },
+  { path: 'agents/:id', element: <AgentDetailPage /> },
+  ...groupRoutes,
+  ...configurationRoutes,
+  ...rolloutRoutes,
+  ...policyRoutes,
+  ...tokenRoutes,
+  ...auditRoutes,
+  ...gitSourceRoutes,
+  ...federationRoutes,
+];
+
+const served = new Set(pages.map((page) => (page.index ? '/' : `/${page.path}`)));
+
+const notBuiltYet: RouteObject[] = AREAS.filter((area) => !served.has(area.path)).map((area) => ({
+  path: area.path.slice(1),
+  element: <NotBuiltYetPage area={area} />,
+}));
 
 export const router = createBrowserRouter([
   { path: '/signed-out', element: <SignedOutPage /> },
   {
     path: '/',
     element: <Shell />,
-    children: [
-      { index: true, element: <OverviewPage /> },
-      { path: 'agents', element: <AgentsPage /> },
-      { path: 'agents/:id', element: <AgentDetailPage /> },
-      ...configurationRoutes,
-      { path: 'rollouts', element: <RolloutsPage /> },
-      { path: 'rollouts/new', element: <NewRolloutPage /> },
-      { path: 'rollouts/:id', element: <RolloutDetailPage /> },
-      ...AREAS.filter((area) => !BUILT.has(area.path)).map((area) => ({
-        path: area.path.slice(1),
-        element: <NotBuiltYetPage area={area} />,
-      })),
-      { path: '*', element: <NotFoundPage /> },
-    ],
+    children: [...pages, ...notBuiltYet, { path: '*', element: <NotFoundPage /> }],
   },
 ]);
