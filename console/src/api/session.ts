@@ -4,10 +4,15 @@ import { api, ok, rememberCsrfToken, type Schemas } from './client';
 export type Session = Schemas['ConsoleSession'];
 
 /**
- * The roles holding each write permission (docs/architecture.md, roles): the console shows
- * a write button only to whom the API would allow it; the API decides in any case.
+ * The roles holding each permission a button needs (docs/architecture.md, roles): the
+ * console shows a write button (or the audit chain's verification) only to whom the API
+ * would allow it; the API decides in any case.
  */
-const ROLES_THAT_MAY = { operate: ['admin', 'operator'], admin: ['admin'] } as const;
+const ROLES_THAT_MAY = {
+  operate: ['admin', 'operator'],
+  audit: ['admin', 'auditor'],
+  admin: ['admin'],
+} as const;
 
 /** Who is signed in (a 401 sends the browser to sign in first). */
 export function useSession() {
