@@ -5,6 +5,8 @@
  * viewers, show problems as the API words them, and pass axe-core. Screenshots of each page
  * are kept under test-artifacts/console/.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { AREAS } from '../../console/src/navigation';
 import { seedAgent, seedAgents } from '../support/agents-seed';
@@ -42,6 +44,19 @@ async function apiGet(path: string): Promise<any> {
   const reply = await t.call('GET', path, { token: apiToken });
   expect(reply.status).toBe(200);
   return reply.body;
+}
+
+/** A page of another site, served on loopback (127.0.0.1: another site than fleet.test). */
+async function serveAttackerPage(html: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'Content-Type': 'text/html' }).end(html);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 beforeAll(async () => {
@@ -206,6 +221,70 @@ test('a viewer sees no write buttons', async () => {
   } finally {
     await viewerContext.close();
   }
+}, 60_000);
+
+test('a viewer who forces a write past the page gets the API’s 403, and nothing is created', async () => {
+  const viewerContext = await newContext(browser);
+  try {
+    const viewer = await newSignedInPage(viewerContext, 'victor', '/', cspViolations);
+    await viewer.getByTestId('person').getByLabel('role viewer').waitFor();
+    // What a person could type in the browser's console: the session's own CSRF token, a write.
+    const forced = await viewer.evaluate(async () => {
+      const session = (await (await fetch('/api/auth/session')).json()) as { csrfToken: string };
+      const reply = await fetch('/api/groups', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': session.csrfToken },
+        body: JSON.stringify({ name: 'forced-by-viewer' }),
+      });
+      return {
+        status: reply.status,
+        type: reply.headers.get('content-type'),
+        body: (await reply.json()) as { title?: string },
+      };
+    });
+    expect(forced.status).toBe(403);
+    expect(forced.type).toContain('application/problem+json');
+    expect(forced.body.title).toBeTruthy();
+    expect((await apiGet('/api/groups?q=forced-by-viewer')).items).toEqual([]);
+  } finally {
+    await viewerContext.close();
+  }
+}, 60_000);
+
+test('a CSRF attempt is refused: another site’s form goes without the cookie, and a write without the token is 403', async () => {
+  // Another site (a different origin and site: 127.0.0.1, not fleet.test) whose page posts a
+  // form to the API as soon as it loads, while the admin is signed in to the console.
+  const attacker = await serveAttackerPage(
+    `<form method="post" action="${CONSOLE_ORIGIN}/api/groups" enctype="text/plain">` +
+      '<input name=\'{"name":"csrf-form","x":"\' value=\'"}\'></form>' +
+      '<script>document.forms[0].submit()</script>',
+  );
+  try {
+    const [answer] = await Promise.all([
+      page.waitForResponse((response) => new URL(response.url()).pathname === '/api/groups'),
+      page.goto(attacker.url),
+    ]);
+    // SameSite=Lax: the browser does not send the session cookie with another site's POST.
+    expect(answer.status()).toBe(401);
+  } finally {
+    await attacker.close();
+  }
+
+  // Even a request that carried the cookie (as a same-site page could send) is refused without
+  // the session's CSRF token, or with it from an origin that is not the console's.
+  await page.goto(`${CONSOLE_ORIGIN}/`);
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  const forged = await page.evaluate(async () => {
+    const write = (headers: Record<string, string>) =>
+      fetch('/api/groups', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', ...headers },
+        body: JSON.stringify({ name: 'csrf-fetch' }),
+      }).then((reply) => reply.status);
+    return { withoutToken: await write({}), wrongToken: await write({ 'X-CSRF-Token': 'not-the-token' }) };
+  });
+  expect(forged).toEqual({ withoutToken: 403, wrongToken: 403 });
+  for (const name of ['csrf-form', 'csrf-fetch']) expect((await apiGet(`/api/groups?q=${name}`)).items).toEqual([]);
 }, 60_000);
 
 test('sign-out ends the session and goes on to the provider’s sign-out', async () => {
