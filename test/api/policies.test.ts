@@ -132,6 +132,51 @@ describe('creating policies', () => {
   });
 });
 
+describe('checking an expression without saving it', () => {
+  const check = (expression: unknown, token = operator) =>
+    t.call('POST', '/api/policies/check', { token, body: { expression } });
+
+  test('a good expression is { ok: true }; nothing is saved, no event', async () => {
+    const before = await t.database.db('events').where({ tenant_id: 'default' }).count<{ count: string }[]>();
+    const res = await check('agent.labels.env != "prod" || rollout.batchPercent <= 10');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ok: true });
+    const after = await t.database.db('events').where({ tenant_id: 'default' }).count<{ count: string }[]>();
+    expect(after[0]!.count).toBe(before[0]!.count);
+  });
+
+  test.each(['agent.nope == "x"', 'rollout.batchPercent', 'agent.labels.env == '])(
+    'expression %s is the 400 creating it would be',
+    async (expression) => {
+      const checked = await check(expression);
+      const created = await t.call('POST', '/api/policies', { token: operator, body: draft('never', expression) });
+      expect(checked.status).toBe(400);
+      expect(created.status).toBe(400);
+      expect(checked.body.type).toBe(`${PROBLEMS}/validation-failed`);
+      expect(checked.body.errors).toEqual(created.body.errors);
+      expect(checked.body.detail).toBe(created.body.detail);
+    },
+  );
+
+  test.each([
+    [{}, 'body.expression'],
+    [{ expression: '' }, 'body.expression'],
+    [{ expression: 'x'.repeat(4097) }, 'body.expression'],
+    [{ expression: 'true', name: 'x' }, 'body'],
+  ])('body %j is 400 naming %s', async (body, path) => {
+    const res = await t.call('POST', '/api/policies/check', { token: operator, body });
+    expect(res.status).toBe(400);
+    expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
+  });
+
+  test('as creating: operators and admins may, viewers and auditors may not', async () => {
+    expect((await check('true', admin)).status).toBe(200);
+    expect((await check('true', viewer)).status).toBe(403);
+    expect((await check('true', await t.token('default.auditor'))).status).toBe(403);
+    expect((await t.call('POST', '/api/policies/check', { body: { expression: 'true' } })).status).toBe(401);
+  });
+});
+
 describe('roles', () => {
   test.each([
     ['default.viewer', 'GET', '/api/policies', 200],

@@ -23,6 +23,8 @@ import { evaluatePolicies } from '../../../domain/policies/evaluate';
 import { conflictOnDuplicate, problems, type FieldError } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 import {
+  checkBody,
+  checkSchema,
   evaluateBody,
   evaluationSchema,
   policyBody,
@@ -59,14 +61,18 @@ async function ensureBuiltins(db: Db, tenantId: string): Promise<void> {
   });
 }
 
+/** The expression must type-check to bool: the checker's message (with its offset) otherwise. */
+function expressionErrors(expression: string): FieldError[] {
+  const checked = checkExpression(expression);
+  return checked.ok ? [] : [{ path: 'body.expression', message: checked.message }];
+}
+
 /**
  * The expression must type-check to bool; scope must name live groups of the tenant.
  * Returns the body with its scope deduplicated and sorted, as it is stored and compared.
  */
 async function checkPolicyBody(db: Db, tenantId: string, body: PolicyBody): Promise<PolicyBody> {
-  const errors: FieldError[] = [];
-  const checked = checkExpression(body.expression);
-  if (!checked.ok) errors.push({ path: 'body.expression', message: checked.message });
+  const errors = expressionErrors(body.expression);
   const groups = await liveGroupIds(db, tenantId, body.scope);
   body.scope.forEach((id, i) => {
     if (!groups.has(id)) errors.push({ path: `body.scope.${i}`, message: `no group with id '${id}'` });
@@ -276,6 +282,22 @@ export function policiesRoutes(options: ResourceRouteOptions): RouteDef[] {
     }),
     switchRoute(true),
     switchRoute(false),
+    route({
+      method: 'post',
+      path: '/api/policies/check',
+      summary: 'Type-check an expression as creating a policy would, without saving anything',
+      tag: 'policies',
+      permission: 'operate',
+      // Writes nothing: no transaction to hold (the call's audit row is written on its own).
+      transactional: false,
+      body: checkBody,
+      response: { status: 200, description: 'The expression type-checks to bool.', schema: checkSchema },
+      handler: async ({ body }) => {
+        const errors = expressionErrors(body.expression);
+        if (errors.length > 0) throw problems.validation(errors);
+        return { body: { ok: true as const } };
+      },
+    }),
     route({
       method: 'post',
       path: '/api/policies/evaluate',

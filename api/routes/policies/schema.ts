@@ -28,6 +28,10 @@ export const policyBody = z
   .strict()
   .openapi('PolicyWrite');
 
+export const checkBody = z.object({ expression }).strict().openapi('PolicyCheck');
+
+export const checkSchema = z.object({ ok: z.literal(true) }).openapi('PolicyCheckResult');
+
 export const policySchema = z
   .object({
     id: z.string(),

@@ -4006,6 +4006,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/policies/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Type-check an expression as creating a policy would, without saving anything
+         * @description Requires permission `operate`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["PolicyCheck"];
+                };
+            };
+            responses: {
+                /** @description The expression type-checks to bool. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["PolicyCheckResult"];
+                    };
+                };
+                /** @description Validation failed or malformed JSON. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing, invalid or expired token. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The role or the PAT’s endpoint list does not allow this call. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An RFC 9457 problem; `type` names the error (see /errors). */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/policies/evaluate": {
         parameters: {
             query?: never;
@@ -9467,6 +9546,14 @@ export interface components {
              * @default true
              */
             enabled: boolean;
+        };
+        PolicyCheckResult: {
+            /** @enum {boolean} */
+            ok: true;
+        };
+        PolicyCheck: {
+            /** @description CEL over `agent`, `configuration`, `version` and `rollout` (see docs/policies.md); must type-check to bool. */
+            expression: string;
         };
         PolicyEvaluation: {
             allowed: boolean;
