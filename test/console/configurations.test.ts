@@ -10,10 +10,12 @@ import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../support/app';
 import {
   CONSOLE_ORIGIN,
+  editorText,
   launchBrowser,
   newContext,
   newSignedInPage,
   onPage,
+  replaceEditorContent,
   screenshot,
   seriousAccessibilityViolations,
   tableRows,
@@ -32,22 +34,11 @@ async function apiGet(path: string): Promise<any> {
   return reply.body;
 }
 
-/** The text an editor (CodeMirror: a line element per line) shows, by its accessible name. */
-async function editorText(on: Page, name: string): Promise<string> {
-  return on
-    .getByRole('textbox', { name })
-    .locator('.cm-line')
-    .evaluateAll((lines) => lines.map((line) => line.textContent ?? '').join('\n'));
-}
-
+/** The accessible name of the new version's editor. */
 const NEW_VERSION = 'Content of the new version (yaml)';
 
-/** Replaces the editor's whole content, as a person selecting all and pasting would. */
 async function typeContent(content: string): Promise<void> {
-  await page.getByRole('textbox', { name: NEW_VERSION }).click();
-  await page.keyboard.press('ControlOrMeta+A');
-  await page.keyboard.insertText(content);
-  await onPage(async () => expect(await editorText(page, NEW_VERSION)).toBe(content));
+  await replaceEditorContent(page, NEW_VERSION, content);
 }
 
 async function expectAccessible(on: Page, name: string): Promise<void> {

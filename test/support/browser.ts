@@ -106,3 +106,19 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
+
+/** The text of a CodeMirror editor (by its textbox's accessible name), line by line. */
+export async function editorText(page: Page, editor: string): Promise<string> {
+  return page
+    .getByRole('textbox', { name: editor })
+    .locator('.cm-line')
+    .evaluateAll((lines) => lines.map((line) => line.textContent ?? '').join('\n'));
+}
+
+/** Replaces a CodeMirror editor's whole content, as a person selecting all and pasting would. */
+export async function replaceEditorContent(page: Page, editor: string, content: string): Promise<void> {
+  await page.getByRole('textbox', { name: editor }).click();
+  await page.keyboard.press('ControlOrMeta+A');
+  await page.keyboard.insertText(content);
+  await onPage(async () => expect(await editorText(page, editor)).toBe(content));
+}

@@ -1,0 +1,171 @@
+/**
+ * An operator's whole journey through the console, in a real Chromium against a real
+ * installation (api, agent gateway, worker on the suite's Temporal dev server, three
+ * simulated agents over TLS), signed in on the real test identity provider's page: a new
+ * configuration, its first version saved, published and rolled out to the fleet; a second
+ * version rolled out one agent at a time, its progress arriving live, paused, resumed and
+ * rolled back, after which the agent runs the first version again. Nothing is done through
+ * the API but reading what the page claims.
+ */
+import type { Browser, Page } from 'playwright-core';
+import {
+  CONSOLE_ORIGIN,
+  launchBrowser,
+  newContext,
+  newSignedInPage,
+  onPage,
+  replaceEditorContent,
+  screenshot,
+  seriousAccessibilityViolations,
+  tableRows,
+} from '../support/browser';
+import { eventually } from '../support/eventually';
+import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+
+let env: RolloutEnv;
+let browser: Browser;
+let page: Page;
+let groupName: string;
+let agentIds: string[];
+let configurationId: string;
+
+const CONFIGURATION = 'journey-collector';
+const V1 = 'receivers:\n  otlp: {}\nexporters:\n  otlp: {}\n';
+const V2 = 'receivers:\n  otlp: {}\nexporters:\n  otlp: {}\n  debug: {}\n';
+const EDITOR = 'Content of the new version (yaml)';
+
+const apiGet = async (path: string) => {
+  const reply = await env.t.call('GET', path, { token: env.operator });
+  expect(reply.status).toBe(200);
+  return reply.body;
+};
+
+const rolloutState = () => page.getByRole('region', { name: 'Rollout' }).getByTestId('rollout-state').textContent();
+
+/** The Progress table's counts of one row ('All', 'Batch 1', 'Rollback'): total … skipped. */
+async function progress(row: string): Promise<string[] | undefined> {
+  return (await tableRows(page, 'Progress')).find((cells) => cells[0] === row)?.slice(1);
+}
+
+/** Clicks an operation of the rollout page and confirms it in its dialog. */
+async function confirmOperation(operation: string): Promise<void> {
+  await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: operation }).click();
+  const dialog = page.getByRole('dialog', { name: operation });
+  await dialog.getByRole('button', { name: operation }).click();
+  await dialog.waitFor({ state: 'detached' });
+}
+
+/** A draft saved in the editor and published from the configuration's page, as `vN`. */
+async function saveAndPublish(version: number, content: string): Promise<void> {
+  await page.getByRole('link', { name: 'New version' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/configurations/${configurationId}/new-version`);
+  await replaceEditorContent(page, EDITOR, content);
+  await page.getByRole('button', { name: 'Save as draft' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/configurations/${configurationId}`);
+  await page.getByRole('button', { name: `Publish v${version}` }).click();
+  const dialog = page.getByRole('dialog', { name: `Publish v${version}` });
+  await dialog.getByRole('button', { name: `Publish v${version}` }).click();
+  await dialog.waitFor({ state: 'detached' });
+  await onPage(async () =>
+    expect((await tableRows(page, 'Versions'))[0]?.slice(0, 2)).toEqual([`v${version}`, 'published']),
+  );
+}
+
+/** A rollout of `vN` to the fleet's group made with the form, once its dry run allows it; its page opens. */
+async function createRollout(name: string, version: number, strategy: { batchSize: number; bakeSeconds: number }) {
+  await page.getByRole('navigation', { name: 'Console areas' }).getByRole('link', { name: 'Rollouts' }).click();
+  await page.getByRole('link', { name: 'New rollout' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/rollouts/new`);
+  await page.getByLabel('Name').fill(name);
+  await page.getByRole('combobox', { name: 'Configuration' }).click();
+  await page.getByRole('option', { name: CONFIGURATION, exact: true }).click();
+  await page.getByRole('combobox', { name: 'Published version' }).click();
+  await page.getByRole('option', { name: `v${version}`, exact: true }).click();
+  await page.getByRole('combobox', { name: 'Target groups' }).click();
+  await page.getByRole('option', { name: groupName, exact: true }).click();
+  await page.keyboard.press('Escape');
+  await page.getByLabel('Agents per batch').fill(String(strategy.batchSize));
+  await page.getByLabel('Bake (seconds)').fill(String(strategy.bakeSeconds));
+  await page.getByRole('button', { name: 'Preview policies' }).click();
+  await onPage(async () =>
+    expect(await page.getByRole('status').textContent()).toContain('3 agents judged, none denied.'),
+  );
+  await page.getByRole('button', { name: 'Create rollout' }).click();
+  await page.getByRole('heading', { name }).waitFor();
+  await onPage(async () => expect(await rolloutState()).toBe('pending'));
+}
+
+/** The configuration version each agent of the fleet reports as applied. */
+async function appliedVersions(): Promise<(number | undefined)[]> {
+  return Promise.all(
+    agentIds.map(async (id) => {
+      const agent = await apiGet(`/api/agents/${id}`);
+      return agent.applied?.configurationId === configurationId ? agent.applied.version : undefined;
+    }),
+  );
+}
+
+beforeAll(async () => {
+  env = await startRolloutEnv();
+  const fleet = await env.fleet(3);
+  agentIds = fleet.ids;
+  groupName = (await apiGet(`/api/groups/${fleet.groupId}`)).name;
+  browser = await launchBrowser(env.t);
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await env?.close();
+});
+
+test('an operator signs in and makes a configuration with a first version, published', async () => {
+  page = await newSignedInPage(await newContext(browser), 'olivia', '/');
+  await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  await page.getByRole('navigation', { name: 'Console areas' }).getByRole('link', { name: 'Configurations' }).click();
+  await page.getByRole('button', { name: 'New configuration' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New configuration' });
+  await dialog.getByLabel('Name').fill(CONFIGURATION);
+  await dialog.getByRole('button', { name: 'Create' }).click();
+  await page.waitForURL((url) => /^\/configurations\/[0-9a-f-]{36}$/.test(url.pathname));
+  configurationId = new URL(page.url()).pathname.split('/')[2]!;
+
+  await saveAndPublish(1, V1);
+  const published = await apiGet(`/api/configurations/${configurationId}/versions/1`);
+  expect(published).toMatchObject({ state: 'published', content: V1 });
+}, 90_000);
+
+test('the first version goes to the whole fleet, its completion arriving live', async () => {
+  await createRollout('First version everywhere', 1, { batchSize: 3, bakeSeconds: 0 });
+  await confirmOperation('Start');
+  await onPage(async () => expect(await rolloutState()).toBe('completed'));
+  await onPage(async () => expect(await progress('All')).toEqual(['3', '0', '0', '3', '0', '0']));
+  expect(await appliedVersions()).toEqual([1, 1, 1]);
+}, 90_000);
+
+test('the second version, one agent at a time: live progress, paused, resumed and rolled back to the first', async () => {
+  await page.getByRole('navigation', { name: 'Console areas' }).getByRole('link', { name: 'Configurations' }).click();
+  await page.getByRole('link', { name: CONFIGURATION }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/configurations/${configurationId}`);
+  await saveAndPublish(2, V2);
+
+  // A long bake holds the rollout after its first agent, where the operator pauses it.
+  await createRollout('Debug exporter, carefully', 2, { batchSize: 1, bakeSeconds: 600 });
+  await confirmOperation('Start');
+  // The first batch's result comes through the hub: nothing else refreshes the page.
+  await onPage(async () => expect(await progress('Batch 1')).toEqual(['1', '0', '0', '1', '0', '0']));
+  expect(await rolloutState()).toBe('running');
+  expect(await seriousAccessibilityViolations(page)).toEqual([]);
+  await screenshot(page, 'journey-rollout-live');
+
+  await confirmOperation('Pause');
+  await onPage(async () => expect(await rolloutState()).toBe('paused'));
+  await confirmOperation('Resume');
+  await onPage(async () => expect(await rolloutState()).toBe('running'));
+  await confirmOperation('Roll back');
+  await onPage(async () => expect(await rolloutState()).toBe('rolled-back'));
+  await onPage(async () => expect(await progress('Rollback')).toEqual(['', '0', '0', '1', '0', '0']));
+  await screenshot(page, 'journey-rolled-back');
+
+  // What the fleet runs: the agent of batch 1 is back on v1; the others never left it.
+  await eventually(async () => expect(await appliedVersions()).toEqual([1, 1, 1]), 20_000);
+}, 120_000);
