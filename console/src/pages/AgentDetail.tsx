@@ -13,6 +13,8 @@ import { ConfirmButton } from '../components/ConfirmButton';
 import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
 import { StatusBadge } from './Agents';
+import { MoveAgent } from './groups/MoveAgent';
+import { GroupLink } from './groups/shared';
 
 type Agent = Schemas['Agent'];
 
@@ -91,7 +93,7 @@ function AgentSections({ agent }: { agent: Agent }) {
           rows={[
             ['Id', <Code key="id">{agent.id}</Code>],
             ['Status', <StatusBadge key="status" status={agent.status} />],
-            ['Group', agent.groupId],
+            ['Group', <GroupLink key="group" id={agent.groupId} />],
             [
               'Labels',
               Object.entries(agent.labels)
@@ -157,6 +159,9 @@ export function AgentDetailPage() {
       {agent.isError && <ProblemAlert error={agent.error} />}
       <Skeleton visible={agent.isPending}>
         {agent.data && session.data && <Actions agent={agent.data} session={session.data} refresh={refresh} />}
+        {agent.data && session.data && may(session.data, 'operate') && (
+          <MoveAgent agent={agent.data} onDone={refresh} />
+        )}
         {agent.data && <AgentSections agent={agent.data} />}
       </Skeleton>
     </Stack>

@@ -1,0 +1,85 @@
+/**
+ * A group's name, description and labels, as creating one (POST) and changing one (PUT, a
+ * full replacement) both send them. Labels are typed `key=value`, one a line; the API judges
+ * the keys and values, and its problem shows under the form.
+ */
+import { Button, Group, Modal, Textarea, TextInput } from '@mantine/core';
+import { useMutation } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import type { Schemas } from '../../api/client';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { labelPairs, type GroupBody } from './shared';
+
+export type GroupWrite = Schemas['GroupWrite'];
+
+/** `key=value` lines as labels, or the first line that is not one. */
+export function labelsFrom(text: string): { labels: Record<string, string> } | { error: string } {
+  const labels: Record<string, string> = {};
+  const lines = text.split('\n').map((line) => line.trim());
+  for (const [index, line] of lines.entries()) {
+    if (!line) continue;
+    const at = line.indexOf('=');
+    if (at <= 0) return { error: `Line ${index + 1} is not key=value.` };
+    labels[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return { labels };
+}
+
+interface GroupFormProps {
+  title: string;
+  initial?: GroupWrite;
+  save: (body: GroupWrite) => Promise<GroupBody>;
+  onSaved: (saved: GroupBody) => void;
+  onCancel: () => void;
+}
+
+/** The form itself: drawn afresh each time its dialog opens, from the group as shown then. */
+function GroupFields({ title, initial, save, onSaved, onCancel }: GroupFormProps) {
+  const [name, setName] = useState(initial?.name ?? '');
+  const [description, setDescription] = useState(initial?.description ?? '');
+  const [labels, setLabels] = useState(labelPairs(initial?.labels ?? {}).join('\n'));
+  const parsed = labelsFrom(labels);
+  const mutation = useMutation({ mutationFn: save, onSuccess: onSaved });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    if ('labels' in parsed) mutation.mutate({ name, description, labels: parsed.labels });
+  };
+  return (
+    <form onSubmit={submit} aria-label={title}>
+      <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} mb="sm" />
+      <Textarea
+        label="Description"
+        value={description}
+        onChange={(e) => setDescription(e.currentTarget.value)}
+        mb="sm"
+      />
+      <Textarea
+        // The hint in the label: Mantine's dimmed description text is below 4.5:1 contrast.
+        label="Labels (one key=value a line)"
+        autosize
+        minRows={2}
+        value={labels}
+        error={'error' in parsed ? parsed.error : undefined}
+        onChange={(e) => setLabels(e.currentTarget.value)}
+        mb="md"
+      />
+      {mutation.isError && <ProblemAlert error={mutation.error} mb="md" />}
+      <Group justify="flex-end">
+        <Button variant="default" onClick={onCancel}>
+          Cancel
+        </Button>
+        <Button type="submit" loading={mutation.isPending}>
+          Save
+        </Button>
+      </Group>
+    </form>
+  );
+}
+
+export function GroupFormModal({ opened, ...props }: GroupFormProps & { opened: boolean }) {
+  return (
+    <Modal opened={opened} onClose={props.onCancel} title={props.title} closeButtonProps={{ 'aria-label': 'Close' }}>
+      <GroupFields {...props} />
+    </Modal>
+  );
+}

@@ -1,0 +1,134 @@
+/**
+ * The tenant's groups, oldest first: the API's filters (name, label, deleted ones too) and
+ * cursor pages, all in the URL; creating one for operators and admins.
+ */
+import { Anchor, Button, Checkbox, Group, Skeleton, Table, TextInput } from '@mantine/core';
+import { useDisclosure } from '@mantine/hooks';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { Link, useNavigate, useSearchParams } from 'react-router';
+import { api, ok } from '../../api/client';
+import { useLiveRefresh } from '../../api/live';
+import { may, useSession } from '../../api/session';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { searchOf } from '../agentFilters';
+import { groupFiltersFrom, PAGE_SIZE, type GroupFilters } from './filters';
+import { GroupFormModal } from './GroupForm';
+import { DeletedBadge, GROUP_EVENTS, GROUPS_KEY, labelsText, Pager, type GroupBody } from './shared';
+
+function Filters({ filters, apply }: { filters: GroupFilters; apply: (next: GroupFilters) => void }) {
+  const [q, setQ] = useState(filters.q ?? '');
+  const [label, setLabel] = useState(filters.label ?? '');
+  const [includeDeleted, setIncludeDeleted] = useState(filters.includeDeleted === 'true');
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    apply(groupFiltersFrom(searchOf({ q, label, includeDeleted: includeDeleted && 'true' })));
+  };
+  return (
+    <form onSubmit={submit} role="search" aria-label="Filter groups">
+      <Group align="end" mb="md">
+        <TextInput label="Name" value={q} onChange={(e) => setQ(e.currentTarget.value)} />
+        <TextInput
+          label="Label"
+          placeholder="key:value"
+          value={label}
+          onChange={(e) => setLabel(e.currentTarget.value)}
+        />
+        <Checkbox
+          label="Deleted groups too"
+          checked={includeDeleted}
+          onChange={(e) => setIncludeDeleted(e.currentTarget.checked)}
+          mb={8}
+        />
+        <Button type="submit">Apply filters</Button>
+      </Group>
+    </form>
+  );
+}
+
+function CreateGroup() {
+  const navigate = useNavigate();
+  const [opened, { open, close }] = useDisclosure(false);
+  return (
+    <>
+      <Button onClick={open}>New group</Button>
+      <GroupFormModal
+        opened={opened}
+        title="New group"
+        save={(body) => ok(api.POST('/api/groups', { body }))}
+        onSaved={(created) => void navigate(`/groups/${created.id}`)}
+        onCancel={close}
+      />
+    </>
+  );
+}
+
+function GroupRows({ groups }: { groups: GroupBody[] }) {
+  if (groups.length === 0) {
+    return (
+      <Table.Tr>
+        <Table.Td colSpan={4}>No group matches these filters.</Table.Td>
+      </Table.Tr>
+    );
+  }
+  return groups.map((group) => (
+    <Table.Tr key={group.id}>
+      <Table.Td>
+        <Group gap="xs">
+          <Anchor component={Link} to={`/groups/${group.id}`}>
+            {group.name}
+          </Anchor>
+          <DeletedBadge group={group} />
+        </Group>
+      </Table.Td>
+      <Table.Td>{group.memberCount}</Table.Td>
+      <Table.Td>{labelsText(group.labels)}</Table.Td>
+      <Table.Td>{new Date(group.createdAt).toLocaleString()}</Table.Td>
+    </Table.Tr>
+  ));
+}
+
+export function GroupsPage() {
+  const [params, setParams] = useSearchParams();
+  const session = useSession();
+  const filters = groupFiltersFrom(params);
+  const groups = useQuery({
+    queryKey: [...GROUPS_KEY, 'list', filters],
+    queryFn: () => ok(api.GET('/api/groups', { params: { query: { ...filters, limit: PAGE_SIZE } } })),
+    placeholderData: keepPreviousData,
+  });
+  useLiveRefresh(GROUP_EVENTS, [[...GROUPS_KEY, 'list']]);
+  const { cursor: _cursor, ...withoutCursor } = filters;
+  return (
+    <>
+      <Group justify="space-between" align="start">
+        <PageTitle>Groups</PageTitle>
+        {session.data && may(session.data, 'operate') && <CreateGroup />}
+      </Group>
+      {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
+      <Filters key={searchOf(withoutCursor).toString()} filters={filters} apply={(next) => setParams(searchOf(next))} />
+      {groups.isError && <ProblemAlert error={groups.error} mb="md" />}
+      <Skeleton visible={groups.isPending}>
+        <Table striped highlightOnHover aria-label="Groups">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th scope="col">Name</Table.Th>
+              <Table.Th scope="col">Members</Table.Th>
+              <Table.Th scope="col">Labels</Table.Th>
+              <Table.Th scope="col">Created</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            <GroupRows groups={groups.data?.items ?? []} />
+          </Table.Tbody>
+        </Table>
+      </Skeleton>
+      <Pager
+        cursor={filters.cursor}
+        nextCursor={groups.data?.nextCursor}
+        go={(cursor) => setParams(searchOf({ ...filters, cursor }))}
+      />
+    </>
+  );
+}

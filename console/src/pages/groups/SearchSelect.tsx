@@ -1,0 +1,70 @@
+/**
+ * A select whose choices the API searches as the person types (`q`), so any of thousands of
+ * groups or agents can be found, not only the first page's. The chosen one stays a choice
+ * while other searches run.
+ */
+import { Select } from '@mantine/core';
+import { useDebouncedValue } from '@mantine/hooks';
+import { keepPreviousData, useQuery, type QueryKey } from '@tanstack/react-query';
+import { useState } from 'react';
+import { api, ok } from '../../api/client';
+
+export interface Choice {
+  value: string;
+  label: string;
+}
+
+/** How many matches a search shows: type more to narrow. */
+const MATCHES = 50;
+/** Typing is searched once it pauses, not at every key. */
+const TYPING_PAUSE_MS = 250;
+
+interface SearchSelectProps {
+  label: string;
+  placeholder: string;
+  queryKey: QueryKey;
+  search: (q: string | undefined) => Promise<Choice[]>;
+  chosen: Choice | null;
+  onChoose: (choice: Choice | null) => void;
+}
+
+export function SearchSelect({ label, placeholder, queryKey, search, chosen, onChoose }: SearchSelectProps) {
+  const [typed, setTyped] = useState('');
+  const [q] = useDebouncedValue(typed.trim(), TYPING_PAUSE_MS);
+  const choices = useQuery({
+    queryKey: [...queryKey, q],
+    queryFn: () => search(q || undefined),
+    placeholderData: keepPreviousData,
+  });
+  const found = choices.data ?? [];
+  const data = chosen && !found.some((choice) => choice.value === chosen.value) ? [chosen, ...found] : found;
+  return (
+    <Select
+      label={label}
+      placeholder={placeholder}
+      searchable
+      clearable
+      searchValue={typed}
+      onSearchChange={setTyped}
+      // The API has searched already (by name, for agents also by id prefix).
+      filter={({ options }) => options}
+      nothingFoundMessage={choices.isPending ? 'Searching…' : 'Nothing matches'}
+      error={choices.isError ? choices.error.message : undefined}
+      data={data}
+      value={chosen?.value ?? null}
+      onChange={(_, option) => onChoose(option ? { value: option.value, label: option.label } : null)}
+    />
+  );
+}
+
+/** Live groups whose name contains `q`. */
+export async function searchGroups(q: string | undefined): Promise<Choice[]> {
+  const page = await ok(api.GET('/api/groups', { params: { query: { q, limit: MATCHES } } }));
+  return page.items.map((group) => ({ value: group.id, label: group.name }));
+}
+
+/** Agents whose name contains `q` or whose id starts with it. */
+export async function searchAgents(q: string | undefined): Promise<Choice[]> {
+  const page = await ok(api.GET('/api/agents', { params: { query: { q, limit: MATCHES } } }));
+  return page.items.map((agent) => ({ value: agent.id, label: `${agent.name} (${agent.id.slice(0, 8)})` }));
+}

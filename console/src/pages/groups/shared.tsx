@@ -1,0 +1,98 @@
+/** What the group pages share: the group query with its ETag, labels as text, paging, writes. */
+import { Anchor, Badge, Button, Group } from '@mantine/core';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { Link } from 'react-router';
+import { api, ok, type Schemas } from '../../api/client';
+
+export type GroupBody = Schemas['Group'];
+
+/** Every query of the group pages starts with this key: one invalidation refreshes them. */
+export const GROUPS_KEY = ['groups'];
+
+/** The events that change what the group pages show. */
+export const GROUP_EVENTS = ['group.*', 'agent.moved'];
+
+/**
+ * The group with its ETag, which every write sends back as If-Match. Not from the browser's
+ * cache: an agent that enrolls joins its group without moving the group's ETag
+ * (docs/inventory-groups-agents.md), so a revalidated copy (304) could show an old member count.
+ */
+export function useGroup(id: string) {
+  return useQuery({
+    queryKey: [...GROUPS_KEY, 'one', id],
+    queryFn: async () => {
+      const call = api.GET('/api/groups/{id}', { params: { path: { id } }, cache: 'no-store' });
+      const group = await ok(call);
+      return { group, etag: (await call).response.headers.get('ETag') };
+    },
+  });
+}
+
+export function useRefreshGroups(): () => void {
+  const queryClient = useQueryClient();
+  return () => void queryClient.invalidateQueries({ queryKey: GROUPS_KEY });
+}
+
+/** The header of a write guarded by the ETag the page shows the group with. */
+export const ifMatch = (etag: string | null) => (etag ? { 'if-match': etag } : {});
+
+/**
+ * A write the API answers with 204 and no body (a delete): nothing to return, but a problem
+ * still throws as `ok` throws it.
+ */
+export async function noContent(call: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<void> {
+  const answer = await call;
+  if (!answer.response.ok) await ok(Promise.resolve(answer));
+}
+
+/** Labels as the pages write them, each `key=value`, by key (the API keeps no order: jsonb). */
+export const labelPairs = (labels: Record<string, string>) =>
+  Object.keys(labels)
+    .sort()
+    .map((key) => `${key}=${labels[key]}`);
+
+export const labelsText = (labels: Record<string, string>) => labelPairs(labels).join(', ') || 'none';
+
+export function DeletedBadge({ group }: { group: GroupBody }) {
+  if (!group.deletedAt) return null;
+  return (
+    <Badge variant="filled" color="red.9">
+      deleted
+    </Badge>
+  );
+}
+
+/** A group by its name, linking to its page (the agent page's group). */
+export function GroupLink({ id }: { id: string }) {
+  const found = useGroup(id);
+  return (
+    <Group gap="xs">
+      <Anchor component={Link} to={`/groups/${id}`}>
+        {found.data?.group.name ?? id}
+      </Anchor>
+      {found.data && <DeletedBadge group={found.data.group} />}
+    </Group>
+  );
+}
+
+/** The API's cursor pages: back to the first, or on to the next while there is one. */
+export function Pager({
+  cursor,
+  nextCursor,
+  go,
+}: {
+  cursor?: string;
+  nextCursor?: string | null;
+  go: (cursor: string | undefined) => void;
+}) {
+  return (
+    <Group mt="md">
+      <Button variant="default" disabled={!cursor} onClick={() => go(undefined)}>
+        First page
+      </Button>
+      <Button variant="default" disabled={!nextCursor} onClick={() => go(nextCursor ?? undefined)}>
+        Next page
+      </Button>
+    </Group>
+  );
+}
