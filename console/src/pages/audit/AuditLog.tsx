@@ -25,7 +25,7 @@ function useAuditEvents(filters: AuditFilters) {
   });
 }
 
-const isForbidden = (error: Error | null) => error instanceof ApiProblem && error.status === 403;
+const isForbidden = (error: Error | null): error is ApiProblem => error instanceof ApiProblem && error.status === 403;
 
 export function AuditLogPage() {
   const [params, setParams] = useSearchParams();
@@ -38,7 +38,7 @@ export function AuditLogPage() {
     return (
       <>
         <PageTitle>Audit log</PageTitle>
-        <ProblemAlert error={events.error!} />
+        <ProblemAlert error={events.error} />
       </>
     );
   }
