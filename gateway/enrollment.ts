@@ -267,10 +267,14 @@ async function enrolOrAdmit(
         // A known agent enrolling again with a new token of its own tenant (e.g. after its
         // certificate was revoked); a uid of another tenant is never taken over.
         if (agent.tenant_id !== tenantId) throw new Refused('foreign-agent');
-        if (agent.status === 'handed-over') throw new Refused('agent-revoked');
+        // A handed-over agent is another installation's: it comes back only when that one
+        // hands it back, with the token of a handover that names it.
+        if (agent.status === 'handed-over' && !(await incomingHandoverIdOfToken(trx, token.id))) {
+          throw new Refused('agent-revoked');
+        }
         // Another token holder must not take over a uid whose agent can still prove itself
-        // (a revoked agent cannot: revocation is what sends it back to enrolment).
-        if (agent.status !== 'revoked' && (await hasUsableCredential(trx, agent))) throw new Refused('uid-bound');
+        // (a revoked or handed-over agent cannot: its cut-off is what sends it back to enrolment).
+        if (!CUT_OFF.has(agent.status) && (await hasUsableCredential(trx, agent))) throw new Refused('uid-bound');
         await rebindAgentToken(trx, agentId, token.id);
         groupId = agent.group_id;
       } else {

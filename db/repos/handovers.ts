@@ -164,8 +164,10 @@ export async function offerToConnectedAgents(db: Db, handoverId: string): Promis
 
 /**
  * The receiver has these agents now: those still offered become handed-over, here and in
- * their agent row (the gateway then cuts them off and never admits them again). Returns the
- * agents that changed (an agent reported twice changes once).
+ * their agent row (the gateway then cuts them off and admits them again only when a peer
+ * hands them back), and their certificates of ours are revoked (a certificate is this
+ * installation's word for an agent it no longer has). Returns the agents that changed (an
+ * agent reported twice changes once).
  */
 export async function markHandedOver(db: Db, handoverId: string, agentIds: readonly string[]): Promise<string[]> {
   const { rows } = await db.raw(
@@ -173,8 +175,16 @@ export async function markHandedOver(db: Db, handoverId: string, agentIds: reado
        UPDATE handover_agents SET state = 'handed-over', active = false, error = NULL, updated_at = now()
         WHERE handover_id = ? AND state = 'offered' AND agent_id = ANY(?::uuid[])
         RETURNING agent_id
+     ), certificates_revoked AS (
+       UPDATE agent_certificates SET revoked_at = now()
+        WHERE agent_id IN (SELECT agent_id FROM moved) AND revoked_at IS NULL
+        RETURNING agent_id
      ), agents_moved AS (
-       UPDATE agents SET status = 'handed-over', row_version = row_version + 1, updated_at = now()
+       UPDATE agents SET status = 'handed-over', row_version = row_version + 1, updated_at = now(),
+              certificate_revoked_at = CASE
+                WHEN id IN (SELECT agent_id FROM certificates_revoked) THEN coalesce(certificate_revoked_at, now())
+                ELSE certificate_revoked_at
+              END
         WHERE id IN (SELECT agent_id FROM moved)
      )
      SELECT agent_id FROM moved ORDER BY agent_id`,

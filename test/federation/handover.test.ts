@@ -59,8 +59,11 @@ const events = (inst: Installation, type: string, subject: string) =>
   inst.t.database.db('events').where({ type, subject });
 
 describe('a handover of live agents', () => {
+  let moved: { ids: string[]; fleet: Awaited<ReturnType<Installation['fleet']>>['fleet'] };
+
   test('ends with them on the receiver over mTLS with its certificates, handed-over here; events and audit rows on both sides', async () => {
     const { ids, fleet } = await a.fleet(3, { csr: true, reconnectMinMs: 50, reconnectMaxMs: 500 });
+    moved = { ids, fleet };
     await fleet.waitForAll((state) => state.mtls, 15_000);
 
     const created = await handOver({ peerId: peerB, agentIds: ids, deadlineSeconds: 120 });
@@ -102,7 +105,10 @@ describe('a handover of live agents', () => {
     const online = await a.t.call('GET', '/api/agents?status=online&limit=1000', { token: a.admin });
     expect(online.body.items.map((agent: { id: string }) => agent.id)).not.toEqual(expect.arrayContaining([ids[0]]));
     for (const id of ids) {
-      expect((await a.t.call('GET', `/api/agents/${id}`, { token: a.admin })).body.status).toBe('handed-over');
+      const here = (await a.t.call('GET', `/api/agents/${id}`, { token: a.admin })).body;
+      expect(here.status).toBe('handed-over');
+      // Our certificate is no one's word for it any more.
+      expect(here.certificate.revokedAt).toBeTruthy();
     }
     const page = await a.t.call('GET', `${HANDOVERS}/${created.id}/agents?state=handed-over&limit=2`, {
       token: a.admin,
@@ -130,6 +136,35 @@ describe('a handover of live agents', () => {
         expect.arrayContaining(['PUT 201', 'POST 200', 'GET 200']),
       );
     });
+  }, 90_000);
+
+  test('handed back by the receiver, they enrol again where they came from: online there, handed-over on the receiver', async () => {
+    const { ids, fleet } = moved;
+    const peerA = await pair(b, a);
+    const back = await b.t.call('POST', HANDOVERS, {
+      token: b.admin,
+      body: { peerId: peerA, agentIds: ids, deadlineSeconds: 120 },
+    });
+    expect(back.status).toBe(201);
+    const done = await eventually(async () => {
+      const res = await b.t.call('GET', `${HANDOVERS}/${back.body.id}`, { token: b.admin });
+      expect(res.body.state).not.toBe('running');
+      return res.body;
+    }, 45_000);
+    expect(done).toMatchObject({ state: 'completed', counts: { handedOver: 3 } });
+
+    // Home again: a's CA, online on a (their rows there came back from handed-over), gone from b.
+    await fleet.waitForAll(
+      (state) => state.connected && state.mtls && state.certificate?.caPem === a.gateway.ca.certificatePem,
+      20_000,
+    );
+    for (const id of ids) {
+      await eventually(async () => {
+        expect((await a.t.call('GET', `/api/agents/${id}`, { token: a.admin })).body.status).toBe('online');
+      }, 15_000);
+      expect((await b.t.call('GET', `/api/agents/${id}`, { token: b.admin })).body.status).toBe('handed-over');
+    }
+    expect(await events(a, 'federation.handover.agent-received', back.body.id)).toHaveLength(3);
   }, 90_000);
 });
 
