@@ -162,12 +162,14 @@ test('a stale edit is 412 and a delete with members 409, in their dialogs; empty
     body: { name: 'edge-eu', description: 'Theirs', labels: current.body.labels },
   });
   expect(theirs.status).toBe(200);
+  // The page behind the dialog follows the change live (and with it the ETag it shows)…
+  await onPage(async () => expect(await fact(page, 'Group', 'Description')).toBe('Theirs'));
+  // …but the form was filled before it: saving it would lose their change.
   await edit.getByRole('button', { name: 'Save' }).click();
   await edit.getByRole('alert').waitFor();
   expect(await edit.getByRole('alert').textContent()).toContain('Precondition failed');
   expect((await apiGet(`/api/groups/${groupId}`)).description).toBe('Theirs');
   await edit.getByRole('button', { name: 'Cancel' }).click();
-  await onPage(async () => expect(await fact(page, 'Group', 'Description')).toBe('Theirs'));
 
   await page.getByRole('button', { name: 'Delete' }).click();
   const remove = page.getByRole('dialog', { name: 'Delete' });

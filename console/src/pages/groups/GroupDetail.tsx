@@ -5,7 +5,6 @@
  * group changed meanwhile is refused (412) and the problem shows where the write was made.
  */
 import { Anchor, Button, Code, Group, Skeleton, Stack, Table } from '@mantine/core';
-import { useDisclosure } from '@mantine/hooks';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
@@ -42,19 +41,29 @@ interface Shown {
   etag: string | null;
 }
 
-function EditGroup({ group, etag }: Shown) {
-  const [opened, { open, close }] = useDisclosure(false);
+/**
+ * The form is filled from the group as shown when it opens, and saved with that view's ETag:
+ * the page keeps following live changes meanwhile, and saving over one of them must be 412,
+ * not a silent overwrite of a change the form never showed.
+ */
+function EditGroup(shown: Shown) {
+  const [filledFrom, setFilledFrom] = useState<Shown | null>(null);
   const refresh = useRefreshGroups();
+  const close = () => setFilledFrom(null);
   return (
     <>
-      <Button onClick={open}>Edit</Button>
+      <Button onClick={() => setFilledFrom(shown)}>Edit</Button>
       <GroupFormModal
-        opened={opened}
-        title={`Edit ${group.name}`}
-        initial={group}
-        // The ETag of the group as the form was filled from it: a change made meanwhile is 412.
+        opened={filledFrom !== null}
+        title={`Edit ${shown.group.name}`}
+        initial={filledFrom?.group}
         save={(body) =>
-          ok(api.PUT('/api/groups/{id}', { params: { path: { id: group.id }, header: ifMatch(etag) }, body }))
+          ok(
+            api.PUT('/api/groups/{id}', {
+              params: { path: { id: shown.group.id }, header: ifMatch(filledFrom?.etag ?? null) },
+              body,
+            }),
+          )
         }
         onSaved={() => {
           close();
