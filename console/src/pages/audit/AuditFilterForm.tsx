@@ -7,9 +7,6 @@ import { ACTOR_TYPES, auditFiltersFrom, isoOf, localInputOf, METHODS, type Audit
 /** The form's fields: text as typed, times as datetime-local values. */
 type Fields = Record<Exclude<keyof AuditFilters, 'cursor'>, string>;
 
-/** Mantine's dimmed descriptions (gray.6 on white, 3.3:1) in gray.7, which keeps 4.5:1 (axe: color-contrast). */
-const READABLE = { description: { color: 'var(--mantine-color-gray-7)' } };
-
 function fieldsOf(filters: AuditFilters): Fields {
   return {
     actor: filters.actor ?? '',
@@ -36,7 +33,6 @@ export function AuditFilterForm({ filters, apply }: { filters: AuditFilters; app
     <TextInput
       label={label}
       description={description}
-      styles={READABLE}
       value={fields[name]}
       onChange={(event) => set(name)(event.currentTarget.value)}
     />
@@ -80,7 +76,6 @@ export function AuditFilterForm({ filters, apply }: { filters: AuditFilters; app
           step={1}
           label="From"
           description="At or after (your time zone)"
-          styles={READABLE}
           value={fields.from}
           onChange={(event) => set('from')(event.currentTarget.value)}
         />
@@ -89,7 +84,6 @@ export function AuditFilterForm({ filters, apply }: { filters: AuditFilters; app
           step={1}
           label="To"
           description="Before (your time zone)"
-          styles={READABLE}
           value={fields.to}
           onChange={(event) => set('to')(event.currentTarget.value)}
         />
