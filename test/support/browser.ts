@@ -16,11 +16,17 @@ export const CONSOLE_ORIGIN = 'http://fleet.test';
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts/console');
 const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
-export async function launchBrowser(t: TestApp): Promise<Browser> {
+/**
+ * `secureContext`: the browser counts http://fleet.test as a secure origin, as the console is
+ * in production (HTTPS) and development (localhost); APIs that exist only in secure contexts
+ * (the clipboard, for a secret's copy button) are then there, as for a person.
+ */
+export async function launchBrowser(t: TestApp, options: { secureContext?: boolean } = {}): Promise<Browser> {
   const port = new URL(t.baseUrl).port;
+  const secure = options.secureContext ? [`--unsafely-treat-insecure-origin-as-secure=${CONSOLE_ORIGIN}`] : [];
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', `--host-resolver-rules=MAP fleet.test 127.0.0.1:${port}`],
+    args: ['--no-sandbox', `--host-resolver-rules=MAP fleet.test 127.0.0.1:${port}`, ...secure],
   });
 }
 
