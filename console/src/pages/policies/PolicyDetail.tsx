@@ -1,0 +1,146 @@
+/**
+ * One policy: its expression, description, scope, who wrote it and who approved it, and its
+ * state. Another admin approves a draft (the API refuses the author: the author is told it
+ * waits for another admin); operators enable and disable it and edit a custom one. Each
+ * write asks first and sends the ETag the page shows the policy with as If-Match, so a
+ * decision taken on a view that changed since is refused (412) rather than applied. The
+ * page follows the policy's events, so that ETag stays current.
+ */
+import { Alert, Anchor, Button, Code, Group, Skeleton, Stack } from '@mantine/core';
+import type { ReactNode } from 'react';
+import { Link, useParams } from 'react-router';
+import { api, ok } from '../../api/client';
+import { useLiveRefresh } from '../../api/live';
+import { may, useSession, type Session } from '../../api/session';
+import { ConfirmButton } from '../../components/ConfirmButton';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { Facts, Section } from '../AgentDetail';
+import { LazyCodeEditor } from '../configurations/LazyCodeEditor';
+import {
+  ifMatch,
+  POLICIES_KEY,
+  POLICY_EVENTS,
+  PolicyBadges,
+  usePolicy,
+  useRefreshPolicies,
+  when,
+  type Policy,
+} from './shared';
+
+function PolicyFacts({ policy }: { policy: Policy }) {
+  return (
+    <Section title="Policy">
+      <Facts
+        rows={[
+          ['State', <PolicyBadges key="state" policy={policy} />],
+          ['Description', policy.description || 'none'],
+          ['Scope', policy.scope.length > 0 ? policy.scope.join(', ') : 'every group'],
+          ['Written by', `${policy.author}, ${when(policy.createdAt)}`],
+          ['Approved by', policy.approver ? `${policy.approver}, ${when(policy.approvedAt)}` : 'not yet'],
+          ['Last change', when(policy.updatedAt)],
+          ['Id', <Code key="id">{policy.id}</Code>],
+        ]}
+      />
+    </Section>
+  );
+}
+
+/** Where a draft stands for the person looking: the author waits, another admin may approve. */
+function Approval({ policy, session, approve }: { policy: Policy; session: Session; approve: ReactNode }) {
+  if (policy.state === 'approved') return null;
+  if (policy.author === session.subject) {
+    return (
+      <Alert color="violet" variant="light" title="Waiting for another admin's approval" mb="md">
+        You wrote this policy, so another admin must approve it before it is enforced.
+      </Alert>
+    );
+  }
+  if (may(session, 'admin')) return approve;
+  return (
+    <Alert color="violet" variant="light" title="Approval pending" mb="md">
+      An admin other than {policy.author} must approve it before it is enforced.
+    </Alert>
+  );
+}
+
+function Actions({ policy, etag, session }: { policy: Policy; etag: string | null; session: Session }) {
+  const refresh = useRefreshPolicies();
+  const call = { params: { path: { id: policy.id }, header: ifMatch(etag) } };
+  const approve = (
+    <Group mb="md">
+      <ConfirmButton
+        label="Approve"
+        question={`Approve ${policy.name}? ${policy.enabled ? 'It is enabled, so it is enforced at once.' : 'It stays disabled until enabled.'}`}
+        action={() => ok(api.POST('/api/policies/{id}/approve', call))}
+        onDone={refresh}
+      />
+    </Group>
+  );
+  return (
+    <>
+      <Approval policy={policy} session={session} approve={approve} />
+      {may(session, 'operate') && (
+        <Group mb="md" role="group" aria-label="Operations">
+          {policy.enabled ? (
+            <ConfirmButton
+              label="Disable"
+              color="red.9"
+              question={`Disable ${policy.name}? It is no longer enforced; its approval stays.`}
+              action={() => ok(api.POST('/api/policies/{id}/disable', call))}
+              onDone={refresh}
+            />
+          ) : (
+            <ConfirmButton
+              label="Enable"
+              question={`Enable ${policy.name}? ${policy.state === 'approved' ? 'It is enforced at once.' : 'It is enforced once approved.'}`}
+              action={() => ok(api.POST('/api/policies/{id}/enable', call))}
+              onDone={refresh}
+            />
+          )}
+          {!policy.builtin && (
+            <Button variant="default" component={Link} to={`/policies/${policy.id}/edit`}>
+              Edit
+            </Button>
+          )}
+          <Button variant="default" component={Link} to={`/policies/dry-run?policy=${policy.id}`}>
+            Dry run
+          </Button>
+        </Group>
+      )}
+    </>
+  );
+}
+
+export function PolicyDetailPage() {
+  const { id = '' } = useParams();
+  const session = useSession();
+  const policy = usePolicy(id);
+  useLiveRefresh(POLICY_EVENTS, [[...POLICIES_KEY, 'one', id]], (event) => event.subject === id);
+  const data = policy.data?.policy;
+  return (
+    <Stack gap={0}>
+      <Anchor component={Link} to="/policies" mb="md">
+        ← Policies
+      </Anchor>
+      <PageTitle>{data?.name ?? 'Policy'}</PageTitle>
+      {policy.isError && <ProblemAlert error={policy.error} mb="md" />}
+      <Skeleton visible={policy.isPending}>
+        {data && session.data && (
+          <Stack>
+            <Actions policy={data} etag={policy.data?.etag ?? null} session={session.data} />
+            {data.builtin && (
+              <Alert color="violet" variant="light" title="Built-in">
+                A built-in policy: it can be enabled and disabled, not edited.
+              </Alert>
+            )}
+            <Section title="Expression">
+              <LazyCodeEditor initial={data.expression} format="text" label="Expression (CEL)" readOnly />
+            </Section>
+            <PolicyFacts policy={data} />
+          </Stack>
+        )}
+      </Skeleton>
+    </Stack>
+  );
+}
