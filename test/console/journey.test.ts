@@ -150,6 +150,12 @@ test('the second version, one agent at a time: live progress, paused, resumed an
 
   // A long bake holds the rollout after its first agent, where the operator pauses it.
   await createRollout('Debug exporter, carefully', 2, { batchSize: 1, bakeSeconds: 600 });
+  // What it pushes and to whom, by name (the rollout itself holds only their ids).
+  await onPage(async () => {
+    const facts = await page.getByRole('region', { name: 'Rollout' }).textContent();
+    expect(facts).toContain(`${CONFIGURATION} v2`);
+    expect(facts).toContain(`group ${groupName}`);
+  });
   await confirmOperation('Start');
   // The first batch's result comes through the hub: nothing else refreshes the page.
   await onPage(async () => expect(await progress('Batch 1')).toEqual(['1', '0', '0', '1', '0', '0']));

@@ -58,16 +58,56 @@ function strategyOf({ strategy }: Rollout): string {
   return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}`;
 }
 
-function targetOf({ target }: Rollout): string {
-  const parts = [
-    target.groupIds.length > 0 && `groups ${target.groupIds.join(', ')}`,
-    target.agentIds.length > 0 && `agents ${target.agentIds.join(', ')}`,
-    target.labelSelector &&
-      `labels ${Object.entries(target.labelSelector)
+/** A configuration by its name, linked; its id while the name loads or when it is gone. */
+function ConfigurationLink({ id, version }: { id: string; version: number }) {
+  const configuration = useQuery({
+    queryKey: ['configurations', 'one', id],
+    queryFn: () => ok(api.GET('/api/configurations/{id}', { params: { path: { id } } })),
+  });
+  return (
+    <Anchor component={Link} to={`/configurations/${id}`}>
+      {configuration.data?.name ?? id} v{version}
+    </Anchor>
+  );
+}
+
+/** A group by its name, linked; its id while the name loads or when it is gone. */
+function GroupLink({ id }: { id: string }) {
+  const group = useQuery({
+    queryKey: ['groups', 'one', id],
+    queryFn: () => ok(api.GET('/api/groups/{id}', { params: { path: { id } } })),
+  });
+  return (
+    <Anchor component={Link} to={`/groups/${id}`}>
+      {group.data?.name ?? id}
+    </Anchor>
+  );
+}
+
+/** Whom the rollout targets: its groups by name, its agents, its label selector. */
+function Target({ target }: { target: Rollout['target'] }) {
+  const labels = target.labelSelector
+    ? Object.entries(target.labelSelector)
         .map(([key, value]) => `${key}=${value}`)
-        .join(', ')}`,
-  ];
-  return parts.filter(Boolean).join('; ');
+        .join(', ')
+    : undefined;
+  return (
+    <Stack gap={2}>
+      {target.groupIds.length > 0 && (
+        <span>
+          {target.groupIds.length === 1 ? 'group ' : 'groups '}
+          {target.groupIds.map((id, i) => (
+            <span key={id}>
+              {i > 0 && ', '}
+              <GroupLink id={id} />
+            </span>
+          ))}
+        </span>
+      )}
+      {target.agentIds.length > 0 && <span>agents {target.agentIds.join(', ')}</span>}
+      {labels && <span>labels {labels}</span>}
+    </Stack>
+  );
 }
 
 const when = (time: string | null) => (time ? new Date(time).toLocaleString() : 'not yet');
@@ -82,11 +122,9 @@ function RolloutFacts({ rollout }: { rollout: Rollout }) {
           ['Description', rollout.description ?? 'none'],
           [
             'Configuration',
-            <Anchor key="configuration" component={Link} to={`/configurations/${rollout.configurationId}`}>
-              {rollout.configurationId} v{rollout.version}
-            </Anchor>,
+            <ConfigurationLink key="configuration" id={rollout.configurationId} version={rollout.version} />,
           ],
-          ['Target', targetOf(rollout)],
+          ['Target', <Target key="target" target={rollout.target} />],
           ['Strategy', strategyOf(rollout)],
           ['Current batch', String(rollout.currentBatch)],
           ['Created', `${rollout.createdBy}, ${when(rollout.createdAt)}`],
