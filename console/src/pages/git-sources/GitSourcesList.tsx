@@ -1,0 +1,175 @@
+/**
+ * The tenant's Git sources, oldest first: state, repository and branch, the last sync's
+ * result. The API's filters (`q`, `paused`) and cursor pages, all in the URL; refreshed on
+ * the sources' and sync runs' events. Operators and admins register a source.
+ */
+import { Anchor, Button, Code, Group, Select, Skeleton, Stack, Table, Text, TextInput } from '@mantine/core';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { Link, useSearchParams } from 'react-router';
+import { api, ok } from '../../api/client';
+import { useLiveRefresh } from '../../api/live';
+import { may, useSession } from '../../api/session';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { searchOf } from '../agentFilters';
+import {
+  Commit,
+  GIT_EVENTS,
+  GIT_SOURCES_KEY,
+  PAGE_SIZE,
+  RunStatusBadge,
+  SourceStateBadge,
+  when,
+  type GitSource,
+} from './shared';
+
+const PAUSED = ['true', 'false'] as const;
+type Paused = (typeof PAUSED)[number];
+const PAUSED_CHOICES = [
+  { value: 'false', label: 'Active' },
+  { value: 'true', label: 'Paused' },
+];
+
+/** The list's filters and page as the URL has them, named as the API's query parameters. */
+interface SourceFilters {
+  q?: string;
+  paused?: Paused;
+  cursor?: string;
+}
+
+const isPaused = (value: string | null): value is Paused => (PAUSED as readonly (string | null)[]).includes(value);
+
+function filtersFrom(params: URLSearchParams): SourceFilters {
+  const paused = params.get('paused');
+  return {
+    q: params.get('q') || undefined,
+    paused: isPaused(paused) ? paused : undefined,
+    cursor: params.get('cursor') || undefined,
+  };
+}
+
+function Filters({ filters, apply }: { filters: SourceFilters; apply: (next: SourceFilters) => void }) {
+  const [q, setQ] = useState(filters.q ?? '');
+  const [paused, setPaused] = useState<string | null>(filters.paused ?? null);
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    apply(filtersFrom(searchOf({ q, paused })));
+  };
+  return (
+    <form onSubmit={submit} role="search" aria-label="Filter Git sources">
+      <Group align="end" mb="md">
+        <TextInput label="Name or repository" value={q} onChange={(e) => setQ(e.currentTarget.value)} />
+        <Select label="State" placeholder="Any" clearable data={PAUSED_CHOICES} value={paused} onChange={setPaused} />
+        <Button type="submit">Apply filters</Button>
+      </Group>
+    </form>
+  );
+}
+
+function LastSync({ source }: { source: GitSource }) {
+  const run = source.lastRun;
+  if (!run) return <>not yet</>;
+  return (
+    <Stack gap={2}>
+      <Group gap="xs">
+        <RunStatusBadge status={run.status} />
+        <Commit sha={run.commitSha} />
+        <Text size="sm">{when(run.finishedAt ?? run.startedAt)}</Text>
+      </Group>
+      {run.error && (
+        <Text size="sm" c="red.9" lineClamp={2}>
+          {run.error}
+        </Text>
+      )}
+    </Stack>
+  );
+}
+
+function SourceRows({ sources }: { sources: GitSource[] }) {
+  if (sources.length === 0) {
+    return (
+      <Table.Tr>
+        <Table.Td colSpan={5}>No Git source matches these filters.</Table.Td>
+      </Table.Tr>
+    );
+  }
+  return sources.map((source) => (
+    <Table.Tr key={source.id}>
+      <Table.Td>
+        <Anchor component={Link} to={`/git-sources/${source.id}`}>
+          {source.name}
+        </Anchor>
+      </Table.Td>
+      <Table.Td>
+        <SourceStateBadge paused={source.paused} />
+      </Table.Td>
+      <Table.Td>
+        <Code>{source.repoUrl}</Code>
+      </Table.Td>
+      <Table.Td>
+        {source.branch}
+        {source.path && ` · ${source.path}/`}
+      </Table.Td>
+      <Table.Td>
+        <LastSync source={source} />
+      </Table.Td>
+    </Table.Tr>
+  ));
+}
+
+export function GitSourcesPage() {
+  const [params, setParams] = useSearchParams();
+  const session = useSession();
+  const filters = filtersFrom(params);
+  const sources = useQuery({
+    queryKey: [...GIT_SOURCES_KEY, 'list', filters],
+    queryFn: () => ok(api.GET('/api/git-sources', { params: { query: { ...filters, limit: PAGE_SIZE } } })),
+    placeholderData: keepPreviousData,
+  });
+  useLiveRefresh(GIT_EVENTS, [[...GIT_SOURCES_KEY, 'list']]);
+  const { cursor: _cursor, ...withoutCursor } = filters;
+  return (
+    <>
+      <Group justify="space-between" align="start">
+        <PageTitle>Git sources</PageTitle>
+        {session.data && may(session.data, 'operate') && (
+          <Button component={Link} to="/git-sources/new">
+            New Git source
+          </Button>
+        )}
+      </Group>
+      {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
+      <Filters key={searchOf(withoutCursor).toString()} filters={filters} apply={(next) => setParams(searchOf(next))} />
+      {sources.isError && <ProblemAlert error={sources.error} mb="md" />}
+      <Skeleton visible={sources.isPending}>
+        <Table striped highlightOnHover aria-label="Git sources">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th scope="col">Name</Table.Th>
+              <Table.Th scope="col">State</Table.Th>
+              <Table.Th scope="col">Repository</Table.Th>
+              <Table.Th scope="col">Branch · path</Table.Th>
+              <Table.Th scope="col">Last sync</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            <SourceRows sources={sources.data?.items ?? []} />
+          </Table.Tbody>
+        </Table>
+      </Skeleton>
+      <Group mt="md">
+        <Button variant="default" disabled={!filters.cursor} onClick={() => setParams(searchOf(withoutCursor))}>
+          First page
+        </Button>
+        <Button
+          variant="default"
+          disabled={!sources.data?.nextCursor}
+          onClick={() => setParams(searchOf({ ...filters, cursor: sources.data?.nextCursor ?? undefined }))}
+        >
+          Next page
+        </Button>
+      </Group>
+    </>
+  );
+}

@@ -1,0 +1,229 @@
+/**
+ * A source's settings as a form, for registering one and for replacing its settings. The
+ * credentials are write-only inputs: the API never shows them back, so editing offers to keep
+ * what is stored (the request then leaves `credentials` out), remove it (`null`) or replace it.
+ */
+import {
+  Button,
+  Checkbox,
+  Code,
+  Group,
+  NumberInput,
+  PasswordInput,
+  Select,
+  Stack,
+  Text,
+  TextInput,
+  Textarea,
+} from '@mantine/core';
+import { useState, type FormEvent } from 'react';
+import type { Schemas } from '../../api/client';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import type { GitSource } from './shared';
+
+/** Descriptions in a darker grey than Mantine's dimmed one, which is under 4.5:1 on white (axe). */
+const described = { styles: { description: { color: 'var(--mantine-color-gray-7)' } } };
+
+export type SourceBody = Schemas['GitSourceUpdate'];
+type Credentials = SourceBody['credentials'];
+
+type CredentialsChoice = 'keep' | 'none' | 'https' | 'ssh';
+
+const CHOICES: { value: CredentialsChoice; label: string }[] = [
+  { value: 'none', label: 'None (file:// or a public repository)' },
+  { value: 'https', label: 'HTTPS: an access token' },
+  { value: 'ssh', label: 'SSH: a deploy key' },
+];
+
+function choicesFor(stored: GitSource['credentials'] | undefined) {
+  if (!stored) return CHOICES;
+  return [{ value: 'keep' as const, label: `Keep the stored ${stored.kind} credentials` }, ...CHOICES];
+}
+
+/** The secret inputs, kept only while the form is open. */
+interface Secrets {
+  username: string;
+  token: string;
+  privateKey: string;
+  knownHosts: string;
+}
+
+const NO_SECRETS: Secrets = { username: '', token: '', privateKey: '', knownHosts: '' };
+
+/** What the request says about credentials: left out (keep), null (none), or the new ones. */
+function credentialsOf(choice: CredentialsChoice, secrets: Secrets): Credentials {
+  switch (choice) {
+    case 'keep':
+      return undefined;
+    case 'none':
+      return null;
+    case 'https':
+      return { kind: 'https', token: secrets.token, ...(secrets.username && { username: secrets.username }) };
+    case 'ssh':
+      return { kind: 'ssh', privateKey: secrets.privateKey, knownHosts: secrets.knownHosts };
+  }
+}
+
+function CredentialInputs({
+  choice,
+  secrets,
+  change,
+}: {
+  choice: CredentialsChoice;
+  secrets: Secrets;
+  change: (next: Partial<Secrets>) => void;
+}) {
+  if (choice === 'https') {
+    return (
+      <>
+        <TextInput
+          label="User name"
+          {...described}
+          description="Optional: Bitbucket wants the account name, GitLab any name; GitHub and Gitea none."
+          autoComplete="off"
+          value={secrets.username}
+          onChange={(e) => change({ username: e.currentTarget.value })}
+        />
+        <PasswordInput
+          label="Access token"
+          {...described}
+          description="A read-only token for this repository. It is stored encrypted and never shown again."
+          required
+          autoComplete="new-password"
+          value={secrets.token}
+          onChange={(e) => change({ token: e.currentTarget.value })}
+        />
+      </>
+    );
+  }
+  if (choice === 'ssh') {
+    return (
+      <>
+        <Textarea
+          label="Private key"
+          {...described}
+          description="An unencrypted deploy key with read access. It is stored encrypted and never shown again."
+          required
+          autosize
+          minRows={4}
+          spellCheck={false}
+          autoComplete="off"
+          ff="monospace"
+          value={secrets.privateKey}
+          onChange={(e) => change({ privateKey: e.currentTarget.value })}
+        />
+        <Textarea
+          label="Known hosts"
+          {...described}
+          description="The server's host key as known_hosts lines (ssh-keyscan -t ed25519 host): git refuses any other."
+          required
+          autosize
+          minRows={2}
+          spellCheck={false}
+          ff="monospace"
+          value={secrets.knownHosts}
+          onChange={(e) => change({ knownHosts: e.currentTarget.value })}
+        />
+      </>
+    );
+  }
+  return null;
+}
+
+interface SourceFormProps {
+  /** The source as it is (editing), or nothing (registering one). */
+  source?: GitSource;
+  submitLabel: string;
+  pending: boolean;
+  error: Error | null;
+  onSubmit: (body: SourceBody) => void;
+  onCancel: () => void;
+}
+
+export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCancel }: SourceFormProps) {
+  const [name, setName] = useState(source?.name ?? '');
+  const [repoUrl, setRepoUrl] = useState(source?.repoUrl ?? '');
+  const [branch, setBranch] = useState(source?.branch ?? 'main');
+  const [path, setPath] = useState(source?.path ?? '');
+  const [poll, setPoll] = useState<string | number>(source?.pollIntervalSeconds ?? '');
+  const [autoPublish, setAutoPublish] = useState(source?.autoPublish ?? false);
+  const [choice, setChoice] = useState<CredentialsChoice>(source?.credentials ? 'keep' : 'none');
+  const [secrets, setSecrets] = useState<Secrets>(NO_SECRETS);
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    onSubmit({
+      name,
+      repoUrl,
+      branch,
+      path,
+      ...(poll !== '' && { pollIntervalSeconds: Number(poll) }),
+      autoPublish,
+      // Not edited here: PUT replaces every setting, so the template goes back as it is.
+      ...(source && { rolloutTemplate: source.rolloutTemplate }),
+      ...(choice !== 'keep' && { credentials: credentialsOf(choice, secrets) }),
+    });
+  };
+
+  return (
+    <form onSubmit={submit} aria-label={submitLabel}>
+      <Stack gap="sm" maw={640}>
+        <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} />
+        <TextInput
+          label="Repository URL"
+          {...described}
+          description="https://, ssh:// or file:// (a path on the worker's disk), without credentials in it."
+          required
+          spellCheck={false}
+          value={repoUrl}
+          onChange={(e) => setRepoUrl(e.currentTarget.value)}
+        />
+        <TextInput label="Branch" required value={branch} onChange={(e) => setBranch(e.currentTarget.value)} />
+        <TextInput
+          label="Path"
+          {...described}
+          description="The directory whose .yaml, .yml and .json files become configurations; empty for the root."
+          value={path}
+          onChange={(e) => setPath(e.currentTarget.value)}
+        />
+        <NumberInput
+          label="Poll interval (seconds)"
+          {...described}
+          description="5 to 86,400; empty for the default (60)."
+          min={5}
+          max={86_400}
+          allowDecimal={false}
+          value={poll}
+          onChange={setPoll}
+        />
+        <Checkbox
+          label="Publish synced versions at once (otherwise they are drafts)"
+          checked={autoPublish}
+          onChange={(e) => setAutoPublish(e.currentTarget.checked)}
+        />
+        {source?.rolloutTemplate && (
+          <Text size="sm">
+            Its rollout template is kept as it is (change it with <Code>PUT /api/git-sources/{'{id}'}</Code>).
+          </Text>
+        )}
+        <Select
+          label="Credentials"
+          allowDeselect={false}
+          data={choicesFor(source?.credentials)}
+          value={choice}
+          onChange={(value) => setChoice(value ?? 'none')}
+        />
+        <CredentialInputs choice={choice} secrets={secrets} change={(next) => setSecrets({ ...secrets, ...next })} />
+        {error && <ProblemAlert error={error} />}
+        <Group>
+          <Button type="submit" loading={pending}>
+            {submitLabel}
+          </Button>
+          <Button variant="default" onClick={onCancel}>
+            Cancel
+          </Button>
+        </Group>
+      </Stack>
+    </form>
+  );
+}
