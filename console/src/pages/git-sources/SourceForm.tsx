@@ -21,9 +21,6 @@ import type { Schemas } from '../../api/client';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import type { GitSource } from './shared';
 
-/** Descriptions in a darker grey than Mantine's dimmed one, which is under 4.5:1 on white (axe). */
-const described = { styles: { description: { color: 'var(--mantine-color-gray-7)' } } };
-
 export type SourceBody = Schemas['GitSourceUpdate'];
 type Credentials = SourceBody['credentials'];
 
@@ -78,7 +75,6 @@ function CredentialInputs({
       <>
         <TextInput
           label="User name"
-          {...described}
           description="Optional: Bitbucket wants the account name, GitLab any name; GitHub and Gitea none."
           autoComplete="off"
           value={secrets.username}
@@ -86,7 +82,6 @@ function CredentialInputs({
         />
         <PasswordInput
           label="Access token"
-          {...described}
           description="A read-only token for this repository. It is stored encrypted and never shown again."
           required
           autoComplete="new-password"
@@ -101,7 +96,6 @@ function CredentialInputs({
       <>
         <Textarea
           label="Private key"
-          {...described}
           description="An unencrypted deploy key with read access. It is stored encrypted and never shown again."
           required
           autosize
@@ -114,7 +108,6 @@ function CredentialInputs({
         />
         <Textarea
           label="Known hosts"
-          {...described}
           description="The server's host key as known_hosts lines (ssh-keyscan -t ed25519 host): git refuses any other."
           required
           autosize
@@ -171,7 +164,6 @@ export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCa
         <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} />
         <TextInput
           label="Repository URL"
-          {...described}
           description="https://, ssh:// or file:// (a path on the worker's disk), without credentials in it."
           required
           spellCheck={false}
@@ -181,14 +173,12 @@ export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCa
         <TextInput label="Branch" required value={branch} onChange={(e) => setBranch(e.currentTarget.value)} />
         <TextInput
           label="Path"
-          {...described}
           description="The directory whose .yaml, .yml and .json files become configurations; empty for the root."
           value={path}
           onChange={(e) => setPath(e.currentTarget.value)}
         />
         <NumberInput
           label="Poll interval (seconds)"
-          {...described}
           description="5 to 86,400; empty for the default (60)."
           min={5}
           max={86_400}
