@@ -1,0 +1,182 @@
+/**
+ * The agents of the tenant's peers, merged by the API (GET /api/federation/agents): the
+ * filters of the agents list and the API's opaque cursor, all in the URL. How each peer
+ * answered this page is shown as it is: a peer that failed, timed out, could not be reached
+ * or was skipped is a line of the page, not a failure of it (the other peers' agents show).
+ */
+import { Alert, Anchor, Badge, Button, Code, Group, Select, Skeleton, Table, Text, TextInput } from '@mantine/core';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { Link, useSearchParams } from 'react-router';
+import { api, ok, type Schemas } from '../../api/client';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { StatusBadge } from '../Agents';
+import { AGENT_STATUSES, filtersFrom, searchOf, type AgentFilters } from '../agentFilters';
+import { CursorPager, FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
+
+type Outcome = Schemas['FederatedPeerOutcome'];
+
+function Filters({ filters, apply }: { filters: AgentFilters; apply: (next: AgentFilters) => void }) {
+  const [q, setQ] = useState(filters.q ?? '');
+  const [label, setLabel] = useState(filters.label ?? '');
+  const [status, setStatus] = useState<string | null>(filters.status ?? null);
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    apply(filtersFrom(searchOf({ q, label, status })));
+  };
+  return (
+    <form onSubmit={submit} role="search" aria-label="Filter federated agents">
+      <Group align="end" mb="md">
+        <TextInput label="Name or id" value={q} onChange={(e) => setQ(e.currentTarget.value)} />
+        <Select
+          label="Status"
+          placeholder="Any"
+          clearable
+          data={AGENT_STATUSES as string[]}
+          value={status}
+          onChange={setStatus}
+        />
+        <TextInput
+          label="Label"
+          placeholder="key:value"
+          value={label}
+          onChange={(e) => setLabel(e.currentTarget.value)}
+        />
+        <Button type="submit">Apply filters</Button>
+      </Group>
+    </form>
+  );
+}
+
+// Filled badges in dark shades: white text on them keeps 4.5:1 contrast on any row.
+const OUTCOME_COLORS: Record<Outcome['status'], string> = {
+  ok: 'teal.9',
+  failed: 'red.9',
+  timeout: 'orange.9',
+  unreachable: 'red.9',
+  skipped: 'gray.8',
+};
+
+/** How each peer answered this page: what a client that needs every agent must check. */
+function PeerAnswers({ peers }: { peers: Outcome[] }) {
+  const missing = peers.filter((peer) => peer.status !== 'ok');
+  return (
+    <>
+      {missing.length > 0 && (
+        <Alert variant="default" title="Not every peer answered" role="status" mb="sm">
+          This page lacks the agents of {missing.map((peer) => peer.name).join(', ')}. The other peers’ agents are
+          shown; the next page asks a peer that failed again from where it was.
+        </Alert>
+      )}
+      <Table aria-label="Peer answers" mb="md">
+        <Table.Thead>
+          <Table.Tr>
+            {['Peer', 'Answer', 'Error'].map((column) => (
+              <Table.Th key={column} scope="col">
+                {column}
+              </Table.Th>
+            ))}
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {peers.length === 0 && (
+            <Table.Tr>
+              <Table.Td colSpan={3}>
+                No peer:{' '}
+                <Anchor component={Link} to="/federation" underline="always">
+                  pair with another installation
+                </Anchor>{' '}
+                to list its agents here.
+              </Table.Td>
+            </Table.Tr>
+          )}
+          {peers.map((peer) => (
+            <Table.Tr key={peer.id}>
+              <Table.Th scope="row">{peer.name}</Table.Th>
+              <Table.Td>
+                <Badge variant="filled" color={OUTCOME_COLORS[peer.status]}>
+                  {peer.status}
+                </Badge>
+              </Table.Td>
+              <Table.Td>{peer.error ?? ''}</Table.Td>
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+    </>
+  );
+}
+
+function AgentRows({ agents }: { agents: Schemas['FederatedAgent'][] }) {
+  if (agents.length === 0) {
+    return (
+      <Table.Tr>
+        <Table.Td colSpan={5}>No agent of an answering peer matches these filters.</Table.Td>
+      </Table.Tr>
+    );
+  }
+  return agents.map((agent) => (
+    <Table.Tr key={`${agent.peer.id}/${agent.id}`}>
+      <Table.Td>{agent.name}</Table.Td>
+      <Table.Td>{agent.peer.name}</Table.Td>
+      <Table.Td>
+        <StatusBadge status={agent.status} />
+      </Table.Td>
+      <Table.Td>{when(agent.lastSeenAt)}</Table.Td>
+      <Table.Td>
+        <Code>{agent.id}</Code>
+      </Table.Td>
+    </Table.Tr>
+  ));
+}
+
+export function FederatedAgentsPage() {
+  const [params, setParams] = useSearchParams();
+  const filters = filtersFrom(params);
+  const agents = useQuery({
+    queryKey: [...FEDERATION_KEY, 'agents', filters],
+    queryFn: () => ok(api.GET('/api/federation/agents', { params: { query: { ...filters, limit: PAGE_SIZE } } })),
+    placeholderData: keepPreviousData,
+  });
+  const { cursor: _cursor, ...withoutCursor } = filters;
+  return (
+    <>
+      <PageTitle>Federated agents</PageTitle>
+      <FederationNav />
+      <Text size="sm" mb="md">
+        The agents of this installation’s peers, as each lists them. This installation’s own agents are under{' '}
+        <Anchor component={Link} to="/agents" underline="always">
+          Agents
+        </Anchor>
+        .
+      </Text>
+      {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
+      <Filters key={searchOf(withoutCursor).toString()} filters={filters} apply={(next) => setParams(searchOf(next))} />
+      {agents.isError && <ProblemAlert error={agents.error} mb="md" />}
+      <Skeleton visible={agents.isPending}>
+        <PeerAnswers peers={agents.data?.peers ?? []} />
+        <Table striped highlightOnHover aria-label="Federated agents">
+          <Table.Thead>
+            <Table.Tr>
+              {['Name', 'Peer', 'Status', 'Last seen', 'Id'].map((column) => (
+                <Table.Th key={column} scope="col">
+                  {column}
+                </Table.Th>
+              ))}
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            <AgentRows agents={agents.data?.items ?? []} />
+          </Table.Tbody>
+        </Table>
+      </Skeleton>
+      <CursorPager
+        onFirstPage={!filters.cursor}
+        nextCursor={agents.data?.nextCursor}
+        first={() => setParams(searchOf(withoutCursor))}
+        next={(cursor) => setParams(searchOf({ ...filters, cursor }))}
+      />
+    </>
+  );
+}

@@ -1,0 +1,108 @@
+/** The tenant's federated rollouts, newest first: a state filter and the API's cursor pages, all in the URL. */
+import { Anchor, Select, Skeleton, Table } from '@mantine/core';
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { Link, useSearchParams } from 'react-router';
+import { api, ok, type Schemas } from '../../api/client';
+import { useLiveRefresh } from '../../api/live';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { searchOf } from '../agentFilters';
+import { RolloutStateBadge } from '../rollouts/rolloutStates';
+import { CursorPager, FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
+
+type State = Schemas['FederatedRollout']['state'];
+
+export const FEDERATED_ROLLOUT_STATES: readonly State[] = [
+  'running',
+  'paused',
+  'completed',
+  'failed',
+  'aborted',
+  'rolling-back',
+  'rolled-back',
+];
+
+const isState = (value: string | null): value is State =>
+  (FEDERATED_ROLLOUT_STATES as readonly (string | null)[]).includes(value);
+
+/** A federated rollout created, changing state or ending changes the list. */
+const LIVE = ['federation.rollout.*'];
+const LIST_KEY = [...FEDERATION_KEY, 'rollouts', 'list'];
+
+function RolloutRows({ rollouts }: { rollouts: Schemas['FederatedRolloutSummary'][] }) {
+  if (rollouts.length === 0) {
+    return (
+      <Table.Tr>
+        <Table.Td colSpan={5}>No federated rollout matches this filter.</Table.Td>
+      </Table.Tr>
+    );
+  }
+  return rollouts.map((rollout) => (
+    <Table.Tr key={rollout.id}>
+      <Table.Td>
+        <Anchor component={Link} to={`/federation/rollouts/${rollout.id}`}>
+          {rollout.name ?? rollout.id}
+        </Anchor>
+      </Table.Td>
+      <Table.Td>
+        <RolloutStateBadge state={rollout.state} />
+      </Table.Td>
+      <Table.Td>{rollout.mode}</Table.Td>
+      <Table.Td>v{rollout.version}</Table.Td>
+      <Table.Td>
+        {rollout.createdBy}, {when(rollout.createdAt)}
+      </Table.Td>
+    </Table.Tr>
+  ));
+}
+
+export function FederatedRolloutsPage() {
+  const [params, setParams] = useSearchParams();
+  const stateParam = params.get('state');
+  const query = { state: isState(stateParam) ? stateParam : undefined, cursor: params.get('cursor') || undefined };
+  const rollouts = useQuery({
+    queryKey: [...LIST_KEY, query],
+    queryFn: () => ok(api.GET('/api/federation/rollouts', { params: { query: { ...query, limit: PAGE_SIZE } } })),
+    placeholderData: keepPreviousData,
+  });
+  useLiveRefresh(LIVE, [LIST_KEY]);
+  return (
+    <>
+      <PageTitle>Federated rollouts</PageTitle>
+      <FederationNav />
+      <Select
+        label="State"
+        placeholder="Any state"
+        data={FEDERATED_ROLLOUT_STATES}
+        value={query.state ?? null}
+        onChange={(state) => setParams(searchOf({ state: isState(state) ? state : undefined }))}
+        clearable
+        w={220}
+        mb="md"
+      />
+      {rollouts.isError && <ProblemAlert error={rollouts.error} mb="md" />}
+      <Skeleton visible={rollouts.isPending}>
+        <Table striped highlightOnHover aria-label="Federated rollouts">
+          <Table.Thead>
+            <Table.Tr>
+              {['Name', 'State', 'Mode', 'Version', 'Created'].map((column) => (
+                <Table.Th key={column} scope="col">
+                  {column}
+                </Table.Th>
+              ))}
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            <RolloutRows rollouts={rollouts.data?.items ?? []} />
+          </Table.Tbody>
+        </Table>
+      </Skeleton>
+      <CursorPager
+        onFirstPage={!query.cursor}
+        nextCursor={rollouts.data?.nextCursor}
+        first={() => setParams(searchOf({ state: query.state }))}
+        next={(cursor) => setParams(searchOf({ ...query, cursor }))}
+      />
+    </>
+  );
+}

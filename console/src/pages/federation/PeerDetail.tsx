@@ -1,0 +1,168 @@
+/**
+ * One peer: its address, its health as the last ping found it, and what it said of itself.
+ * Admins change it (name, base URL, a new credential) or unpair it, each sent with `If-Match`
+ * = the ETag of the peer as shown, so a change decided on a stale view is refused (412).
+ */
+import { Anchor, Button, Code, Group, Modal, PasswordInput, Skeleton, Stack, TextInput } from '@mantine/core';
+import { useDisclosure } from '@mantine/hooks';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { Link, useNavigate, useParams } from 'react-router';
+import { api, ok } from '../../api/client';
+import { useLiveRefresh, type CloudEvent } from '../../api/live';
+import { may, useSession } from '../../api/session';
+import { ConfirmButton } from '../../components/ConfirmButton';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { Facts, Section } from '../AgentDetail';
+import { FEDERATION_KEY, FederationNav, HealthBadge, ifMatch, noContent, READABLE_DESCRIPTION, when } from './shared';
+
+const LIVE = ['federation.peer.*'];
+
+export const peerKey = (id: string) => [...FEDERATION_KEY, 'peers', 'one', id];
+
+/** The peer with its ETag, which a change or a deletion sends back as If-Match. */
+async function readPeer(id: string) {
+  // Not from the browser's cache: a health check changes what the peer shows, not its ETag.
+  const call = api.GET('/api/federation/peers/{id}', { params: { path: { id } }, cache: 'no-store' });
+  const peer = await ok(call);
+  return { peer, etag: (await call).response.headers.get('ETag') };
+}
+
+type Shown = Awaited<ReturnType<typeof readPeer>>;
+type Peer = Shown['peer'];
+
+function usePeer(id: string) {
+  return useQuery({ queryKey: peerKey(id), queryFn: () => readPeer(id) });
+}
+
+function PeerFacts({ peer }: { peer: Peer }) {
+  return (
+    <Section title="Peer">
+      <Facts
+        rows={[
+          ['Base URL', <Code key="url">{peer.baseUrl}</Code>],
+          ['Health', <HealthBadge key="health" healthy={peer.healthy} />],
+          ['Last error', <span key="error">{peer.lastError ?? 'none'}</span>],
+          ['Latency', peer.latencyMs === null ? 'not measured' : `${peer.latencyMs} ms`],
+          ['Last check', when(peer.lastPingAt)],
+          ['Last answered', when(peer.lastSeenAt)],
+          ['Remote name', peer.remote?.name ?? 'never answered'],
+          ['Remote version', peer.remote?.version ?? ''],
+          ['Remote installation', peer.remote ? <Code key="installation">{peer.remote.installationId}</Code> : ''],
+          ['Agent endpoint', peer.remote?.agentEndpoint ?? ''],
+          ['Paired', `${peer.createdBy}, ${when(peer.createdAt)}`],
+          ['Id', <Code key="id">{peer.id}</Code>],
+        ]}
+      />
+    </Section>
+  );
+}
+
+/** The edit form; a new credential lives only in its state, gone when the dialog closes. */
+function EditPeerForm({ shown, close }: { shown: Shown; close: () => void }) {
+  const queryClient = useQueryClient();
+  const [name, setName] = useState(shown.peer.name);
+  const [baseUrl, setBaseUrl] = useState(shown.peer.baseUrl);
+  const [credential, setCredential] = useState('');
+  const save = useMutation({
+    mutationFn: async () => {
+      const call = api.PUT('/api/federation/peers/{id}', {
+        params: { path: { id: shown.peer.id }, header: ifMatch(shown.etag) },
+        body: { name, baseUrl, ...(credential ? { credential } : {}) },
+      });
+      const peer = await ok(call);
+      return { peer, etag: (await call).response.headers.get('ETag') };
+    },
+    onSuccess: (saved) => {
+      setCredential('');
+      queryClient.setQueryData(peerKey(saved.peer.id), saved);
+      void queryClient.invalidateQueries({ queryKey: [...FEDERATION_KEY, 'peers', 'list'] });
+      close();
+    },
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    save.mutate();
+  };
+  return (
+    <form onSubmit={submit} aria-label="Edit the peer">
+      <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} mb="sm" />
+      <TextInput
+        label="Base URL"
+        required
+        value={baseUrl}
+        onChange={(e) => setBaseUrl(e.currentTarget.value)}
+        mb="sm"
+      />
+      <PasswordInput
+        label="New peer access token"
+        description="Leave empty to keep the stored one (only while the base URL stays on the same origin). The stored token is never shown."
+        autoComplete="off"
+        styles={READABLE_DESCRIPTION}
+        value={credential}
+        onChange={(e) => setCredential(e.currentTarget.value)}
+        mb="md"
+      />
+      {save.isError && <ProblemAlert error={save.error} mb="md" />}
+      <Group justify="flex-end">
+        <Button variant="default" onClick={close}>
+          Cancel
+        </Button>
+        <Button type="submit" loading={save.isPending}>
+          Save and check
+        </Button>
+      </Group>
+    </form>
+  );
+}
+
+function PeerOperations({ shown }: { shown: Shown }) {
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+  const [opened, { open, close }] = useDisclosure(false);
+  const { peer, etag } = shown;
+  const unpair = () =>
+    noContent(api.DELETE('/api/federation/peers/{id}', { params: { path: { id: peer.id }, header: ifMatch(etag) } }));
+  return (
+    <Group mb="md" role="group" aria-label="Operations">
+      <Button onClick={open}>Edit</Button>
+      <Modal opened={opened} onClose={close} title="Edit the peer" closeButtonProps={{ 'aria-label': 'Close' }}>
+        <EditPeerForm shown={shown} close={close} />
+      </Modal>
+      <ConfirmButton
+        label="Delete"
+        color="red.9"
+        question={`Unpair ${peer.name}? Its credential is forgotten; handovers and federated rollouts that named it keep their records.`}
+        action={unpair}
+        onDone={() => {
+          queryClient.removeQueries({ queryKey: peerKey(peer.id) });
+          void queryClient.invalidateQueries({ queryKey: [...FEDERATION_KEY, 'peers', 'list'] });
+          void navigate('/federation');
+        }}
+      />
+    </Group>
+  );
+}
+
+export function PeerDetailPage() {
+  const { id = '' } = useParams();
+  const session = useSession();
+  const found = usePeer(id);
+  useLiveRefresh(LIVE, [peerKey(id)], (event: CloudEvent) => event.subject === id);
+  const shown = found.data;
+  return (
+    <Stack gap="md">
+      <Anchor component={Link} to="/federation">
+        ← All peers
+      </Anchor>
+      <PageTitle>{shown ? shown.peer.name : 'Peer'}</PageTitle>
+      <FederationNav />
+      {found.isError && <ProblemAlert error={found.error} />}
+      <Skeleton visible={found.isPending}>
+        {shown && session.data && may(session.data, 'admin') && <PeerOperations shown={shown} />}
+        {shown && <PeerFacts peer={shown.peer} />}
+      </Skeleton>
+    </Stack>
+  );
+}

@@ -1,0 +1,100 @@
+/**
+ * What the federation pages share: the links between them (each its own URL), the cursor
+ * pager of their lists, a peer's health, and how a time is written.
+ */
+import { Badge, Button, Group } from '@mantine/core';
+import { Link, useLocation } from 'react-router';
+import { ok } from '../../api/client';
+
+/** Every query of the federation pages starts with this key: one invalidation refreshes them. */
+export const FEDERATION_KEY = ['federation'];
+
+export const PAGE_SIZE = 25;
+
+const SECTIONS = [
+  { path: '/federation', label: 'Peers' },
+  { path: '/federation/agents', label: 'Federated agents' },
+  { path: '/federation/handovers', label: 'Handovers' },
+  { path: '/federation/rollouts', label: 'Federated rollouts' },
+] as const;
+
+function isCurrent(path: string, pathname: string): boolean {
+  if (path === '/federation') return pathname === path || pathname.startsWith('/federation/peers');
+  return pathname === path || pathname.startsWith(`${path}/`);
+}
+
+/** The federation area's pages, as links (each page is a URL of its own, so not ARIA tabs). */
+export function FederationNav() {
+  const { pathname } = useLocation();
+  return (
+    <nav aria-label="Federation pages">
+      <Group gap="xs" mb="md">
+        {SECTIONS.map(({ path, label }) => {
+          const current = isCurrent(path, pathname);
+          return (
+            <Button
+              key={path}
+              component={Link}
+              to={path}
+              size="xs"
+              variant={current ? 'filled' : 'default'}
+              aria-current={current ? 'page' : undefined}
+            >
+              {label}
+            </Button>
+          );
+        })}
+      </Group>
+    </nav>
+  );
+}
+
+/**
+ * First and next page of a list that pages with the API's cursor: `first` and `next` are the
+ * URL queries (the filters without a cursor, and with the API's `nextCursor`).
+ */
+export function CursorPager(props: {
+  onFirstPage: boolean;
+  nextCursor: string | null | undefined;
+  first: () => void;
+  next: (cursor: string) => void;
+}) {
+  const { nextCursor } = props;
+  return (
+    <Group mt="md">
+      <Button variant="default" disabled={props.onFirstPage} onClick={props.first}>
+        First page
+      </Button>
+      <Button variant="default" disabled={!nextCursor} onClick={() => nextCursor && props.next(nextCursor)}>
+        Next page
+      </Button>
+    </Group>
+  );
+}
+
+// Filled badges in dark shades: white text on them keeps 4.5:1 contrast on any row.
+export function HealthBadge({ healthy }: { healthy: boolean }) {
+  return (
+    <Badge variant="filled" color={healthy ? 'teal.9' : 'red.9'} data-testid="peer-health">
+      {healthy ? 'healthy' : 'unhealthy'}
+    </Badge>
+  );
+}
+
+export const when = (time: string | null | undefined, never = 'never') =>
+  time ? new Date(time).toLocaleString() : never;
+
+/**
+ * Mantine's dimmed field descriptions (gray.6 on white, 3.3:1) in gray.7, which keeps 4.5:1
+ * (axe: color-contrast): `styles={READABLE_DESCRIPTION}` on a field with a description.
+ */
+export const READABLE_DESCRIPTION = { description: { color: 'var(--mantine-color-gray-7)' } };
+
+/** The header of a write guarded by the ETag the page shows the object with. */
+export const ifMatch = (etag: string | null) => (etag ? { 'if-match': etag } : {});
+
+/** A write the API answers with 204 and no body (a delete): done, or the problem `ok` throws. */
+export async function noContent(call: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<void> {
+  const answer = await call;
+  if (!answer.response.ok) await ok(Promise.resolve(answer));
+}
