@@ -276,3 +276,20 @@ test('a viewer sees the groups, their members and agents, and no write button; a
     await context.close();
   }
 }, 90_000);
+
+test('the groups list pages with the API’s cursor, in a URL that can be reloaded', async () => {
+  for (let i = 0; i < 24; i++) {
+    const created = await t.call('POST', '/api/groups', { token: apiToken, body: { name: `extra-${i}` } });
+    expect(created.status).toBe(201);
+  }
+  // 26 groups, oldest first: a page of 25, then the last one made.
+  await page.goto(`${CONSOLE_ORIGIN}/groups`);
+  await onPage(async () => expect(await tableRows(page, 'Groups')).toHaveLength(25));
+  await page.getByRole('button', { name: 'Next page' }).click();
+  await page.waitForURL((url) => url.searchParams.has('cursor'));
+  await page.reload();
+  await onPage(async () => expect((await tableRows(page, 'Groups')).map((cells) => cells[0])).toEqual(['extra-23']));
+  await page.getByRole('button', { name: 'First page' }).click();
+  await page.waitForURL((url) => !url.searchParams.has('cursor'));
+  await onPage(async () => expect((await tableRows(page, 'Groups'))[0]?.[0]).toBe('default'));
+}, 90_000);
