@@ -6,7 +6,8 @@
  * (the second admin, a browser context of his own) approves it, which alice's page shows
  * live; alice disables and enables it, each confirmed; the dry run of a rollout shows which
  * agent it denies and why; a viewer reads the list (filters and cursor pages in the URL) and
- * the policy with no write button. axe-core on every page, a screenshot of each.
+ * the policy with no write button; an approval decided on a view that has changed since is
+ * refused (412). axe-core on every page, a screenshot of each.
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { seedAgent } from '../support/agents-seed';
@@ -88,12 +89,16 @@ async function choose(on: Page, label: string, option: string): Promise<void> {
   await on.getByRole('option', { name: option, exact: true }).click();
 }
 
-/** Clicks an operation of the policy page and confirms it in its dialog. */
-async function confirm(on: Page, operation: string): Promise<void> {
+/** Clicks an operation of the policy page and its dialog's confirmation. */
+async function confirmStarted(on: Page, operation: string): Promise<void> {
   await on.getByRole('button', { name: operation, exact: true }).first().click();
-  const dialog = on.getByRole('dialog', { name: operation });
-  await dialog.getByRole('button', { name: operation, exact: true }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await on.getByRole('dialog', { name: operation }).getByRole('button', { name: operation, exact: true }).click();
+}
+
+/** Clicks an operation of the policy page and confirms it; the dialog closes once it is done. */
+async function confirm(on: Page, operation: string): Promise<void> {
+  await confirmStarted(on, operation);
+  await on.getByRole('dialog', { name: operation }).waitFor({ state: 'detached' });
 }
 
 const shownState = (on: Page) =>
@@ -273,6 +278,7 @@ test('a viewer sees the policies, paged and filtered through the URL, and no wri
     await viewer.goto(`${CONSOLE_ORIGIN}/policies/${policyId}`);
     await viewer.getByRole('heading', { name: POLICY }).waitFor();
     await onPage(async () => expect(await shownState(viewer)).toContain('approved'));
+    await viewer.getByRole('textbox', { name: EXPRESSION }).waitFor();
     expect(await viewer.getByRole('button').allTextContents()).toEqual(['Sign out']);
     expect(await viewer.getByRole('link', { name: 'Edit' }).count()).toBe(0);
     await expectAccessible(viewer, 'policy-viewer');
@@ -293,6 +299,44 @@ test('alice edits the approved policy: the change makes it a draft again, to be 
   await alice.getByText("Waiting for another admin's approval").waitFor();
   expect(await apiGet(`/api/policies/${policyId}`)).toMatchObject({
     description: 'Prod agents get batches of 10 % at most.',
+    state: 'draft',
+    approver: null,
+  });
+}, 90_000);
+
+test('an approval decided on a view the policy has left is refused with 412, shown in the dialog', async () => {
+  const context = await newContext(browser);
+  // A slow network between bob's page and the hub: its events are held back, so the page keeps
+  // showing the policy as it was when it is changed under him.
+  let holdingEvents = false;
+  await context.routeWebSocket(/\/hubs\/live-updates/, (socket) => {
+    const hub = socket.connectToServer();
+    hub.onMessage((message) => {
+      if (!holdingEvents) socket.send(message);
+    });
+  });
+  try {
+    const bob = await newSignedInPage(context, 'bob', `/policies/${policyId}`, cspViolations);
+    await bob.getByRole('button', { name: 'Approve' }).waitFor();
+    holdingEvents = true;
+    const current = await apiGet(`/api/policies/${policyId}`);
+    const changed = await t.call('PUT', `/api/policies/${policyId}`, {
+      token: apiToken,
+      body: { name: POLICY, description: current.description, expression: 'true', scope: [], enabled: true },
+    });
+    expect(changed.status).toBe(200);
+
+    await confirmStarted(bob, 'Approve');
+    const problem = bob.getByRole('dialog', { name: 'Approve' }).getByRole('alert');
+    await problem.waitFor();
+    expect(await problem.textContent()).toContain(`If-Match does not match the current ETag of policy '${policyId}'.`);
+    expect(await seriousAccessibilityViolations(bob)).toEqual([]);
+    await screenshot(bob, 'policy-approve-refused');
+  } finally {
+    await context.close();
+  }
+  expect(await apiGet(`/api/policies/${policyId}`)).toMatchObject({
+    expression: 'true',
     state: 'draft',
     approver: null,
   });

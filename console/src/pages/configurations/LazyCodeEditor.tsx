@@ -10,7 +10,7 @@ const CodeEditor = lazy(() => import('./CodeEditor').then((module) => ({ default
 
 export function LazyCodeEditor(props: CodeEditorProps) {
   return (
-    <Suspense fallback={<Skeleton height={256} aria-label="Loading the editor" />}>
+    <Suspense fallback={<Skeleton height={256} role="status" aria-label="Loading the editor" />}>
       <CodeEditor {...props} />
     </Suspense>
   );
