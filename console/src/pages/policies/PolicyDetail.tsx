@@ -7,7 +7,6 @@
  * page follows the policy's events, so that ETag stays current.
  */
 import { Alert, Anchor, Button, Code, Group, Skeleton, Stack } from '@mantine/core';
-import type { ReactNode } from 'react';
 import { Link, useParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
@@ -46,8 +45,17 @@ function PolicyFacts({ policy }: { policy: Policy }) {
   );
 }
 
+/** A write's parameters: the policy, and the ETag the page shows it with as If-Match. */
+const target = (id: string, etag: string | null) => ({ params: { path: { id }, header: ifMatch(etag) } });
+
+interface ActionProps {
+  policy: Policy;
+  etag: string | null;
+  onDone: () => void;
+}
+
 /** Where a draft stands for the person looking: the author waits, another admin may approve. */
-function Approval({ policy, session, approve }: { policy: Policy; session: Session; approve: ReactNode }) {
+function Approval({ policy, etag, onDone, session }: ActionProps & { session: Session }) {
   if (policy.state === 'approved') return null;
   if (policy.author === session.subject) {
     return (
@@ -56,59 +64,54 @@ function Approval({ policy, session, approve }: { policy: Policy; session: Sessi
       </Alert>
     );
   }
-  if (may(session, 'admin')) return approve;
+  if (!may(session, 'admin')) {
+    return (
+      <Alert color="violet" variant="light" title="Approval pending" mb="md">
+        An admin other than {policy.author} must approve it before it is enforced.
+      </Alert>
+    );
+  }
   return (
-    <Alert color="violet" variant="light" title="Approval pending" mb="md">
-      An admin other than {policy.author} must approve it before it is enforced.
-    </Alert>
-  );
-}
-
-function Actions({ policy, etag, session }: { policy: Policy; etag: string | null; session: Session }) {
-  const refresh = useRefreshPolicies();
-  const call = { params: { path: { id: policy.id }, header: ifMatch(etag) } };
-  const approve = (
     <Group mb="md">
       <ConfirmButton
         label="Approve"
         question={`Approve ${policy.name}? ${policy.enabled ? 'It is enabled, so it is enforced at once.' : 'It stays disabled until enabled.'}`}
-        action={() => ok(api.POST('/api/policies/{id}/approve', call))}
-        onDone={refresh}
+        action={() => ok(api.POST('/api/policies/{id}/approve', target(policy.id, etag)))}
+        onDone={onDone}
       />
     </Group>
   );
+}
+
+/** Operators' and admins': switch it (the approval stays), edit a custom one, try the dry run. */
+function Operations({ policy, etag, onDone }: ActionProps) {
   return (
-    <>
-      <Approval policy={policy} session={session} approve={approve} />
-      {may(session, 'operate') && (
-        <Group mb="md" role="group" aria-label="Operations">
-          {policy.enabled ? (
-            <ConfirmButton
-              label="Disable"
-              color="red.9"
-              question={`Disable ${policy.name}? It is no longer enforced; its approval stays.`}
-              action={() => ok(api.POST('/api/policies/{id}/disable', call))}
-              onDone={refresh}
-            />
-          ) : (
-            <ConfirmButton
-              label="Enable"
-              question={`Enable ${policy.name}? ${policy.state === 'approved' ? 'It is enforced at once.' : 'It is enforced once approved.'}`}
-              action={() => ok(api.POST('/api/policies/{id}/enable', call))}
-              onDone={refresh}
-            />
-          )}
-          {!policy.builtin && (
-            <Button variant="default" component={Link} to={`/policies/${policy.id}/edit`}>
-              Edit
-            </Button>
-          )}
-          <Button variant="default" component={Link} to={`/policies/dry-run?policy=${policy.id}`}>
-            Dry run
-          </Button>
-        </Group>
+    <Group mb="md" role="group" aria-label="Operations">
+      {policy.enabled ? (
+        <ConfirmButton
+          label="Disable"
+          color="red.9"
+          question={`Disable ${policy.name}? It is no longer enforced; its approval stays.`}
+          action={() => ok(api.POST('/api/policies/{id}/disable', target(policy.id, etag)))}
+          onDone={onDone}
+        />
+      ) : (
+        <ConfirmButton
+          label="Enable"
+          question={`Enable ${policy.name}? ${policy.state === 'approved' ? 'It is enforced at once.' : 'It is enforced once approved.'}`}
+          action={() => ok(api.POST('/api/policies/{id}/enable', target(policy.id, etag)))}
+          onDone={onDone}
+        />
       )}
-    </>
+      {!policy.builtin && (
+        <Button variant="default" component={Link} to={`/policies/${policy.id}/edit`}>
+          Edit
+        </Button>
+      )}
+      <Button variant="default" component={Link} to={`/policies/dry-run?policy=${policy.id}`}>
+        Dry run
+      </Button>
+    </Group>
   );
 }
 
@@ -117,7 +120,9 @@ export function PolicyDetailPage() {
   const session = useSession();
   const policy = usePolicy(id);
   useLiveRefresh(POLICY_EVENTS, [[...POLICIES_KEY, 'one', id]], (event) => event.subject === id);
+  const refresh = useRefreshPolicies();
   const data = policy.data?.policy;
+  const actions = data && { policy: data, etag: policy.data?.etag ?? null, onDone: refresh };
   return (
     <Stack gap={0}>
       <Anchor component={Link} to="/policies" mb="md">
@@ -126,9 +131,10 @@ export function PolicyDetailPage() {
       <PageTitle>{data?.name ?? 'Policy'}</PageTitle>
       {policy.isError && <ProblemAlert error={policy.error} mb="md" />}
       <Skeleton visible={policy.isPending}>
-        {data && session.data && (
+        {data && actions && session.data && (
           <Stack>
-            <Actions policy={data} etag={policy.data?.etag ?? null} session={session.data} />
+            <Approval {...actions} session={session.data} />
+            {may(session.data, 'operate') && <Operations {...actions} />}
             {data.builtin && (
               <Alert color="violet" variant="light" title="Built-in">
                 A built-in policy: it can be enabled and disabled, not edited.
