@@ -1,0 +1,90 @@
+/**
+ * The tenant's bootstrap tokens, newest first: the API's filters (state, pool, group) and
+ * cursor pages, all in the URL; operators issue one (its token shown once) and revoke one
+ * after a confirmation.
+ */
+import { Anchor, Group, Select, Skeleton } from '@mantine/core';
+import { Link, useSearchParams } from 'react-router';
+import { useLiveRefresh } from '../../api/live';
+import { may, useSession } from '../../api/session';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { searchOf } from '../agentFilters';
+import { IssueToken } from './IssueToken';
+import { TokenTable } from './TokenTable';
+import { TOKEN_STATES, tokenFiltersFrom, type TokenFilters } from './filters';
+import {
+  Paging,
+  TOKEN_EVENTS,
+  TOKENS_KEY,
+  useGroupChoices,
+  usePoolChoices,
+  useRefreshTokens,
+  useTokens,
+} from './shared';
+
+/** Each filter applies when chosen, from the first page. */
+function Filters({ filters, apply }: { filters: TokenFilters; apply: (next: TokenFilters) => void }) {
+  const pools = usePoolChoices();
+  const groups = useGroupChoices();
+  const { cursor: _cursor, ...current } = filters;
+  return (
+    <Group role="search" aria-label="Filter bootstrap tokens" align="end" mb="md">
+      <Select
+        label="State"
+        placeholder="Any state"
+        clearable
+        data={TOKEN_STATES as string[]}
+        value={filters.state ?? null}
+        onChange={(state) => apply({ ...current, state: TOKEN_STATES.find((known) => known === state) })}
+      />
+      <Select
+        label="Pool"
+        placeholder="Any pool"
+        clearable
+        searchable
+        data={(pools.data?.items ?? []).map((pool) => ({ value: pool.id, label: pool.name }))}
+        value={filters.poolId ?? null}
+        onChange={(poolId) => apply({ ...current, poolId: poolId ?? undefined })}
+      />
+      <Select
+        label="Group"
+        placeholder="Any group"
+        clearable
+        searchable
+        data={(groups.data?.items ?? []).map((group) => ({ value: group.id, label: group.name }))}
+        value={filters.groupId ?? null}
+        onChange={(groupId) => apply({ ...current, groupId: groupId ?? undefined })}
+      />
+    </Group>
+  );
+}
+
+export function BootstrapTokensPage() {
+  const [params, setParams] = useSearchParams();
+  const session = useSession();
+  const refresh = useRefreshTokens();
+  const filters = tokenFiltersFrom(params);
+  const tokens = useTokens(filters);
+  useLiveRefresh(TOKEN_EVENTS, [[...TOKENS_KEY, 'list']]);
+  const canOperate = session.data !== undefined && may(session.data, 'operate');
+  return (
+    <>
+      <Group justify="space-between" align="start">
+        <PageTitle>Bootstrap tokens</PageTitle>
+        <Group>
+          <Anchor component={Link} to="/tokens/pools">
+            Token pools
+          </Anchor>
+          {canOperate && <IssueToken />}
+        </Group>
+      </Group>
+      <Filters filters={filters} apply={(next) => setParams(searchOf(next))} />
+      {tokens.isError && <ProblemAlert error={tokens.error} mb="md" />}
+      <Skeleton visible={tokens.isPending}>
+        <TokenTable tokens={tokens.data?.items ?? []} canRevoke={canOperate} onRevoked={refresh} />
+      </Skeleton>
+      <Paging filters={filters} nextCursor={tokens.data?.nextCursor} setParams={setParams} />
+    </>
+  );
+}

@@ -1,0 +1,122 @@
+/**
+ * A secret the API shows once (a bootstrap token, an access token): shown in a dialog with a
+ * copy button and the warning that it will not be shown again. It is kept in one `Secret`
+ * box, emptied when the dialog closes: whatever still refers to the box then (the mutation's
+ * result, the render React keeps from before the dialog closed) no longer holds the secret.
+ * Nothing else keeps it: not the query or mutation cache, not storage, not the URL, so
+ * reopening the page never shows it.
+ */
+import { Alert, Button, Group, Modal, Stack, Text, TextInput } from '@mantine/core';
+import { useMutation } from '@tanstack/react-query';
+import { useRef, useState, type RefObject } from 'react';
+
+export class Secret {
+  #value: string | undefined;
+
+  constructor(value: string) {
+    this.#value = value;
+  }
+
+  get value(): string | undefined {
+    return this.#value;
+  }
+
+  forget(): void {
+    this.#value = undefined;
+  }
+}
+
+/**
+ * A write whose answer carries a secret (`token`): the answer comes back with the secret in a
+ * `Secret` box; `forget()` empties the box and drops the answer (gcTime 0: the mutation cache
+ * does not keep it either).
+ */
+export function useSecretMutation<Issued extends { token: string }>(call: () => Promise<Issued>, onIssued: () => void) {
+  const mutation = useMutation({
+    mutationFn: async () => {
+      const { token, ...issued } = await call();
+      return { ...issued, secret: new Secret(token) };
+    },
+    onSuccess: onIssued,
+    gcTime: 0,
+  });
+  const forget = () => {
+    mutation.data?.secret.forget();
+    mutation.reset();
+  };
+  return { ...mutation, forget };
+}
+
+/**
+ * Copies `text` to the clipboard: the Clipboard API where the page is a secure context (HTTPS,
+ * localhost); elsewhere (a console served over plain HTTP has no navigator.clipboard) the
+ * shown field's selection, copied the older way.
+ */
+async function copy(text: string, field: HTMLInputElement | null): Promise<boolean> {
+  if (window.isSecureContext && navigator.clipboard) {
+    await navigator.clipboard.writeText(text);
+    return true;
+  }
+  field?.select();
+  return document.execCommand('copy');
+}
+
+function CopyButton({ secret, field }: { secret: string; field: RefObject<HTMLInputElement | null> }) {
+  const [copied, setCopied] = useState<boolean | undefined>();
+  const onCopy = () =>
+    copy(secret, field.current).then(
+      (done) => setCopied(done),
+      () => setCopied(false),
+    );
+  return (
+    <Group gap="sm">
+      <Button onClick={() => void onCopy()}>Copy</Button>
+      <Text size="sm" role="status">
+        {copied === true && 'Copied to the clipboard.'}
+        {copied === false && 'The browser refused to copy: select the token and copy it yourself.'}
+      </Text>
+    </Group>
+  );
+}
+
+interface SecretDialogProps {
+  title: string;
+  secret: Secret | undefined;
+  /** What the secret is, as the field's label. */
+  label: string;
+  onClose: () => void;
+}
+
+/**
+ * The secret in its field, rendered by a component of its own: only the box goes through the
+ * dialog's props, so once the dialog closes (this component unmounted, its elements dropped)
+ * no element React keeps from an earlier render holds the secret.
+ */
+function ShownSecret({ secret, label, onClose }: Omit<SecretDialogProps, 'title'> & { secret: Secret }) {
+  const field = useRef<HTMLInputElement>(null);
+  const value = secret.value ?? '';
+  return (
+    <Stack>
+      <Alert color="red" variant="light" title="Copy it now">
+        It will not be shown again: the service keeps only its hash.
+      </Alert>
+      <TextInput label={label} value={value} readOnly ref={field} onFocus={(e) => e.currentTarget.select()} />
+      <CopyButton secret={value} field={field} />
+      <Group justify="flex-end">
+        <Button variant="default" onClick={onClose}>
+          Done
+        </Button>
+      </Group>
+    </Stack>
+  );
+}
+
+/** The dialog showing `secret` (while its box holds one); closing it is the caller's cue to forget it. */
+export function SecretDialog({ title, secret, label, onClose }: SecretDialogProps) {
+  const shown = secret?.value !== undefined;
+  return (
+    <Modal opened={shown} onClose={onClose} title={title} closeButtonProps={{ 'aria-label': 'Close' }}>
+      {shown && <ShownSecret secret={secret} label={label} onClose={onClose} />}
+    </Modal>
+  );
+}

@@ -1,0 +1,173 @@
+/** What the bootstrap token, pool and access token pages share: keys, events, badges, choices, paging. */
+import { Badge, Button, Group, NumberInput, Select } from '@mantine/core';
+import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, ok, type Schemas } from '../../api/client';
+import { searchOf } from '../agentFilters';
+import type { TokenFilters } from './filters';
+
+export type BootstrapToken = Schemas['BootstrapToken'];
+export type Pool = Schemas['TokenPool'];
+
+export const PAGE_SIZE = 25;
+/** The form's choices (groups, pools) are the first page of each list: enough to pick from, searchable. */
+const CHOICES = 200;
+
+/** Every query of the bootstrap token and pool pages starts with this key: one invalidation refreshes them. */
+export const TOKENS_KEY = ['tokens'];
+/** A token issued, revoked or a pool created changes what these pages show. */
+export const TOKEN_EVENTS = ['bootstrap-token.*', 'token-pool.*'];
+
+/** Mantine's dimmed field descriptions (gray.6 on white, 3.3:1) in gray.7, which keeps 4.5:1 (axe: color-contrast). */
+export const READABLE = { description: { color: 'var(--mantine-color-gray-7)' } };
+
+export function useRefreshTokens(): () => void {
+  const queryClient = useQueryClient();
+  return () => void queryClient.invalidateQueries({ queryKey: TOKENS_KEY });
+}
+
+/** The API's times as this browser writes them. */
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+
+// Filled badges in dark shades: white text on them keeps 4.5:1 contrast on any row.
+const STATE_COLORS: Record<string, string> = {
+  active: 'teal.9',
+  revoked: 'red.9',
+  expired: 'gray.8',
+  exhausted: 'violet.9',
+};
+
+export function TokenStateBadge({ state }: { state: string }) {
+  return (
+    // At least as wide as its word: a narrow table column would otherwise cut it short.
+    <Badge variant="filled" color={STATE_COLORS[state] ?? 'gray.8'} miw="max-content">
+      {state}
+    </Badge>
+  );
+}
+
+/** A page of bootstrap tokens as the filters choose them. */
+export function useTokens(filters: TokenFilters) {
+  return useQuery({
+    queryKey: [...TOKENS_KEY, 'list', filters],
+    queryFn: () => ok(api.GET('/api/tokens', { params: { query: { ...filters, limit: PAGE_SIZE } } })),
+    placeholderData: keepPreviousData,
+  });
+}
+
+/** A lifetime in seconds as a person reads it. */
+export function duration(seconds: number): string {
+  if (seconds % 86_400 === 0) return `${seconds / 86_400} d`;
+  if (seconds % 3_600 === 0) return `${seconds / 3_600} h`;
+  if (seconds % 60 === 0) return `${seconds / 60} min`;
+  return `${seconds} s`;
+}
+
+export function useGroupChoices() {
+  return useQuery({
+    queryKey: ['groups', 'choices'],
+    queryFn: () => ok(api.GET('/api/groups', { params: { query: { limit: CHOICES } } })),
+  });
+}
+
+export function usePoolChoices() {
+  return useQuery({
+    queryKey: [...TOKENS_KEY, 'pools', 'choices'],
+    queryFn: () => ok(api.GET('/api/tokens/pools', { params: { query: { limit: CHOICES } } })),
+  });
+}
+
+/** A name by id from a list of choices, the id itself when it is not among them. */
+export function nameOf(items: { id: string; name: string }[] | undefined, id: string | null): string {
+  if (!id) return '—';
+  return items?.find((item) => item.id === id)?.name ?? id;
+}
+
+/** The group new agents join: the tenant's default group unless one is chosen. */
+export function GroupSelect({ value, onChange }: { value: string | null; onChange: (id: string | null) => void }) {
+  const groups = useGroupChoices();
+  return (
+    <Select
+      label="Group"
+      description="Where the agents it enrolls go (default: the default group)"
+      placeholder="default"
+      styles={READABLE}
+      searchable
+      clearable
+      data={(groups.data?.items ?? []).map((group) => ({ value: group.id, label: group.name }))}
+      value={value}
+      onChange={onChange}
+      mb="sm"
+    />
+  );
+}
+
+const UNITS = [
+  { value: '60', label: 'minutes' },
+  { value: '3600', label: 'hours' },
+  { value: '86400', label: 'days' },
+];
+
+/** A lifetime in seconds, as an amount and a unit (the API takes seconds: 60 s to 365 days). */
+export interface Lifetime {
+  amount: number | string;
+  /** Seconds in one of the unit. */
+  unit: string;
+}
+
+export function LifetimeInput({
+  label,
+  value,
+  onChange,
+}: {
+  label: string;
+  value: Lifetime;
+  onChange: (next: Lifetime) => void;
+}) {
+  return (
+    <Group align="end" mb="sm" grow>
+      <NumberInput
+        label={label}
+        min={1}
+        allowDecimal={false}
+        value={value.amount}
+        onChange={(amount) => onChange({ ...value, amount })}
+      />
+      <Select
+        label="Unit"
+        data={UNITS}
+        allowDeselect={false}
+        value={value.unit}
+        onChange={(unit) => onChange({ ...value, unit: unit ?? '3600' })}
+      />
+    </Group>
+  );
+}
+
+export const inSeconds = ({ amount, unit }: Lifetime) => Number(amount) * Number(unit);
+
+/** First and next page of a list, the API's cursor in the URL with the list's other filters. */
+export function Paging<Filters extends { cursor?: string }>({
+  filters,
+  nextCursor,
+  setParams,
+}: {
+  filters: Filters;
+  nextCursor: string | null | undefined;
+  setParams: (params: URLSearchParams) => void;
+}) {
+  const { cursor, ...withoutCursor } = filters;
+  return (
+    <Group mt="md">
+      <Button variant="default" disabled={!cursor} onClick={() => setParams(searchOf(withoutCursor))}>
+        First page
+      </Button>
+      <Button
+        variant="default"
+        disabled={!nextCursor}
+        onClick={() => setParams(searchOf({ ...filters, cursor: nextCursor ?? undefined }))}
+      >
+        Next page
+      </Button>
+    </Group>
+  );
+}
