@@ -9,7 +9,7 @@
  * resumed from its page; an admin hands an agent over to bravo and watches it arrive live; a
  * viewer sees no write button. axe-core on every page, a screenshot of each.
  */
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { seedAgents } from '../support/agents-seed';
 import { startTestApp, type TestApp } from '../support/app';
 import {
@@ -43,6 +43,13 @@ const CHARLIE_SEEDED = 10;
 async function expectAccessible(on: Page, name: string): Promise<void> {
   expect(await seriousAccessibilityViolations(on)).toEqual([]);
   await screenshot(on, name);
+}
+
+/** A dialog done opening: axe run during its fade-in measures the contrast of half-faded text. */
+async function settled(dialog: Locator): Promise<void> {
+  await onPage(async () =>
+    expect(await dialog.evaluate((element) => element.getAnimations({ subtree: true }).length)).toBe(0),
+  );
 }
 
 const alphaGet = async (path: string) => (await alpha.t.call('GET', path, { token: alpha.admin })).body;
@@ -91,6 +98,7 @@ test('an admin pairs bravo through the form: a wrong token shows its 401, the ri
   await form.getByLabel('Base URL').fill(bravo.t.baseUrl);
   await form.getByLabel('Peer access token').fill(wrong);
   expect(await form.getByLabel('Peer access token').getAttribute('type')).toBe('password');
+  await settled(form);
   await expectAccessible(page, 'federation-peer-add');
   await form.getByRole('button', { name: 'Add peer' }).click();
   await page.getByRole('heading', { level: 2, name: 'bravo' }).waitFor();
@@ -282,6 +290,7 @@ test('an admin hands an agent over to bravo after a confirmation and watches it 
   await form.getByRole('combobox', { name: 'Agents' }).click();
   await page.getByRole('option', { name: `${movingAgent.name} · ${movingAgent.id}`, exact: true }).click();
   await page.keyboard.press('Escape');
+  await settled(form);
   await expectAccessible(page, 'federation-handover-new');
   await form.getByRole('button', { name: 'Hand over' }).click();
   const confirmation = page.getByRole('dialog', { name: 'Hand over' });

@@ -53,7 +53,7 @@ function Filters({ filters, apply }: { filters: AgentFilters; apply: (next: Agen
 const OUTCOME_COLORS: Record<Outcome['status'], string> = {
   ok: 'teal.9',
   failed: 'red.9',
-  timeout: 'orange.9',
+  timeout: 'red.9',
   unreachable: 'red.9',
   skipped: 'gray.8',
 };

@@ -31,7 +31,7 @@ const CHOICES = 200;
 const STATE_COLORS: Record<State, string> = {
   running: 'blue.9',
   completed: 'teal.9',
-  compensated: 'yellow.9',
+  compensated: 'grape.9',
   failed: 'red.9',
 };
 

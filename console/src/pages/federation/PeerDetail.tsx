@@ -15,7 +15,7 @@ import { ConfirmButton } from '../../components/ConfirmButton';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
-import { FEDERATION_KEY, FederationNav, HealthBadge, ifMatch, noContent, READABLE_DESCRIPTION, when } from './shared';
+import { FEDERATION_KEY, FederationNav, HealthBadge, ifMatch, noContent, when } from './shared';
 
 const LIVE = ['federation.peer.*'];
 
@@ -99,7 +99,6 @@ function EditPeerForm({ shown, close }: { shown: Shown; close: () => void }) {
         label="New peer access token"
         description="Leave empty to keep the stored one (only while the base URL stays on the same origin). The stored token is never shown."
         autoComplete="off"
-        styles={READABLE_DESCRIPTION}
         value={credential}
         onChange={(e) => setCredential(e.currentTarget.value)}
         mb="md"

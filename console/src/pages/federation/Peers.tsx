@@ -15,15 +15,7 @@ import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
 import { peerKey } from './PeerDetail';
-import {
-  CursorPager,
-  FEDERATION_KEY,
-  FederationNav,
-  HealthBadge,
-  PAGE_SIZE,
-  READABLE_DESCRIPTION,
-  when,
-} from './shared';
+import { CursorPager, FEDERATION_KEY, FederationNav, HealthBadge, PAGE_SIZE, when } from './shared';
 
 const LIVE = ['federation.peer.*'];
 const LIST_KEY = [...FEDERATION_KEY, 'peers', 'list'];
@@ -69,7 +61,6 @@ function AddPeerForm({ close }: { close: () => void }) {
         label="Base URL"
         description="The other installation's public address, https://host[:port]"
         required
-        styles={READABLE_DESCRIPTION}
         value={baseUrl}
         onChange={(e) => setBaseUrl(e.currentTarget.value)}
         mb="sm"
@@ -79,7 +70,6 @@ function AddPeerForm({ close }: { close: () => void }) {
         description="A PAT with role peer that the other installation issued for this one. It is stored encrypted and never shown again."
         required
         autoComplete="off"
-        styles={READABLE_DESCRIPTION}
         value={credential}
         onChange={(e) => setCredential(e.currentTarget.value)}
         mb="md"

@@ -84,12 +84,6 @@ export function HealthBadge({ healthy }: { healthy: boolean }) {
 export const when = (time: string | null | undefined, never = 'never') =>
   time ? new Date(time).toLocaleString() : never;
 
-/**
- * Mantine's dimmed field descriptions (gray.6 on white, 3.3:1) in gray.7, which keeps 4.5:1
- * (axe: color-contrast): `styles={READABLE_DESCRIPTION}` on a field with a description.
- */
-export const READABLE_DESCRIPTION = { description: { color: 'var(--mantine-color-gray-7)' } };
-
 /** The header of a write guarded by the ETag the page shows the object with. */
 export const ifMatch = (etag: string | null) => (etag ? { 'if-match': etag } : {});
 
