@@ -5,7 +5,7 @@
  * of the console no older than its sources. Anything it cannot do fails the suite.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 export const CHROMIUM = '/usr/bin/chromium';
@@ -49,12 +49,37 @@ function newestSource(dir = CONSOLE): number {
   return newest;
 }
 
+/**
+ * Puts a build in place under the feet of test runs that may be serving the old one (another
+ * jest process on this checkout): the new hashed assets join the old ones, then index.html,
+ * which names them, is replaced in one rename. Emptying dist first, as vite does, would serve
+ * blank pages for as long as a build takes.
+ */
+function publishBuild(from: string, to: string): void {
+  mkdirSync(to, { recursive: true });
+  for (const entry of readdirSync(from, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || (entry.parentPath === from && entry.name === 'index.html')) continue;
+    const target = path.join(to, path.relative(from, path.join(entry.parentPath, entry.name)));
+    mkdirSync(path.dirname(target), { recursive: true });
+    copyFileSync(path.join(entry.parentPath, entry.name), target);
+  }
+  const next = path.join(to, `index.html.${process.pid}`);
+  copyFileSync(path.join(from, 'index.html'), next);
+  renameSync(next, BUILT);
+}
+
 export function ensureConsoleBuilt(): void {
   if (existsSync(BUILT) && statSync(BUILT).mtimeMs >= newestSource()) return;
   // The bundle only: `npm test` type-checks the console (tsc -p console) before jest runs,
   // so a type error fails the suite there, named, rather than as a failed global setup.
   log('building the console (vite build console)...');
-  run('npx', ['vite', 'build', 'console', '--logLevel', 'warn']);
+  const staging = path.join(ROOT, 'node_modules', '.cache', `console-build-${process.pid}`);
+  try {
+    run('npx', ['vite', 'build', 'console', '--logLevel', 'warn', '--outDir', staging, '--emptyOutDir']);
+    publishBuild(staging, path.dirname(BUILT));
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
 }
 
 if (require.main === module) {
