@@ -7,8 +7,8 @@
  * reopening the page never shows it.
  */
 import { Alert, Button, Group, Modal, Stack, Text, TextInput } from '@mantine/core';
+import { useClipboard } from '@mantine/hooks';
 import { useMutation } from '@tanstack/react-query';
-import { useRef, useState, type RefObject } from 'react';
 
 export class Secret {
   #value: string | undefined;
@@ -48,32 +48,18 @@ export function useSecretMutation<Issued extends { token: string }>(call: () => 
 }
 
 /**
- * Copies `text` to the clipboard: the Clipboard API where the page is a secure context (HTTPS,
- * localhost); elsewhere (a console served over plain HTTP has no navigator.clipboard) the
- * shown field's selection, copied the older way.
+ * Copies the secret with the Clipboard API, which exists in secure contexts only (HTTPS,
+ * localhost): elsewhere, or when the browser refuses, the page says to copy it by hand (the
+ * field selects the whole secret when focused).
  */
-async function copy(text: string, field: HTMLInputElement | null): Promise<boolean> {
-  if (window.isSecureContext && navigator.clipboard) {
-    await navigator.clipboard.writeText(text);
-    return true;
-  }
-  field?.select();
-  return document.execCommand('copy');
-}
-
-function CopyButton({ secret, field }: { secret: string; field: RefObject<HTMLInputElement | null> }) {
-  const [copied, setCopied] = useState<boolean | undefined>();
-  const onCopy = () =>
-    copy(secret, field.current).then(
-      (done) => setCopied(done),
-      () => setCopied(false),
-    );
+function CopyButton({ secret }: { secret: string }) {
+  const clipboard = useClipboard({ timeout: 3000 });
   return (
     <Group gap="sm">
-      <Button onClick={() => void onCopy()}>Copy</Button>
+      <Button onClick={() => clipboard.copy(secret)}>Copy</Button>
       <Text size="sm" role="status">
-        {copied === true && 'Copied to the clipboard.'}
-        {copied === false && 'The browser refused to copy: select the token and copy it yourself.'}
+        {clipboard.copied && 'Copied to the clipboard.'}
+        {clipboard.error && 'The browser did not let the page copy it: select the token and copy it yourself.'}
       </Text>
     </Group>
   );
@@ -93,15 +79,14 @@ interface SecretDialogProps {
  * no element React keeps from an earlier render holds the secret.
  */
 function ShownSecret({ secret, label, onClose }: Omit<SecretDialogProps, 'title'> & { secret: Secret }) {
-  const field = useRef<HTMLInputElement>(null);
   const value = secret.value ?? '';
   return (
     <Stack>
       <Alert color="red" variant="light" title="Copy it now">
         It will not be shown again: the service keeps only its hash.
       </Alert>
-      <TextInput label={label} value={value} readOnly ref={field} onFocus={(e) => e.currentTarget.select()} />
-      <CopyButton secret={value} field={field} />
+      <TextInput label={label} value={value} readOnly onFocus={(e) => e.currentTarget.select()} />
+      <CopyButton secret={value} />
       <Group justify="flex-end">
         <Button variant="default" onClick={onClose}>
           Done
