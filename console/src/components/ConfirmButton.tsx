@@ -24,9 +24,14 @@ export function ConfirmButton({ label, question, action, onDone, ...buttonProps 
       onDone?.();
     },
   });
+  // Each opening asks afresh: the problem of an earlier refused attempt is not shown again.
+  const ask = () => {
+    mutation.reset();
+    open();
+  };
   return (
     <>
-      <Button {...buttonProps} onClick={open}>
+      <Button {...buttonProps} onClick={ask}>
         {label}
       </Button>
       <Modal opened={opened} onClose={close} title={label} closeButtonProps={{ 'aria-label': 'Close' }}>
