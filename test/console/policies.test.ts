@@ -236,6 +236,13 @@ test('the dry run of a rollout shows the agent the policy denies, and why', asyn
   // The verdict is a URL of its own.
   await alice.reload();
   await onPage(async () => expect((await tableRows(alice, 'Denied agents'))[0]?.[1]).toBe(POLICY));
+
+  // A rollout id the API refuses is its problem, not a blank page.
+  await alice.goto(`${CONSOLE_ORIGIN}/policies/dry-run?rollout=not-an-id`);
+  const problem = alice.getByRole('alert');
+  await problem.waitFor();
+  expect(await problem.textContent()).toContain('Request validation failed');
+  expect(await problem.textContent()).toContain('path.id');
 }, 90_000);
 
 test('a viewer sees the policies, paged and filtered through the URL, and no write button', async () => {

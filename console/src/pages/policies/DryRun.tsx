@@ -4,7 +4,7 @@
  * anything, and the page shows the verdict: which agents they deny, by which policy, and why.
  * The rollout (and a policy to point out) are in the URL, so a verdict can be shared.
  */
-import { Alert, Anchor, Select, Skeleton, Stack, Table, Text } from '@mantine/core';
+import { Alert, Anchor, Select, Skeleton, Stack, Text } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
@@ -13,11 +13,11 @@ import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
 import { POLICIES_KEY, POLICY_EVENTS } from './shared';
+import { Verdict } from './Verdict';
 
-type Rollout = Schemas['RolloutSummary'];
-type Evaluation = Schemas['PolicyEvaluation'];
+type Rollout = Schemas['RolloutSummary'] | Schemas['Rollout'];
 
-/** The rollouts to choose from: the newest page, searchable. */
+/** The rollouts to choose from: the newest, searchable (a deep link may name any). */
 const ROLLOUT_CHOICES = 200;
 /** The agents a rollout targets are read in the API's largest pages, up to the dry run's own limit. */
 const AGENTS_PAGE = 1000;
@@ -56,80 +56,37 @@ function pushOf(rollout: Rollout, agentIds: string[]) {
   };
 }
 
-function useDryRun(rollout: Rollout | undefined) {
+/** The rollout (any: a deep link may name one older than the choices) and its push's verdict. */
+function useDryRun(rolloutId: string | null) {
   return useQuery({
-    queryKey: [...DRY_RUN_KEY, rollout?.id],
-    enabled: rollout !== undefined,
+    queryKey: [...DRY_RUN_KEY, rolloutId],
+    enabled: rolloutId !== null,
     queryFn: async () => {
-      const agentIds = await targetAgents(rollout!.id);
-      if (agentIds.length === 0) return null;
-      return ok(api.POST('/api/policies/evaluate', { body: pushOf(rollout!, agentIds) }));
+      const rollout = await ok(api.GET('/api/rollouts/{id}', { params: { path: { id: rolloutId! } } }));
+      const agentIds = await targetAgents(rollout.id);
+      // The API needs at least one agent to judge: a rollout that targets none has no verdict.
+      const evaluation =
+        agentIds.length === 0
+          ? null
+          : await ok(api.POST('/api/policies/evaluate', { body: pushOf(rollout, agentIds) }));
+      return { rollout, evaluation };
     },
   });
 }
 
-function Verdict({ evaluation, policyId }: { evaluation: Evaluation; policyId?: string }) {
-  const denied = evaluation.verdicts.filter((verdict) => !verdict.allowed);
-  if (denied.length === 0) {
-    return (
-      <Alert color="teal.9" variant="filled" title="The policies allow this push" role="status">
-        {evaluation.verdicts.length} agents judged, none denied.
-      </Alert>
-    );
-  }
-  const deniedByPolicy = policyId && denied.some((v) => v.deniedBy.some((policy) => policy.policyId === policyId));
-  return (
-    <Stack gap="sm">
-      <Alert color="red" variant="light" title="The policies deny this push" role="status">
-        {denied.length} of {evaluation.verdicts.length} agents denied
-        {policyId &&
-          (deniedByPolicy ? ', some by the policy you came from.' : '; the policy you came from denies none.')}
-      </Alert>
-      <Table aria-label="Denied agents">
-        <Table.Thead>
-          <Table.Tr>
-            <Table.Th scope="col">Agent</Table.Th>
-            <Table.Th scope="col">Policy</Table.Th>
-            <Table.Th scope="col">Why</Table.Th>
-          </Table.Tr>
-        </Table.Thead>
-        <Table.Tbody>
-          {denied.flatMap((verdict) =>
-            verdict.deniedBy.map((policy) => (
-              <Table.Tr key={`${verdict.agentId} ${policy.policyId}`}>
-                <Table.Td>
-                  <Anchor component={Link} to={`/agents/${verdict.agentId}`}>
-                    {verdict.agentId}
-                  </Anchor>
-                </Table.Td>
-                <Table.Td>
-                  <Anchor
-                    component={Link}
-                    to={`/policies/${policy.policyId}`}
-                    fw={policy.policyId === policyId ? 700 : undefined}
-                  >
-                    {policy.name}
-                  </Anchor>
-                </Table.Td>
-                <Table.Td>{policy.error ?? 'the expression is false'}</Table.Td>
-              </Table.Tr>
-            )),
-          )}
-        </Table.Tbody>
-      </Table>
-    </Stack>
-  );
-}
-
 const rolloutLabel = (rollout: Rollout) => `${rollout.name ?? rollout.id} (${rollout.state}, v${rollout.version})`;
+
+/** The choices, and the rollout shown when it is older than they reach (a deep link). */
+function withShown(choices: Rollout[], shown: Rollout | undefined): Rollout[] {
+  return shown && !choices.some((rollout) => rollout.id === shown.id) ? [...choices, shown] : choices;
+}
 
 export function DryRunPage() {
   const [params, setParams] = useSearchParams();
   const rolloutId = params.get('rollout');
   const policyId = params.get('policy') ?? undefined;
   const rollouts = useRolloutChoices();
-  const rollout = rollouts.data?.items.find((r) => r.id === rolloutId);
-  const dryRun = useDryRun(rollout);
+  const dryRun = useDryRun(rolloutId);
   // A policy approved, enabled or changed meanwhile changes the verdict.
   useLiveRefresh(POLICY_EVENTS, [DRY_RUN_KEY]);
   const error = rollouts.error ?? dryRun.error;
@@ -148,24 +105,22 @@ export function DryRunPage() {
         label="Rollout"
         placeholder="Choose a rollout"
         searchable
-        data={(rollouts.data?.items ?? []).map((r) => ({ value: r.id, label: rolloutLabel(r) }))}
+        data={withShown(rollouts.data?.items ?? [], dryRun.data?.rollout).map((r) => ({
+          value: r.id,
+          label: rolloutLabel(r),
+        }))}
         value={rolloutId}
         onChange={(id) => setParams(searchOf({ rollout: id, policy: policyId }))}
         maw={560}
       />
-      {rolloutId && rollouts.isSuccess && !rollout && (
-        <Alert color="gray" variant="light" title="Not among the newest rollouts">
-          The rollout {rolloutId} is not among the {ROLLOUT_CHOICES} newest; choose one of them.
-        </Alert>
-      )}
       {error && <ProblemAlert error={error} />}
-      <Skeleton visible={rollout !== undefined && dryRun.isPending}>
-        {dryRun.data === null && (
+      <Skeleton visible={rolloutId !== null && dryRun.isPending}>
+        {dryRun.data?.evaluation === null && (
           <Alert color="gray" variant="light" title="No agents">
             The rollout targets no agent, so there is nothing to judge.
           </Alert>
         )}
-        {dryRun.data && <Verdict evaluation={dryRun.data} policyId={policyId} />}
+        {dryRun.data?.evaluation && <Verdict evaluation={dryRun.data.evaluation} policyId={policyId} />}
       </Skeleton>
     </Stack>
   );
