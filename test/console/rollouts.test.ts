@@ -224,6 +224,12 @@ test('an operation decided on a view the rollout has left is refused with 412, s
     );
     expect(await seriousAccessibilityViolations(stale)).toEqual([]);
     await screenshot(stale, 'rollout-operation-refused');
+    // Asked again, the dialog starts afresh: the refusal was about the attempt before.
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await stale.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Pause' }).click();
+    await dialog.getByRole('button', { name: 'Pause' }).waitFor();
+    expect(await dialog.getByRole('alert').count()).toBe(0);
   } finally {
     await stale.close();
   }
