@@ -165,6 +165,7 @@ test('the second version, one agent at a time: live progress, paused, resumed an
 
   await confirmOperation('Pause');
   await onPage(async () => expect(await rolloutState()).toBe('paused'));
+  expect(await seriousAccessibilityViolations(page)).toEqual([]); // the paused badge's contrast too
   await confirmOperation('Resume');
   await onPage(async () => expect(await rolloutState()).toBe('running'));
   await confirmOperation('Roll back');
