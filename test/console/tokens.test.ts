@@ -37,7 +37,9 @@ async function apiGet(path: string): Promise<any> {
   return reply.body;
 }
 
+/** axe once nothing moves: run during a dialog's fade-in it measures the contrast of half-faded text. */
 async function expectAccessible(on: Page, name: string): Promise<void> {
+  await onPage(async () => expect(await on.evaluate('document.getAnimations().length')).toBe(0));
   expect(await seriousAccessibilityViolations(on)).toEqual([]);
   await screenshot(on, name);
 }

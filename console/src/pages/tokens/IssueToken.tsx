@@ -8,7 +8,7 @@ import { useState, type FormEvent } from 'react';
 import { api, ok } from '../../api/client';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { SecretDialog, useSecretMutation } from './SecretOnce';
-import { GroupSelect, inSeconds, LifetimeInput, READABLE, useRefreshTokens, type Lifetime } from './shared';
+import { GroupSelect, inSeconds, LifetimeInput, useRefreshTokens, type Lifetime } from './shared';
 
 export function IssueToken() {
   const refresh = useRefreshTokens();
@@ -48,7 +48,6 @@ export function IssueToken() {
           <LifetimeInput label="Expires in" value={lifetime} onChange={setLifetime} />
           <NumberInput
             label="Enrollments allowed"
-            styles={READABLE}
             description="How many agents may enroll with it (1 to 1,000,000)"
             min={1}
             allowDecimal={false}

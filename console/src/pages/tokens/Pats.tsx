@@ -17,7 +17,7 @@ import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
 import { SecretDialog, useSecretMutation } from './SecretOnce';
-import { PAGE_SIZE, Paging, READABLE, TokenStateBadge, when } from './shared';
+import { PAGE_SIZE, Paging, TokenStateBadge, when } from './shared';
 
 type Pat = Schemas['Pat'];
 type Role = Pat['role'];
@@ -86,7 +86,6 @@ function CreatePat({ onCreated }: { onCreated: () => void }) {
           <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} mb="sm" />
           <Select
             label="Role"
-            styles={READABLE}
             description="Not above your own"
             required
             allowDeselect={false}
@@ -97,7 +96,6 @@ function CreatePat({ onCreated }: { onCreated: () => void }) {
           />
           <Textarea
             label="Allowed endpoints"
-            styles={READABLE}
             description='Optional, one a line, e.g. "POST /api/rollouts/{id}/start"; none: all its role allows'
             autosize
             minRows={2}
@@ -107,7 +105,6 @@ function CreatePat({ onCreated }: { onCreated: () => void }) {
           />
           <NumberInput
             label="Expires in (days)"
-            styles={READABLE}
             description="Optional: the tenant's default (90 days unless set)"
             min={1}
             max={3650}

@@ -21,7 +21,6 @@ import {
   duration,
   nameOf,
   Paging,
-  READABLE,
   TOKEN_EVENTS,
   TOKENS_KEY,
   useGroupChoices,
@@ -64,7 +63,6 @@ function IssueFromPool({ pool }: { pool: Pool }) {
         <Group align="end" mb="md">
           <TextInput
             label="Token name"
-            styles={READABLE}
             description="Optional"
             placeholder={`${pool.name} #${pool.activeTokens + 1}`}
             value={name}

@@ -20,7 +20,6 @@ import {
   nameOf,
   PAGE_SIZE,
   Paging,
-  READABLE,
   TOKEN_EVENTS,
   TOKENS_KEY,
   useGroupChoices,
@@ -74,7 +73,6 @@ function CreatePool() {
           />
           <NumberInput
             label="Active tokens at most"
-            styles={READABLE}
             description="Issuing is refused at this many active tokens"
             min={1}
             allowDecimal={false}

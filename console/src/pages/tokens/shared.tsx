@@ -17,9 +17,6 @@ export const TOKENS_KEY = ['tokens'];
 /** A token issued, revoked or a pool created changes what these pages show. */
 export const TOKEN_EVENTS = ['bootstrap-token.*', 'token-pool.*'];
 
-/** Mantine's dimmed field descriptions (gray.6 on white, 3.3:1) in gray.7, which keeps 4.5:1 (axe: color-contrast). */
-export const READABLE = { description: { color: 'var(--mantine-color-gray-7)' } };
-
 export function useRefreshTokens(): () => void {
   const queryClient = useQueryClient();
   return () => void queryClient.invalidateQueries({ queryKey: TOKENS_KEY });
@@ -90,7 +87,6 @@ export function GroupSelect({ value, onChange }: { value: string | null; onChang
       label="Group"
       description="Where the agents it enrolls go (default: the default group)"
       placeholder="default"
-      styles={READABLE}
       searchable
       clearable
       data={(groups.data?.items ?? []).map((group) => ({ value: group.id, label: group.name }))}
