@@ -4,26 +4,15 @@
  * exactly these choices before the rollout can be created; it is created pending, and
  * started from its page (where the policies judge it again).
  */
-import {
-  Alert,
-  Button,
-  Group,
-  MultiSelect,
-  NumberInput,
-  Select,
-  Stack,
-  Table,
-  Textarea,
-  TextInput,
-} from '@mantine/core';
+import { Button, Group, MultiSelect, NumberInput, Select, Stack, Textarea, TextInput } from '@mantine/core';
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useNavigate } from 'react-router';
-import { api, ok, type Schemas } from '../../api/client';
+import { api, ok } from '../../api/client';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
+import { Verdict } from '../policies/Verdict';
 
-type Evaluation = Schemas['PolicyEvaluation'];
 /** The form's choices come from the first page of each list: enough to pick from, searchable. */
 const CHOICES = 200;
 
@@ -50,37 +39,6 @@ function usePublishedVersions(configurationId: string | null) {
         }),
       ),
   });
-}
-
-function Verdicts({ evaluation }: { evaluation: Evaluation }) {
-  if (evaluation.allowed) {
-    return (
-      <Alert color="teal.9" variant="filled" title="The policies allow this push" role="status">
-        {evaluation.verdicts.length} agents judged, none denied.
-      </Alert>
-    );
-  }
-  const denied = evaluation.verdicts.filter((verdict) => !verdict.allowed);
-  return (
-    <Alert color="red" variant="light" title="The policies deny this push" role="status">
-      <Table aria-label="Denied agents">
-        <Table.Thead>
-          <Table.Tr>
-            <Table.Th scope="col">Agent</Table.Th>
-            <Table.Th scope="col">Denied by</Table.Th>
-          </Table.Tr>
-        </Table.Thead>
-        <Table.Tbody>
-          {denied.map((verdict) => (
-            <Table.Tr key={verdict.agentId}>
-              <Table.Td>{verdict.agentId}</Table.Td>
-              <Table.Td>{verdict.deniedBy.map((policy) => policy.error ?? policy.name).join(', ')}</Table.Td>
-            </Table.Tr>
-          ))}
-        </Table.Tbody>
-      </Table>
-    </Alert>
-  );
 }
 
 export function NewRolloutPage() {
@@ -198,7 +156,7 @@ export function NewRolloutPage() {
           </Button>
         </Group>
         {preview.isError && <ProblemAlert error={preview.error} />}
-        {previewShown && <Verdicts evaluation={preview.data} />}
+        {previewShown && <Verdict evaluation={preview.data} />}
         {create.isError && <ProblemAlert error={create.error} />}
       </Stack>
     </form>
