@@ -344,7 +344,7 @@ test('a viewer and an operator see what the API lets them, and no write they can
   }
 }, 90_000);
 
-test('bootstrap tokens page with the API’s cursor, in a URL that can be reloaded', async () => {
+test('bootstrap tokens page with the API’s cursor, in a URL that can be reloaded; a value the API refuses shows its problem', async () => {
   for (let i = 0; i < 24; i++) {
     const issued = await t.call('POST', '/api/tokens', { token: apiToken, body: { name: `bulk-${i}` } });
     expect(issued.status).toBe(201);
@@ -360,4 +360,13 @@ test('bootstrap tokens page with the API’s cursor, in a URL that can be reload
   );
   await page.getByRole('button', { name: 'First page' }).click();
   await onPage(async () => expect((await tableRows(page, 'Bootstrap tokens'))[0]?.[0]).toBe('bulk-23'));
+
+  // What the URL carries goes to the API as it is, and a value it refuses shows its problem.
+  await page.goto(`${CONSOLE_ORIGIN}/tokens/pools/not-an-id`);
+  const alert = page.getByRole('alert');
+  await alert.waitFor();
+  expect(await alert.textContent()).toContain('Request validation failed');
+  expect(await alert.textContent()).toContain('path.id');
+  await page.goto(`${CONSOLE_ORIGIN}/tokens?poolId=not-an-id`);
+  await onPage(async () => expect(await page.getByRole('alert').textContent()).toContain('query.poolId'));
 }, 90_000);
