@@ -22,7 +22,8 @@ import {
   seriousAccessibilityViolations,
   tableRows,
 } from '../support/browser';
-import { publishConfiguration } from '../support/configurations';
+import { publishConfiguration, type PublishedVersion } from '../support/configurations';
+import { eventually } from '../support/eventually';
 import { pair, startInstallation, type Installation } from '../support/federation';
 
 let alpha: Installation;
@@ -37,6 +38,9 @@ let bravoGroup: string;
 /** An agent of alpha that follows a connection-settings offer: the one handed over. */
 let movingAgent: { id: string; name: string };
 let bravoPeerId: string;
+/** The version the federated rollouts push, and the one the page pauses and resumes. */
+let published: PublishedVersion;
+let firstRolloutId: string;
 const BRAVO_SEEDED = 18;
 const CHARLIE_SEEDED = 10;
 
@@ -218,6 +222,7 @@ async function confirm(operation: string): Promise<void> {
 
 test('a federated rollout shows each installation’s part and the progress over all; paused and resumed from its page', async () => {
   const [version] = await publishConfiguration(alpha.t, alpha.operator, ['exporters:\n  debug: {}\n']);
+  published = version!;
   const created = await alpha.t.call('POST', '/api/federation/rollouts', {
     token: alpha.operator,
     body: {
@@ -233,6 +238,7 @@ test('a federated rollout shows each installation’s part and the progress over
   });
   expect(created.status).toBe(201);
   const id = created.body.id as string;
+  firstRolloutId = id;
 
   await page.goto(`${CONSOLE_ORIGIN}/federation/rollouts`);
   await page.getByRole('heading', { level: 2, name: 'Federated rollouts' }).waitFor();
@@ -278,6 +284,59 @@ test('a federated rollout shows each installation’s part and the progress over
     'Abort',
     'Roll back',
   ]);
+}, 90_000);
+
+test('an operator creates a federated rollout with the form: a refusal names the installation; once its agents are free it is created', async () => {
+  await page.goto(`${CONSOLE_ORIGIN}/federation/rollouts`);
+  await page.getByRole('link', { name: 'New federated rollout' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/federation/rollouts/new`);
+  await page.getByLabel('Name').fill('otel from the form');
+  await page.getByRole('combobox', { name: 'Configuration' }).click();
+  await page.getByRole('option', { name: published.name, exact: true }).click();
+  await page.getByRole('combobox', { name: 'Published version' }).click();
+  await page.getByRole('option', { name: `v${published.version}`, exact: true }).click();
+  await page.getByRole('combobox', { name: 'Order' }).click();
+  await page.getByRole('option', { name: /^parallel/ }).click();
+  await page.getByLabel('Roll out on bravo').check();
+  await page.getByLabel('Target group ids on bravo').fill(bravoGroup);
+
+  // bravo's agents are in the running federated rollout's part there: bravo refuses the dry run.
+  await page.getByRole('button', { name: 'Check and create' }).click();
+  const refusal = page.getByRole('alert');
+  await refusal.waitFor();
+  expect(await refusal.textContent()).toContain("Installation 'bravo' refused the rollout");
+  await expectAccessible(page, 'federation-rollout-new');
+  expect((await alphaGet('/api/federation/rollouts')).items).toHaveLength(1);
+
+  expect(
+    (await alpha.t.call('POST', `/api/federation/rollouts/${firstRolloutId}/abort`, { token: alpha.operator })).status,
+  ).toBe(200);
+  // Each installation's own rollout, as that installation reports it.
+  const [onAlpha, onBravo] = (await alphaGet(`/api/federation/rollouts/${firstRolloutId}`)).installations.map(
+    (part: { rolloutId: string }) => part.rolloutId,
+  );
+  await eventually(async () => {
+    expect((await alphaGet(`/api/rollouts/${onAlpha}`)).state).toBe('aborted');
+    const there = await bravo.t.call('GET', `/api/rollouts/${onBravo}`, { token: bravo.operator });
+    expect(there.body.state).toBe('aborted');
+  }, 30_000);
+  const alphaGroupName = (await alphaGet(`/api/groups/${alphaGroup}`)).name as string;
+  await page.getByLabel('Roll out on this installation').check();
+  await page.getByRole('combobox', { name: 'Target groups on this installation' }).click();
+  await page.getByRole('option', { name: alphaGroupName, exact: true }).click();
+  await page.keyboard.press('Escape');
+  await page.getByRole('button', { name: 'Check and create' }).click();
+  await page.getByRole('heading', { level: 2, name: 'otel from the form' }).waitFor();
+  expect((await partStates()).map((row) => row[0])).toEqual(['alpha (this installation)', 'bravo']);
+  const id = new URL(page.url()).pathname.split('/').at(-1);
+  expect(await alphaGet(`/api/federation/rollouts/${id}`)).toMatchObject({
+    mode: 'parallel',
+    version: published.version,
+    installations: [
+      { peerId: null, target: { groupIds: [alphaGroup] }, strategy: { batchSize: 1, bakeSeconds: 0 } },
+      { peerId: bravoPeerId, target: { groupIds: [bravoGroup] }, strategy: { batchSize: 1, bakeSeconds: 0 } },
+    ],
+  });
 }, 90_000);
 
 test('an admin hands an agent over to bravo after a confirmation and watches it arrive there live', async () => {

@@ -1,9 +1,10 @@
 /** The tenant's federated rollouts, newest first: a state filter and the API's cursor pages, all in the URL. */
-import { Anchor, Select, Skeleton, Table } from '@mantine/core';
+import { Anchor, Button, Group, Select, Skeleton, Table } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
+import { may, useSession } from '../../api/session';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
@@ -65,21 +66,28 @@ export function FederatedRolloutsPage() {
     queryFn: () => ok(api.GET('/api/federation/rollouts', { params: { query: { ...query, limit: PAGE_SIZE } } })),
     placeholderData: keepPreviousData,
   });
+  const session = useSession();
   useLiveRefresh(LIVE, [LIST_KEY]);
   return (
     <>
       <PageTitle>Federated rollouts</PageTitle>
       <FederationNav />
-      <Select
-        label="State"
-        placeholder="Any state"
-        data={FEDERATED_ROLLOUT_STATES}
-        value={query.state ?? null}
-        onChange={(state) => setParams(searchOf({ state: isState(state) ? state : undefined }))}
-        clearable
-        w={220}
-        mb="md"
-      />
+      <Group justify="space-between" align="end" mb="md">
+        <Select
+          label="State"
+          placeholder="Any state"
+          data={FEDERATED_ROLLOUT_STATES}
+          value={query.state ?? null}
+          onChange={(state) => setParams(searchOf({ state: isState(state) ? state : undefined }))}
+          clearable
+          w={220}
+        />
+        {session.data && may(session.data, 'operate') && (
+          <Button component={Link} to="/federation/rollouts/new">
+            New federated rollout
+          </Button>
+        )}
+      </Group>
       {rollouts.isError && <ProblemAlert error={rollouts.error} mb="md" />}
       <Skeleton visible={rollouts.isPending}>
         <Table striped highlightOnHover aria-label="Federated rollouts">

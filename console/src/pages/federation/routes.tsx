@@ -4,6 +4,7 @@ import { FederatedAgentsPage } from './FederatedAgents';
 import { FederatedRolloutDetailPage } from './FederatedRolloutDetail';
 import { FederatedRolloutsPage } from './FederatedRollouts';
 import { HandoverDetailPage } from './HandoverDetail';
+import { NewFederatedRolloutPage } from './NewFederatedRollout';
 import { HandoversPage } from './Handovers';
 import { PeerDetailPage } from './PeerDetail';
 import { PeersPage } from './Peers';
@@ -15,5 +16,6 @@ export const federationRoutes: RouteObject[] = [
   { path: 'federation/handovers', element: <HandoversPage /> },
   { path: 'federation/handovers/:id', element: <HandoverDetailPage /> },
   { path: 'federation/rollouts', element: <FederatedRolloutsPage /> },
+  { path: 'federation/rollouts/new', element: <NewFederatedRolloutPage /> },
   { path: 'federation/rollouts/:id', element: <FederatedRolloutDetailPage /> },
 ];

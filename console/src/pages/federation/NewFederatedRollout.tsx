@@ -1,0 +1,223 @@
+/**
+ * A new federated rollout (operators): a published version of one of this installation's
+ * configurations, the installations it goes to (this one and peers, in the order listed:
+ * `sequential` starts each once the one before completed), and each one's target and
+ * strategy. Creating it is the dry run: every installation is asked first and nothing is
+ * created unless all accept; a refusal is shown as the API words it, naming the installation.
+ */
+import { Button, Checkbox, Group, MultiSelect, NumberInput, Select, Stack, TextInput, Title } from '@mantine/core';
+import { useMutation, useQuery } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { useNavigate } from 'react-router';
+import { api, ok } from '../../api/client';
+import { PageTitle } from '../../components/PageTitle';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { Section } from '../AgentDetail';
+import { FEDERATION_KEY, FederationNav } from './shared';
+
+/** The form's choices come from the first page of each list: enough to pick from, searchable. */
+const CHOICES = 200;
+const LOCAL = 'local';
+
+interface Plan {
+  included: boolean;
+  /** This installation: chosen from its groups. A peer: its group ids, which only it can list. */
+  groupIds: string[];
+  batchSize: number;
+  bakeSeconds: number;
+}
+
+/** The rollouts API's defaults for what this form does not ask (the generated type wants them sent). */
+const STRATEGY_DEFAULTS = { applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' } as const;
+
+const NOT_PLANNED: Plan = { included: false, groupIds: [], batchSize: 1, bakeSeconds: 0 };
+
+function useChoices(configurationId: string | null) {
+  const configurations = useQuery({
+    queryKey: ['configurations', 'choices'],
+    queryFn: () => ok(api.GET('/api/configurations', { params: { query: { limit: CHOICES } } })),
+  });
+  const versions = useQuery({
+    queryKey: ['configurations', 'published', configurationId],
+    enabled: configurationId !== null,
+    queryFn: () =>
+      ok(
+        api.GET('/api/configurations/{id}/versions', {
+          params: { path: { id: configurationId! }, query: { state: 'published', limit: CHOICES } },
+        }),
+      ),
+  });
+  const groups = useQuery({
+    queryKey: ['groups', 'choices'],
+    queryFn: () => ok(api.GET('/api/groups', { params: { query: { limit: CHOICES } } })),
+  });
+  const peers = useQuery({
+    queryKey: [...FEDERATION_KEY, 'peers', 'choices'],
+    queryFn: () => ok(api.GET('/api/federation/peers', { params: { query: { limit: CHOICES } } })),
+  });
+  return { configurations, versions, groups, peers };
+}
+
+const idsIn = (text: string) => text.split(/[\s,]+/).filter(Boolean);
+
+function InstallationFields(props: {
+  name: string;
+  plan: Plan;
+  change: (plan: Plan) => void;
+  /** This installation's groups; none for a peer, whose group ids are typed. */
+  groups?: { value: string; label: string }[];
+}) {
+  const { name, plan, change } = props;
+  return (
+    <Section title={name}>
+      <Checkbox
+        label={`Roll out on ${name}`}
+        checked={plan.included}
+        onChange={(e) => change({ ...plan, included: e.currentTarget.checked })}
+        mb={plan.included ? 'sm' : 0}
+      />
+      {plan.included && (
+        <Stack gap="sm">
+          {props.groups ? (
+            <MultiSelect
+              label={`Target groups on ${name}`}
+              searchable
+              data={props.groups}
+              value={plan.groupIds}
+              onChange={(groupIds) => change({ ...plan, groupIds })}
+            />
+          ) : (
+            <TextInput
+              label={`Target group ids on ${name}`}
+              description={`Ids of groups of ${name}, separated by commas: its groups are listed on ${name} itself.`}
+              value={plan.groupIds.join(', ')}
+              onChange={(e) => change({ ...plan, groupIds: idsIn(e.currentTarget.value) })}
+            />
+          )}
+          <Group grow>
+            <NumberInput
+              label={`Agents per batch on ${name}`}
+              min={1}
+              value={plan.batchSize}
+              onChange={(v) => change({ ...plan, batchSize: Number(v) })}
+            />
+            <NumberInput
+              label={`Bake on ${name} (seconds)`}
+              min={0}
+              value={plan.bakeSeconds}
+              onChange={(v) => change({ ...plan, bakeSeconds: Number(v) })}
+            />
+          </Group>
+        </Stack>
+      )}
+    </Section>
+  );
+}
+
+export function NewFederatedRolloutPage() {
+  const navigate = useNavigate();
+  const [name, setName] = useState('');
+  const [configurationId, setConfigurationId] = useState<string | null>(null);
+  const [version, setVersion] = useState<string | null>(null);
+  const [mode, setMode] = useState<'sequential' | 'parallel'>('sequential');
+  const [plans, setPlans] = useState<Record<string, Plan>>({});
+  const { configurations, versions, groups, peers } = useChoices(configurationId);
+  const candidates = [
+    { peerId: LOCAL, name: 'this installation' },
+    ...(peers.data?.items ?? []).map((peer) => ({ peerId: peer.id, name: peer.name })),
+  ];
+  const planOf = (peerId: string) => plans[peerId] ?? NOT_PLANNED;
+  const chosen = candidates.filter((candidate) => planOf(candidate.peerId).included);
+  const create = useMutation({
+    mutationFn: () =>
+      ok(
+        api.POST('/api/federation/rollouts', {
+          body: {
+            ...(name.trim() && { name }),
+            configurationId: configurationId ?? '',
+            version: Number(version),
+            mode,
+            installations: chosen.map(({ peerId }) => {
+              const { groupIds, batchSize, bakeSeconds } = planOf(peerId);
+              return {
+                peerId,
+                target: { groupIds, agentIds: [], labelSelector: null },
+                strategy: { ...STRATEGY_DEFAULTS, batchSize, bakeSeconds },
+              };
+            }),
+          },
+        }),
+      ),
+    onSuccess: (rollout) => void navigate(`/federation/rollouts/${rollout.id}`),
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    create.mutate();
+  };
+  const errors = [configurations, versions, groups, peers].flatMap((query) => (query.error ? [query.error] : []));
+  return (
+    <form onSubmit={submit} aria-label="New federated rollout">
+      <PageTitle>New federated rollout</PageTitle>
+      <FederationNav />
+      <Stack maw={720}>
+        {errors.map((error) => (
+          <ProblemAlert key={error.message} error={error} />
+        ))}
+        <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
+        <Select
+          label="Configuration"
+          searchable
+          data={(configurations.data?.items ?? []).map((c) => ({ value: c.id, label: c.name }))}
+          value={configurationId}
+          onChange={(id) => {
+            setConfigurationId(id);
+            setVersion(null);
+          }}
+        />
+        <Select
+          label="Published version"
+          data={(versions.data?.items ?? []).map((v) => ({ value: String(v.version), label: `v${v.version}` }))}
+          value={version}
+          onChange={setVersion}
+          disabled={!configurationId}
+        />
+        <Select
+          label="Order"
+          allowDeselect={false}
+          data={[
+            { value: 'sequential', label: 'sequential: each installation once the one before it completed' },
+            { value: 'parallel', label: 'parallel: every installation at once' },
+          ]}
+          value={mode}
+          onChange={(value) => setMode(value === 'parallel' ? 'parallel' : 'sequential')}
+        />
+        <Title order={3} size="h5">
+          Installations, in this order
+        </Title>
+        {candidates.map((candidate) => (
+          <InstallationFields
+            key={candidate.peerId}
+            name={candidate.name}
+            plan={planOf(candidate.peerId)}
+            change={(plan) => setPlans({ ...plans, [candidate.peerId]: plan })}
+            groups={
+              candidate.peerId === LOCAL
+                ? (groups.data?.items ?? []).map((g) => ({ value: g.id, label: g.name }))
+                : undefined
+            }
+          />
+        ))}
+        <Group>
+          <Button
+            type="submit"
+            disabled={!configurationId || !version || chosen.length === 0}
+            loading={create.isPending}
+          >
+            Check and create
+          </Button>
+        </Group>
+        {create.isError && <ProblemAlert error={create.error} />}
+      </Stack>
+    </form>
+  );
+}
