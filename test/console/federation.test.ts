@@ -286,7 +286,7 @@ test('a federated rollout shows each installation’s part and the progress over
   ]);
 }, 90_000);
 
-test('an operator creates a federated rollout with the form: a refusal names the installation; once its agents are free it is created', async () => {
+test('an admin creates a federated rollout with the form: a refusal names the installation; once its agents are free it is created', async () => {
   await page.goto(`${CONSOLE_ORIGIN}/federation/rollouts`);
   await page.getByRole('link', { name: 'New federated rollout' }).click();
   await page.waitForURL(`${CONSOLE_ORIGIN}/federation/rollouts/new`);
