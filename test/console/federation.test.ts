@@ -220,7 +220,7 @@ async function confirm(operation: string): Promise<void> {
   await dialog.waitFor({ state: 'detached' });
 }
 
-test('a federated rollout shows each installation’s part and the progress over all; paused and resumed from its page', async () => {
+test('a federated rollout shows each installation’s part and the progress over all; paused and resumed from its page, a pause on a stale view refused (412)', async () => {
   const [version] = await publishConfiguration(alpha.t, alpha.operator, ['exporters:\n  debug: {}\n']);
   published = version!;
   const created = await alpha.t.call('POST', '/api/federation/rollouts', {
@@ -284,6 +284,32 @@ test('a federated rollout shows each installation’s part and the progress over
     'Abort',
     'Roll back',
   ]);
+
+  // A slow network between a second page and the hub: its events are held back, so it keeps
+  // showing the rollout running while another operator pauses it. Its Pause is refused (412).
+  let holdingEvents = false;
+  const stale = await page.context().newPage();
+  await stale.routeWebSocket(/\/hubs\/live-updates/, (socket) => {
+    const hub = socket.connectToServer();
+    hub.onMessage((message) => {
+      if (!holdingEvents) socket.send(message);
+    });
+  });
+  try {
+    await stale.goto(`${CONSOLE_ORIGIN}/federation/rollouts/${id}`);
+    await stale.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Pause' }).waitFor();
+    holdingEvents = true;
+    const paused = await alpha.t.call('POST', `/api/federation/rollouts/${id}/pause`, { token: alpha.operator });
+    expect(paused.status).toBe(200);
+    await stale.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Pause' }).click();
+    const dialog = stale.getByRole('dialog', { name: 'Pause' });
+    await dialog.getByRole('button', { name: 'Pause' }).click();
+    const problem = dialog.getByRole('alert');
+    await problem.waitFor();
+    expect(await problem.textContent()).toContain('If-Match does not match the current ETag');
+  } finally {
+    await stale.close();
+  }
 }, 90_000);
 
 test('an admin creates a federated rollout with the form: a refusal names the installation; once its agents are free it is created', async () => {
