@@ -59,6 +59,30 @@ const runs = () => tableRows(page, 'Sync runs');
 
 const shownState = () => page.getByRole('region', { name: 'Source' }).getByTestId('source-state').textContent();
 
+/**
+ * Holds the page's reads of the source (`GET /api/git-sources/{id}`: the server answers at once,
+ * the page gets the answer only once released), as a slow network would; how many were held.
+ */
+async function holdSourceReads(id: string) {
+  const url = `${CONSOLE_ORIGIN}/api/git-sources/${id}`;
+  let held = 0;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  await page.route(url, async (route) => {
+    const response = await route.fetch({ url: url.replace(CONSOLE_ORIGIN, env.t.baseUrl) }); // fleet.test is the browser's name
+    held++;
+    await released;
+    await route.fulfill({ response });
+  });
+  return {
+    held: () => held,
+    release: async () => {
+      release();
+      await page.unrouteAll({ behavior: 'wait' }); // the held answers delivered first
+    },
+  };
+}
+
 async function expectAccessible(on: Page, name: string): Promise<void> {
   expect(await seriousAccessibilityViolations(on)).toEqual([]);
   await screenshot(on, name);
@@ -158,12 +182,18 @@ test('"Sync now" makes a manual run that arrives live with the new commit; its c
     { 'collectors/otel-collector.yaml': 'receivers:\n  otlp: {}\nexporters:\n  debug: {}\n' },
     { message: 'add the debug exporter' },
   );
+  // The source's read that "Sync now" starts is still under way when the run's events arrive.
+  const slowReads = await holdSourceReads(sourceId);
   await page.getByRole('button', { name: 'Sync now' }).click();
   await onPage(async () => {
     const [run] = await runs();
     expect(run?.slice(1, 4)).toEqual(['manual', 'succeeded', pushed.slice(0, 8)]);
     expect(run?.[4]).toBe('updated otel-collector v2');
   });
+  expect(slowReads.held()).toBeGreaterThan(0);
+  await slowReads.release();
+  // That read may be from before the run ended: the page reads the source again after it.
+  await page.getByRole('region', { name: 'Source' }).getByText(pushed.slice(0, 8)).waitFor();
   const [apiRun] = (await apiGet(`/api/git-sources/${sourceId}/sync-runs`)).items;
   expect(apiRun).toMatchObject({ trigger: 'manual', status: 'succeeded', commitSha: pushed });
 

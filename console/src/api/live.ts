@@ -4,7 +4,7 @@
  * patterns, and opened again after a drop with `since` = the last event seen, so nothing
  * is missed. The events are the API's CloudEvents.
  */
-import { useQueryClient, type QueryKey } from '@tanstack/react-query';
+import { useQueryClient, type QueryClient, type QueryKey } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
 import type { Schemas } from './client';
 
@@ -66,6 +66,17 @@ export function useLiveEvents(patterns: readonly string[], onEvent: (event: Clou
 }
 
 /**
+ * Refetches `queryKey` for an event. A fetch already under way may have read before the event,
+ * so it is awaited and another one made; it is not cancelled instead, which under a steady
+ * stream of events could cancel every fetch before it answers.
+ */
+async function refetchAfterEvent(queryClient: QueryClient, queryKey: QueryKey): Promise<void> {
+  if (queryClient.isFetching({ queryKey }) > 0)
+    await queryClient.invalidateQueries({ queryKey }, { cancelRefetch: false });
+  await queryClient.invalidateQueries({ queryKey }, { cancelRefetch: false });
+}
+
+/**
  * Refetches the page's queries when events matching `patterns` arrive (at most once a second);
  * `concerns` narrows them further (one rollout's events: their subject is the rollout or, for
  * `rollout.agent-updated`, the agent, so the page looks at `data.rolloutId`).
@@ -82,7 +93,7 @@ export function useLiveRefresh(
     if (pending.current !== undefined || !concerns(event)) return;
     pending.current = window.setTimeout(() => {
       pending.current = undefined;
-      for (const queryKey of queryKeys) void queryClient.invalidateQueries({ queryKey }, { cancelRefetch: false });
+      for (const queryKey of queryKeys) void refetchAfterEvent(queryClient, queryKey);
     }, REFRESH_EVERY_MS);
   });
 }
