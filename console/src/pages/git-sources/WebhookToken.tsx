@@ -1,19 +1,17 @@
 /**
  * The source's webhook: the URL to give the Git host and whether a token exists. An admin
  * generates or rotates the token (the old one stops working at once); the new token is shown
- * once, in a dialog with a copy button, and lives only in that dialog's state: not in the
- * URL, not in storage, not in the query cache (the confirmation's call returns nothing), and
- * it is dropped when the dialog closes.
+ * once, in a dialog with a copy button and the webhook URL. It is held as the token pages hold
+ * a secret (`useSecretMutation`: in a box emptied when the dialog closes, kept by no cache),
+ * so it is never in the URL, the browser's storage or the query cache afterwards.
  */
 import { Alert, Button, Code, Group, Modal, Stack, Text, TextInput } from '@mantine/core';
 import { useClipboard } from '@mantine/hooks';
-import { useState } from 'react';
-import { api, ok, type Schemas } from '../../api/client';
+import { api, ok } from '../../api/client';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { Facts, Section } from '../AgentDetail';
+import { useSecretMutation, type Secret } from '../tokens/SecretOnce';
 import { when, type GitSource } from './shared';
-
-type IssuedToken = Schemas['GitWebhookToken'];
 
 function CopyToken({ token }: { token: string }) {
   const clipboard = useClipboard({ timeout: 3000 });
@@ -29,56 +27,59 @@ function CopyToken({ token }: { token: string }) {
   );
 }
 
-function IssuedTokenDialog({ issued, onClose }: { issued: IssuedToken | null; onClose: () => void }) {
+/** The token and where it goes; rendered only while the dialog is open, so no kept render holds it after. */
+function ShownToken({ token, url, onClose }: { token: string; url: string | undefined; onClose: () => void }) {
+  return (
+    <Stack gap="sm">
+      <Alert color="blue.9" variant="outline" title="Copy it now">
+        It will not be shown again: only its hash is kept. The previous token no longer works.
+      </Alert>
+      <TextInput
+        label="Webhook token"
+        readOnly
+        value={token}
+        spellCheck={false}
+        onFocus={(e) => e.currentTarget.select()}
+        styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)' } }}
+      />
+      <Group>
+        <CopyToken token={token} />
+      </Group>
+      <Text size="sm">
+        Give the Git host the webhook URL <Code>{url}</Code> and the token: GitLab as its secret token, a script in the{' '}
+        <Code>X-Service-Webhook-Token</Code> header, hosts that send no custom header (GitHub, Gitea, Bitbucket) as{' '}
+        <Code>?token=</Code> in the URL.
+      </Text>
+      <Group justify="flex-end">
+        <Button onClick={onClose}>Done</Button>
+      </Group>
+    </Stack>
+  );
+}
+
+/** Only the box goes through the dialog's props: once it is emptied, nothing the dialog keeps holds the token. */
+function IssuedTokenDialog({ secret, url, onClose }: { secret?: Secret; url?: string; onClose: () => void }) {
+  const token = secret?.value;
   return (
     <Modal
-      opened={issued !== null}
+      opened={token !== undefined}
       onClose={onClose}
       title="New webhook token"
       size="lg"
       closeOnClickOutside={false}
       closeButtonProps={{ 'aria-label': 'Close' }}
     >
-      {issued && (
-        <Stack gap="sm">
-          <Alert color="blue.9" variant="outline" title="Copy it now">
-            It will not be shown again: only its hash is kept. The previous token no longer works.
-          </Alert>
-          <TextInput
-            label="Webhook token"
-            readOnly
-            value={issued.token}
-            spellCheck={false}
-            onFocus={(e) => e.currentTarget.select()}
-            styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)' } }}
-          />
-          <Group>
-            <CopyToken token={issued.token} />
-          </Group>
-          <Text size="sm">
-            Give the Git host the webhook URL <Code>{issued.url}</Code> and the token: GitLab as its secret token, a
-            script in the <Code>X-Service-Webhook-Token</Code> header, hosts that send no custom header (GitHub, Gitea,
-            Bitbucket) as <Code>?token=</Code> in the URL.
-          </Text>
-          <Group justify="flex-end">
-            <Button onClick={onClose}>Done</Button>
-          </Group>
-        </Stack>
-      )}
+      {token !== undefined && <ShownToken token={token} url={url} onClose={onClose} />}
     </Modal>
   );
 }
 
 export function Webhook({ source, mayRotate, onDone }: { source: GitSource; mayRotate: boolean; onDone: () => void }) {
-  const [issued, setIssued] = useState<IssuedToken | null>(null);
+  const rotate = useSecretMutation(
+    () => ok(api.POST('/api/git-sources/{id}/webhook-token', { params: { path: { id: source.id } } })),
+    onDone,
+  );
   const label = source.webhook.configured ? 'Rotate webhook token' : 'Generate webhook token';
-  const rotate = async () => {
-    setIssued(
-      await ok(
-        api.POST('/api/git-sources/{id}/webhook-token', { params: { path: { id: source.id } }, cache: 'no-store' }),
-      ),
-    );
-  };
   return (
     <Section title="Webhook">
       <Facts
@@ -99,12 +100,13 @@ export function Webhook({ source, mayRotate, onDone }: { source: GitSource; mayR
                 ? 'Rotate the webhook token? The current token stops working at once: deliveries fail until the Git host has the new one (polling and "Sync now" catch up).'
                 : 'Generate a webhook token? It is shown once.'
             }
-            action={rotate}
-            onDone={onDone}
+            action={async () => {
+              await rotate.mutateAsync(); // the confirmation's own mutation keeps nothing of it
+            }}
           />
         </Group>
       )}
-      <IssuedTokenDialog issued={issued} onClose={() => setIssued(null)} />
+      <IssuedTokenDialog secret={rotate.data?.secret} url={rotate.data?.url} onClose={rotate.forget} />
     </Section>
   );
 }
