@@ -136,6 +136,12 @@ export async function redeemBootstrapTokenHash(db: Db, hash: Buffer): Promise<Re
   return { ok: false, reason: 'exhausted' };
 }
 
+/** Every token a pool has issued, whatever became of it (numbers its default names). */
+export async function countIssuedPoolTokens(db: Db, poolId: string): Promise<number> {
+  const [row] = await db('bootstrap_tokens').where({ pool_id: poolId }).count({ n: '*' });
+  return Number(row!.n);
+}
+
 export async function countActivePoolTokens(db: Db, poolId: string): Promise<number> {
   const [row] = await db('bootstrap_tokens').where({ pool_id: poolId }).whereRaw(ACTIVE).count({ n: '*' });
   return Number(row!.n);

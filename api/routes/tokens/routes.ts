@@ -3,6 +3,7 @@ import { emitEvents } from '../../../db/repos/events';
 import { ensureDefaultGroup, liveGroupIds } from '../../../db/repos/groups';
 import {
   countActivePoolTokens,
+  countIssuedPoolTokens,
   findBootstrapToken,
   insertBootstrapToken,
   listBootstrapTokensQuery,
@@ -269,7 +270,8 @@ export function tokensRoutes(options: ResourceRouteOptions): RouteDef[] {
           );
         }
         return issue(db, principal.tenantId, {
-          name: body?.name ?? `${pool.name} #${active + 1}`,
+          // Numbered by every token the pool issued: a number is never given twice.
+          name: body?.name ?? `${pool.name} #${(await countIssuedPoolTokens(db, pool.id)) + 1}`,
           groupId: pool.group_id,
           poolId: pool.id,
           ttlSeconds: pool.token_ttl_seconds,
