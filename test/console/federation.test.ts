@@ -56,6 +56,22 @@ async function settled(dialog: Locator): Promise<void> {
   );
 }
 
+/** Which of `secrets` the page's JavaScript heap still holds (a snapshot after a garbage collection). */
+async function heapHolds(on: Page, secrets: string[]): Promise<string[]> {
+  const cdp = await on.context().newCDPSession(on);
+  const chunks: string[] = [];
+  cdp.on('HeapProfiler.addHeapSnapshotChunk', ({ chunk }) => chunks.push(chunk));
+  try {
+    await cdp.send('HeapProfiler.enable');
+    await cdp.send('HeapProfiler.collectGarbage');
+    await cdp.send('HeapProfiler.takeHeapSnapshot', { reportProgress: false });
+  } finally {
+    await cdp.detach();
+  }
+  const heap = chunks.join('');
+  return secrets.filter((secret) => heap.includes(secret));
+}
+
 const alphaGet = async (path: string) => (await alpha.t.call('GET', path, { token: alpha.admin })).body;
 
 beforeAll(async () => {
@@ -137,6 +153,8 @@ test('an admin pairs bravo through the form: a wrong token shows its 401, the ri
     expect(row?.[4]).toMatch(/^bravo /);
   });
   await expectAccessible(page, 'federation-peers');
+  // Nor in the page's memory once the dialogs went (not in the query client's mutation cache).
+  await onPage(async () => expect(await heapHolds(page, [wrong, right])).toEqual([]));
 }, 90_000);
 
 test('a peer is deleted after a confirmation, sent with If-Match', async () => {

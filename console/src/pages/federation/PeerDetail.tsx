@@ -66,6 +66,8 @@ function EditPeerForm({ shown, close }: { shown: Shown; close: () => void }) {
   const [baseUrl, setBaseUrl] = useState(shown.peer.baseUrl);
   const [credential, setCredential] = useState('');
   const save = useMutation({
+    // Dropped from the mutation cache once the form goes: its function holds the token.
+    gcTime: 0,
     mutationFn: async () => {
       const call = api.PUT('/api/federation/peers/{id}', {
         params: { path: { id: shown.peer.id }, header: ifMatch(shown.etag) },

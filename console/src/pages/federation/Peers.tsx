@@ -37,6 +37,8 @@ function AddPeerForm({ close }: { close: () => void }) {
   const [baseUrl, setBaseUrl] = useState('');
   const [credential, setCredential] = useState('');
   const add = useMutation({
+    // Dropped from the mutation cache once the form goes: its function holds the token.
+    gcTime: 0,
     mutationFn: async () => {
       const call = api.POST('/api/federation/peers', { body: { name, baseUrl, credential } });
       const peer = await ok(call);
