@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { emitEvents, type EventType } from '../db/repos/events';
-import { findGitSourceById, markGitSourceSynced, type GitSourceRow } from '../db/repos/git-sources';
+import { findGitSourceById, markGitSourceSynced, touchGitSource, type GitSourceRow } from '../db/repos/git-sources';
 import {
   findSyncRun,
   finishSyncRun,
@@ -77,6 +77,8 @@ export function createGitSyncActivities({ db, settings, logger }: GitSyncDeps) {
   async function finishFailed(run: SyncRunRow, error: string): Promise<void> {
     logger?.warn({ sourceId: run.source_id, runId: run.id, error }, 'git sync run failed');
     await db.transaction(async (trx) => {
+      // The source first, as everywhere (see sweepRun); a deleted source took its runs.
+      if (!(await touchGitSource(trx, run.source_id))) return;
       const finished = await finishSyncRun(trx, run.id, {
         status: 'failed',
         changes: [],

@@ -149,10 +149,23 @@ export async function holdGitSource(db: Db, id: string): Promise<{ id: string } 
 }
 
 /**
- * Records the commit a sync run applied, so the next wake-up at the same tip does nothing;
- * false when the source is gone.
+ * Records the commit a sync run applied, so the next wake-up at the same tip does nothing,
+ * with a new ETag (the source shows it); false when the source is gone.
  */
 export async function markGitSourceSynced(db: Db, id: string, sha: string): Promise<boolean> {
-  const updated = await db('git_sources').where({ id }).update({ last_synced_sha: sha, last_synced_at: db.fn.now() });
+  const updated = await db('git_sources')
+    .where({ id })
+    .update({ last_synced_sha: sha, last_synced_at: db.fn.now(), row_version: db.raw('row_version + 1') } as never);
+  return updated > 0;
+}
+
+/**
+ * A new ETag for a source whose presentation changed without its settings (its last run
+ * ended): a cached copy must not be answered 304. False when the source is gone.
+ */
+export async function touchGitSource(db: Db, id: string): Promise<boolean> {
+  const updated = await db('git_sources')
+    .where({ id })
+    .update({ row_version: db.raw('row_version + 1') } as never);
   return updated > 0;
 }

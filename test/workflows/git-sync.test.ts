@@ -342,6 +342,23 @@ test('a forced sweep runs at the same tip, attributed to manual', async () => {
   expect(runs[1]).toMatchObject({ trigger: 'manual', status: 'succeeded', commitSha: await repo.tip(), changes: [] });
 });
 
+test('a source read before a run is not answered 304 after it: its ETag moves with its runs', async () => {
+  const repo = await repository();
+  const source = await registerSource(repo.url);
+  await runsThroughApi(source.id, 1);
+  const before = await call('GET', `/api/git-sources/${source.id}`);
+  const conditional = (etag: string) =>
+    env.t.call('GET', `/api/git-sources/${source.id}`, { token: env.operator, headers: { 'if-none-match': etag } });
+  expect((await conditional(before.headers.get('etag')!)).status).toBe(304);
+
+  expect((await call('POST', `/api/git-sources/${source.id}/sync`)).status).toBe(202);
+  const [, manual] = await runsThroughApi(source.id, 2);
+  const after = await conditional(before.headers.get('etag')!);
+  expect(after.status).toBe(200);
+  expect(after.body.lastRun).toMatchObject({ id: manual!.id, status: 'succeeded' });
+  expect(after.headers.get('etag')).not.toBe(before.headers.get('etag')!);
+});
+
 test('an invalid YAML file is reported with its line and column; the other files apply', async () => {
   const repo = await repository({
     'good.yaml': 'a: 1\n',
