@@ -2,20 +2,18 @@
 export interface Area {
   path: string;
   label: string;
-  /** The REST resource a page not built yet can be reached through meanwhile. */
-  api: string;
 }
 
 export const AREAS: readonly Area[] = [
-  { path: '/', label: 'Overview', api: '/api/events' },
-  { path: '/agents', label: 'Agents', api: '/api/agents' },
-  { path: '/groups', label: 'Groups', api: '/api/groups' },
-  { path: '/configurations', label: 'Configurations', api: '/api/configurations' },
-  { path: '/rollouts', label: 'Rollouts', api: '/api/rollouts' },
-  { path: '/policies', label: 'Policies', api: '/api/policies' },
-  { path: '/tokens', label: 'Bootstrap tokens', api: '/api/tokens' },
-  { path: '/pats', label: 'Access tokens', api: '/api/pats' },
-  { path: '/audit', label: 'Audit log', api: '/api/audit/events' },
-  { path: '/git-sources', label: 'Git sources', api: '/api/git-sources' },
-  { path: '/federation', label: 'Federation', api: '/api/federation/peers' },
+  { path: '/', label: 'Overview' },
+  { path: '/agents', label: 'Agents' },
+  { path: '/groups', label: 'Groups' },
+  { path: '/configurations', label: 'Configurations' },
+  { path: '/rollouts', label: 'Rollouts' },
+  { path: '/policies', label: 'Policies' },
+  { path: '/tokens', label: 'Bootstrap tokens' },
+  { path: '/pats', label: 'Access tokens' },
+  { path: '/audit', label: 'Audit log' },
+  { path: '/git-sources', label: 'Git sources' },
+  { path: '/federation', label: 'Federation' },
 ];

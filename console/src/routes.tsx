@@ -1,14 +1,11 @@
 /**
  * Every page of the console, by path: each is deep-linkable (the api serves index.html for
- * any path it does not own). Each area's pages are listed by its own routes module; an area
- * of navigation.ts that none of them serves yet gets the "not built yet" page.
+ * any path it does not own). Each area's pages are listed by its own routes module.
  */
 import { createBrowserRouter, type RouteObject } from 'react-router';
 import { Shell } from './components/Shell';
-import { AREAS } from './navigation';
 import { AgentDetailPage } from './pages/AgentDetail';
 import { AgentsPage } from './pages/Agents';
-import { NotBuiltYetPage } from './pages/NotBuiltYet';
 import { NotFoundPage } from './pages/NotFound';
 import { OverviewPage } from './pages/Overview';
 import { SignedOutPage } from './pages/SignedOut';
@@ -35,18 +32,11 @@ const pages: RouteObject[] = [
   ...federationRoutes,
 ];
 
-const served = new Set(pages.map((page) => (page.index ? '/' : `/${page.path}`)));
-
-const notBuiltYet: RouteObject[] = AREAS.filter((area) => !served.has(area.path)).map((area) => ({
-  path: area.path.slice(1),
-  element: <NotBuiltYetPage area={area} />,
-}));
-
 export const router = createBrowserRouter([
   { path: '/signed-out', element: <SignedOutPage /> },
   {
     path: '/',
     element: <Shell />,
-    children: [...pages, ...notBuiltYet, { path: '*', element: <NotFoundPage /> }],
+    children: [...pages, { path: '*', element: <NotFoundPage /> }],
   },
 ]);
