@@ -55,6 +55,15 @@ describe('the document states the rules the server enforces', () => {
   const parameter = (path: string, method: string, name: string) =>
     doc.paths[path][method].parameters.find((p: { name: string }) => p.name === name);
 
+  test('a named schema is never null itself: where a field may be null, the field says so', () => {
+    const nullable = Object.entries(doc.components.schemas)
+      .filter(([, schema]: [string, any]) => [schema.type].flat().includes('null'))
+      .map(([name]) => name);
+    expect(nullable).toEqual([]);
+    const peer = doc.components.schemas.FederationPeer.properties.remote;
+    expect(peer.anyOf).toEqual([{ $ref: '#/components/schemas/FederationPing' }, { type: 'null' }]);
+  });
+
   test('label keys: their pattern (which refuses __proto__) and at most 64', () => {
     const labels = bodyOf('/api/groups', 'post').properties.labels;
     const keys = new RegExp(labels.propertyNames.pattern);

@@ -104,7 +104,9 @@ export const versionSummarySchema = z
     createdAt: z.string(),
     publishedAt: z.string().nullable(),
     publishedBy: z.string().nullable(),
-    provenance: provenanceSchema.nullable().openapi({
+    // A union with null, not provenanceSchema.nullable(), which would make the registered
+    // component itself nullable in the OpenAPI document.
+    provenance: z.union([provenanceSchema, z.null()]).openapi({
       description: 'The commit a Git sync saved this version from; null for versions saved through the API.',
     }),
   })

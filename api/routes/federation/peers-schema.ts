@@ -111,8 +111,10 @@ export const peerSchema = z
     lastSeenAt: z.string().nullable().openapi({ description: 'When a ping was last answered.' }),
     latencyMs: z.number().int().nullable().openapi({ description: 'How long the last ping took.' }),
     lastError: z.string().nullable().openapi({ description: 'Why the last ping failed (null when it was answered).' }),
-    remote: pingSchema
-      .nullable()
+    // A union with null, not pingSchema.nullable(): that would make the registered
+    // FederationPing itself nullable (and give it this description) in the OpenAPI document.
+    remote: z
+      .union([pingSchema, z.null()])
       .openapi({ description: 'What the peer said of itself when it last answered a ping (null: never).' }),
     createdBy: z.string(),
     createdAt: z.string(),

@@ -121,7 +121,8 @@ const sourceFields = {
     .optional()
     .openapi({ description: 'Seconds between polls of the branch (default Git:DefaultPollIntervalSeconds, 60).' }),
   autoPublish: z.boolean().default(false),
-  rolloutTemplate: rolloutTemplateBody.nullable().default(null),
+  // A union with null, not .nullable(), which would make the registered component nullable.
+  rolloutTemplate: z.union([rolloutTemplateBody, z.null()]).default(null),
 };
 
 type SourceFields = {

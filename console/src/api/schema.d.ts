@@ -9480,9 +9480,9 @@ export interface components {
             createdAt: string;
             publishedAt: string | null;
             publishedBy: string | null;
-            provenance: components["schemas"]["ConfigurationVersionProvenance"];
+            /** @description The commit a Git sync saved this version from; null for versions saved through the API. */
+            provenance: components["schemas"]["ConfigurationVersionProvenance"] | null;
         };
-        /** @description The commit a Git sync saved this version from; null for versions saved through the API. */
         ConfigurationVersionProvenance: {
             sourceId: string;
             /** @description The file in the repository. */
@@ -9492,7 +9492,7 @@ export interface components {
             author: string;
             /** @description The commit's message. */
             message: string;
-        } | null;
+        };
         ConfigurationDraft: {
             /** @description At most 1 MiB (1,048,576 bytes of UTF-8); YAML and JSON must parse. */
             content: string;
@@ -9859,17 +9859,15 @@ export interface components {
             pollIntervalSeconds?: number;
             /** @default false */
             autoPublish: boolean;
-            rolloutTemplate?: components["schemas"]["GitRolloutTemplate"];
+            /** @default null */
+            rolloutTemplate: components["schemas"]["GitRolloutTemplate"] | null;
             credentials?: components["schemas"]["GitCredentialsWrite"];
         };
-        /**
-         * @description A rollout created and started for every version a sync publishes (needs `autoPublish`).
-         * @default null
-         */
+        /** @description A rollout created and started for every version a sync publishes (needs `autoPublish`). */
         GitRolloutTemplate: {
             target: components["schemas"]["RolloutTarget"];
             strategy: components["schemas"]["RolloutStrategy"];
-        } | null;
+        };
         /**
          * @description Write-only: stored encrypted, never returned (a source shows only `{ kind, configured }`).
          * @default null
@@ -9907,7 +9905,8 @@ export interface components {
             pollIntervalSeconds?: number;
             /** @default false */
             autoPublish: boolean;
-            rolloutTemplate?: components["schemas"]["GitRolloutTemplate"];
+            /** @default null */
+            rolloutTemplate: components["schemas"]["GitRolloutTemplate"] | null;
             /** @description Omitted: kept (unless repoUrl moves to another host). null: removed. An object: replaced. */
             credentials?: {
                 /** @enum {string} */
@@ -9986,7 +9985,8 @@ export interface components {
             latencyMs: number | null;
             /** @description Why the last ping failed (null when it was answered). */
             lastError: string | null;
-            remote: components["schemas"]["FederationPing"] & (Record<string, never> | null);
+            /** @description What the peer said of itself when it last answered a ping (null: never). */
+            remote: components["schemas"]["FederationPing"] | null;
             createdBy: string;
             createdAt: string;
             updatedAt: string;

@@ -153,7 +153,7 @@ export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCa
       ...(poll !== '' && { pollIntervalSeconds: Number(poll) }),
       autoPublish,
       // Not edited here: PUT replaces every setting, so the template goes back as it is.
-      ...(source && { rolloutTemplate: source.rolloutTemplate }),
+      rolloutTemplate: source?.rolloutTemplate ?? null,
       ...(choice !== 'keep' && { credentials: credentialsOf(choice, secrets) }),
     });
   };
