@@ -6,6 +6,7 @@
  * configuration offers no edit; a viewer sees no write button. axe-core on every page, and a
  * screenshot of each under test-artifacts/console/.
  */
+import { randomUUID } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../support/app';
 import {
@@ -206,11 +207,28 @@ test('a configuration managed by Git says so and offers no edit; publishing its 
     body: { content: 'a: 1\n' },
   });
   expect(draft.status).toBe(201);
-  await t.database.db('configurations').where({ id: created.body.id }).update({ managed_by: 'git-source-1' });
+  // A Git source's row as the api writes it (its sync loop is not needed here).
+  const sourceId = randomUUID();
+  await t.database.db('git_sources').insert({
+    id: sourceId,
+    tenant_id: 'default',
+    name: 'infra-repo',
+    repo_url: 'https://git.example.com/infra.git',
+    branch: 'main',
+    path: '',
+    poll_interval_seconds: 3600,
+    auto_publish: false,
+    paused: true,
+    created_by: 'test',
+  });
+  await t.database.db('configurations').where({ id: created.body.id }).update({ managed_by: sourceId });
 
   await page.goto(`${CONSOLE_ORIGIN}/configurations/${created.body.id}`);
   await page.getByRole('heading', { name: 'from-git' }).waitFor();
   await page.getByText('Managed by Git', { exact: true }).waitFor();
+  // The source by its name, a link to its page.
+  const source = page.getByRole('link', { name: 'Git source infra-repo' });
+  expect(await source.getAttribute('href')).toBe(`/git-sources/${sourceId}`);
   await page.getByRole('button', { name: 'Publish v1' }).waitFor();
   expect(await page.getByRole('link', { name: 'New version' }).count()).toBe(0);
   await expectAccessible(page, 'configuration-managed-by-git');
