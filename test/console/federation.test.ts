@@ -9,17 +9,19 @@
  * resumed from its page; an admin hands an agent over to bravo and watches it arrive live; a
  * viewer sees no write button. axe-core on every page, a screenshot of each.
  */
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { seedAgents } from '../support/agents-seed';
 import { startTestApp, type TestApp } from '../support/app';
 import {
   CONSOLE_ORIGIN,
+  heapHolds,
   launchBrowser,
   newContext,
   newSignedInPage,
   onPage,
   screenshot,
   seriousAccessibilityViolations,
+  settled,
   tableRows,
 } from '../support/browser';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
@@ -47,29 +49,6 @@ const CHARLIE_SEEDED = 10;
 async function expectAccessible(on: Page, name: string): Promise<void> {
   expect(await seriousAccessibilityViolations(on)).toEqual([]);
   await screenshot(on, name);
-}
-
-/** A dialog done opening: axe run during its fade-in measures the contrast of half-faded text. */
-async function settled(dialog: Locator): Promise<void> {
-  await onPage(async () =>
-    expect(await dialog.evaluate((element) => element.getAnimations({ subtree: true }).length)).toBe(0),
-  );
-}
-
-/** Which of `secrets` the page's JavaScript heap still holds (a snapshot after a garbage collection). */
-async function heapHolds(on: Page, secrets: string[]): Promise<string[]> {
-  const cdp = await on.context().newCDPSession(on);
-  const chunks: string[] = [];
-  cdp.on('HeapProfiler.addHeapSnapshotChunk', ({ chunk }) => chunks.push(chunk));
-  try {
-    await cdp.send('HeapProfiler.enable');
-    await cdp.send('HeapProfiler.collectGarbage');
-    await cdp.send('HeapProfiler.takeHeapSnapshot', { reportProgress: false });
-  } finally {
-    await cdp.detach();
-  }
-  const heap = chunks.join('');
-  return secrets.filter((secret) => heap.includes(secret));
 }
 
 const alphaGet = async (path: string) => (await alpha.t.call('GET', path, { token: alpha.admin })).body;

@@ -7,7 +7,7 @@
  * from its own page; a viewer reads all of it and gets no write. axe-core on every page, and
  * a screenshot of each under test-artifacts/console/.
  */
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { seedAgent, seedAgents } from '../support/agents-seed';
 import { startTestApp, type TestApp } from '../support/app';
 import {
@@ -18,6 +18,7 @@ import {
   onPage,
   screenshot,
   seriousAccessibilityViolations,
+  settled,
   tableRows,
 } from '../support/browser';
 
@@ -45,13 +46,6 @@ async function moveAll(agentIds: string[], toGroupId: string): Promise<void> {
 async function expectAccessible(on: Page, name: string): Promise<void> {
   expect(await seriousAccessibilityViolations(on)).toEqual([]);
   await screenshot(on, name);
-}
-
-/** A dialog done opening: axe run during its fade-in measures the contrast of half-faded text. */
-async function settled(dialog: Locator): Promise<void> {
-  await onPage(async () =>
-    expect(await dialog.evaluate((element) => element.getAnimations({ subtree: true }).length)).toBe(0),
-  );
 }
 
 /** Confirms the dialog a write's button opened, and waits until it closes. */

@@ -13,12 +13,14 @@ import { redeemBootstrapToken } from '../../domain/tokens/bootstrap-tokens';
 import { startTestApp, type TestApp } from '../support/app';
 import {
   CONSOLE_ORIGIN,
+  heapHolds,
   launchBrowser,
   newContext,
   newSignedInPage,
   onPage,
   screenshot,
   seriousAccessibilityViolations,
+  settled,
   tableRows,
 } from '../support/browser';
 
@@ -37,9 +39,9 @@ async function apiGet(path: string): Promise<any> {
   return reply.body;
 }
 
-/** axe once nothing moves: run during a dialog's fade-in it measures the contrast of half-faded text. */
+/** axe once nothing moves (settled). */
 async function expectAccessible(on: Page, name: string): Promise<void> {
-  await onPage(async () => expect(await on.evaluate('document.getAnimations().length')).toBe(0));
+  await settled(on);
   expect(await seriousAccessibilityViolations(on)).toEqual([]);
   await screenshot(on, name);
 }
@@ -73,26 +75,6 @@ async function traceOf(on: Page, secret: string): Promise<string[]> {
   });
   if (storage.includes(secret)) traces.push('storage');
   return traces;
-}
-
-/**
- * Whether any string in the page's JavaScript heap (the query and mutation caches, what React
- * keeps of earlier renders) still is `secret`, searched after a garbage collection.
- */
-async function heapHolds(on: Page, secret: string): Promise<boolean> {
-  const cdp = await on.context().newCDPSession(on);
-  try {
-    await cdp.send('HeapProfiler.enable');
-    await cdp.send('HeapProfiler.collectGarbage');
-    let snapshot = '';
-    cdp.on('HeapProfiler.addHeapSnapshotChunk', ({ chunk }) => {
-      snapshot += chunk;
-    });
-    await cdp.send('HeapProfiler.takeHeapSnapshot', { reportProgress: false });
-    return snapshot.includes(secret);
-  } finally {
-    await cdp.detach();
-  }
 }
 
 beforeAll(async () => {
@@ -159,7 +141,7 @@ test('an admin issues a bootstrap token whose secret is shown once, copied, and 
     ]),
   );
   expect(await traceOf(page, secret)).toEqual([]);
-  expect(await heapHolds(page, secret)).toBe(false);
+  expect(await heapHolds(page, [secret])).toEqual([]);
   await page.reload();
   await onPage(async () => expect((await tableRows(page, 'Bootstrap tokens'))[0]?.[2]).toBe('0 of 3'));
   expect(await page.getByRole('dialog').count()).toBe(0);

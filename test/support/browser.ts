@@ -7,7 +7,7 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import type { TestApp } from './app';
 import { CHROMIUM } from './console-prerequisites';
 import { eventually } from './eventually';
@@ -105,6 +105,36 @@ export async function seriousAccessibilityViolations(page: Page): Promise<AxeVio
       help,
       nodes: nodes.map(({ target, failureSummary }) => ({ target, failureSummary })),
     }));
+}
+
+/**
+ * Waits until nothing in `scope` (a dialog, or the whole page) is animating: axe run during a
+ * dialog's fade-in measures the contrast of half-faded text.
+ */
+export async function settled(scope: Page | Locator): Promise<void> {
+  const root = 'goto' in scope ? scope.locator('body') : scope;
+  await onPage(async () =>
+    expect(await root.evaluate((element) => element.getAnimations({ subtree: true }).length)).toBe(0),
+  );
+}
+
+/**
+ * Which of `secrets` any string in the page's JavaScript heap still is (the query and mutation
+ * caches, what React keeps of earlier renders): a heap snapshot taken after a garbage collection.
+ */
+export async function heapHolds(on: Page, secrets: string[]): Promise<string[]> {
+  const cdp = await on.context().newCDPSession(on);
+  const chunks: string[] = [];
+  cdp.on('HeapProfiler.addHeapSnapshotChunk', ({ chunk }) => chunks.push(chunk));
+  try {
+    await cdp.send('HeapProfiler.enable');
+    await cdp.send('HeapProfiler.collectGarbage');
+    await cdp.send('HeapProfiler.takeHeapSnapshot', { reportProgress: false });
+  } finally {
+    await cdp.detach();
+  }
+  const heap = chunks.join('');
+  return secrets.filter((secret) => heap.includes(secret));
 }
 
 /** A screenshot of the whole page, kept as a test artifact under test-artifacts/console/. */
