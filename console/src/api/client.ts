@@ -64,3 +64,12 @@ export async function ok<Data>(call: Promise<{ data?: Data; error?: unknown; res
     `The API answered ${response.status}.`,
   );
 }
+
+/** A write the API answers with 204 and no body (a delete): done, or the problem `ok` throws. */
+export async function noContent(call: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<void> {
+  const answer = await call;
+  if (!answer.response.ok) await ok(Promise.resolve(answer));
+}
+
+/** The If-Match header of a write, from the ETag the page shows the object with (none: no header). */
+export const ifMatch = (etag: string | null) => (etag ? { 'if-match': etag } : {});

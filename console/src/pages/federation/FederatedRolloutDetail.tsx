@@ -7,7 +7,7 @@
 import { Anchor, Badge, Code, Group, Skeleton, Stack, Table } from '@mantine/core';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
-import { api, ok, type Schemas } from '../../api/client';
+import { api, ifMatch, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
 import { may, useSession } from '../../api/session';
 import { ConfirmButton } from '../../components/ConfirmButton';
@@ -15,7 +15,7 @@ import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
 import { isRolloutState, RolloutStateBadge } from '../rollouts/rolloutStates';
-import { FEDERATION_KEY, FederationNav, ifMatch, when } from './shared';
+import { FEDERATION_KEY, FederationNav, when } from './shared';
 
 type FederatedRollout = Schemas['FederatedRollout'];
 type Part = FederatedRollout['installations'][number];

@@ -8,14 +8,14 @@ import { useDisclosure } from '@mantine/hooks';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { api, ok } from '../../api/client';
+import { api, ifMatch, noContent, ok } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
 import { may, useSession } from '../../api/session';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
-import { FEDERATION_KEY, FederationNav, HealthBadge, ifMatch, noContent, when } from './shared';
+import { FEDERATION_KEY, FederationNav, HealthBadge, when } from './shared';
 
 const LIVE = ['federation.peer.*'];
 

@@ -4,7 +4,6 @@
  */
 import { Badge, Button, Group } from '@mantine/core';
 import { Link, useLocation } from 'react-router';
-import { ok } from '../../api/client';
 
 /** Every query of the federation pages starts with this key: one invalidation refreshes them. */
 export const FEDERATION_KEY = ['federation'];
@@ -83,12 +82,3 @@ export function HealthBadge({ healthy }: { healthy: boolean }) {
 
 export const when = (time: string | null | undefined, never = 'never') =>
   time ? new Date(time).toLocaleString() : never;
-
-/** The header of a write guarded by the ETag the page shows the object with. */
-export const ifMatch = (etag: string | null) => (etag ? { 'if-match': etag } : {});
-
-/** A write the API answers with 204 and no body (a delete): done, or the problem `ok` throws. */
-export async function noContent(call: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<void> {
-  const answer = await call;
-  if (!answer.response.ok) await ok(Promise.resolve(answer));
-}

@@ -6,7 +6,7 @@ import { Anchor, Skeleton, Stack } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { api, ok } from '../../api/client';
+import { api, ifMatch, ok } from '../../api/client';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { SourceForm, type SourceBody } from './SourceForm';
@@ -21,7 +21,7 @@ function EditForm({ source, etag }: { source: GitSource; etag: string | null }) 
     mutationFn: (body: SourceBody) =>
       ok(
         api.PUT('/api/git-sources/{id}', {
-          params: { path: { id: source.id }, header: filledFrom ? { 'if-match': filledFrom } : {} },
+          params: { path: { id: source.id }, header: ifMatch(filledFrom) },
           body,
         }),
       ),

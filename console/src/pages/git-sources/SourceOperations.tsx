@@ -7,10 +7,10 @@
 import { Button, Group } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { Link, useNavigate } from 'react-router';
-import { api, ok } from '../../api/client';
+import { api, ifMatch, noContent, ok } from '../../api/client';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { noContent, type GitSource } from './shared';
+import { type GitSource } from './shared';
 
 const path = (id: string) => ({ params: { path: { id } } });
 
@@ -61,9 +61,8 @@ export function SourceOperations({
   onDone: () => void;
 }) {
   const navigate = useNavigate();
-  const ifMatch = etag ? { 'if-match': etag } : {};
   const remove = () =>
-    noContent(api.DELETE('/api/git-sources/{id}', { params: { path: { id: source.id }, header: ifMatch } }));
+    noContent(api.DELETE('/api/git-sources/{id}', { params: { path: { id: source.id }, header: ifMatch(etag) } }));
   return (
     <Group mb="md" role="group" aria-label="Operations">
       <SyncNow source={source} onDone={onDone} />

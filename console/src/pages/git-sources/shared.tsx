@@ -41,11 +41,6 @@ export function useRefreshGitSources(): () => void {
   return () => void queryClient.invalidateQueries({ queryKey: GIT_SOURCES_KEY });
 }
 
-/** A call answered 204 (no body) counts as done; ok() alone wants a body. */
-export function noContent(call: Promise<{ data?: unknown; error?: unknown; response: Response }>) {
-  return ok(call.then((reply) => (reply.response.ok ? { ...reply, data: null } : reply)));
-}
-
 /** A commit as people quote it: its first 8 hex digits (the whole SHA in the title). */
 export function Commit({ sha }: { sha: string | null }) {
   if (!sha) return <>none</>;

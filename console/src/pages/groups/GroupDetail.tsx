@@ -8,7 +8,7 @@ import { Anchor, Button, Code, Group, Skeleton, Stack, Table } from '@mantine/co
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
-import { api, ok, type Schemas } from '../../api/client';
+import { api, ifMatch, noContent, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
 import { may, useSession } from '../../api/session';
 import { ConfirmButton } from '../../components/ConfirmButton';
@@ -24,9 +24,7 @@ import {
   DeletedBadge,
   GROUP_EVENTS,
   GROUPS_KEY,
-  ifMatch,
   labelsText,
-  noContent,
   Pager,
   useGroup,
   useRefreshGroups,

@@ -33,18 +33,6 @@ export function useRefreshGroups(): () => void {
   return () => void queryClient.invalidateQueries({ queryKey: GROUPS_KEY });
 }
 
-/** The header of a write guarded by the ETag the page shows the group with. */
-export const ifMatch = (etag: string | null) => (etag ? { 'if-match': etag } : {});
-
-/**
- * A write the API answers with 204 and no body (a delete): nothing to return, but a problem
- * still throws as `ok` throws it.
- */
-export async function noContent(call: Promise<{ data?: unknown; error?: unknown; response: Response }>): Promise<void> {
-  const answer = await call;
-  if (!answer.response.ok) await ok(Promise.resolve(answer));
-}
-
 /** Labels as the pages write them, each `key=value`, by key (the API keeps no order: jsonb). */
 export const labelPairs = (labels: Record<string, string>) =>
   Object.keys(labels)

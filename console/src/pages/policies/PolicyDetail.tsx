@@ -8,7 +8,7 @@
  */
 import { Alert, Anchor, Button, Code, Group, Skeleton, Stack } from '@mantine/core';
 import { Link, useParams } from 'react-router';
-import { api, ok } from '../../api/client';
+import { api, ifMatch, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession, type Session } from '../../api/session';
 import { ConfirmButton } from '../../components/ConfirmButton';
@@ -16,16 +16,7 @@ import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
 import { LazyCodeEditor } from '../configurations/LazyCodeEditor';
-import {
-  ifMatch,
-  POLICIES_KEY,
-  POLICY_EVENTS,
-  PolicyBadges,
-  usePolicy,
-  useRefreshPolicies,
-  when,
-  type Policy,
-} from './shared';
+import { POLICIES_KEY, POLICY_EVENTS, PolicyBadges, usePolicy, useRefreshPolicies, when, type Policy } from './shared';
 
 function PolicyFacts({ policy }: { policy: Policy }) {
   return (

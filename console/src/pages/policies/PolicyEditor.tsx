@@ -22,13 +22,13 @@ import {
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useMemo, useRef, useState, type FormEvent } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { api, ApiProblem, ok } from '../../api/client';
+import { api, ApiProblem, ifMatch, ok } from '../../api/client';
 import { may, useSession } from '../../api/session';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { LazyCodeEditor } from '../configurations/LazyCodeEditor';
 import { expressionOffsetIn, positionAt } from './offset';
-import { ifMatch, usePolicy, useRefreshPolicies, type Policy } from './shared';
+import { usePolicy, useRefreshPolicies, type Policy } from './shared';
 
 /** The editor's name, shown above it too (a contenteditable cannot be a <label>'s control). */
 const EXPRESSION = 'Expression (CEL)';

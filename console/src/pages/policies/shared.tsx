@@ -32,9 +32,6 @@ export function useRefreshPolicies(): () => void {
   return () => void queryClient.invalidateQueries({ queryKey: POLICIES_KEY });
 }
 
-/** The If-Match header of a write, from the ETag the page shows the policy with. */
-export const ifMatch = (etag: string | null) => (etag ? { 'if-match': etag } : {});
-
 // Filled badges in dark shades: white text on them keeps 4.5:1 contrast on any row.
 export function PolicyBadges({ policy }: { policy: Policy }) {
   return (

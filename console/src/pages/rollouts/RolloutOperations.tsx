@@ -5,13 +5,13 @@
  * rather than applied to a rollout the operator has not seen. The problem shows in the dialog.
  */
 import { Group } from '@mantine/core';
-import { api, ok } from '../../api/client';
+import { api, ifMatch, ok } from '../../api/client';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import type { RolloutState } from './rolloutStates';
 
 /** The call's parameters: the rollout, and the ETag the page shows it with as If-Match. */
 function target(id: string, etag: string | null) {
-  return { params: { path: { id }, header: etag ? { 'if-match': etag } : {} } };
+  return { params: { path: { id }, header: ifMatch(etag) } };
 }
 
 interface Operation {
