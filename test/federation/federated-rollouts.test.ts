@@ -6,10 +6,12 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { federatedRolloutWorkflowId } from '../../workflows/definitions';
 import { seedAgent } from '../support/agents-seed';
 import { startTestApp } from '../support/app';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
 import { eventually } from '../support/eventually';
+import { recordHistories } from '../support/histories';
 import { pair, startInstallation, type Installation } from '../support/federation';
 
 const ERRORS = 'http://fleet.test/errors';
@@ -68,6 +70,7 @@ test('a federated rollout across a (here) and b runs to completion; b gets the s
   ]);
 
   const done = await waitFor(created.body.id, (body) => expect(body.state).toBe('completed'));
+  await recordHistories(a.client, federatedRolloutWorkflowId(created.body.id), 'federated-rollout-completed');
   for (const agent of [...fleetA.fleet.agents, ...fleetB.fleet.agents]) {
     expect(agent.state.lastConfigHash).toBe(version.contentHash);
     expect(agent.state.appliedStatus).toBe('APPLIED');
@@ -144,6 +147,7 @@ test('paused mid-way, resumed, then aborted: each operation reaches b’s rollou
   expect(aborted.body).toMatchObject({ state: 'aborted', reason: 'aborted by default.operator' });
   await eventually(async () => expect((await bRollout(onB)).body.state).toBe('aborted'), 15_000);
   await waitFor(id, (body) => expect(body.installations[1].state).toBe('aborted'));
+  await recordHistories(a.client, federatedRolloutWorkflowId(id), 'federated-rollout-pause-resume-abort');
   expect(fleetB.fleet.agents.filter((agent) => agent.state.lastConfigHash === version.contentHash).length).toBeLessThan(
     3,
   );
@@ -384,6 +388,7 @@ test('b stops answering mid-way: the federated rollout pauses rather than fails;
   await relay.start();
   expect((await operate(id, 'resume')).status).toBe(200);
   await waitFor(id, (body) => expect(body.state).toBe('completed'), 45_000);
+  await recordHistories(a.client, federatedRolloutWorkflowId(id), 'federated-rollout-peer-silent');
   for (const agent of fleetB.fleet.agents) expect(agent.state.lastConfigHash).toBe(version.contentHash);
   await relay.stop();
 }, 180_000);

@@ -7,11 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { insertHandover } from '../../db/repos/handovers';
-import { handoverWorkflowId, type HandoverOutcome } from '../../workflows/definitions';
+import { handoverWorkflowId, peerHealthWorkflowId, type HandoverOutcome } from '../../workflows/definitions';
 import { tenantIdKey } from '../../workflows/search-attributes';
 import { seedAgent } from '../support/agents-seed';
 import { startTestApp } from '../support/app';
 import { eventually } from '../support/eventually';
+import { recordHistories } from '../support/histories';
 import { pair, startInstallation, type Installation } from '../support/federation';
 import { freePort } from '../support/processes';
 
@@ -75,6 +76,7 @@ describe('a handover of live agents', () => {
 
     const done = await ended(created.id);
     expect(done).toMatchObject({ state: 'completed', reason: null });
+    await recordHistories(a.client, handoverWorkflowId(created.id), 'handover-completed');
     expect(done.counts).toEqual({ total: 3, pending: 0, offered: 0, handedOver: 3, withdrawn: 0, skipped: 0 });
     expect(await outcome(created.id)).toEqual({
       state: 'completed',
@@ -165,6 +167,8 @@ describe('a handover of live agents', () => {
       expect((await b.t.call('GET', `/api/agents/${id}`, { token: b.admin })).body.status).toBe('handed-over');
     }
     expect(await events(a, 'federation.handover.agent-received', back.body.id)).toHaveLength(3);
+    // The peer-health loop of a, which has checked bravo (and charlie) since the pairing.
+    await recordHistories(a.client, peerHealthWorkflowId(a.taskQueue), 'peer-health');
   }, 90_000);
 });
 
@@ -179,6 +183,7 @@ describe('a handover the receiver never completes', () => {
     expect(done.counts).toMatchObject({ total: 2, handedOver: 0, withdrawn: 2 });
     expect(done.reason).toBe('2 not seen by the receiver before the deadline: they stay here');
     expect(await outcome(created.id)).toMatchObject({ state: 'compensated', handedOver: 0, withdrawn: 2 });
+    await recordHistories(a.client, handoverWorkflowId(created.id), 'handover-compensated');
     expect(await events(a, 'federation.handover.compensated', created.id)).toHaveLength(1);
 
     await fleet.waitForAll((state) => state.connected && state.endpoint === a.gateway.wsUrl, 20_000);

@@ -1,7 +1,8 @@
 /**
- * Histories recorded from real rollouts (test/workflows/histories, by
- * `npm run record:histories`) replayed against today's workflow code: a change that would
- * make running rollouts non-deterministic fails here. When such a change is intended, it
+ * Histories recorded from real runs (test/workflows/histories, by `npm run record:histories`)
+ * of rollouts, Git sync loops, handovers, federated rollouts and the peer-health loop,
+ * replayed against today's workflow code: a change that would make running workflows
+ * non-deterministic fails here. When such a change is intended, it
  * must be versioned (`patched()`), not re-recorded away.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -23,6 +24,20 @@ test('the recorded histories cover a completed rollout, pause and resume, contin
   expect(types.some((events) => events.includes('workflowExecutionCompletedEventAttributes'))).toBe(true);
   expect(files.some((file) => file.includes('rollback'))).toBe(true);
   expect(files.some((file) => file.includes('pause'))).toBe(true);
+});
+
+test('they cover every long-running workflow: Git sync, handovers, federated rollouts and peer health too', () => {
+  for (const workflow of [
+    'git-sync-',
+    'handover-completed',
+    'handover-compensated',
+    'federated-rollout-',
+    'peer-health',
+  ])
+    expect({ workflow, recorded: files.some((file) => file.startsWith(workflow)) }).toEqual({
+      workflow,
+      recorded: true,
+    });
 });
 
 test('every recorded history replays against the current workflow code', async () => {
