@@ -221,7 +221,7 @@ test('a pool is created, a token issued from it up to its maximum, and the next 
   // Used up, it no longer counts: one more may be issued, then the pool is at its maximum.
   await page.reload();
   await page.getByRole('button', { name: 'Issue a token' }).click();
-  await closeSecretDialog(page, 'Bootstrap token rack-pool #1');
+  await closeSecretDialog(page, 'Bootstrap token rack-pool #2');
   await page.getByRole('button', { name: 'Issue a token' }).click();
   const alert = page.getByRole('alert');
   await alert.waitFor();
@@ -316,7 +316,7 @@ test('a viewer and an operator see what the API lets them, and no write they can
     const operator = await newSignedInPage(operatorContext, 'olivia', '/tokens?state=active', cspViolations);
     await onPage(async () => expect(await tableRows(operator, 'Bootstrap tokens')).toHaveLength(1));
     await operator.getByRole('button', { name: 'New bootstrap token' }).waitFor();
-    await operator.getByRole('button', { name: 'Revoke rack-pool #1' }).waitFor();
+    await operator.getByRole('button', { name: 'Revoke rack-pool #2' }).waitFor();
     await operator.goto(`${CONSOLE_ORIGIN}/pats`);
     await operator.getByRole('alert').waitFor();
     expect(await operator.getByRole('button', { name: 'New access token' }).count()).toBe(0);
