@@ -4,6 +4,8 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../api/client';
+import { CursorPager } from '../components/CursorPager';
+import { EmptyRow } from '../components/EmptyRow';
 import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
 import { AGENT_STATUSES, filtersFrom, PAGE_SIZE, searchOf, type AgentFilters } from './agentFilters';
@@ -27,7 +29,17 @@ function useAgents(filters: AgentFilters) {
   });
 }
 
-function Filters({ filters, apply }: { filters: AgentFilters; apply: (next: AgentFilters) => void }) {
+/** The agents' filters, applied together from the first page; the federated agents page has them too. */
+export function AgentFilterForm({
+  filters,
+  apply,
+  name = 'Filter agents',
+}: {
+  filters: AgentFilters;
+  apply: (next: AgentFilters) => void;
+  /** The search form's accessible name. */
+  name?: string;
+}) {
   const [q, setQ] = useState(filters.q ?? '');
   const [label, setLabel] = useState(filters.label ?? '');
   const [status, setStatus] = useState<string | null>(filters.status ?? null);
@@ -36,7 +48,7 @@ function Filters({ filters, apply }: { filters: AgentFilters; apply: (next: Agen
     apply(filtersFrom(searchOf({ q, label, status: (status ?? undefined) as AgentFilters['status'] })));
   };
   return (
-    <form onSubmit={submit} role="search" aria-label="Filter agents">
+    <form onSubmit={submit} role="search" aria-label={name}>
       <Group align="end" mb="md">
         <TextInput label="Name or id" value={q} onChange={(e) => setQ(e.currentTarget.value)} />
         <Select
@@ -61,11 +73,7 @@ function Filters({ filters, apply }: { filters: AgentFilters; apply: (next: Agen
 
 function AgentRows({ agents }: { agents: Schemas['Agent'][] }) {
   if (agents.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={4}>No agent matches these filters.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={4}>No agent matches these filters.</EmptyRow>;
   }
   return agents.map((agent) => (
     <Table.Tr key={agent.id}>
@@ -92,7 +100,11 @@ export function AgentsPage() {
     <>
       <PageTitle>Agents</PageTitle>
       {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
-      <Filters key={searchOf(withoutCursor).toString()} filters={filters} apply={(next) => setParams(searchOf(next))} />
+      <AgentFilterForm
+        key={searchOf(withoutCursor).toString()}
+        filters={filters}
+        apply={(next) => setParams(searchOf(next))}
+      />
       {agents.isError && <ProblemAlert error={agents.error} mb="md" />}
       <Skeleton visible={agents.isPending}>
         <Table striped highlightOnHover aria-label="Agents" data-testid="agents-table">
@@ -109,18 +121,7 @@ export function AgentsPage() {
           </Table.Tbody>
         </Table>
       </Skeleton>
-      <Group mt="md">
-        <Button variant="default" disabled={!filters.cursor} onClick={() => setParams(searchOf(withoutCursor))}>
-          First page
-        </Button>
-        <Button
-          variant="default"
-          disabled={!agents.data?.nextCursor}
-          onClick={() => setParams(searchOf({ ...filters, cursor: agents.data?.nextCursor ?? undefined }))}
-        >
-          Next page
-        </Button>
-      </Group>
+      <CursorPager filters={filters} nextCursor={agents.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

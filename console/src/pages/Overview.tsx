@@ -7,6 +7,7 @@ import { Card, SimpleGrid, Skeleton, Table, Text, Title } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { api, ok, type Schemas } from '../api/client';
 import { useLiveRefresh } from '../api/live';
+import { EmptyRow } from '../components/EmptyRow';
 import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
 
@@ -120,11 +121,7 @@ function LatestEvents() {
             <Table.Td>{event.subject ?? ''}</Table.Td>
           </Table.Tr>
         ))}
-        {events.data?.length === 0 && (
-          <Table.Tr>
-            <Table.Td colSpan={3}>No events yet.</Table.Td>
-          </Table.Tr>
-        )}
+        {events.data?.length === 0 && <EmptyRow columns={3}>No events yet.</EmptyRow>}
       </Table.Tbody>
     </Table>
   );

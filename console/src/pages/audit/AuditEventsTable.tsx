@@ -7,6 +7,7 @@ import { useState, type ReactNode } from 'react';
 import { when } from '../configurations/shared';
 import classes from './details.module.css';
 import type { AuditEvent } from './filters';
+import { EmptyRow } from '../../components/EmptyRow';
 
 const COLUMNS = ['#', 'Time', 'Actor', 'Request', 'Status', 'Resource', 'Details'];
 
@@ -141,9 +142,7 @@ export function AuditEventsTable({ events, brokenSeq }: { events: AuditEvent[]; 
       </Table.Thead>
       <Table.Tbody>
         {events.length === 0 ? (
-          <Table.Tr>
-            <Table.Td colSpan={COLUMNS.length}>No audit event matches these filters.</Table.Td>
-          </Table.Tr>
+          <EmptyRow columns={COLUMNS.length}>No audit event matches these filters.</EmptyRow>
         ) : (
           events.map((event) => (
             <EventRow

@@ -3,11 +3,12 @@
  * its cursor pages in the URL, each event's whole record on demand, and the chain's
  * verification for the roles the API allows it. A role the API refuses sees its problem.
  */
-import { Button, Group, Skeleton } from '@mantine/core';
+import { Button, Skeleton } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useSearchParams } from 'react-router';
 import { api, ApiProblem, ok } from '../../api/client';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
@@ -56,21 +57,12 @@ export function AuditLogPage() {
       <Skeleton visible={events.isPending}>
         <AuditEventsTable events={events.data?.items ?? []} brokenSeq={verification.data?.firstBrokenSeq} />
       </Skeleton>
-      <Group mt="md">
-        <Button variant="default" disabled={!filters.cursor} onClick={() => setParams(searchOf(withoutCursor))}>
-          First page
-        </Button>
-        <Button
-          variant="default"
-          disabled={!events.data?.nextCursor}
-          onClick={() => setParams(searchOf({ ...filters, cursor: events.data?.nextCursor ?? undefined }))}
-        >
-          Next page
-        </Button>
+      <CursorPager filters={filters} nextCursor={events.data?.nextCursor} setParams={setParams}>
+        {' '}
         <Button variant="default" loading={events.isFetching} onClick={() => void events.refetch()}>
           Refresh
         </Button>
-      </Group>
+      </CursorPager>
     </>
   );
 }

@@ -6,6 +6,7 @@ import { Anchor, Code, Skeleton, Stack, Table, Text, Title } from '@mantine/core
 import { useQuery } from '@tanstack/react-query';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { versionFrom } from './filters';
@@ -86,11 +87,7 @@ function KeyChanges({ changes }: { changes: Change[] }) {
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
-          {changes.length === 0 && (
-            <Table.Tr>
-              <Table.Td colSpan={4}>No key changed.</Table.Td>
-            </Table.Tr>
-          )}
+          {changes.length === 0 && <EmptyRow columns={4}>No key changed.</EmptyRow>}
           {changes.map((change) => (
             <Table.Tr key={`${change.op} ${change.path}`}>
               <Table.Td>{change.op}</Table.Td>

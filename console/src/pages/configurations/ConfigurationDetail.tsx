@@ -9,6 +9,7 @@ import { Link, useNavigate, useParams, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { PAGE_SIZE } from './filters';
@@ -70,11 +71,7 @@ function VersionRows({
   refresh: () => void;
 }) {
   if (versions.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={5}>No version saved yet.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={5}>No version saved yet.</EmptyRow>;
   }
   return versions.map((version) => (
     <Table.Tr key={version.version}>

@@ -10,6 +10,8 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
@@ -109,11 +111,7 @@ function ManagedBadge({ configuration }: { configuration: Schemas['Configuration
 
 function ConfigurationRows({ configurations }: { configurations: Schemas['Configuration'][] }) {
   if (configurations.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={5}>No configuration matches these filters.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={5}>No configuration matches these filters.</EmptyRow>;
   }
   return configurations.map((configuration) => (
     <Table.Tr key={configuration.id}>
@@ -169,18 +167,7 @@ export function ConfigurationsPage() {
           </Table.Tbody>
         </Table>
       </Skeleton>
-      <Group mt="md">
-        <Button variant="default" disabled={!filters.cursor} onClick={() => setParams(searchOf(withoutCursor))}>
-          First page
-        </Button>
-        <Button
-          variant="default"
-          disabled={!configurations.data?.nextCursor}
-          onClick={() => setParams(searchOf({ ...filters, cursor: configurations.data?.nextCursor ?? undefined }))}
-        >
-          Next page
-        </Button>
-      </Group>
+      <CursorPager filters={filters} nextCursor={configurations.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

@@ -4,50 +4,19 @@
  * answered this page is shown as it is: a peer that failed, timed out, could not be reached
  * or was skipped is a line of the page, not a failure of it (the other peers' agents show).
  */
-import { Alert, Anchor, Badge, Button, Code, Group, Select, Skeleton, Table, Text, TextInput } from '@mantine/core';
+import { Alert, Anchor, Badge, Code, Skeleton, Table, Text } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { StatusBadge } from '../Agents';
-import { AGENT_STATUSES, filtersFrom, searchOf, type AgentFilters } from '../agentFilters';
-import { CursorPager, FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
+import { AgentFilterForm, StatusBadge } from '../Agents';
+import { filtersFrom, searchOf } from '../agentFilters';
+import { FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
 
 type Outcome = Schemas['FederatedPeerOutcome'];
-
-function Filters({ filters, apply }: { filters: AgentFilters; apply: (next: AgentFilters) => void }) {
-  const [q, setQ] = useState(filters.q ?? '');
-  const [label, setLabel] = useState(filters.label ?? '');
-  const [status, setStatus] = useState<string | null>(filters.status ?? null);
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    apply(filtersFrom(searchOf({ q, label, status })));
-  };
-  return (
-    <form onSubmit={submit} role="search" aria-label="Filter federated agents">
-      <Group align="end" mb="md">
-        <TextInput label="Name or id" value={q} onChange={(e) => setQ(e.currentTarget.value)} />
-        <Select
-          label="Status"
-          placeholder="Any"
-          clearable
-          data={AGENT_STATUSES as string[]}
-          value={status}
-          onChange={setStatus}
-        />
-        <TextInput
-          label="Label"
-          placeholder="key:value"
-          value={label}
-          onChange={(e) => setLabel(e.currentTarget.value)}
-        />
-        <Button type="submit">Apply filters</Button>
-      </Group>
-    </form>
-  );
-}
 
 // Filled badges in dark shades: white text on them keeps 4.5:1 contrast on any row.
 const OUTCOME_COLORS: Record<Outcome['status'], string> = {
@@ -110,11 +79,7 @@ function PeerAnswers({ peers }: { peers: Outcome[] }) {
 
 function AgentRows({ agents }: { agents: Schemas['FederatedAgent'][] }) {
   if (agents.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={5}>No agent of an answering peer matches these filters.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={5}>No agent of an answering peer matches these filters.</EmptyRow>;
   }
   return agents.map((agent) => (
     <Table.Tr key={`${agent.peer.id}/${agent.id}`}>
@@ -152,7 +117,12 @@ export function FederatedAgentsPage() {
         .
       </Text>
       {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
-      <Filters key={searchOf(withoutCursor).toString()} filters={filters} apply={(next) => setParams(searchOf(next))} />
+      <AgentFilterForm
+        name="Filter federated agents"
+        key={searchOf(withoutCursor).toString()}
+        filters={filters}
+        apply={(next) => setParams(searchOf(next))}
+      />
       {agents.isError && <ProblemAlert error={agents.error} mb="md" />}
       <Skeleton visible={agents.isPending}>
         <PeerAnswers peers={agents.data?.peers ?? []} />
@@ -171,12 +141,7 @@ export function FederatedAgentsPage() {
           </Table.Tbody>
         </Table>
       </Skeleton>
-      <CursorPager
-        onFirstPage={!filters.cursor}
-        nextCursor={agents.data?.nextCursor}
-        first={() => setParams(searchOf(withoutCursor))}
-        next={(cursor) => setParams(searchOf({ ...filters, cursor }))}
-      />
+      <CursorPager filters={filters} nextCursor={agents.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

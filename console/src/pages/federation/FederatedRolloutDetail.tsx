@@ -16,12 +16,12 @@ import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
 import { isRolloutState, RolloutStateBadge } from '../rollouts/rolloutStates';
 import { FEDERATION_KEY, FederationNav, when } from './shared';
+import { PROGRESS_COUNTS, ProgressRow, ProgressTable, type ProgressCounts } from '../rollouts/Progress';
 
 type FederatedRollout = Schemas['FederatedRollout'];
 type Part = FederatedRollout['installations'][number];
 type State = FederatedRollout['state'];
 const LIVE = ['federation.rollout.*'];
-const COUNTS = ['total', 'pending', 'applying', 'succeeded', 'failed', 'skipped'] as const;
 
 const rolloutKey = (id: string) => [...FEDERATION_KEY, 'rollouts', 'one', id];
 
@@ -196,44 +196,21 @@ function Installations({ parts }: { parts: Part[] }) {
 }
 
 /** Every installation's counts added up (an installation that has reported none adds nothing). */
-function overall(parts: Part[]): Record<string, number> {
-  const sum: Record<string, number> = {};
-  for (const count of COUNTS) sum[count] = parts.reduce((total, part) => total + (part.progress?.[count] ?? 0), 0);
+function overall(parts: Part[]): ProgressCounts {
+  const sum: ProgressCounts = {};
+  for (const count of PROGRESS_COUNTS)
+    sum[count] = parts.reduce((total, part) => total + (part.progress?.[count] ?? 0), 0);
   return sum;
-}
-
-function ProgressRow({ name, counts }: { name: string; counts: Part['progress'] }) {
-  return (
-    <Table.Tr>
-      <Table.Th scope="row">{name}</Table.Th>
-      {COUNTS.map((count) => (
-        <Table.Td key={count}>{counts?.[count] ?? ''}</Table.Td>
-      ))}
-    </Table.Tr>
-  );
 }
 
 function Progress({ parts }: { parts: Part[] }) {
   return (
-    <Section title="Progress">
-      <Table aria-label="Progress">
-        <Table.Thead>
-          <Table.Tr>
-            {['Agents', 'Total', 'Pending', 'Applying', 'Succeeded', 'Failed', 'Skipped'].map((column) => (
-              <Table.Th key={column} scope="col">
-                {column}
-              </Table.Th>
-            ))}
-          </Table.Tr>
-        </Table.Thead>
-        <Table.Tbody>
-          <ProgressRow name="All installations" counts={overall(parts)} />
-          {parts.map((part) => (
-            <ProgressRow key={part.position} name={part.name} counts={part.progress} />
-          ))}
-        </Table.Tbody>
-      </Table>
-    </Section>
+    <ProgressTable>
+      <ProgressRow name="All installations" counts={overall(parts)} />
+      {parts.map((part) => (
+        <ProgressRow key={part.position} name={part.name} counts={part.progress} />
+      ))}
+    </ProgressTable>
   );
 }
 

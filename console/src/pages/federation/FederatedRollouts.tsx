@@ -5,11 +5,13 @@ import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
 import { RolloutStateBadge } from '../rollouts/rolloutStates';
-import { CursorPager, FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
+import { FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
 
 type State = Schemas['FederatedRollout']['state'];
 
@@ -32,11 +34,7 @@ const LIST_KEY = [...FEDERATION_KEY, 'rollouts', 'list'];
 
 function RolloutRows({ rollouts }: { rollouts: Schemas['FederatedRolloutSummary'][] }) {
   if (rollouts.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={5}>No federated rollout matches this filter.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={5}>No federated rollout matches this filter.</EmptyRow>;
   }
   return rollouts.map((rollout) => (
     <Table.Tr key={rollout.id}>
@@ -105,12 +103,7 @@ export function FederatedRolloutsPage() {
           </Table.Tbody>
         </Table>
       </Skeleton>
-      <CursorPager
-        onFirstPage={!query.cursor}
-        nextCursor={rollouts.data?.nextCursor}
-        first={() => setParams(searchOf({ state: query.state }))}
-        next={(cursor) => setParams(searchOf({ ...query, cursor }))}
-      />
+      <CursorPager filters={query} nextCursor={rollouts.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

@@ -8,12 +8,14 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
 import { searchOf } from '../agentFilters';
 import { HANDOVER_EVENTS, HandoverStateBadge } from './Handovers';
-import { CursorPager, FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
+import { FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
 
 type Handover = Schemas['Handover'];
 type AgentState = Schemas['HandoverAgent']['state'];
@@ -116,11 +118,7 @@ function HandoverAgents({ id }: { id: string }) {
           </Table.Tr>
         </Table.Thead>
         <Table.Tbody>
-          {rows.length === 0 && (
-            <Table.Tr>
-              <Table.Td colSpan={4}>No agent of this handover matches.</Table.Td>
-            </Table.Tr>
-          )}
+          {rows.length === 0 && <EmptyRow columns={4}>No agent of this handover matches.</EmptyRow>}
           {rows.map((agent) => (
             <Table.Tr key={agent.agentId}>
               <Table.Td>
@@ -135,12 +133,7 @@ function HandoverAgents({ id }: { id: string }) {
           ))}
         </Table.Tbody>
       </Table>
-      <CursorPager
-        onFirstPage={!query.cursor}
-        nextCursor={agents.data?.nextCursor}
-        first={() => setParams(searchOf({ state: query.state }))}
-        next={(cursor) => setParams(searchOf({ ...query, cursor }))}
-      />
+      <CursorPager filters={query} nextCursor={agents.data?.nextCursor} setParams={setParams} />
     </Section>
   );
 }

@@ -12,10 +12,13 @@ import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
 import { ConfirmButton } from '../../components/ConfirmButton';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
-import { CursorPager, FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
+import { CHOICES, usePeerChoices } from '../choices';
+import { FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
 
 type Handover = Schemas['Handover'];
 type State = Handover['state'];
@@ -24,8 +27,6 @@ const isState = (value: string | null): value is State => (STATES as readonly (s
 
 export const HANDOVER_EVENTS = ['federation.handover.*'];
 const LIST_KEY = [...FEDERATION_KEY, 'handovers', 'list'];
-/** The choices offered: the first this many peers and connected agents (the selects search them). */
-const CHOICES = 200;
 
 // Filled badges in dark shades: white text on them keeps 4.5:1 contrast on any row.
 const STATE_COLORS: Record<State, string> = {
@@ -44,10 +45,7 @@ export function HandoverStateBadge({ state }: { state: State }) {
 }
 
 function useChoices() {
-  const peers = useQuery({
-    queryKey: [...FEDERATION_KEY, 'peers', 'choices'],
-    queryFn: () => ok(api.GET('/api/federation/peers', { params: { query: { limit: CHOICES } } })),
-  });
+  const peers = usePeerChoices();
   // Only a connected agent is offered the receiver; the others would be skipped.
   const agents = useQuery({
     queryKey: ['agents', 'choices', 'online'],
@@ -118,11 +116,7 @@ function NewHandover() {
 
 function HandoverRows({ handovers }: { handovers: Handover[] }) {
   if (handovers.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={5}>No handover matches this filter.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={5}>No handover matches this filter.</EmptyRow>;
   }
   return handovers.map((handover) => (
     <Table.Tr key={handover.id}>
@@ -189,12 +183,7 @@ export function HandoversPage() {
           </Table.Tbody>
         </Table>
       </Skeleton>
-      <CursorPager
-        onFirstPage={!query.cursor}
-        nextCursor={handovers.data?.nextCursor}
-        first={() => setParams(searchOf({ state: query.state }))}
-        next={(cursor) => setParams(searchOf({ ...query, cursor }))}
-      />
+      <CursorPager filters={query} nextCursor={handovers.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

@@ -6,17 +6,22 @@
  * created unless all accept; a refusal is shown as the API words it, naming the installation.
  */
 import { Button, Checkbox, Group, MultiSelect, NumberInput, Select, Stack, TextInput, Title } from '@mantine/core';
-import { useMutation, useQuery } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useNavigate } from 'react-router';
 import { api, ok } from '../../api/client';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Section } from '../AgentDetail';
-import { FEDERATION_KEY, FederationNav } from './shared';
+import {
+  useConfigurationChoices,
+  useGroupChoices,
+  usePeerChoices,
+  usePublishedVersions,
+  VersionFields,
+} from '../choices';
+import { FederationNav } from './shared';
 
-/** The form's choices come from the first page of each list: enough to pick from, searchable. */
-const CHOICES = 200;
 const LOCAL = 'local';
 
 interface Plan {
@@ -33,29 +38,12 @@ const STRATEGY_DEFAULTS = { applyTimeoutSeconds: 300, maxFailurePercent: 0, onFa
 const NOT_PLANNED: Plan = { included: false, groupIds: [], batchSize: 1, bakeSeconds: 0 };
 
 function useChoices(configurationId: string | null) {
-  const configurations = useQuery({
-    queryKey: ['configurations', 'choices'],
-    queryFn: () => ok(api.GET('/api/configurations', { params: { query: { limit: CHOICES } } })),
-  });
-  const versions = useQuery({
-    queryKey: ['configurations', 'published', configurationId],
-    enabled: configurationId !== null,
-    queryFn: () =>
-      ok(
-        api.GET('/api/configurations/{id}/versions', {
-          params: { path: { id: configurationId! }, query: { state: 'published', limit: CHOICES } },
-        }),
-      ),
-  });
-  const groups = useQuery({
-    queryKey: ['groups', 'choices'],
-    queryFn: () => ok(api.GET('/api/groups', { params: { query: { limit: CHOICES } } })),
-  });
-  const peers = useQuery({
-    queryKey: [...FEDERATION_KEY, 'peers', 'choices'],
-    queryFn: () => ok(api.GET('/api/federation/peers', { params: { query: { limit: CHOICES } } })),
-  });
-  return { configurations, versions, groups, peers };
+  return {
+    configurations: useConfigurationChoices(),
+    versions: usePublishedVersions(configurationId),
+    groups: useGroupChoices(),
+    peers: usePeerChoices(),
+  };
 }
 
 const idsIn = (text: string) => text.split(/[\s,]+/).filter(Boolean);
@@ -164,22 +152,15 @@ export function NewFederatedRolloutPage() {
           <ProblemAlert key={error.message} error={error} />
         ))}
         <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
-        <Select
-          label="Configuration"
-          searchable
-          data={(configurations.data?.items ?? []).map((c) => ({ value: c.id, label: c.name }))}
-          value={configurationId}
-          onChange={(id) => {
+        <VersionFields
+          configurations={configurations}
+          versions={versions}
+          configurationId={configurationId}
+          version={version}
+          choose={(id, chosen) => {
             setConfigurationId(id);
-            setVersion(null);
+            setVersion(chosen);
           }}
-        />
-        <Select
-          label="Published version"
-          data={(versions.data?.items ?? []).map((v) => ({ value: String(v.version), label: `v${v.version}` }))}
-          value={version}
-          onChange={setVersion}
-          disabled={!configurationId}
         />
         <Select
           label="Order"

@@ -11,11 +11,12 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { searchOf } from '../agentFilters';
 import { peerKey } from './PeerDetail';
-import { CursorPager, FEDERATION_KEY, FederationNav, HealthBadge, PAGE_SIZE, when } from './shared';
+import { FEDERATION_KEY, FederationNav, HealthBadge, PAGE_SIZE, when } from './shared';
 
 const LIVE = ['federation.peer.*'];
 const LIST_KEY = [...FEDERATION_KEY, 'peers', 'list'];
@@ -103,11 +104,7 @@ function AddPeer() {
 
 function PeerRows({ peers }: { peers: Peer[] }) {
   if (peers.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={7}>No peer yet: this installation is not paired with another.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={7}>No peer yet: this installation is not paired with another.</EmptyRow>;
   }
   return peers.map((peer) => (
     <Table.Tr key={peer.id}>
@@ -168,12 +165,7 @@ export function PeersPage() {
           </Table.Tbody>
         </Table>
       </Skeleton>
-      <CursorPager
-        onFirstPage={!cursor}
-        nextCursor={peers.data?.nextCursor}
-        first={() => setParams(searchOf({}))}
-        next={(next) => setParams(searchOf({ cursor: next }))}
-      />
+      <CursorPager filters={{ cursor }} nextCursor={peers.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

@@ -48,29 +48,6 @@ export function FederationNav() {
   );
 }
 
-/**
- * First and next page of a list that pages with the API's cursor: `first` and `next` are the
- * URL queries (the filters without a cursor, and with the API's `nextCursor`).
- */
-export function CursorPager(props: {
-  onFirstPage: boolean;
-  nextCursor: string | null | undefined;
-  first: () => void;
-  next: (cursor: string) => void;
-}) {
-  const { nextCursor } = props;
-  return (
-    <Group mt="md">
-      <Button variant="default" disabled={props.onFirstPage} onClick={props.first}>
-        First page
-      </Button>
-      <Button variant="default" disabled={!nextCursor} onClick={() => nextCursor && props.next(nextCursor)}>
-        Next page
-      </Button>
-    </Group>
-  );
-}
-
 // Filled badges in dark shades: white text on them keeps 4.5:1 contrast on any row.
 export function HealthBadge({ healthy }: { healthy: boolean }) {
   return (

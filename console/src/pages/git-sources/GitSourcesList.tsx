@@ -10,6 +10,8 @@ import { Link, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
@@ -88,11 +90,7 @@ function LastSync({ source }: { source: GitSource }) {
 
 function SourceRows({ sources }: { sources: GitSource[] }) {
   if (sources.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={5}>No Git source matches these filters.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={5}>No Git source matches these filters.</EmptyRow>;
   }
   return sources.map((source) => (
     <Table.Tr key={source.id}>
@@ -158,18 +156,7 @@ export function GitSourcesPage() {
           </Table.Tbody>
         </Table>
       </Skeleton>
-      <Group mt="md">
-        <Button variant="default" disabled={!filters.cursor} onClick={() => setParams(searchOf(withoutCursor))}>
-          First page
-        </Button>
-        <Button
-          variant="default"
-          disabled={!sources.data?.nextCursor}
-          onClick={() => setParams(searchOf({ ...filters, cursor: sources.data?.nextCursor ?? undefined }))}
-        >
-          Next page
-        </Button>
-      </Group>
+      <CursorPager filters={filters} nextCursor={sources.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

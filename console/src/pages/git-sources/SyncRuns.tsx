@@ -7,6 +7,7 @@ import { Anchor, Button, Code, Group, List, Skeleton, Table, Text } from '@manti
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
+import { EmptyRow } from '../../components/EmptyRow';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Section } from '../AgentDetail';
 import { Commit, GIT_SOURCES_KEY, PAGE_SIZE, RunStatusBadge, when, type SyncRun } from './shared';
@@ -75,11 +76,7 @@ function Errors({ run }: { run: SyncRun }) {
 
 function RunRows({ runs }: { runs: SyncRun[] }) {
   if (runs.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={7}>No sync run yet.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={7}>No sync run yet.</EmptyRow>;
   }
   return runs.map((run) => (
     <Table.Tr key={run.id} data-run={run.id}>

@@ -12,11 +12,12 @@ import { api, ifMatch, noContent, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
 import { may, useSession } from '../../api/session';
 import { ConfirmButton } from '../../components/ConfirmButton';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
 import { StatusBadge } from '../Agents';
-import { searchOf } from '../agentFilters';
 import { PAGE_SIZE } from './filters';
 import { GroupFormModal } from './GroupForm';
 import { searchAgents, SearchSelect, type Choice } from './SearchSelect';
@@ -25,7 +26,6 @@ import {
   GROUP_EVENTS,
   GROUPS_KEY,
   labelsText,
-  Pager,
   useGroup,
   useRefreshGroups,
   type GroupBody,
@@ -140,11 +140,7 @@ function AddMember({ group, etag }: Shown) {
 
 function MemberRows({ agents }: { agents: Schemas['Agent'][] }) {
   if (agents.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={3}>No agent in this group.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={3}>No agent in this group.</EmptyRow>;
   }
   return agents.map((agent) => (
     <Table.Tr key={agent.id}>
@@ -188,11 +184,7 @@ function Members({ shown, canAdd }: { shown: Shown; canAdd: boolean }) {
           <MemberRows agents={members.data?.items ?? []} />
         </Table.Tbody>
       </Table>
-      <Pager
-        cursor={cursor}
-        nextCursor={members.data?.nextCursor}
-        go={(next) => setParams(searchOf({ cursor: next }))}
-      />
+      <CursorPager filters={{ cursor }} nextCursor={members.data?.nextCursor} setParams={setParams} />
     </Section>
   );
 }

@@ -10,12 +10,14 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
 import { groupFiltersFrom, PAGE_SIZE, type GroupFilters } from './filters';
 import { GroupFormModal } from './GroupForm';
-import { DeletedBadge, GROUP_EVENTS, GROUPS_KEY, labelsText, Pager, type GroupBody } from './shared';
+import { DeletedBadge, GROUP_EVENTS, GROUPS_KEY, labelsText, type GroupBody } from './shared';
 
 function Filters({ filters, apply }: { filters: GroupFilters; apply: (next: GroupFilters) => void }) {
   const [q, setQ] = useState(filters.q ?? '');
@@ -66,11 +68,7 @@ function CreateGroup() {
 
 function GroupRows({ groups }: { groups: GroupBody[] }) {
   if (groups.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={4}>No group matches these filters.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={4}>No group matches these filters.</EmptyRow>;
   }
   return groups.map((group) => (
     <Table.Tr key={group.id}>
@@ -124,11 +122,7 @@ export function GroupsPage() {
           </Table.Tbody>
         </Table>
       </Skeleton>
-      <Pager
-        cursor={filters.cursor}
-        nextCursor={groups.data?.nextCursor}
-        go={(cursor) => setParams(searchOf({ ...filters, cursor }))}
-      />
+      <CursorPager filters={filters} nextCursor={groups.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

@@ -1,5 +1,5 @@
 /** What the group pages share: the group query with its ETag, labels as text, paging, writes. */
-import { Anchor, Badge, Button, Group } from '@mantine/core';
+import { Anchor, Badge, Group } from '@mantine/core';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
@@ -59,28 +59,6 @@ export function GroupLink({ id }: { id: string }) {
         {found.data?.group.name ?? id}
       </Anchor>
       {found.data && <DeletedBadge group={found.data.group} />}
-    </Group>
-  );
-}
-
-/** The API's cursor pages: back to the first, or on to the next while there is one. */
-export function Pager({
-  cursor,
-  nextCursor,
-  go,
-}: {
-  cursor?: string;
-  nextCursor?: string | null;
-  go: (cursor: string | undefined) => void;
-}) {
-  return (
-    <Group mt="md">
-      <Button variant="default" disabled={!cursor} onClick={() => go(undefined)}>
-        First page
-      </Button>
-      <Button variant="default" disabled={!nextCursor} onClick={() => go(nextCursor ?? undefined)}>
-        Next page
-      </Button>
     </Group>
   );
 }

@@ -9,6 +9,8 @@ import { Link, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
@@ -44,11 +46,7 @@ function usePolicies(query: ListQuery) {
 
 function PolicyRows({ policies }: { policies: Policy[] }) {
   if (policies.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={4}>No policy matches these filters.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={4}>No policy matches these filters.</EmptyRow>;
   }
   return policies.map((policy) => (
     <Table.Tr key={policy.id}>
@@ -132,18 +130,7 @@ export function PoliciesPage() {
           </Table.Tbody>
         </Table>
       </Skeleton>
-      <Group mt="md">
-        <Button variant="default" disabled={!query.cursor} onClick={() => filter({})}>
-          First page
-        </Button>
-        <Button
-          variant="default"
-          disabled={!policies.data?.nextCursor}
-          onClick={() => setParams(searchOf({ ...query, cursor: policies.data?.nextCursor ?? undefined }))}
-        >
-          Next page
-        </Button>
-      </Group>
+      <CursorPager filters={query} nextCursor={policies.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

@@ -19,29 +19,20 @@ import {
   Textarea,
   TextInput,
 } from '@mantine/core';
-import { useMutation, useQuery } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useMemo, useRef, useState, type FormEvent } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiProblem, ifMatch, ok } from '../../api/client';
 import { may, useSession } from '../../api/session';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
+import { useGroupChoices } from '../choices';
 import { LazyCodeEditor } from '../configurations/LazyCodeEditor';
 import { expressionOffsetIn, positionAt } from './offset';
 import { usePolicy, useRefreshPolicies, type Policy } from './shared';
 
 /** The editor's name, shown above it too (a contenteditable cannot be a <label>'s control). */
 const EXPRESSION = 'Expression (CEL)';
-
-/** The scope's choices: the first page of groups, searchable (as the rollout form's). */
-const GROUP_CHOICES = 200;
-
-function useGroupChoices() {
-  return useQuery({
-    queryKey: ['groups', 'choices'],
-    queryFn: () => ok(api.GET('/api/groups', { params: { query: { limit: GROUP_CHOICES } } })),
-  });
-}
 
 type PolicyWrite = { name: string; description: string; expression: string; scope: string[]; enabled: boolean };
 

@@ -5,45 +5,19 @@
  * started from its page (where the policies judge it again).
  */
 import { Button, Group, MultiSelect, NumberInput, Select, Stack, Textarea, TextInput } from '@mantine/core';
-import { useMutation, useQuery } from '@tanstack/react-query';
+import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useNavigate } from 'react-router';
 import { api, ok } from '../../api/client';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
+import { useConfigurationChoices, useGroupChoices, usePublishedVersions, VersionFields } from '../choices';
 import { Verdict } from '../policies/Verdict';
-
-/** The form's choices come from the first page of each list: enough to pick from, searchable. */
-const CHOICES = 200;
-
-function useChoices() {
-  const configurations = useQuery({
-    queryKey: ['configurations', 'choices'],
-    queryFn: () => ok(api.GET('/api/configurations', { params: { query: { limit: CHOICES } } })),
-  });
-  const groups = useQuery({
-    queryKey: ['groups', 'choices'],
-    queryFn: () => ok(api.GET('/api/groups', { params: { query: { limit: CHOICES } } })),
-  });
-  return { configurations, groups };
-}
-
-function usePublishedVersions(configurationId: string | null) {
-  return useQuery({
-    queryKey: ['configurations', 'published', configurationId],
-    enabled: configurationId !== null,
-    queryFn: () =>
-      ok(
-        api.GET('/api/configurations/{id}/versions', {
-          params: { path: { id: configurationId! }, query: { state: 'published', limit: CHOICES } },
-        }),
-      ),
-  });
-}
 
 export function NewRolloutPage() {
   const navigate = useNavigate();
-  const { configurations, groups } = useChoices();
+  const configurations = useConfigurationChoices();
+  const groups = useGroupChoices();
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
   const [configurationId, setConfigurationId] = useState<string | null>(null);
@@ -92,22 +66,15 @@ export function NewRolloutPage() {
         {groups.isError && <ProblemAlert error={groups.error} />}
         <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
         <Textarea label="Description" value={description} onChange={(e) => setDescription(e.currentTarget.value)} />
-        <Select
-          label="Configuration"
-          searchable
-          data={(configurations.data?.items ?? []).map((c) => ({ value: c.id, label: c.name }))}
-          value={configurationId}
-          onChange={(id) => {
+        <VersionFields
+          configurations={configurations}
+          versions={versions}
+          configurationId={configurationId}
+          version={version}
+          choose={(id, chosen) => {
             setConfigurationId(id);
-            setVersion(null);
+            setVersion(chosen);
           }}
-        />
-        <Select
-          label="Published version"
-          data={(versions.data?.items ?? []).map((v) => ({ value: String(v.version), label: `v${v.version}` }))}
-          value={version}
-          onChange={setVersion}
-          disabled={!configurationId}
         />
         <MultiSelect
           label="Target groups"

@@ -4,18 +4,21 @@
  * The hub's `rollout.*` events for this rollout refresh it as they arrive; operators get the
  * operations its state allows.
  */
-import { Anchor, Button, Code, Group, Select, Skeleton, Stack, Table } from '@mantine/core';
+import { Anchor, Code, Select, Skeleton, Stack, Table } from '@mantine/core';
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
 import { RolloutOperations } from './RolloutOperations';
 import { RolloutStateBadge } from './rolloutStates';
 import { searchOf } from '../agentFilters';
+import { ProgressRow, ProgressTable } from './Progress';
 
 type Rollout = Schemas['Rollout'];
 type AgentResult = Schemas['RolloutAgent'];
@@ -137,51 +140,21 @@ function RolloutFacts({ rollout }: { rollout: Rollout }) {
   );
 }
 
-type Counts = Omit<Rollout['progress'], 'total'> & { total?: number };
-
-function ProgressRow({ name, counts }: { name: string; counts: Counts }) {
-  return (
-    <Table.Tr>
-      <Table.Th scope="row">{name}</Table.Th>
-      {(['total', 'pending', 'applying', 'succeeded', 'failed', 'skipped'] as const).map((count) => (
-        <Table.Td key={count}>{counts[count] ?? ''}</Table.Td>
-      ))}
-    </Table.Tr>
-  );
-}
-
 function Progress({ rollout }: { rollout: Rollout }) {
   return (
-    <Section title="Progress">
-      <Table aria-label="Progress">
-        <Table.Thead>
-          <Table.Tr>
-            {['Agents', 'Total', 'Pending', 'Applying', 'Succeeded', 'Failed', 'Skipped'].map((column) => (
-              <Table.Th key={column} scope="col">
-                {column}
-              </Table.Th>
-            ))}
-          </Table.Tr>
-        </Table.Thead>
-        <Table.Tbody>
-          <ProgressRow name="All" counts={rollout.progress} />
-          {rollout.batches.map((batch) => (
-            <ProgressRow key={batch.batch} name={`Batch ${batch.batch}`} counts={batch} />
-          ))}
-          {rollout.rollback && <ProgressRow name="Rollback" counts={rollout.rollback} />}
-        </Table.Tbody>
-      </Table>
-    </Section>
+    <ProgressTable>
+      <ProgressRow name="All" counts={rollout.progress} />
+      {rollout.batches.map((batch) => (
+        <ProgressRow key={batch.batch} name={`Batch ${batch.batch}`} counts={batch} />
+      ))}
+      {rollout.rollback && <ProgressRow name="Rollback" counts={rollout.rollback} />}
+    </ProgressTable>
   );
 }
 
 function AgentRows({ agents }: { agents: AgentResult[] }) {
   if (agents.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={6}>No agent of this rollout matches.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={6}>No agent of this rollout matches.</EmptyRow>;
   }
   return agents.map((agent) => (
     <Table.Tr key={agent.agentId}>
@@ -232,18 +205,7 @@ function AgentResults({ id }: { id: string }) {
           <AgentRows agents={agents.data?.items ?? []} />
         </Table.Tbody>
       </Table>
-      <Group mt="sm">
-        <Button variant="default" disabled={!query.cursor} onClick={() => setParams(searchOf({ state: query.state }))}>
-          First page
-        </Button>
-        <Button
-          variant="default"
-          disabled={!agents.data?.nextCursor}
-          onClick={() => setParams(searchOf({ ...query, cursor: agents.data?.nextCursor ?? undefined }))}
-        >
-          Next page
-        </Button>
-      </Group>
+      <CursorPager filters={query} nextCursor={agents.data?.nextCursor} setParams={setParams} mt="sm" />
     </Section>
   );
 }

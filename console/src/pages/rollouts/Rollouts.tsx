@@ -1,10 +1,12 @@
 /** The tenant's rollouts, newest first: a state filter and the API's cursor pages, all in the URL. */
-import { Anchor, Button, Group, Select, Skeleton, Table } from '@mantine/core';
+import { Anchor, Button, Select, Skeleton, Table } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { isRolloutState, ROLLOUT_STATES, RolloutStateBadge, type RolloutState } from './rolloutStates';
@@ -32,11 +34,7 @@ function useRollouts(query: ListQuery) {
 
 function RolloutRows({ rollouts }: { rollouts: Schemas['RolloutSummary'][] }) {
   if (rollouts.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={5}>No rollout matches this filter.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={5}>No rollout matches this filter.</EmptyRow>;
   }
   return rollouts.map((rollout) => (
     <Table.Tr key={rollout.id}>
@@ -98,18 +96,7 @@ export function RolloutsPage() {
           </Table.Tbody>
         </Table>
       </Skeleton>
-      <Group mt="md">
-        <Button variant="default" disabled={!query.cursor} onClick={() => setParams(searchOf({ state: query.state }))}>
-          First page
-        </Button>
-        <Button
-          variant="default"
-          disabled={!rollouts.data?.nextCursor}
-          onClick={() => setParams(searchOf({ ...query, cursor: rollouts.data?.nextCursor ?? undefined }))}
-        >
-          Next page
-        </Button>
-      </Group>
+      <CursorPager filters={query} nextCursor={rollouts.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

@@ -7,21 +7,14 @@ import { Anchor, Group, Select, Skeleton } from '@mantine/core';
 import { Link, useSearchParams } from 'react-router';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
 import { IssueToken } from './IssueToken';
 import { TokenTable } from './TokenTable';
 import { TOKEN_STATES, tokenFiltersFrom, type TokenFilters } from './filters';
-import {
-  Paging,
-  TOKEN_EVENTS,
-  TOKENS_KEY,
-  useGroupChoices,
-  usePoolChoices,
-  useRefreshTokens,
-  useTokens,
-} from './shared';
+import { TOKEN_EVENTS, TOKENS_KEY, useGroupChoices, usePoolChoices, useRefreshTokens, useTokens } from './shared';
 
 /** Each filter applies when chosen, from the first page. */
 function Filters({ filters, apply }: { filters: TokenFilters; apply: (next: TokenFilters) => void }) {
@@ -84,7 +77,7 @@ export function BootstrapTokensPage() {
       <Skeleton visible={tokens.isPending}>
         <TokenTable tokens={tokens.data?.items ?? []} canRevoke={canOperate} onRevoked={refresh} />
       </Skeleton>
-      <Paging filters={filters} nextCursor={tokens.data?.nextCursor} setParams={setParams} />
+      <CursorPager filters={filters} nextCursor={tokens.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

@@ -13,11 +13,13 @@ import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
 import { ConfirmButton } from '../../components/ConfirmButton';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
 import { SecretDialog, useSecretMutation } from './SecretOnce';
-import { PAGE_SIZE, Paging, TokenStateBadge, when } from './shared';
+import { PAGE_SIZE, TokenStateBadge, when } from './shared';
 
 type Pat = Schemas['Pat'];
 type Role = Pat['role'];
@@ -149,11 +151,7 @@ function RevokePat({ pat, onDone }: { pat: Pat; onDone: () => void }) {
 
 function PatRows({ pats, canRevoke, onRevoked }: { pats: Pat[]; canRevoke: boolean; onRevoked: () => void }) {
   if (pats.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={canRevoke ? 8 : 7}>No access token matches these filters.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={canRevoke ? 8 : 7}>No access token matches these filters.</EmptyRow>;
   }
   return pats.map((pat) => (
     <Table.Tr key={pat.id}>
@@ -246,7 +244,7 @@ export function PatsPage() {
           <Skeleton visible={pats.isPending}>
             <PatTable pats={pats.data?.items ?? []} canRevoke={isAdmin} onRevoked={refresh} />
           </Skeleton>
-          <Paging filters={filters} nextCursor={pats.data?.nextCursor} setParams={setParams} />
+          <CursorPager filters={filters} nextCursor={pats.data?.nextCursor} setParams={setParams} />
         </>
       )}
     </>

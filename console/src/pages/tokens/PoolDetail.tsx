@@ -10,6 +10,7 @@ import { useParams, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { searchOf } from '../agentFilters';
@@ -20,7 +21,6 @@ import { TOKEN_STATES, tokenFiltersFrom } from './filters';
 import {
   duration,
   nameOf,
-  Paging,
   TOKEN_EVENTS,
   TOKENS_KEY,
   useGroupChoices,
@@ -131,7 +131,7 @@ export function PoolDetailPage() {
         />
         {tokens.isError && <ProblemAlert error={tokens.error} mb="md" />}
         <TokenTable tokens={tokens.data?.items ?? []} canRevoke={canOperate} onRevoked={refresh} />
-        <Paging filters={{ state, cursor }} nextCursor={tokens.data?.nextCursor} setParams={setParams} />
+        <CursorPager filters={{ state, cursor }} nextCursor={tokens.data?.nextCursor} setParams={setParams} />
       </Section>
     </Stack>
   );

@@ -10,6 +10,8 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { CursorPager } from '../../components/CursorPager';
+import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import {
@@ -19,7 +21,6 @@ import {
   LifetimeInput,
   nameOf,
   PAGE_SIZE,
-  Paging,
   TOKEN_EVENTS,
   TOKENS_KEY,
   useGroupChoices,
@@ -98,11 +99,7 @@ function CreatePool() {
 function PoolRows({ pools }: { pools: Pool[] }) {
   const groups = useGroupChoices();
   if (pools.length === 0) {
-    return (
-      <Table.Tr>
-        <Table.Td colSpan={6}>No token pool yet.</Table.Td>
-      </Table.Tr>
-    );
+    return <EmptyRow columns={6}>No token pool yet.</EmptyRow>;
   }
   return pools.map((pool) => (
     <Table.Tr key={pool.id}>
@@ -158,7 +155,7 @@ export function PoolsPage() {
           </Table.Tbody>
         </Table>
       </Skeleton>
-      <Paging filters={filters} nextCursor={pools.data?.nextCursor} setParams={setParams} />
+      <CursorPager filters={filters} nextCursor={pools.data?.nextCursor} setParams={setParams} />
     </>
   );
 }

@@ -3,6 +3,7 @@ import { Anchor, Table } from '@mantine/core';
 import { Link } from 'react-router';
 import { api, ok } from '../../api/client';
 import { ConfirmButton } from '../../components/ConfirmButton';
+import { EmptyRow } from '../../components/EmptyRow';
 import { nameOf, TokenStateBadge, useGroupChoices, usePoolChoices, when, type BootstrapToken } from './shared';
 
 function RevokeButton({ token, onDone }: { token: BootstrapToken; onDone: () => void }) {
@@ -45,11 +46,7 @@ export function TokenTable({
         </Table.Tr>
       </Table.Thead>
       <Table.Tbody>
-        {tokens.length === 0 && (
-          <Table.Tr>
-            <Table.Td colSpan={columns}>No bootstrap token matches these filters.</Table.Td>
-          </Table.Tr>
-        )}
+        {tokens.length === 0 && <EmptyRow columns={columns}>No bootstrap token matches these filters.</EmptyRow>}
         {tokens.map((token) => (
           <Table.Tr key={token.id}>
             <Table.Td>{token.name}</Table.Td>

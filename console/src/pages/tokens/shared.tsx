@@ -1,16 +1,17 @@
 /** What the bootstrap token, pool and access token pages share: keys, events, badges, choices, paging. */
-import { Badge, Button, Group, NumberInput, Select } from '@mantine/core';
+import { Badge, Group, NumberInput, Select } from '@mantine/core';
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, type Schemas } from '../../api/client';
-import { searchOf } from '../agentFilters';
+import { CHOICES, useGroupChoices } from '../choices';
 import type { TokenFilters } from './filters';
+
+/** The groups to choose from, as every form offers them. */
+export { useGroupChoices };
 
 export type BootstrapToken = Schemas['BootstrapToken'];
 export type Pool = Schemas['TokenPool'];
 
 export const PAGE_SIZE = 25;
-/** The form's choices (groups, pools) are the first page of each list: enough to pick from, searchable. */
-const CHOICES = 200;
 
 /** Every query of the bootstrap token and pool pages starts with this key: one invalidation refreshes them. */
 export const TOKENS_KEY = ['tokens'];
@@ -57,13 +58,6 @@ export function duration(seconds: number): string {
   if (seconds % 3_600 === 0) return `${seconds / 3_600} h`;
   if (seconds % 60 === 0) return `${seconds / 60} min`;
   return `${seconds} s`;
-}
-
-export function useGroupChoices() {
-  return useQuery({
-    queryKey: ['groups', 'choices'],
-    queryFn: () => ok(api.GET('/api/groups', { params: { query: { limit: CHOICES } } })),
-  });
 }
 
 export function usePoolChoices() {
@@ -140,30 +134,3 @@ export function LifetimeInput({
 }
 
 export const inSeconds = ({ amount, unit }: Lifetime) => Number(amount) * Number(unit);
-
-/** First and next page of a list, the API's cursor in the URL with the list's other filters. */
-export function Paging<Filters extends { cursor?: string }>({
-  filters,
-  nextCursor,
-  setParams,
-}: {
-  filters: Filters;
-  nextCursor: string | null | undefined;
-  setParams: (params: URLSearchParams) => void;
-}) {
-  const { cursor, ...withoutCursor } = filters;
-  return (
-    <Group mt="md">
-      <Button variant="default" disabled={!cursor} onClick={() => setParams(searchOf(withoutCursor))}>
-        First page
-      </Button>
-      <Button
-        variant="default"
-        disabled={!nextCursor}
-        onClick={() => setParams(searchOf({ ...filters, cursor: nextCursor ?? undefined }))}
-      >
-        Next page
-      </Button>
-    </Group>
-  );
-}

@@ -1,0 +1,44 @@
+/**
+ * A rollout's progress as a table of agent counts, one row per part (overall, each batch, the
+ * rollback; a federated rollout's installations): the rollout page and the federated rollout
+ * page show it alike.
+ */
+import { Table } from '@mantine/core';
+import type { ReactNode } from 'react';
+import { Section } from '../AgentDetail';
+
+export const PROGRESS_COUNTS = ['total', 'pending', 'applying', 'succeeded', 'failed', 'skipped'] as const;
+
+export type ProgressCounts = Partial<Record<(typeof PROGRESS_COUNTS)[number], number>>;
+
+/** A part's counts; a part that has reported none (a peer not asked yet) shows empty cells. */
+export function ProgressRow({ name, counts }: { name: string; counts: ProgressCounts | null | undefined }) {
+  return (
+    <Table.Tr>
+      <Table.Th scope="row">{name}</Table.Th>
+      {PROGRESS_COUNTS.map((count) => (
+        <Table.Td key={count}>{counts?.[count] ?? ''}</Table.Td>
+      ))}
+    </Table.Tr>
+  );
+}
+
+/** The "Progress" section; its rows are `ProgressRow`s. */
+export function ProgressTable({ children }: { children: ReactNode }) {
+  return (
+    <Section title="Progress">
+      <Table aria-label="Progress">
+        <Table.Thead>
+          <Table.Tr>
+            {['Agents', 'Total', 'Pending', 'Applying', 'Succeeded', 'Failed', 'Skipped'].map((column) => (
+              <Table.Th key={column} scope="col">
+                {column}
+              </Table.Th>
+            ))}
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>{children}</Table.Tbody>
+      </Table>
+    </Section>
+  );
+}
