@@ -11,12 +11,11 @@ import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 import {
   CONSOLE_ORIGIN,
+  expectAccessible,
   launchBrowser,
   newContext,
   newSignedInPage,
   onPage,
-  screenshot,
-  seriousAccessibilityViolations,
   tableRows,
 } from '../support/browser';
 
@@ -56,11 +55,6 @@ async function callsByPat(): Promise<void> {
 /** Each shown event's sequence number (the first cell; an opened event's record is a row too). */
 async function shownSeqs(on: Page): Promise<number[]> {
   return (await tableRows(on, 'Audit events')).filter((cells) => cells.length > 1).map((cells) => parseInt(cells[0]!));
-}
-
-async function expectAccessible(on: Page, name: string): Promise<void> {
-  expect(await seriousAccessibilityViolations(on)).toEqual([]);
-  await screenshot(on, name);
 }
 
 beforeAll(async () => {

@@ -12,13 +12,12 @@ import { startTestApp, type TestApp } from '../support/app';
 import {
   CONSOLE_ORIGIN,
   editorText,
+  expectAccessible,
   launchBrowser,
   newContext,
   newSignedInPage,
   onPage,
   replaceEditorContent,
-  screenshot,
-  seriousAccessibilityViolations,
   tableRows,
 } from '../support/browser';
 
@@ -40,11 +39,6 @@ const NEW_VERSION = 'Content of the new version (yaml)';
 
 async function typeContent(content: string): Promise<void> {
   await replaceEditorContent(page, NEW_VERSION, content);
-}
-
-async function expectAccessible(on: Page, name: string): Promise<void> {
-  expect(await seriousAccessibilityViolations(on)).toEqual([]);
-  await screenshot(on, name);
 }
 
 beforeAll(async () => {

@@ -14,13 +14,12 @@ import { seedAgents } from '../support/agents-seed';
 import { startTestApp, type TestApp } from '../support/app';
 import {
   CONSOLE_ORIGIN,
+  expectAccessible,
   heapHolds,
   launchBrowser,
   newContext,
   newSignedInPage,
   onPage,
-  screenshot,
-  seriousAccessibilityViolations,
   settled,
   tableRows,
 } from '../support/browser';
@@ -45,11 +44,6 @@ let published: PublishedVersion;
 let firstRolloutId: string;
 const BRAVO_SEEDED = 18;
 const CHARLIE_SEEDED = 10;
-
-async function expectAccessible(on: Page, name: string): Promise<void> {
-  expect(await seriousAccessibilityViolations(on)).toEqual([]);
-  await screenshot(on, name);
-}
 
 const alphaGet = async (path: string) => (await alpha.t.call('GET', path, { token: alpha.admin })).body;
 

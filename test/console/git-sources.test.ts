@@ -17,12 +17,11 @@ import { insertGitSource } from '../../db/repos/git-sources';
 import { finishSyncRun, insertSyncRun } from '../../db/repos/git-sync-runs';
 import {
   CONSOLE_ORIGIN,
+  expectAccessible,
   launchBrowser,
   newContext,
   newSignedInPage,
   onPage,
-  screenshot,
-  seriousAccessibilityViolations,
   tableRows,
 } from '../support/browser';
 import { createTestRepository, type TestRepository } from '../support/git';
@@ -81,11 +80,6 @@ async function holdSourceReads(id: string) {
       await page.unrouteAll({ behavior: 'wait' }); // the held answers delivered first
     },
   };
-}
-
-async function expectAccessible(on: Page, name: string): Promise<void> {
-  expect(await seriousAccessibilityViolations(on)).toEqual([]);
-  await screenshot(on, name);
 }
 
 async function confirm(operation: string): Promise<void> {

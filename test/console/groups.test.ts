@@ -12,12 +12,11 @@ import { seedAgent, seedAgents } from '../support/agents-seed';
 import { startTestApp, type TestApp } from '../support/app';
 import {
   CONSOLE_ORIGIN,
+  expectAccessible,
   launchBrowser,
   newContext,
   newSignedInPage,
   onPage,
-  screenshot,
-  seriousAccessibilityViolations,
   settled,
   tableRows,
 } from '../support/browser';
@@ -41,11 +40,6 @@ const apiGet = (path: string) => apiCall('GET', path);
 
 async function moveAll(agentIds: string[], toGroupId: string): Promise<void> {
   for (const id of agentIds) await apiCall('POST', `/api/agents/${id}/move`, { groupId: toGroupId });
-}
-
-async function expectAccessible(on: Page, name: string): Promise<void> {
-  expect(await seriousAccessibilityViolations(on)).toEqual([]);
-  await screenshot(on, name);
 }
 
 /** Confirms the dialog a write's button opened, and waits until it closes. */

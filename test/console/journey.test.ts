@@ -10,6 +10,7 @@
 import type { Browser, Page } from 'playwright-core';
 import {
   CONSOLE_ORIGIN,
+  expectAccessible,
   launchBrowser,
   newContext,
   newSignedInPage,
@@ -160,8 +161,7 @@ test('the second version, one agent at a time: live progress, paused, resumed an
   // The first batch's result comes through the hub: nothing else refreshes the page.
   await onPage(async () => expect(await progress('Batch 1')).toEqual(['1', '0', '0', '1', '0', '0']));
   expect(await rolloutState()).toBe('running');
-  expect(await seriousAccessibilityViolations(page)).toEqual([]);
-  await screenshot(page, 'journey-rollout-live');
+  await expectAccessible(page, 'journey-rollout-live');
 
   await confirmOperation('Pause');
   await onPage(async () => expect(await rolloutState()).toBe('paused'));

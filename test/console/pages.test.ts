@@ -13,11 +13,11 @@ import { seedAgent, seedAgents } from '../support/agents-seed';
 import { startTestApp, type TestApp } from '../support/app';
 import {
   CONSOLE_ORIGIN,
+  expectAccessible,
   launchBrowser,
   newContext,
   newSignedInPage,
   onPage,
-  screenshot,
   seriousAccessibilityViolations,
   tableRows,
 } from '../support/browser';
@@ -122,15 +122,13 @@ test('the overview shows the agents online and offline, active rollouts and the 
   const created = await t.call('POST', '/api/groups', { token: apiToken, body: { name: 'edge-live' } });
   expect(created.status).toBe(201);
   await onPage(async () => expect((await tableRows(page, 'Latest events'))[0]?.[2]).toBe(created.body.id));
-  expect(await seriousAccessibilityViolations(page)).toEqual([]);
-  await screenshot(page, 'overview');
+  await expectAccessible(page, 'overview');
 });
 
 test('the agents list pages with the API’s cursor and filters, all in a URL that can be reloaded', async () => {
   await page.goto(`${CONSOLE_ORIGIN}/agents`);
   await onPage(async () => expect(await tableRows(page, 'Agents')).toHaveLength(25));
-  expect(await seriousAccessibilityViolations(page)).toEqual([]);
-  await screenshot(page, 'agents');
+  await expectAccessible(page, 'agents');
 
   await page.getByRole('button', { name: 'Next page' }).click();
   await onPage(async () => expect(await tableRows(page, 'Agents')).toHaveLength(31 - 25));
@@ -173,8 +171,7 @@ test('the agent detail shows what the API says, with the writes an admin may mak
   for (const write of ['Approve', 'Reject', 'Revoke certificate']) {
     expect(await page.getByRole('button', { name: write }).count()).toBe(1);
   }
-  expect(await seriousAccessibilityViolations(page)).toEqual([]);
-  await screenshot(page, 'agent-detail');
+  await expectAccessible(page, 'agent-detail');
 
   await page.getByRole('button', { name: 'Approve' }).click();
   const dialog = page.getByRole('dialog', { name: 'Approve' });

@@ -10,12 +10,11 @@ import type { Browser, Page } from 'playwright-core';
 import { insertRollout } from '../../db/repos/rollouts';
 import {
   CONSOLE_ORIGIN,
+  expectAccessible,
   launchBrowser,
   newContext,
   newSignedInPage,
   onPage,
-  screenshot,
-  seriousAccessibilityViolations,
   tableRows,
 } from '../support/browser';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
@@ -118,8 +117,7 @@ afterAll(async () => {
 test('the list pages with the API’s cursor and filters by state, all in a URL that can be reloaded', async () => {
   await onPage(async () => expect(await tableRows(page, 'Rollouts')).toHaveLength(25));
   expect((await tableRows(page, 'Rollouts'))[0]?.slice(0, 2)).toEqual([ROLLOUT_NAME, 'pending']);
-  expect(await seriousAccessibilityViolations(page)).toEqual([]);
-  await screenshot(page, 'rollouts');
+  await expectAccessible(page, 'rollouts');
 
   await page.getByRole('button', { name: 'Next page' }).click();
   await onPage(async () => expect(await tableRows(page, 'Rollouts')).toHaveLength(PAST_ROLLOUTS + 2 - 25));
@@ -154,8 +152,7 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
   await onPage(async () => expect(await progress('Batch 1')).toEqual(['1', '0', '0', '1', '0', '0']));
   expect(await shownState()).toBe('running');
   await onPage(async () => expect(await progress('All')).toEqual(['3', '2', '0', '1', '0', '0']));
-  expect(await seriousAccessibilityViolations(page)).toEqual([]);
-  await screenshot(page, 'rollout-detail');
+  await expectAccessible(page, 'rollout-detail');
 
   await confirm('Pause');
   await onPage(async () => expect(await shownState()).toBe('paused'));
@@ -180,8 +177,7 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
       ['1', 'succeeded', 'v1', 'succeeded'],
     ]);
   });
-  expect(await seriousAccessibilityViolations(page)).toEqual([]);
-  await screenshot(page, 'rollout-rolled-back');
+  await expectAccessible(page, 'rollout-rolled-back');
 }, 90_000);
 
 test('an operation decided on a view the rollout has left is refused with 412, shown in the dialog as the problem', async () => {
@@ -222,8 +218,7 @@ test('an operation decided on a view the rollout has left is refused with 412, s
     expect(await problem.textContent()).toContain(
       `If-Match does not match the current ETag of rollout '${created.body.id}'.`,
     );
-    expect(await seriousAccessibilityViolations(stale)).toEqual([]);
-    await screenshot(stale, 'rollout-operation-refused');
+    await expectAccessible(stale, 'rollout-operation-refused');
     // Asked again, the dialog starts afresh: the refusal was about the attempt before.
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'detached' });
@@ -259,8 +254,7 @@ test('an operator creates a rollout with the form once the policy dry run for ex
   await verdict.waitFor();
   expect(await verdict.textContent()).toContain('The policies allow this push');
   expect(await verdict.textContent()).toContain('3 agents judged, none denied.');
-  expect(await seriousAccessibilityViolations(page)).toEqual([]);
-  await screenshot(page, 'rollout-new');
+  await expectAccessible(page, 'rollout-new');
 
   await page.getByRole('button', { name: 'Create rollout' }).click();
   await page.getByRole('heading', { name: 'From the form' }).waitFor();

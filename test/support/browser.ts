@@ -137,6 +137,12 @@ export async function heapHolds(on: Page, secrets: string[]): Promise<string[]> 
   return secrets.filter((secret) => heap.includes(secret));
 }
 
+/** No serious or critical axe violation on the page as it is, and its screenshot kept. */
+export async function expectAccessible(on: Page, name: string): Promise<void> {
+  expect(await seriousAccessibilityViolations(on)).toEqual([]);
+  await screenshot(on, name);
+}
+
 /** A screenshot of the whole page, kept as a test artifact under test-artifacts/console/. */
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });
