@@ -7,6 +7,7 @@ import { useState, type ReactNode } from 'react';
 import { when } from '../configurations/shared';
 import classes from './details.module.css';
 import type { AuditEvent } from './filters';
+import { ColumnHeaders } from '../../components/ColumnHeaders';
 import { EmptyRow } from '../../components/EmptyRow';
 
 const COLUMNS = ['#', 'Time', 'Actor', 'Request', 'Status', 'Resource', 'Details'];
@@ -131,15 +132,7 @@ export function AuditEventsTable({ events, brokenSeq }: { events: AuditEvent[]; 
     });
   return (
     <Table striped highlightOnHover aria-label="Audit events">
-      <Table.Thead>
-        <Table.Tr>
-          {COLUMNS.map((column) => (
-            <Table.Th key={column} scope="col">
-              {column}
-            </Table.Th>
-          ))}
-        </Table.Tr>
-      </Table.Thead>
+      <ColumnHeaders columns={COLUMNS} />
       <Table.Tbody>
         {events.length === 0 ? (
           <EmptyRow columns={COLUMNS.length}>No audit event matches these filters.</EmptyRow>

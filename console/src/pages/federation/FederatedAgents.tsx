@@ -8,6 +8,7 @@ import { Alert, Anchor, Badge, Code, Skeleton, Table, Text } from '@mantine/core
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
+import { ColumnHeaders } from '../../components/ColumnHeaders';
 import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
@@ -39,15 +40,7 @@ function PeerAnswers({ peers }: { peers: Outcome[] }) {
         </Alert>
       )}
       <Table aria-label="Peer answers" mb="md">
-        <Table.Thead>
-          <Table.Tr>
-            {['Peer', 'Answer', 'Error'].map((column) => (
-              <Table.Th key={column} scope="col">
-                {column}
-              </Table.Th>
-            ))}
-          </Table.Tr>
-        </Table.Thead>
+        <ColumnHeaders columns={['Peer', 'Answer', 'Error']} />
         <Table.Tbody>
           {peers.length === 0 && (
             <Table.Tr>
@@ -127,15 +120,7 @@ export function FederatedAgentsPage() {
       <Skeleton visible={agents.isPending}>
         <PeerAnswers peers={agents.data?.peers ?? []} />
         <Table striped highlightOnHover aria-label="Federated agents">
-          <Table.Thead>
-            <Table.Tr>
-              {['Name', 'Peer', 'Status', 'Last seen', 'Id'].map((column) => (
-                <Table.Th key={column} scope="col">
-                  {column}
-                </Table.Th>
-              ))}
-            </Table.Tr>
-          </Table.Thead>
+          <ColumnHeaders columns={['Name', 'Peer', 'Status', 'Last seen', 'Id']} />
           <Table.Tbody>
             <AgentRows agents={agents.data?.items ?? []} />
           </Table.Tbody>

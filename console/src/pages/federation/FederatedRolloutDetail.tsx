@@ -10,6 +10,7 @@ import { Link, useParams } from 'react-router';
 import { api, ifMatch, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { ColumnHeaders } from '../../components/ColumnHeaders';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
@@ -166,15 +167,7 @@ function Installations({ parts }: { parts: Part[] }) {
   return (
     <Section title="Installations">
       <Table aria-label="Installations">
-        <Table.Thead>
-          <Table.Tr>
-            {['Installation', 'State', 'Rollout there', 'Version there', 'Problem'].map((column) => (
-              <Table.Th key={column} scope="col">
-                {column}
-              </Table.Th>
-            ))}
-          </Table.Tr>
-        </Table.Thead>
+        <ColumnHeaders columns={['Installation', 'State', 'Rollout there', 'Version there', 'Problem']} />
         <Table.Tbody>
           {parts.map((part) => (
             <Table.Tr key={part.position}>

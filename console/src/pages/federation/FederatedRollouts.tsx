@@ -1,15 +1,16 @@
 /** The tenant's federated rollouts, newest first: a state filter and the API's cursor pages, all in the URL. */
-import { Anchor, Button, Group, Select, Skeleton, Table } from '@mantine/core';
+import { Anchor, Button, Group, Skeleton, Table } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { ColumnHeaders } from '../../components/ColumnHeaders';
 import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { searchOf } from '../agentFilters';
+import { StateFilter } from '../../components/StateFilter';
 import { RolloutStateBadge } from '../rollouts/rolloutStates';
 import { FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
 
@@ -71,15 +72,7 @@ export function FederatedRolloutsPage() {
       <PageTitle>Federated rollouts</PageTitle>
       <FederationNav />
       <Group justify="space-between" align="end" mb="md">
-        <Select
-          label="State"
-          placeholder="Any state"
-          data={FEDERATED_ROLLOUT_STATES}
-          value={query.state ?? null}
-          onChange={(state) => setParams(searchOf({ state: isState(state) ? state : undefined }))}
-          clearable
-          w={220}
-        />
+        <StateFilter states={FEDERATED_ROLLOUT_STATES} state={query.state} setParams={setParams} />
         {session.data && may(session.data, 'operate') && (
           <Button component={Link} to="/federation/rollouts/new">
             New federated rollout
@@ -89,15 +82,7 @@ export function FederatedRolloutsPage() {
       {rollouts.isError && <ProblemAlert error={rollouts.error} mb="md" />}
       <Skeleton visible={rollouts.isPending}>
         <Table striped highlightOnHover aria-label="Federated rollouts">
-          <Table.Thead>
-            <Table.Tr>
-              {['Name', 'State', 'Mode', 'Version', 'Created'].map((column) => (
-                <Table.Th key={column} scope="col">
-                  {column}
-                </Table.Th>
-              ))}
-            </Table.Tr>
-          </Table.Thead>
+          <ColumnHeaders columns={['Name', 'State', 'Mode', 'Version', 'Created']} />
           <Table.Tbody>
             <RolloutRows rollouts={rollouts.data?.items ?? []} />
           </Table.Tbody>

@@ -3,17 +3,18 @@
  * agent's state and error (the API's cursor pages, filtered by state, in the URL). Refreshed
  * live on this handover's `federation.handover.*` events (their subject is the handover).
  */
-import { Anchor, Code, Select, Skeleton, Stack, Table } from '@mantine/core';
+import { Anchor, Code, Skeleton, Stack, Table } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
+import { ColumnHeaders } from '../../components/ColumnHeaders';
 import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
+import { StateFilter } from '../../components/StateFilter';
 import { Facts, Section } from '../AgentDetail';
-import { searchOf } from '../agentFilters';
 import { HANDOVER_EVENTS, HandoverStateBadge } from './Handovers';
 import { FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
 
@@ -56,15 +57,7 @@ function Counts({ counts }: { counts: Handover['counts'] }) {
   return (
     <Section title="Agents by state">
       <Table aria-label="Agents by state">
-        <Table.Thead>
-          <Table.Tr>
-            {['Total', 'Pending', 'Offered', 'Handed over', 'Withdrawn', 'Skipped'].map((column) => (
-              <Table.Th key={column} scope="col">
-                {column}
-              </Table.Th>
-            ))}
-          </Table.Tr>
-        </Table.Thead>
+        <ColumnHeaders columns={['Total', 'Pending', 'Offered', 'Handed over', 'Withdrawn', 'Skipped']} />
         <Table.Tbody>
           <Table.Tr>
             {COUNTS.map((count) => (
@@ -96,27 +89,10 @@ function HandoverAgents({ id }: { id: string }) {
   const rows = agents.data?.items ?? [];
   return (
     <Section title="Agents">
-      <Select
-        label="Agent state"
-        placeholder="Any state"
-        data={AGENT_STATES}
-        value={query.state ?? null}
-        onChange={(state) => setParams(searchOf({ state: state ?? undefined }))}
-        clearable
-        w={220}
-        mb="sm"
-      />
+      <StateFilter label="Agent state" states={AGENT_STATES} state={query.state} setParams={setParams} mb="sm" />
       {agents.isError && <ProblemAlert error={agents.error} mb="sm" />}
       <Table striped aria-label="Handover agents">
-        <Table.Thead>
-          <Table.Tr>
-            {['Agent', 'State', 'Error', 'Updated'].map((column) => (
-              <Table.Th key={column} scope="col">
-                {column}
-              </Table.Th>
-            ))}
-          </Table.Tr>
-        </Table.Thead>
+        <ColumnHeaders columns={['Agent', 'State', 'Error', 'Updated']} />
         <Table.Tbody>
           {rows.length === 0 && <EmptyRow columns={4}>No agent of this handover matches.</EmptyRow>}
           {rows.map((agent) => (

@@ -11,12 +11,13 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { ColumnHeaders } from '../../components/ColumnHeaders';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { searchOf } from '../agentFilters';
+import { StateFilter } from '../../components/StateFilter';
 import { CHOICES, usePeerChoices } from '../choices';
 import { FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
 
@@ -155,29 +156,13 @@ export function HandoversPage() {
       <PageTitle>Handovers</PageTitle>
       <FederationNav />
       <Group justify="space-between" align="end" mb="md">
-        <Select
-          label="State"
-          placeholder="Any state"
-          data={STATES}
-          value={query.state ?? null}
-          onChange={(state) => setParams(searchOf({ state: isState(state) ? state : undefined }))}
-          clearable
-          w={220}
-        />
+        <StateFilter states={STATES} state={query.state} setParams={setParams} />
         {session.data && may(session.data, 'admin') && <NewHandover />}
       </Group>
       {handovers.isError && <ProblemAlert error={handovers.error} mb="md" />}
       <Skeleton visible={handovers.isPending}>
         <Table striped highlightOnHover aria-label="Handovers">
-          <Table.Thead>
-            <Table.Tr>
-              {['Handover', 'Peer', 'State', 'Handed over', 'Created'].map((column) => (
-                <Table.Th key={column} scope="col">
-                  {column}
-                </Table.Th>
-              ))}
-            </Table.Tr>
-          </Table.Thead>
+          <ColumnHeaders columns={['Handover', 'Peer', 'State', 'Handed over', 'Created']} />
           <Table.Tbody>
             <HandoverRows handovers={handovers.data?.items ?? []} />
           </Table.Tbody>

@@ -11,6 +11,7 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { ColumnHeaders } from '../../components/ColumnHeaders';
 import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
@@ -151,15 +152,7 @@ export function PeersPage() {
       {peers.isError && <ProblemAlert error={peers.error} mb="md" />}
       <Skeleton visible={peers.isPending}>
         <Table striped highlightOnHover aria-label="Peers">
-          <Table.Thead>
-            <Table.Tr>
-              {['Name', 'Base URL', 'Health', 'Latency', 'Remote', 'Last check', 'Last error'].map((column) => (
-                <Table.Th key={column} scope="col">
-                  {column}
-                </Table.Th>
-              ))}
-            </Table.Tr>
-          </Table.Thead>
+          <ColumnHeaders columns={['Name', 'Base URL', 'Health', 'Latency', 'Remote', 'Last check', 'Last error']} />
           <Table.Tbody>
             <PeerRows peers={peers.data?.items ?? []} />
           </Table.Tbody>

@@ -7,6 +7,7 @@ import { Anchor, Button, Code, Group, List, Skeleton, Table, Text } from '@manti
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
+import { ColumnHeaders } from '../../components/ColumnHeaders';
 import { EmptyRow } from '../../components/EmptyRow';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Section } from '../AgentDetail';
@@ -117,15 +118,7 @@ export function SyncRuns({ sourceId }: { sourceId: string }) {
       {runs.isError && <ProblemAlert error={runs.error} mb="sm" />}
       <Skeleton visible={runs.isPending}>
         <Table striped aria-label="Sync runs">
-          <Table.Thead>
-            <Table.Tr>
-              {['Started', 'Trigger', 'Outcome', 'Commit', 'Files changed', 'Errors', 'Took'].map((column) => (
-                <Table.Th key={column} scope="col">
-                  {column}
-                </Table.Th>
-              ))}
-            </Table.Tr>
-          </Table.Thead>
+          <ColumnHeaders columns={['Started', 'Trigger', 'Outcome', 'Commit', 'Files changed', 'Errors', 'Took']} />
           <Table.Tbody>
             <RunRows runs={runs.data?.items ?? []} />
           </Table.Tbody>

@@ -6,6 +6,7 @@
 import { Table } from '@mantine/core';
 import type { ReactNode } from 'react';
 import { Section } from '../AgentDetail';
+import { ColumnHeaders } from '../../components/ColumnHeaders';
 
 export const PROGRESS_COUNTS = ['total', 'pending', 'applying', 'succeeded', 'failed', 'skipped'] as const;
 
@@ -28,15 +29,7 @@ export function ProgressTable({ children }: { children: ReactNode }) {
   return (
     <Section title="Progress">
       <Table aria-label="Progress">
-        <Table.Thead>
-          <Table.Tr>
-            {['Agents', 'Total', 'Pending', 'Applying', 'Succeeded', 'Failed', 'Skipped'].map((column) => (
-              <Table.Th key={column} scope="col">
-                {column}
-              </Table.Th>
-            ))}
-          </Table.Tr>
-        </Table.Thead>
+        <ColumnHeaders columns={['Agents', 'Total', 'Pending', 'Applying', 'Succeeded', 'Failed', 'Skipped']} />
         <Table.Tbody>{children}</Table.Tbody>
       </Table>
     </Section>

@@ -4,20 +4,21 @@
  * The hub's `rollout.*` events for this rollout refresh it as they arrive; operators get the
  * operations its state allows.
  */
-import { Anchor, Code, Select, Skeleton, Stack, Table } from '@mantine/core';
+import { Anchor, Code, Skeleton, Stack, Table } from '@mantine/core';
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { ColumnHeaders } from '../../components/ColumnHeaders';
 import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
+import { StateFilter } from '../../components/StateFilter';
 import { Facts, Section } from '../AgentDetail';
 import { RolloutOperations } from './RolloutOperations';
 import { RolloutStateBadge } from './rolloutStates';
-import { searchOf } from '../agentFilters';
 import { ProgressRow, ProgressTable } from './Progress';
 
 type Rollout = Schemas['Rollout'];
@@ -180,27 +181,10 @@ function AgentResults({ id }: { id: string }) {
   const agents = useRolloutAgents(id, query);
   return (
     <Section title="Agents">
-      <Select
-        label="Agent state"
-        placeholder="Any state"
-        data={AGENT_STATES}
-        value={query.state ?? null}
-        onChange={(state) => setParams(searchOf({ state: state ?? undefined }))}
-        clearable
-        w={220}
-        mb="sm"
-      />
+      <StateFilter label="Agent state" states={AGENT_STATES} state={query.state} setParams={setParams} mb="sm" />
       {agents.isError && <ProblemAlert error={agents.error} mb="sm" />}
       <Table striped aria-label="Agent results">
-        <Table.Thead>
-          <Table.Tr>
-            {['Agent', 'Batch', 'State', 'Error', 'Previous', 'Rollback'].map((column) => (
-              <Table.Th key={column} scope="col">
-                {column}
-              </Table.Th>
-            ))}
-          </Table.Tr>
-        </Table.Thead>
+        <ColumnHeaders columns={['Agent', 'Batch', 'State', 'Error', 'Previous', 'Rollback']} />
         <Table.Tbody>
           <AgentRows agents={agents.data?.items ?? []} />
         </Table.Tbody>

@@ -1,5 +1,5 @@
 /** The tenant's rollouts, newest first: a state filter and the API's cursor pages, all in the URL. */
-import { Anchor, Button, Select, Skeleton, Table } from '@mantine/core';
+import { Anchor, Button, Skeleton, Table } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
@@ -9,8 +9,8 @@ import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
+import { StateFilter } from '../../components/StateFilter';
 import { isRolloutState, ROLLOUT_STATES, RolloutStateBadge, type RolloutState } from './rolloutStates';
-import { searchOf } from '../agentFilters';
 
 const PAGE_SIZE = 25;
 /** A rollout created, started or ended changes the list. */
@@ -69,16 +69,7 @@ export function RolloutsPage() {
           New rollout
         </Button>
       )}
-      <Select
-        label="State"
-        placeholder="Any state"
-        data={ROLLOUT_STATES}
-        value={query.state ?? null}
-        onChange={(state) => setParams(searchOf({ state: isRolloutState(state) ? state : undefined }))}
-        clearable
-        w={220}
-        mb="md"
-      />
+      <StateFilter states={ROLLOUT_STATES} state={query.state} setParams={setParams} mb="md" />
       {rollouts.isError && <ProblemAlert error={rollouts.error} mb="md" />}
       <Skeleton visible={rollouts.isPending}>
         <Table striped highlightOnHover aria-label="Rollouts">
