@@ -18,6 +18,7 @@ import { finishSyncRun, insertSyncRun } from '../../db/repos/git-sync-runs';
 import {
   CONSOLE_ORIGIN,
   expectAccessible,
+  heapHolds,
   launchBrowser,
   newContext,
   newSignedInPage,
@@ -240,6 +241,7 @@ test('the rotated webhook token is shown once, copied through the clipboard, and
   expect(page.url()).not.toContain(token);
   const stored = await page.evaluate('JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage })');
   expect(stored).not.toContain(token);
+  expect(await heapHolds(page, [token])).toEqual([]); // nor anywhere in the page's memory
 
   // The old token is refused at once; the copied one makes a run of a pushed commit, which arrives live.
   expect((await deliver(sourceId, first.body.token)).status).toBe(401);
@@ -298,6 +300,11 @@ test('edit sends If-Match: saved on the source as shown, refused with 412 on one
   expect(other.status).toBe(201);
   await page.goto(`${CONSOLE_ORIGIN}/git-sources/${other.body.id}`);
   await page.getByRole('heading', { name: 'to-delete' }).waitFor();
+  // Its first sync (of a repository that is not there) fails, which moves its ETag; the page,
+  // refreshed by that run's event, then deletes the source as it is (else: 412, as it should).
+  await onPage(async () =>
+    expect(await page.getByRole('region', { name: 'Source' }).textContent()).toMatch(/Last run\s*failed/),
+  );
   await confirm('Delete');
   await page.waitForURL(`${CONSOLE_ORIGIN}/git-sources`);
   expect((await call('GET', `/api/git-sources/${other.body.id}`)).status).toBe(404);

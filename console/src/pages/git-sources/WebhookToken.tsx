@@ -27,8 +27,12 @@ function CopyToken({ token }: { token: string }) {
   );
 }
 
-/** The token and where it goes; rendered only while the dialog is open, so no kept render holds it after. */
-function ShownToken({ token, url, onClose }: { token: string; url: string | undefined; onClose: () => void }) {
+/**
+ * The token and where it goes, read from its box here: only the box goes through props, so
+ * the render React keeps from before the dialog closed holds an emptied box, not the token.
+ */
+function ShownToken({ secret, url, onClose }: { secret: Secret; url: string | undefined; onClose: () => void }) {
+  const token = secret.value ?? '';
   return (
     <Stack gap="sm">
       <Alert color="blue.9" variant="outline" title="Copy it now">
@@ -59,17 +63,17 @@ function ShownToken({ token, url, onClose }: { token: string; url: string | unde
 
 /** Only the box goes through the dialog's props: once it is emptied, nothing the dialog keeps holds the token. */
 function IssuedTokenDialog({ secret, url, onClose }: { secret?: Secret; url?: string; onClose: () => void }) {
-  const token = secret?.value;
+  const shown = secret?.value !== undefined;
   return (
     <Modal
-      opened={token !== undefined}
+      opened={shown}
       onClose={onClose}
       title="New webhook token"
       size="lg"
       closeOnClickOutside={false}
       closeButtonProps={{ 'aria-label': 'Close' }}
     >
-      {token !== undefined && <ShownToken token={token} url={url} onClose={onClose} />}
+      {shown && <ShownToken secret={secret} url={url} onClose={onClose} />}
     </Modal>
   );
 }
