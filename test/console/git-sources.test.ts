@@ -151,6 +151,8 @@ test('an admin registers a source from the form; a refused one shows the problem
   await page.waitForURL((url) => /^\/git-sources\/[0-9a-f-]{36}$/.test(url.pathname));
   sourceId = new URL(page.url()).pathname.split('/')[2]!;
   await page.getByRole('heading', { name: SOURCE_NAME }).waitFor();
+  // The token typed into the form is nowhere in the page's memory once the form is gone.
+  expect(await heapHolds(page, ['glpat-not-for-a-file-repository'])).toEqual([]);
   expect(await apiGet(`/api/git-sources/${sourceId}`)).toMatchObject({
     name: SOURCE_NAME,
     repoUrl: repo.url,
