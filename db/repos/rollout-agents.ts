@@ -100,15 +100,20 @@ export async function rolloutAgentIdsPage(
   return ids;
 }
 
+/** A rollout's agent with the agent's name (null when its row is gone). */
+export type RolloutAgentListRow = RolloutAgentRow & { agent_name: string | null };
+
 export function rolloutAgentsQuery(
   db: Db,
   rolloutId: string,
   filters: { state?: AgentRolloutState; batch?: number },
 ): Knex.QueryBuilder {
-  const query = db('rollout_agents').where({ rollout_id: rolloutId });
-  if (filters.state) query.where({ state: filters.state });
-  if (filters.batch !== undefined) query.where({ batch: filters.batch });
-  return query.select('*');
+  const query = db('rollout_agents')
+    .leftJoin('agents', 'agents.id', 'rollout_agents.agent_id')
+    .where({ 'rollout_agents.rollout_id': rolloutId });
+  if (filters.state) query.where({ 'rollout_agents.state': filters.state });
+  if (filters.batch !== undefined) query.where({ 'rollout_agents.batch': filters.batch });
+  return query.select('rollout_agents.*', 'agents.name as agent_name');
 }
 
 // ---------------------------------------------------------------------------------------

@@ -48,6 +48,9 @@ test('a rollout runs batch by batch to completed; every agent applies the versio
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v1!.contentHash);
   const agents = await call('GET', `/api/rollouts/${created.body.id}/agents`);
   expect(agents.body.items.map((a: { agentId: string }) => a.agentId)).toEqual(ids);
+  // Each with its name, as GET /api/agents/{id} shows it.
+  for (const item of agents.body.items)
+    expect(item.agentName).toBe((await call('GET', `/api/agents/${item.agentId}`)).body.name);
 
   const types = await env.t.database.db('events').where({ subject: created.body.id }).orderBy('seq').pluck('type');
   expect(types).toEqual([

@@ -177,6 +177,12 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
       ['1', 'succeeded', 'v1', 'succeeded'],
     ]);
   });
+  // The agent by its name, with its id.
+  const [agentId] = (await call('GET', `/api/rollouts/${rolloutId}/agents?state=succeeded`)).body.items.map(
+    (item: { agentId: string }) => item.agentId,
+  );
+  const agent = (await call('GET', `/api/agents/${agentId}`)).body;
+  expect((await tableRows(page, 'Agent results'))[0]?.[0]).toBe(`${agent.name}${agent.id}`);
   await expectAccessible(page, 'rollout-rolled-back');
 }, 90_000);
 

@@ -9,7 +9,7 @@ import {
   addTargetAgents,
   rolloutAgentsQuery,
   rolloutProgress,
-  type RolloutAgentRow,
+  type RolloutAgentListRow,
 } from '../../../db/repos/rollout-agents';
 import {
   ROLLOUT_OPERATIONS,
@@ -228,8 +228,8 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
       handler: async ({ db, principal, params, query, ctx }) => {
         const row = await findRollout(db, principal.tenantId, params.id);
         if (!row) throw problems.notFound('rollout', params.id);
-        const page = await paginate<RolloutAgentRow>(rolloutAgentsQuery(db, row.id, query), query, {
-          columns: [{ column: 'agent_id', type: 'uuid' }],
+        const page = await paginate<RolloutAgentListRow>(rolloutAgentsQuery(db, row.id, query), query, {
+          columns: [{ column: 'rollout_agents.agent_id', type: 'uuid' }],
           direction: 'asc',
         });
         return { body: respondPage(ctx, options.baseUrl, page, presentRolloutAgent) };

@@ -1,4 +1,4 @@
-import type { BatchProgress, Progress, RollbackProgress, RolloutAgentRow } from '../../../db/repos/rollout-agents';
+import type { BatchProgress, Progress, RollbackProgress, RolloutAgentListRow } from '../../../db/repos/rollout-agents';
 import { ROLLOUT_STATES, type RolloutRow } from '../../../db/repos/rollouts';
 import { labelsSchema } from '../../http/labels';
 import { plainText } from '../../http/text';
@@ -145,6 +145,7 @@ export const rolloutAgentQuery = z.object({
 export const rolloutAgentSchema = z
   .object({
     agentId: z.string(),
+    agentName: z.string().nullable().openapi({ description: "The agent's name (null when the agent is gone)." }),
     batch: z.number().int().nullable(),
     state: z.enum(ROLLOUT_AGENT_STATES),
     error: z.string().nullable(),
@@ -190,9 +191,10 @@ export function presentRollout(
   };
 }
 
-export function presentRolloutAgent(row: RolloutAgentRow): z.infer<typeof rolloutAgentSchema> {
+export function presentRolloutAgent(row: RolloutAgentListRow): z.infer<typeof rolloutAgentSchema> {
   return {
     agentId: row.agent_id,
+    agentName: row.agent_name,
     batch: row.batch,
     state: row.state,
     error: row.error,

@@ -9768,6 +9768,8 @@ export interface components {
         };
         RolloutAgent: {
             agentId: string;
+            /** @description The agent's name (null when the agent is gone). */
+            agentName: string | null;
             batch: number | null;
             /** @enum {string} */
             state: "pending" | "applying" | "succeeded" | "failed" | "skipped";

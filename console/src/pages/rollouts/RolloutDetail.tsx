@@ -4,7 +4,7 @@
  * The hub's `rollout.*` events for this rollout refresh it as they arrive; operators get the
  * operations its state allows.
  */
-import { Anchor, Code, Skeleton, Stack, Table } from '@mantine/core';
+import { Anchor, Code, Skeleton, Stack, Table, Text } from '@mantine/core';
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
@@ -160,9 +160,15 @@ function AgentRows({ agents }: { agents: AgentResult[] }) {
   return agents.map((agent) => (
     <Table.Tr key={agent.agentId}>
       <Table.Td>
+        {/* By name, with the id: agents of one fleet often share a name (a host name, a role). */}
         <Anchor component={Link} to={`/agents/${agent.agentId}`}>
-          {agent.agentId}
+          {agent.agentName ?? agent.agentId}
         </Anchor>
+        {agent.agentName !== null && (
+          <Text size="xs" ff="monospace">
+            {agent.agentId}
+          </Text>
+        )}
       </Table.Td>
       <Table.Td>{agent.batch ?? ''}</Table.Td>
       <Table.Td>{agent.state}</Table.Td>
