@@ -1,9 +1,10 @@
 /**
  * The console in a real Chromium against the real app, signed in through the real test
- * identity provider's sign-in page: the pages of the first slice (shell, overview, agents,
- * agent detail) show what the API says, page and filter through the URL, hide writes from
- * viewers, show problems as the API words them, and pass axe-core. Screenshots of each page
- * are kept under test-artifacts/console/.
+ * identity provider's sign-in page: the shell and its every area, the overview, agents and
+ * agent detail show what the API says, page and filter through the URL, hide writes from
+ * viewers (and the API refuses a viewer's forced write), refuse a CSRF attempt, show problems
+ * as the API words them, and pass axe-core. Screenshots of each page are kept under
+ * test-artifacts/console/.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
