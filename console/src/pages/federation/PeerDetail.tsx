@@ -11,6 +11,7 @@ import { Link, useNavigate, useParams } from 'react-router';
 import { api, ifMatch, noContent, ok } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { FormFooter } from '../../components/FormFooter';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
@@ -105,15 +106,7 @@ function EditPeerForm({ shown, close }: { shown: Shown; close: () => void }) {
         onChange={(e) => setCredential(e.currentTarget.value)}
         mb="md"
       />
-      {save.isError && <ProblemAlert error={save.error} mb="md" />}
-      <Group justify="flex-end">
-        <Button variant="default" onClick={close}>
-          Cancel
-        </Button>
-        <Button type="submit" loading={save.isPending}>
-          Save and check
-        </Button>
-      </Group>
+      <FormFooter write={save} submitLabel="Save and check" onCancel={close} />
     </form>
   );
 }

@@ -11,6 +11,7 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { FormFooter } from '../../components/FormFooter';
 import { ColumnHeaders } from '../../components/ColumnHeaders';
 import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
@@ -78,15 +79,7 @@ function AddPeerForm({ close }: { close: () => void }) {
         onChange={(e) => setCredential(e.currentTarget.value)}
         mb="md"
       />
-      {add.isError && <ProblemAlert error={add.error} mb="md" />}
-      <Group justify="flex-end">
-        <Button variant="default" onClick={close}>
-          Cancel
-        </Button>
-        <Button type="submit" loading={add.isPending}>
-          Add peer
-        </Button>
-      </Group>
+      <FormFooter write={add} submitLabel="Add peer" onCancel={close} />
     </form>
   );
 }

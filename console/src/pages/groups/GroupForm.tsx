@@ -3,11 +3,11 @@
  * full replacement) both send them. Labels are typed `key=value`, one a line; the API judges
  * the keys and values, and its problem shows under the form.
  */
-import { Button, Group, Modal, Textarea, TextInput } from '@mantine/core';
+import { Modal, Textarea, TextInput } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import type { Schemas } from '../../api/client';
-import { ProblemAlert } from '../../components/ProblemAlert';
+import { FormFooter } from '../../components/FormFooter';
 import { labelPairs, type GroupBody } from './shared';
 
 export type GroupWrite = Schemas['GroupWrite'];
@@ -63,15 +63,7 @@ function GroupFields({ title, initial, save, onSaved, onCancel }: GroupFormProps
         onChange={(e) => setLabels(e.currentTarget.value)}
         mb="md"
       />
-      {mutation.isError && <ProblemAlert error={mutation.error} mb="md" />}
-      <Group justify="flex-end">
-        <Button variant="default" onClick={onCancel}>
-          Cancel
-        </Button>
-        <Button type="submit" loading={mutation.isPending}>
-          Save
-        </Button>
-      </Group>
+      <FormFooter write={mutation} submitLabel="Save" onCancel={onCancel} />
     </form>
   );
 }

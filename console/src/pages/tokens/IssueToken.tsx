@@ -2,11 +2,11 @@
  * Issuing a bootstrap token (operators): its name, the group its agents join, its lifetime and
  * how many enrollments it allows, as `POST /api/tokens` takes them; the token then shows once.
  */
-import { Button, Group, Modal, NumberInput, TextInput } from '@mantine/core';
+import { Button, Modal, NumberInput, TextInput } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { useState, type FormEvent } from 'react';
 import { api, ok } from '../../api/client';
-import { ProblemAlert } from '../../components/ProblemAlert';
+import { FormFooter } from '../../components/FormFooter';
 import { SecretDialog, useSecretMutation } from './SecretOnce';
 import { GroupSelect, inSeconds, LifetimeInput, useRefreshTokens, type Lifetime } from './shared';
 
@@ -55,15 +55,7 @@ export function IssueToken() {
             onChange={setMaxUses}
             mb="md"
           />
-          {issue.isError && <ProblemAlert error={issue.error} mb="md" />}
-          <Group justify="flex-end">
-            <Button variant="default" onClick={close}>
-              Cancel
-            </Button>
-            <Button type="submit" loading={issue.isPending}>
-              Issue
-            </Button>
-          </Group>
+          <FormFooter write={issue} submitLabel="Issue" onCancel={close} />
         </form>
       </Modal>
       <SecretDialog

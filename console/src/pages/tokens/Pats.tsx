@@ -12,6 +12,7 @@ import { useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { FormFooter } from '../../components/FormFooter';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
@@ -115,15 +116,7 @@ function CreatePat({ onCreated }: { onCreated: () => void }) {
             onChange={setExpiresInDays}
             mb="md"
           />
-          {create.isError && <ProblemAlert error={create.error} mb="md" />}
-          <Group justify="flex-end">
-            <Button variant="default" onClick={close}>
-              Cancel
-            </Button>
-            <Button type="submit" loading={create.isPending}>
-              Create
-            </Button>
-          </Group>
+          <FormFooter write={create} submitLabel="Create" onCancel={close} />
         </form>
       </Modal>
       <SecretDialog

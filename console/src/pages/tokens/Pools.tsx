@@ -10,6 +10,7 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
+import { FormFooter } from '../../components/FormFooter';
 import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
@@ -81,15 +82,7 @@ function CreatePool() {
             onChange={setMaxActiveTokens}
             mb="md"
           />
-          {create.isError && <ProblemAlert error={create.error} mb="md" />}
-          <Group justify="flex-end">
-            <Button variant="default" onClick={close}>
-              Cancel
-            </Button>
-            <Button type="submit" loading={create.isPending}>
-              Create
-            </Button>
-          </Group>
+          <FormFooter write={create} submitLabel="Create" onCancel={close} />
         </form>
       </Modal>
     </>
