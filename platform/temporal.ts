@@ -1,4 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Settings } from './settings';
 
 /**
@@ -16,4 +17,21 @@ export function createTemporal(settings: Pick<Settings, 'temporal'>) {
       await connection.healthService.check({});
     },
   };
+}
+
+/**
+ * Runs an update-with-start, and runs it again when the run it reached closed before
+ * accepting the update. A run that is ending (its rollout has just completed) can be sent an
+ * operation it will never accept: the server then answers NOT_FOUND ("workflow update was
+ * aborted by closing workflow"; the time-skipping test server, "Completed workflow"). The
+ * update was not applied, and sent again it starts the next run, which applies it.
+ */
+export async function updateWithStartAcrossClosingRuns<T>(send: () => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await send();
+    } catch (error) {
+      if (!(error instanceof WorkflowNotFoundError) || attempt >= attempts) throw error;
+    }
+  }
 }

@@ -1,7 +1,8 @@
 /**
  * A rollout operation waits on Temporal (the workflow accepts or refuses it) outside any
  * database transaction: twenty of them held in flight by a slowed worker take none of the
- * pool's ten connections, and the rest of the api goes on answering.
+ * pool's ten connections, and the rest of the api goes on answering. An operation whose
+ * run closes before it accepted it goes to the next run.
  */
 import { NativeConnection, Worker, bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { createActivities } from '../../activities';
@@ -123,3 +124,38 @@ test('twenty rollout operations in flight against a slowed worker: other api cal
     await env.startWorker();
   }
 }, 90_000);
+
+test('an operation sent as its run closes (before the run accepted it) is applied by the next run', async () => {
+  // What a rollback met when it arrived as a completed rollout's run was ending: Temporal
+  // aborts an update the closing run never accepted ("workflow update was aborted by
+  // closing workflow"). Here the run is held between admitting the update and accepting it
+  // (no worker) and then closed.
+  const [v1] = await publishConfiguration(env.t, env.operator, ['closing: 1\n']);
+  const groupId = (await call('POST', '/api/groups', { name: `closing-${Date.now()}` })).body.id;
+  const created = await call('POST', '/api/rollouts', {
+    configurationId: v1!.configurationId,
+    version: v1!.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 1 },
+  });
+  const id = created.body.id as string;
+  const handle = env.client.workflow.getHandle(rolloutWorkflowId(id));
+  await eventually(async () => {
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(events.some((event) => event.activityTaskCompletedEventAttributes)).toBe(true);
+    expect(events.at(-1)?.workflowTaskCompletedEventAttributes).toBeTruthy();
+  }, 30_000);
+
+  await env.stopWorker();
+  let started: ReturnType<typeof call>;
+  try {
+    started = call('POST', `/api/rollouts/${id}/start`);
+    // The update is admitted: the run has a workflow task for it that no worker takes.
+    await eventually(async () => expect((await handle.describe()).raw.pendingWorkflowTask).toBeTruthy(), 30_000);
+    await handle.terminate('the run closes with an operation not yet accepted');
+  } finally {
+    await env.startWorker();
+  }
+  const answer = await started;
+  expect([answer.status, answer.body.state]).toEqual([200, expect.stringMatching(/^(running|completed)$/)]);
+}, 60_000);

@@ -69,13 +69,13 @@ test('paused during a bake, a day passes with nothing pushed; resumed, the next 
   expect((await call('POST', `/api/rollouts/${id}/start`)).status).toBe(200);
   await eventually(async () => expect((await rollout(id)).progress.succeeded).toBe(1), 20_000);
 
-  expect((await call('POST', `/api/rollouts/${id}/pause`)).body.state).toBe('paused');
+  expect((await call('POST', `/api/rollouts/${id}/pause`)).body).toMatchObject({ state: 'paused' });
   await temporal.sleep('1 day');
   expect(await rollout(id)).toMatchObject({ state: 'paused', progress: { succeeded: 1, pending: 1 } });
   expect(fleet.agents.filter((agent) => agent.state.lastConfigHash === version.contentHash)).toHaveLength(1);
 
   // The bake ran out while paused: resuming pushes the second batch without another hour.
-  expect((await call('POST', `/api/rollouts/${id}/resume`)).body.state).toBe('running');
+  expect((await call('POST', `/api/rollouts/${id}/resume`)).body).toMatchObject({ state: 'running' });
   await eventually(async () => expect((await rollout(id)).progress.succeeded).toBe(2), 20_000);
   await temporal.sleep('1 hour');
   await eventually(async () => expect((await rollout(id)).state).toBe('completed'), 20_000);
@@ -100,7 +100,7 @@ test('completed, then rolled back: every agent gets its previous version back', 
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v2!.contentHash);
 
   const id = ids[1]!;
-  expect((await call('POST', `/api/rollouts/${id}/rollback`)).body.state).toBe('rolling-back');
+  expect((await call('POST', `/api/rollouts/${id}/rollback`)).body).toMatchObject({ state: 'rolling-back' });
   await eventually(async () => expect((await rollout(id)).state).toBe('rolled-back'), 20_000);
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v1!.contentHash);
   await recordHistories(env.client, rolloutWorkflowId(id), 'complete-then-rollback');
@@ -110,7 +110,7 @@ test('aborted while baking: no further batch, the workflow ends', async () => {
   const { id, fleet, version } = await rolloutOf(3, { batchSize: 1, bakeSeconds: 3600 });
   expect((await call('POST', `/api/rollouts/${id}/start`)).status).toBe(200);
   await eventually(async () => expect((await rollout(id)).progress.succeeded).toBe(1), 20_000);
-  expect((await call('POST', `/api/rollouts/${id}/abort`)).body.state).toBe('aborted');
+  expect((await call('POST', `/api/rollouts/${id}/abort`)).body).toMatchObject({ state: 'aborted' });
   await env.client.workflow.getHandle(rolloutWorkflowId(id)).result();
   await temporal.sleep('1 day');
   expect(await rollout(id)).toMatchObject({ state: 'aborted', progress: { succeeded: 1, pending: 0, skipped: 2 } });

@@ -8,6 +8,7 @@ import { ApplicationFailure, TypedSearchAttributes, WorkflowIdConflictPolicy } f
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { FederatedRolloutRow } from '../../../db/repos/federated-rollouts';
 import type { Settings } from '../../../platform/settings';
+import { updateWithStartAcrossClosingRuns } from '../../../platform/temporal';
 import {
   ROLLOUT_FAILURES,
   federatedRolloutWorkflowId,
@@ -71,13 +72,15 @@ export class FederatedRolloutWorkflows {
     const client = this.temporal();
     try {
       return await client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
-        client.workflow.executeUpdateWithStart(operateFederatedRolloutUpdate, {
-          args: [request],
-          startWorkflowOperation: new WithStartWorkflowOperation<FederatedRolloutWorkflow>(
-            federatedRolloutWorkflowType,
-            this.startOptions(row),
-          ),
-        }),
+        updateWithStartAcrossClosingRuns(() =>
+          client.workflow.executeUpdateWithStart(operateFederatedRolloutUpdate, {
+            args: [request],
+            startWorkflowOperation: new WithStartWorkflowOperation<FederatedRolloutWorkflow>(
+              federatedRolloutWorkflowType,
+              this.startOptions(row),
+            ),
+          }),
+        ),
       );
     } catch (error) {
       if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) {

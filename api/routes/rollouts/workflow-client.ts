@@ -7,6 +7,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { Settings } from '../../../platform/settings';
+import { updateWithStartAcrossClosingRuns } from '../../../platform/temporal';
 import type { RolloutRow } from '../../../db/repos/rollouts';
 import {
   ROLLOUT_FAILURES,
@@ -56,13 +57,15 @@ export class RolloutWorkflows {
     const client = this.temporal();
     try {
       return await client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
-        client.workflow.executeUpdateWithStart(operateRolloutUpdate, {
-          args: [request],
-          startWorkflowOperation: new WithStartWorkflowOperation<RolloutWorkflow>(
-            rolloutWorkflowType,
-            this.startOptions(rollout, configurationName),
-          ),
-        }),
+        updateWithStartAcrossClosingRuns(() =>
+          client.workflow.executeUpdateWithStart(operateRolloutUpdate, {
+            args: [request],
+            startWorkflowOperation: new WithStartWorkflowOperation<RolloutWorkflow>(
+              rolloutWorkflowType,
+              this.startOptions(rollout, configurationName),
+            ),
+          }),
+        ),
       );
     } catch (error) {
       if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) {
