@@ -1,9 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
-import Koa, { type Next } from 'koa';
+import Koa from 'koa';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createAuditTrail } from './audit/trail';
@@ -16,15 +15,15 @@ import { eventsRoutes } from './routes/events/routes';
 import { createOidcVerifier } from './auth/oidc';
 import { createPatAuthenticator, PAT_CHANGES_CHANNEL } from './auth/pat-auth';
 import { PgListener } from '../platform/pg-listener';
-import type { AppContext, AppState } from './http/context';
+import type { AppState } from './http/context';
+import { dispatchByArea } from './http/dispatch';
 import { routeMiddleware, type RouteDef } from './http/route';
 import { jsonBody } from './middleware/json-body';
-import { observeRequests } from './middleware/observe';
-import { renderProblems } from './middleware/problems';
+import { createRequestObserver } from './middleware/observe';
+import { createProblemRenderer } from './middleware/problems';
 import { serveConsole } from './middleware/console';
-import { requestId } from './middleware/request-id';
+import { requestEnvelope } from './middleware/envelope';
 import { openApiRoutes, swaggerRoutes } from './openapi/routes';
-import { problems } from './problems';
 import { agentsRoutes } from './routes/agents/routes';
 import { auditRoutes } from './routes/audit/routes';
 import { authRoutes } from './routes/auth/routes';
@@ -66,66 +65,6 @@ export interface FleetApp {
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Closes the hub's subscribers (1001), flushes the audit queue and closes the LISTEN connection (the pool is the caller's). */
   close(): Promise<void>;
-}
-
-function toKoaPath(path: string): string {
-  return path.replace(/\{(\w+)\}/g, ':$1');
-}
-
-/** The methods of each path that a template without parameters serves (`/api/tenant`: GET, HEAD, PUT). */
-function staticPathMethods(router: Router): Map<string, Set<string>> {
-  const byPath = new Map<string, Set<string>>();
-  for (const layer of router.stack) {
-    if (layer.paramNames.length > 0 || typeof layer.path !== 'string') continue;
-    const methods = byPath.get(layer.path) ?? new Set<string>();
-    for (const method of layer.methods) methods.add(method);
-    byPath.set(layer.path, methods);
-  }
-  return byPath;
-}
-
-/**
- * 405 with `Allow` when the path exists under other methods only. The most specific
- * templates matching the path decide (fewest parameters): `PUT /api/policies/evaluate`
- * is a 405 for the static `/api/policies/evaluate`, not a `PUT /api/policies/{id}` with a
- * bad id. Runs before the router, so no other route gets to answer first.
- *
- * router.match tests every route's pattern, a few µs on each call: a path that a static
- * template serves under this method is as specific as a path can be, so it skips the match.
- */
-function methodNotAllowed(router: Router) {
-  const staticPaths = staticPathMethods(router);
-  return async function answerMethodNotAllowed(ctx: AppContext, next: Next) {
-    if (staticPaths.get(ctx.path)?.has(ctx.method)) {
-      await next();
-      return;
-    }
-    const layers = router.match(ctx.path, ctx.method).path;
-    const fewestParams = Math.min(...layers.map((layer) => layer.paramNames.length));
-    const specific = layers.filter((layer) => layer.paramNames.length === fewestParams);
-    const methods = new Set(specific.flatMap((layer) => layer.methods));
-    if (specific.length > 0 && !methods.has(ctx.method)) {
-      throw problems.methodNotAllowed(
-        ctx.method,
-        [...methods].filter((m) => m !== 'HEAD'),
-      );
-    }
-    await next();
-  };
-}
-
-/**
- * A request whose body has not fully arrived when the answer is ready (refused before the
- * body was needed: 401, 404, 405, 415, or a 413 that stopped reading) gets
- * `Connection: close`. Otherwise Node reads and discards the rest to keep the connection
- * alive, however large it is (a 4 GB upload would stream into a 401).
- */
-async function closeUnreadBodies(ctx: AppContext, next: Next) {
-  try {
-    await next();
-  } finally {
-    if (!ctx.req.complete) ctx.set('Connection', 'close');
-  }
 }
 
 export async function createApp(deps: AppDeps): Promise<FleetApp> {
@@ -196,27 +135,24 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     ...federationRoutes({ ...resources, temporal: deps.temporal }),
   );
 
-  // Paths are case-sensitive: `/API/TENANT` is no route (and so cannot slip past the audit).
-  const router = new Router({ sensitive: true });
   const services = {
     db,
     authenticate,
     recordAudit: audit.recordInTransaction,
-    parseBody: jsonBody(settings.http.maxBodyBytes),
+    readBody: jsonBody(settings.http.maxBodyBytes),
   };
-  for (const def of routes) router[def.method](toKoaPath(def.path), ...(routeMiddleware(def, services) as never[]));
-
   const koa = new Koa<AppState>({ proxy: settings.http.trustProxy });
-  koa.silent = true; // errors are rendered and logged by renderProblems
+  koa.silent = true; // errors are rendered and logged by the envelope's problem renderer
   koa
-    .use(closeUnreadBodies)
-    .use(requestId)
-    .use(observeRequests(logger, metrics))
-    .use(audit.middleware)
-    .use(renderProblems(logger, settings.errorsBaseUrl))
-    .use(serveConsole(deps.consoleDist))
-    .use(methodNotAllowed(router))
-    .use(router.routes() as never);
+    .use(
+      requestEnvelope({
+        problems: createProblemRenderer(logger, settings.errorsBaseUrl),
+        audit: audit.recordAnswered,
+        observe: createRequestObserver(logger, metrics),
+      }),
+    )
+    .use(dispatchByArea(routes.map((def) => ({ ...def, middleware: routeMiddleware(def, services) }))))
+    .use(serveConsole(deps.consoleDist));
 
   return {
     koa,

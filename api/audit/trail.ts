@@ -1,11 +1,12 @@
 import type { Knex } from 'knex';
-import type { Next } from 'koa';
 import type { Logger } from 'pino';
 import { insertAudit, type AuditRecord } from '../../db/repos/audit';
 import type { AppContext } from '../http/context';
 
 const FLUSH_ROWS = 500;
 const FLUSH_MS = 200;
+/** `/API/TENANT` is no route, but it is a call to the API all the same. */
+const API_PATH = /^\/api\//i;
 
 /** Postgres text cannot hold NUL; a caller-chosen value must not make a row unwritable. */
 function text(value: string | undefined | null): string | null {
@@ -77,18 +78,15 @@ export function createAuditTrail(db: Knex, logger: Logger) {
     await insertAudit(trx, [recordOf(ctx, status)]);
   }
 
-  async function auditEveryCall(ctx: AppContext, next: Next) {
-    try {
-      await next();
-    } finally {
-      if (!ctx.state.audited && ctx.path.toLowerCase().startsWith('/api/')) enqueue(recordOf(ctx, ctx.status));
-    }
+  /** Queues the row of a call under /api (any case) that its route did not record itself; run once it is answered. */
+  function recordAnswered(ctx: AppContext) {
+    if (!ctx.state.audited && API_PATH.test(ctx.path)) enqueue(recordOf(ctx, ctx.status));
   }
 
   // Plain functions, not methods: the app hands them on unbound.
   return {
     recordInTransaction,
-    middleware: auditEveryCall,
+    recordAnswered,
     /** Writes what is queued; call before the process exits. */
     flush,
   };

@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import type { Next } from 'koa';
 import type { OpenAPIRegistry, RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { Principal } from '../auth/principal';
 import type { Permission } from '../auth/roles';
@@ -82,8 +81,11 @@ export function route<P extends Schema | undefined, Q extends Schema | undefined
 
 export interface RouteServices {
   db: Knex;
-  /** Reads a JSON body into `ctx.request.body`; runs after authentication. */
-  parseBody: (ctx: AppContext, next: Next) => Promise<void>;
+  /**
+   * Reads a JSON body into `ctx.request.body`; runs after authentication. Undefined when
+   * the request has no body to read (most do not: nothing to wait for).
+   */
+  readBody: (ctx: AppContext) => Promise<void> | undefined;
   authenticate(ctx: AppContext): Promise<Principal>;
   recordAudit(trx: Knex.Transaction, ctx: AppContext, status: number): Promise<void>;
 }
@@ -152,22 +154,11 @@ function respond(def: RouteDef, ctx: AppContext, result: RouteResult) {
   }
 }
 
-async function leaveBodyUnread(_ctx: AppContext, next: Next) {
-  await next();
-}
-
-/** The Koa middleware chain for one route: authenticate, authorize, read the body, validate, run, respond. */
+/**
+ * The Koa middleware of one route: authenticate, authorize, read the body, validate, run,
+ * respond. One function, not a chain of middlewares: every request pays for each frame.
+ */
 export function routeMiddleware(def: RouteDef, services: RouteServices) {
-  async function authenticateCaller(ctx: AppContext, next: Next) {
-    ctx.state.route = def.path;
-    if (def.resource) ctx.state.resource = { type: def.resource };
-    if (def.permission !== 'public') {
-      ctx.state.principal = await services.authenticate(ctx);
-      authorize(def, ctx.state.principal, ctx);
-    }
-    await next();
-  }
-
   async function handle(ctx: AppContext) {
     const input = validateInput(def, ctx);
     const resource = ctx.state.resource;
@@ -205,7 +196,18 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
     respond(def, ctx, result);
   }
 
-  return [authenticateCaller, def.opaqueBody ? leaveBodyUnread : services.parseBody, handle];
+  return async function serveRoute(ctx: AppContext) {
+    ctx.state.route = def.path;
+    if (def.resource) ctx.state.resource = { type: def.resource };
+    if (def.permission !== 'public') {
+      ctx.state.principal = await services.authenticate(ctx);
+      authorize(def, ctx.state.principal, ctx);
+    }
+    // An opaque body is the handler's to read, if at all (the Git webhook).
+    const reading = def.opaqueBody ? undefined : services.readBody(ctx);
+    if (reading) await reading;
+    await handle(ctx);
+  };
 }
 
 const problemRef = { $ref: '#/components/schemas/Problem' };

@@ -1,8 +1,9 @@
 import type { IncomingMessage } from 'node:http';
-import type { Next } from 'koa';
 import { problems } from '../problems';
 import type { AppContext } from '../http/context';
 
+/** The methods whose body is read (others may send one; it is left unread). */
+const WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json$/i;
 /** Bodies declared far beyond the limit are refused at once; smaller overruns are drained. */
 const DRAIN_FACTOR = 8;
@@ -48,14 +49,10 @@ function contentCoded(ctx: AppContext): string | undefined {
 /**
  * Parses JSON request bodies into `ctx.request.body`. Anything else with a body is 415
  * (so is a content-coded one), a body over the limit 413, and invalid JSON 400 — before
- * any route runs.
+ * any route runs. Answers undefined when the request has no body to read.
  */
 export function jsonBody(limit: number) {
-  return async function parseJsonBody(ctx: AppContext, next: Next) {
-    if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method) || !hasBody(ctx)) {
-      await next();
-      return;
-    }
+  async function read(ctx: AppContext): Promise<void> {
     const type = ctx.get('content-type').split(';')[0]!.trim();
     if (!JSON_TYPE.test(type)) throw problems.unsupportedMediaType(type || undefined);
     const encoding = contentCoded(ctx);
@@ -64,14 +61,17 @@ export function jsonBody(limit: number) {
     if (declared > limit * DRAIN_FACTOR) throw problems.payloadTooLarge(limit);
     const raw = await readLimited(ctx.req, limit);
     const text = raw.toString('utf8');
-    if (text.trim() !== '') {
-      try {
-        (ctx.request as { body?: unknown }).body = JSON.parse(text);
-      } catch (error) {
-        throw problems.malformedJson((error as Error).message);
-      }
+    if (text.trim() === '') return;
+    try {
+      (ctx.request as { body?: unknown }).body = JSON.parse(text);
+    } catch (error) {
+      throw problems.malformedJson((error as Error).message);
     }
-    await next();
+  }
+
+  return function readJsonBody(ctx: AppContext): Promise<void> | undefined {
+    if (!WITH_BODY.has(ctx.method) || !hasBody(ctx)) return undefined;
+    return read(ctx);
   };
 }
 

@@ -1,4 +1,3 @@
-import type { Next } from 'koa';
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { AppContext } from '../http/context';
@@ -6,8 +5,10 @@ import type { AppContext } from '../http/context';
 /**
  * One structured log line and two metrics per request. Only the path is logged, never
  * the query string or headers: those may carry tokens (`?token=`, `Authorization`).
+ * Returns the function that records a finished request, given when it started
+ * (`process.hrtime.bigint()`).
  */
-export function observeRequests(logger: Logger, registry: Registry) {
+export function createRequestObserver(logger: Logger, registry: Registry) {
   const requests = new Counter({
     name: 'http_requests_total',
     help: 'HTTP requests by method, route template and status.',
@@ -21,29 +22,24 @@ export function observeRequests(logger: Logger, registry: Registry) {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [registry],
   });
-
-  return async function observeRequest(ctx: AppContext, next: Next) {
-    const started = process.hrtime.bigint();
-    try {
-      await next();
-    } finally {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = ctx.state.route ?? 'unmatched';
-      requests.inc({ method: ctx.method, route, status: ctx.status });
-      duration.observe({ method: ctx.method, route }, seconds);
-      logger.info(
-        {
-          requestId: ctx.state.requestId,
-          method: ctx.method,
-          path: ctx.path,
-          route,
-          status: ctx.status,
-          ms: Math.round(seconds * 10000) / 10,
-          tenant: ctx.state.principal?.tenantId,
-          actor: ctx.state.principal?.name,
-        },
-        'request',
-      );
-    }
+  return function observeRequest(ctx: AppContext, started: bigint): void {
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const route = ctx.state.route ?? 'unmatched';
+    requests.inc({ method: ctx.method, route, status: ctx.status });
+    duration.observe({ method: ctx.method, route }, seconds);
+    if (!logger.isLevelEnabled('info')) return;
+    logger.info(
+      {
+        requestId: ctx.state.requestId,
+        method: ctx.method,
+        path: ctx.path,
+        route,
+        status: ctx.status,
+        ms: Math.round(seconds * 10000) / 10,
+        tenant: ctx.state.principal?.tenantId,
+        actor: ctx.state.principal?.name,
+      },
+      'request',
+    );
   };
 }

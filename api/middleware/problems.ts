@@ -59,36 +59,52 @@ function isDatabaseUnavailable(error: { code?: string; name?: string }): boolean
  * Renders every error as `application/problem+json` (RFC 9457). Unknown errors become a
  * 500 that says nothing of internals; the stack goes to the log with the request id.
  */
-export function renderProblems(logger: Logger, errorsBaseUrl: string) {
-  return async function renderProblem(ctx: AppContext, next: Next) {
-    let problem: Problem;
-    try {
-      await next();
-      if (ctx.status !== 404 || ctx.body != null) return;
-      problem = problems.noRoute(ctx.method, ctx.path);
-    } catch (error) {
-      const refusedValue =
-        error instanceof Problem || error instanceof DomainError ? undefined : fromDataException(error as object);
-      if (error instanceof Problem) {
-        problem = error;
-      } else if (error instanceof DomainError) {
-        problem = problemOf(error);
-      } else if (refusedValue) {
-        problem = refusedValue;
-      } else if (isDatabaseUnavailable(error as object)) {
-        logger.warn({ err: error, requestId: ctx.state.requestId }, 'database unavailable');
-        problem = problems.unavailable('The database is unavailable; retry shortly.');
-      } else {
-        problem =
-          fromHttpError(error as object) ??
-          (logger.error({ err: error, requestId: ctx.state.requestId }, 'unhandled error'), problems.internal());
-      }
+export function createProblemRenderer(logger: Logger, errorsBaseUrl: string) {
+  function problemFor(ctx: AppContext, error: unknown): Problem {
+    if (error instanceof Problem) return error;
+    if (error instanceof DomainError) return problemOf(error);
+    const refusedValue = fromDataException(error as object);
+    if (refusedValue) return refusedValue;
+    if (isDatabaseUnavailable(error as object)) {
+      logger.warn({ err: error, requestId: ctx.state.requestId }, 'database unavailable');
+      return problems.unavailable('The database is unavailable; retry shortly.');
     }
+    const fromKoa = fromHttpError(error as object);
+    if (fromKoa) return fromKoa;
+    logger.error({ err: error, requestId: ctx.state.requestId }, 'unhandled error');
+    return problems.internal();
+  }
+
+  function answer(ctx: AppContext, problem: Problem): void {
     ctx.remove('ETag');
     for (const [name, value] of Object.entries(problem.headers)) ctx.set(name, value);
     ctx.status = problem.status;
     ctx.type = 'application/problem+json';
     ctx.body = problemDocument(problem, errorsBaseUrl, ctx.path, ctx.state.requestId);
+  }
+
+  return {
+    /** Answers the problem a thrown error stands for. */
+    error: (ctx: AppContext, error: unknown) => answer(ctx, problemFor(ctx, error)),
+    /** A request nothing answered (404 without a body) gets the no-route problem. */
+    unanswered(ctx: AppContext): void {
+      if (ctx.status === 404 && ctx.body == null) answer(ctx, problems.noRoute(ctx.method, ctx.path));
+    },
+  };
+}
+
+export type ProblemRenderer = ReturnType<typeof createProblemRenderer>;
+
+/** The renderer as a middleware of its own (the app runs it inside its request envelope). */
+export function renderProblems(logger: Logger, errorsBaseUrl: string) {
+  const render = createProblemRenderer(logger, errorsBaseUrl);
+  return async function renderProblem(ctx: AppContext, next: Next) {
+    try {
+      await next();
+      render.unanswered(ctx);
+    } catch (error) {
+      render.error(ctx, error);
+    }
   };
 }
 
