@@ -43,10 +43,12 @@ export function createPatAuthenticator(db: Knex) {
   // Bumped by every eviction: a look-up that raced one must not cache what it read.
   let evictions = 0;
 
-  async function lookup(hash: Buffer): Promise<KnownPat | undefined> {
-    const key = hash.toString('hex');
+  function cached(key: string): KnownPat | undefined {
     const hit = cache.get(key);
-    if (hit && hit.until > Date.now()) return hit;
+    return hit && hit.until > Date.now() ? hit : undefined;
+  }
+
+  async function lookup(key: string, hash: Buffer): Promise<KnownPat | undefined> {
     const generation = evictions;
     const row = await findPatByHash(db, hash);
     if (!row) return undefined;
@@ -64,9 +66,15 @@ export function createPatAuthenticator(db: Knex) {
 
   return {
     async authenticate(token: string): Promise<Principal> {
-      if (!isWellFormed('svc-pat', token)) throw problems.unauthorized('The personal access token is malformed.');
       const hash = hashToken(token);
-      const known = await lookup(hash);
+      const key = hash.toString('hex');
+      // A cached token was well-formed when it was looked up; any other has its CRC checked
+      // before the database is asked.
+      let known = cached(key);
+      if (!known) {
+        if (!isWellFormed('svc-pat', token)) throw problems.unauthorized('The personal access token is malformed.');
+        known = await lookup(key, hash);
+      }
       if (!known || !sameHash(known.row.token_hash, hash))
         throw problems.unauthorized('The personal access token is not known.');
       const { row, principal } = known;
