@@ -3,16 +3,26 @@
  * (auth, tenant, audit, ETag, problems) and a bare Koa app that runs the same queries
  * with none of it. Both share one settings object and the same pool size.
  * Prints `{"full": <port>, "bare": <port>}` when listening.
+ *
+ * Both run the compiled code the image runs (dist/, `npm run build`; bench:platform builds
+ * it first), not the sources through tsx: tsx's transform wraps every function the
+ * code creates in a naming helper, a cost per request that production does not pay and
+ * that falls on the full app's code only.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import pino from 'pino';
-import { createApp } from '../api/app';
-import { loadSettings } from '../platform/settings';
-import { createDb } from '../db/connection';
-import { listPatsQuery } from '../db/repos/pats';
-import { findTenant } from '../db/repos/tenants';
+import path from 'node:path';
+
+const DIST = path.join(__dirname, '../dist');
+/* eslint-disable @typescript-eslint/no-require-imports -- the compiled modules, typed by their sources */
+const { createApp } = require(`${DIST}/api/app`) as typeof import('../api/app');
+const { loadSettings } = require(`${DIST}/platform/settings`) as typeof import('../platform/settings');
+const { createDb } = require(`${DIST}/db/connection`) as typeof import('../db/connection');
+const { listPatsQuery } = require(`${DIST}/db/repos/pats`) as typeof import('../db/repos/pats');
+const { findTenant } = require(`${DIST}/db/repos/tenants`) as typeof import('../db/repos/tenants');
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /** `handler`: a Koa app's callback, which settles every request itself (errors go to ctx.onerror). */
 function listen(handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>): Promise<number> {

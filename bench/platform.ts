@@ -2,10 +2,14 @@
  * Platform overhead: an authenticated GET of one resource and of a list page through the
  * full platform, beside a bare Koa route running the same query, in the same run.
  *
- *   npm run bench:platform [-- --duration 10 --connections 32]
+ *   npm run bench:platform [-- --duration 5 --rounds 4 --connections 32]
  *
  * Real parts: embedded Postgres, the real OIDC issuer (oidc-provider), the servers in one
- * child process and the load generator (autocannon) in this one.
+ * child process (the compiled code, as the image runs it) and the load generator
+ * (autocannon) in this one. This machine's speed drifts by 10–20 % over a minute, so each
+ * configuration runs in several short rounds, in mirrored order (bare, PAT, OIDC, then
+ * OIDC, PAT, bare, …), and its figures are the mean of its rounds: drift falls on all three
+ * alike.
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -18,9 +22,14 @@ import { cpuSecondsOfTree, runBench, startBenchDatabase, startBenchServers } fro
 import { fetchToken, TEST_AUDIENCE } from '../test/support/tokens';
 
 const { values: args } = parseArgs({
-  options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' } },
+  options: {
+    duration: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '4' },
+    connections: { type: 'string', default: '32' },
+  },
 });
 const duration = Number(args.duration);
+const rounds = Number(args.rounds);
 const connections = Number(args.connections);
 
 interface Figures {
@@ -39,9 +48,9 @@ interface Meters {
   postgres: () => number;
 }
 
-async function loadOne(meters: Meters, url: string, token?: string): Promise<Figures> {
+async function loadOne(meters: Meters, url: string, token: string | undefined, warmUp: boolean): Promise<Figures> {
   const headers = token ? { authorization: `Bearer ${token}` } : undefined;
-  await autocannon({ url, connections, duration: 2, headers }); // warm-up
+  if (warmUp) await autocannon({ url, connections, duration: 2, headers });
   const [server0, postgres0] = [meters.server(), meters.postgres()];
   const result = await autocannon({ url, connections, duration, headers });
   // The audit rows of reads are written in batches every 200 ms: let the last one land.
@@ -85,18 +94,17 @@ async function main() {
     });
     const { full, bare } = servers;
     const meters: Meters = { server: () => cpuSecondsOfTree(servers!.pid), postgres: database.cpuSeconds };
-    const load = (url: string, token?: string) => loadOne(meters, url, token);
-
-    // Each configuration runs twice, in mirrored order (bare, PAT, OIDC, OIDC, PAT, bare),
-    // so warm-up, the growing audit table and background work fall on all of them alike.
-    const mean = (a: Figures, b: Figures): Figures => ({
-      rps: (a.rps + b.rps) / 2,
-      p50: (a.p50 + b.p50) / 2,
-      p99: (a.p99 + b.p99) / 2,
-      errors: a.errors + b.errors,
-      serverCpu: (a.serverCpu + b.serverCpu) / 2,
-      postgresCpu: (a.postgresCpu + b.postgresCpu) / 2,
-    });
+    const mean = (all: Figures[]): Figures => {
+      const average = (pick: (f: Figures) => number) => all.reduce((sum, f) => sum + pick(f), 0) / all.length;
+      return {
+        rps: average((f) => f.rps),
+        p50: average((f) => f.p50),
+        p99: average((f) => f.p99),
+        errors: all.reduce((sum, f) => sum + f.errors, 0),
+        serverCpu: average((f) => f.serverCpu),
+        postgresCpu: average((f) => f.postgresCpu),
+      };
+    };
     const rows: string[] = [];
     const costs: string[] = [];
     const runs: string[] = [];
@@ -107,31 +115,39 @@ async function main() {
       ['single resource  GET /api/tenant', '/api/tenant', '/bare/tenant'],
       ['list page (50)   GET /api/pats  ', '/api/pats?limit=50', '/bare/pats'],
     ] as const) {
-      const bare1 = await load(bare + barePath);
-      const pat1 = await load(full + path, pat);
-      const oidc1 = await load(full + path, oidc);
-      const oidc2 = await load(full + path, oidc);
-      const pat2 = await load(full + path, pat);
-      const bare2 = await load(bare + barePath);
-      const baseline = mean(bare1, bare2);
-      runs.push(
-        `${label.trim()}: bare ${bare1.rps.toFixed(0)}, PAT ${pat1.rps.toFixed(0)}, OIDC ${oidc1.rps.toFixed(0)}, OIDC ${oidc2.rps.toFixed(0)}, PAT ${pat2.rps.toFixed(0)}, bare ${bare2.rps.toFixed(0)} req/s`,
-      );
-      for (const [auth, measured] of [
-        ['PAT ', mean(pat1, pat2)],
-        ['OIDC', mean(oidc1, oidc2)],
+      const configurations = [
+        { name: 'bare', url: bare + barePath, token: undefined, figures: [] as Figures[] },
+        { name: 'PAT', url: full + path, token: pat, figures: [] as Figures[] },
+        { name: 'OIDC', url: full + path, token: oidc, figures: [] as Figures[] },
+      ];
+      const order: string[] = [];
+      for (let round = 0; round < rounds; round += 1) {
+        // Mirrored rounds (bare, PAT, OIDC, then OIDC, PAT, bare): the growing audit table
+        // and background work fall on all of them alike.
+        const inRound = round % 2 === 0 ? configurations : [...configurations].reverse();
+        for (const configuration of inRound) {
+          const figures = await loadOne(meters, configuration.url, configuration.token, round === 0);
+          configuration.figures.push(figures);
+          order.push(`${configuration.name} ${figures.rps.toFixed(0)}`);
+        }
+      }
+      runs.push(`${label.trim()}: ${order.join(', ')} req/s`);
+      const [baseline, ...measured] = configurations.map((configuration) => mean(configuration.figures));
+      for (const [auth, figures] of [
+        ['PAT ', measured[0]!],
+        ['OIDC', measured[1]!],
       ] as const) {
-        const ratio = ((measured.rps / baseline.rps) * 100).toFixed(0);
-        const errors = measured.errors + baseline.errors;
+        const ratio = ((figures.rps / baseline!.rps) * 100).toFixed(0);
+        const errors = figures.errors + baseline!.errors;
         rows.push(
-          `${label}  ${auth}  ${fmt(measured)}   ${fmt(baseline)}   ${ratio.padStart(4)}%${errors ? `  (${errors} errors!)` : ''}`,
+          `${label}  ${auth}  ${fmt(figures)}   ${fmt(baseline!)}   ${ratio.padStart(4)}%${errors ? `  (${errors} errors!)` : ''}`,
         );
-        costs.push(`${label}  ${auth}  ${cpu(measured)}      ${cpu(baseline)}`);
+        costs.push(`${label}  ${auth}  ${cpu(figures)}      ${cpu(baseline!)}`);
       }
     }
     const lines = [
-      `Platform overhead — mean of 2 runs of ${duration}s (after a 2s warm-up each), ${connections} connections, ${os.cpus().length} cores, node ${process.version}`,
-      'reproduce: npm run bench:platform -- --duration ' + duration + ' --connections ' + connections,
+      `Platform overhead — mean of ${rounds} rounds of ${duration}s each (after a 2s warm-up in the first), ${connections} connections, ${os.cpus().length} cores, node ${process.version}`,
+      `reproduce: npm run bench:platform -- --duration ${duration} --rounds ${rounds} --connections ${connections}`,
       '',
       '                                          full platform           bare Koa + same query',
       'route                             auth    req/s p50 ms p99 ms     req/s p50 ms p99 ms   full/bare',
