@@ -10,7 +10,7 @@ import { rolloutWorkflowId } from '../../workflows/definitions';
 import { publishConfiguration } from '../support/configurations';
 import { eventually } from '../support/eventually';
 import { testInfra } from '../support/infra-env';
-import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+import { startRolloutEnv, untilWorkflowIdle, type RolloutEnv } from '../support/rollout-env';
 
 let env: RolloutEnv;
 beforeAll(async () => {
@@ -140,11 +140,7 @@ test('an operation sent as its run closes (before the run accepted it) is applie
   });
   const id = created.body.id as string;
   const handle = env.client.workflow.getHandle(rolloutWorkflowId(id));
-  await eventually(async () => {
-    const events = (await handle.fetchHistory()).events ?? [];
-    expect(events.some((event) => event.activityTaskCompletedEventAttributes)).toBe(true);
-    expect(events.at(-1)?.workflowTaskCompletedEventAttributes).toBeTruthy();
-  }, 30_000);
+  await untilWorkflowIdle(handle, 30_000);
 
   await env.stopWorker();
   let started: ReturnType<typeof call>;

@@ -4,13 +4,14 @@
  * simulated agents enrolled in a group of their own.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { startWorker, type WorkerHandle } from '../../worker/run';
 import { outboxRetentionWorkflowId, peerHealthWorkflowId } from '../../workflows/definitions';
 import { issueBootstrapToken, startTestGateway, type TestGateway } from './agent-gateway';
 import { startTestApp, testSettings, type TestApp } from './app';
+import { eventually } from './eventually';
 import { testInfra } from './infra-env';
 import { runFleet, type Fleet, type FleetOptions } from './simulator';
 
@@ -135,4 +136,13 @@ export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<
   };
   await env.startWorker();
   return env;
+}
+
+/** Waits until a workflow has loaded what it runs on (an activity completed) and is idle, its last task done. */
+export async function untilWorkflowIdle(handle: WorkflowHandle, timeoutMs = 20_000): Promise<void> {
+  await eventually(async () => {
+    const events = (await handle.fetchHistory()).events ?? [];
+    expect(events.some((event) => event.activityTaskCompletedEventAttributes)).toBe(true);
+    expect(events.at(-1)?.workflowTaskCompletedEventAttributes).toBeTruthy();
+  }, timeoutMs);
 }

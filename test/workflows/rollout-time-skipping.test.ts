@@ -9,7 +9,7 @@ import { rolloutWorkflowId, rolloutWorkflowType, type RolloutWorkflow } from '..
 import { publishConfiguration } from '../support/configurations';
 import { recordHistories } from '../support/histories';
 import { eventually } from '../support/eventually';
-import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+import { startRolloutEnv, untilWorkflowIdle, type RolloutEnv } from '../support/rollout-env';
 import { startTimeSkippingTemporal } from '../support/time-skipping';
 
 let temporal: TestWorkflowEnvironment;
@@ -124,11 +124,7 @@ test('a small history limit makes the workflow continue as new between batches; 
   // ended once it is idle (rollout loaded, waiting for the start): the test server's clock
   // stays locked by a run terminated with a task in flight (temporalio/sdk-java#3088).
   const handle = env.client.workflow.getHandle(rolloutWorkflowId(id));
-  await eventually(async () => {
-    const events = (await handle.fetchHistory()).events ?? [];
-    expect(events.some((event) => event.activityTaskCompletedEventAttributes)).toBe(true);
-    expect(events.at(-1)?.workflowTaskCompletedEventAttributes).toBeTruthy();
-  }, 20_000);
+  await untilWorkflowIdle(handle, 20_000);
   await handle.terminate('restarted by the test with a small history limit');
   await env.client.workflow.start<RolloutWorkflow>(rolloutWorkflowType, {
     workflowId: rolloutWorkflowId(id),
