@@ -46,6 +46,21 @@ async function waitForNamespace(address: string, namespace: string): Promise<voi
   }
 }
 
+/**
+ * How long each step of starting the infrastructure may take (building the Temporal CLI on a
+ * fresh machine comes before, without one). A step that hangs fails the suite, named, rather
+ * than leaving jest waiting for ever.
+ */
+const STEP_DEADLINE_MS = 120_000;
+
+function withinDeadline<T>(work: Promise<T>, failure: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${failure} within ${STEP_DEADLINE_MS / 1000} s`)), STEP_DEADLINE_MS);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
 async function main(): Promise<void> {
   const log = (line: string) => process.stderr.write(`[infra] ${line}\n`);
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fleet-test-'));
@@ -64,23 +79,31 @@ async function main(): Promise<void> {
       freePort(),
       freePort(),
     ]);
-    const [postgres, temporal, issuer, stranger] = await Promise.all([
-      startPostgres({ dataDir: path.join(dataDir, 'pg'), port: pgPort, disposable: true }),
-      startTemporal({ cli, port: temporalPort }),
-      startOidcIssuer(issuerPort),
-      startOidcIssuer(strangerPort),
-    ]);
-    stops.push(
-      () => postgres.stop(),
-      () => temporal.stop(),
-      () => issuer.stop(),
-      () => stranger.stop(),
+    // Each one's stop is kept as soon as it is up, so a failure stops those that started.
+    const started = <T extends { stop(): Promise<void> }>(starting: Promise<T>) =>
+      starting.then((service) => {
+        stops.push(() => service.stop());
+        return service;
+      });
+    const [postgres, temporal, issuer, stranger] = await withinDeadline(
+      Promise.all([
+        started(startPostgres({ dataDir: path.join(dataDir, 'pg'), port: pgPort, disposable: true })),
+        started(startTemporal({ cli, port: temporalPort })),
+        started(startOidcIssuer(issuerPort)),
+        started(startOidcIssuer(strangerPort)),
+      ]),
+      'Postgres, the Temporal dev server and the OIDC issuers did not all start',
     );
-    await postgres.createDatabase(TEMPLATE_DATABASE);
-    const db = createDb(postgres.url(TEMPLATE_DATABASE), 2);
-    await migrateLatest(db);
-    await db.destroy();
-    await waitForNamespace(temporal.address, 'default');
+    await withinDeadline(
+      (async () => {
+        await postgres.createDatabase(TEMPLATE_DATABASE);
+        const db = createDb(postgres.url(TEMPLATE_DATABASE), 2);
+        await migrateLatest(db);
+        await db.destroy();
+        await waitForNamespace(temporal.address, 'default');
+      })(),
+      'the template database was not migrated, or Temporal had no default namespace',
+    );
     process.stdout.write(
       `${JSON.stringify({
         postgresUrl: postgres.url('postgres'),
