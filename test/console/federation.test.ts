@@ -137,7 +137,13 @@ test('a peer is deleted after a confirmation, sent with If-Match', async () => {
   await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Delete' }).click();
   const dialog = page.getByRole('dialog', { name: 'Delete' });
   await dialog.getByRole('button', { name: 'Delete' }).click();
-  await page.waitForURL(`${CONSOLE_ORIGIN}/federation`);
+  // Gone: the page moves to the list. Refused: the dialog shows the problem, and the test says which.
+  const refused = dialog.getByRole('alert');
+  await page.waitForURL(`${CONSOLE_ORIGIN}/federation`).catch(async (error: unknown) => {
+    throw new Error(
+      (await refused.count()) > 0 ? `the delete was refused: ${await refused.innerText()}` : String(error),
+    );
+  });
   await onPage(async () => expect((await tableRows(page, 'Peers')).map((row) => row[0])).toEqual(['bravo']));
   expect((await alpha.t.call('GET', `/api/federation/peers/${spare}`, { token: alpha.admin })).status).toBe(404);
 }, 60_000);
