@@ -1,4 +1,3 @@
-import type { Next } from 'koa';
 import type { Logger } from 'pino';
 import { DomainError } from '../../domain/errors';
 import { catalogue, Problem, problemOf, problems, type ProblemSlug } from '../problems';
@@ -94,19 +93,6 @@ export function createProblemRenderer(logger: Logger, errorsBaseUrl: string) {
 }
 
 export type ProblemRenderer = ReturnType<typeof createProblemRenderer>;
-
-/** The renderer as a middleware of its own (the app runs it inside its request envelope). */
-export function renderProblems(logger: Logger, errorsBaseUrl: string) {
-  const render = createProblemRenderer(logger, errorsBaseUrl);
-  return async function renderProblem(ctx: AppContext, next: Next) {
-    try {
-      await next();
-      render.unanswered(ctx);
-    } catch (error) {
-      render.error(ctx, error);
-    }
-  };
-}
 
 /** The RFC 9457 document of a problem (also written by hand where Koa does not answer: the hub's upgrade). */
 export function problemDocument(problem: Problem, errorsBaseUrl: string, instance: string, requestId?: string) {

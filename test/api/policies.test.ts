@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { assertPolicies, evaluatePolicies } from '../../domain/policies/evaluate';
 import pino from 'pino';
-import { renderProblems } from '../../api/middleware/problems';
+import { createProblemRenderer } from '../../api/middleware/problems';
 import { problemOf } from '../../api/problems';
 import { NotFoundError, PolicyDeniedError } from '../../domain/errors';
 import { startTestApp, type TestApp } from '../support/app';
@@ -730,7 +730,7 @@ describe('evaluation', () => {
     expect(problemOf(foreign as NotFoundError).slug).toBe('not-found');
   });
 
-  test('rendered by the problem middleware, the denial is the spec’s 422 body', async () => {
+  test('rendered by the problem renderer, the denial is the spec’s 422 body', async () => {
     await enforce('prod-batches-render', 'agent.labels.env != "prod" || rollout.batchPercent <= 10', [prod]);
     const input = {
       configurationId,
@@ -749,9 +749,11 @@ describe('evaluation', () => {
       set: (name: string, value: string) => void (headers[name] = value),
       remove: () => undefined,
     };
-    await renderProblems(pino({ level: 'silent' }), `${PROBLEMS}`)(ctx as never, async () => {
-      await assertPolicies(t.database.db, tenant, input);
-    });
+    const error = await assertPolicies(t.database.db, tenant, input).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    createProblemRenderer(pino({ level: 'silent' }), `${PROBLEMS}`).error(ctx as never, error);
     expect(ctx.status).toBe(422);
     expect(ctx.type).toBe('application/problem+json');
     const policyId = (await t.database.db('policies').where({ tenant_id: tenant, name: 'prod-batches-render' }).first())
