@@ -19,6 +19,7 @@ import {
   onPage,
   replaceEditorContent,
   tableRows,
+  confirmDialog,
 } from '../support/browser';
 
 let t: TestApp;
@@ -128,8 +129,7 @@ test('a draft the API refuses shows its problem with line and column; fixed, it 
 
   await page.getByRole('button', { name: 'Publish v1' }).click();
   const confirm = page.getByRole('dialog', { name: 'Publish v1' });
-  await confirm.getByRole('button', { name: 'Publish v1' }).click();
-  await confirm.waitFor({ state: 'detached' });
+  await confirmDialog(confirm, 'Publish v1');
   await onPage(async () => expect((await tableRows(page, 'Versions'))[0]?.[1]).toBe('published'));
   expect((await apiGet(`/api/configurations/${configurationId}/versions/1`)).state).toBe('published');
 }, 60_000);

@@ -22,6 +22,7 @@ import {
   onPage,
   settled,
   tableRows,
+  confirmDialog,
 } from '../support/browser';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
 import { eventually } from '../support/eventually';
@@ -106,8 +107,7 @@ test('an admin pairs bravo through the form: a wrong token shows its 401, the ri
   const edit = page.getByRole('dialog', { name: 'Edit the peer' });
   expect(await edit.getByLabel('New peer access token').inputValue()).toBe('');
   await edit.getByLabel('New peer access token').fill(right);
-  await edit.getByRole('button', { name: 'Save and check' }).click();
-  await edit.waitFor({ state: 'detached' });
+  await confirmDialog(edit, 'Save and check');
   await onPage(async () => expect(await page.getByTestId('peer-health').textContent()).toBe('healthy'));
   expect(await peerFacts()).toContain('bravo'); // what bravo says of itself
   await expectAccessible(page, 'federation-peer');
@@ -135,15 +135,8 @@ test('a peer is deleted after a confirmation, sent with If-Match', async () => {
   await page.goto(`${CONSOLE_ORIGIN}/federation/peers/${spare}`);
   await page.getByRole('heading', { level: 2, name: 'bravo-spare' }).waitFor();
   await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Delete' }).click();
-  const dialog = page.getByRole('dialog', { name: 'Delete' });
-  await dialog.getByRole('button', { name: 'Delete' }).click();
-  // Gone: the page moves to the list. Refused: the dialog shows the problem, and the test says which.
-  const refused = dialog.getByRole('alert');
-  await page.waitForURL(`${CONSOLE_ORIGIN}/federation`).catch(async (error: unknown) => {
-    throw new Error(
-      (await refused.count()) > 0 ? `the delete was refused: ${await refused.innerText()}` : String(error),
-    );
-  });
+  await confirmDialog(page.getByRole('dialog', { name: 'Delete' }), 'Delete');
+  await page.waitForURL(`${CONSOLE_ORIGIN}/federation`);
   await onPage(async () => expect((await tableRows(page, 'Peers')).map((row) => row[0])).toEqual(['bravo']));
   expect((await alpha.t.call('GET', `/api/federation/peers/${spare}`, { token: alpha.admin })).status).toBe(404);
 }, 60_000);
@@ -213,8 +206,7 @@ const federatedState = () =>
 async function confirm(operation: string): Promise<void> {
   await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: operation }).click();
   const dialog = page.getByRole('dialog', { name: operation });
-  await dialog.getByRole('button', { name: operation }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await confirmDialog(dialog, operation);
 }
 
 test('a federated rollout shows each installation’s part and the progress over all; paused and resumed from its page, a pause on a stale view refused (412)', async () => {

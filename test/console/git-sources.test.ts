@@ -24,6 +24,7 @@ import {
   newSignedInPage,
   onPage,
   tableRows,
+  confirmDialog,
 } from '../support/browser';
 import { createTestRepository, type TestRepository } from '../support/git';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
@@ -86,8 +87,7 @@ async function holdSourceReads(id: string) {
 async function confirm(operation: string): Promise<void> {
   await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: operation }).click();
   const dialog = page.getByRole('dialog', { name: operation });
-  await dialog.getByRole('button', { name: operation }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await confirmDialog(dialog, operation);
 }
 
 beforeAll(async () => {
@@ -237,8 +237,7 @@ test('the rotated webhook token is shown once, copied through the clipboard, and
   await expectAccessible(page, 'git-source-webhook-token');
 
   // Closed, the token is gone from the page, and it was never in the URL or the browser's storage.
-  await dialog.getByRole('button', { name: 'Done' }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await confirmDialog(dialog, 'Done');
   expect(await page.content()).not.toContain(token);
   expect(page.url()).not.toContain(token);
   const stored = await page.evaluate('JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage })');

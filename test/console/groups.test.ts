@@ -19,6 +19,7 @@ import {
   onPage,
   settled,
   tableRows,
+  confirmDialog,
 } from '../support/browser';
 
 let t: TestApp;
@@ -46,8 +47,7 @@ async function moveAll(agentIds: string[], toGroupId: string): Promise<void> {
 async function confirm(on: Page, label: string): Promise<void> {
   await on.getByRole('button', { name: label, exact: true }).click();
   const dialog = on.getByRole('dialog', { name: label });
-  await dialog.getByRole('button', { name: label, exact: true }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await confirmDialog(dialog, label, { exact: true });
 }
 
 /** Picks, in a searchable select, the option the API found for what was typed. */
@@ -129,8 +129,7 @@ test('its members, moved in through the API and through the page, page with the 
   await page.getByRole('button', { name: 'Add to group' }).click();
   const dialog = page.getByRole('dialog', { name: 'Add to group' });
   expect(await dialog.textContent()).toContain('into edge-eu');
-  await dialog.getByRole('button', { name: 'Add to group' }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await confirmDialog(dialog, 'Add to group');
   await onPage(async () => expect(await fact(page, 'Group', 'Members')).toBe('26'));
   expect((await apiGet(`/api/agents/${seeded[25]}`)).groupId).toBe(groupId);
   await expectAccessible(page, 'group');
@@ -219,8 +218,7 @@ test('an operator moves an agent to another group from its page, which then show
   expect(await dialog.textContent()).toContain(`Move ${roaming.name} to group edge-eu?`);
   await settled(dialog);
   await expectAccessible(page, 'agent-move');
-  await dialog.getByRole('button', { name: 'Move', exact: true }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await confirmDialog(dialog, 'Move', { exact: true });
   await onPage(async () => expect(await fact(page, 'Agent', 'Group')).toBe('edge-eu'));
   expect((await apiGet(`/api/agents/${roaming.id}`)).groupId).toBe(groupId);
 

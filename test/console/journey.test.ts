@@ -19,6 +19,7 @@ import {
   screenshot,
   seriousAccessibilityViolations,
   tableRows,
+  confirmDialog,
 } from '../support/browser';
 import { eventually } from '../support/eventually';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
@@ -52,8 +53,7 @@ async function progress(row: string): Promise<string[] | undefined> {
 async function confirmOperation(operation: string): Promise<void> {
   await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: operation }).click();
   const dialog = page.getByRole('dialog', { name: operation });
-  await dialog.getByRole('button', { name: operation }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await confirmDialog(dialog, operation);
 }
 
 /** A draft saved in the editor and published from the configuration's page, as `vN`. */

@@ -21,6 +21,7 @@ import {
   onPage,
   seriousAccessibilityViolations,
   tableRows,
+  confirmDialog,
 } from '../support/browser';
 
 let t: TestApp;
@@ -176,8 +177,7 @@ test('the agent detail shows what the API says, with the writes an admin may mak
 
   await page.getByRole('button', { name: 'Approve' }).click();
   const dialog = page.getByRole('dialog', { name: 'Approve' });
-  await dialog.getByRole('button', { name: 'Approve' }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await confirmDialog(dialog, 'Approve');
   await page.getByRole('button', { name: 'Approve' }).waitFor({ state: 'detached' });
   expect((await apiGet(`/api/agents/${pendingAgent.id}`)).status).toBe('enrolling');
 });

@@ -16,6 +16,7 @@ import {
   newSignedInPage,
   onPage,
   tableRows,
+  confirmDialog,
 } from '../support/browser';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
 import { eventually } from '../support/eventually';
@@ -46,8 +47,7 @@ const shownState = () => page.getByRole('region', { name: 'Rollout' }).getByTest
 async function confirm(operation: string): Promise<void> {
   await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: operation }).click();
   const dialog = page.getByRole('dialog', { name: operation });
-  await dialog.getByRole('button', { name: operation }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await confirmDialog(dialog, operation);
 }
 
 async function seedPastRollouts(version: PublishedVersion): Promise<void> {

@@ -21,6 +21,7 @@ import {
   onPage,
   settled,
   tableRows,
+  confirmDialog,
 } from '../support/browser';
 
 let t: TestApp;
@@ -57,8 +58,7 @@ async function copySecret(on: Page, dialogName: string, label: string): Promise<
 
 async function closeSecretDialog(on: Page, dialogName: string): Promise<void> {
   const dialog = on.getByRole('dialog', { name: dialogName });
-  await dialog.getByRole('button', { name: 'Done' }).click();
-  await dialog.waitFor({ state: 'detached' });
+  await confirmDialog(dialog, 'Done');
 }
 
 /** Where the page could still show or leak `secret`: its document, its URL, its local or session storage. */
@@ -168,8 +168,7 @@ test('the filters go to the URL as the API’s parameters; revoking asks first, 
   await page.getByRole('button', { name: 'Revoke edge-rack-1' }).click();
   const confirm = page.getByRole('dialog', { name: 'Revoke edge-rack-1' });
   await confirm.getByText('No agent can enroll with it any more').waitFor();
-  await confirm.getByRole('button', { name: 'Revoke edge-rack-1' }).click();
-  await confirm.waitFor({ state: 'detached' });
+  await confirmDialog(confirm, 'Revoke edge-rack-1');
   await onPage(async () =>
     expect(await tableRows(page, 'Bootstrap tokens')).toEqual([['No bootstrap token matches these filters.']]),
   );
@@ -273,8 +272,7 @@ test('an admin creates an access token that works as a bearer, then revokes it a
 
   await page.getByRole('button', { name: 'Revoke ci-deployer' }).click();
   const confirm = page.getByRole('dialog', { name: 'Revoke ci-deployer' });
-  await confirm.getByRole('button', { name: 'Revoke ci-deployer' }).click();
-  await confirm.waitFor({ state: 'detached' });
+  await confirmDialog(confirm, 'Revoke ci-deployer');
   await onPage(async () => expect((await tableRows(page, 'Access tokens'))[0]?.[2]).toBe('revoked'));
   expect((await t.call('GET', '/api/agents', { token: secret })).status).toBe(401);
 

@@ -33,9 +33,27 @@ export async function launchBrowser(t: TestApp, options: { secureContext?: boole
 /** What the page shows, once it shows it: a browser on a busy 2-core machine may take seconds. */
 export const onPage = <T>(probe: () => Promise<T>) => eventually(probe, 15_000);
 
+/**
+ * Clicks a dialog's confirming button and waits for the dialog to close. One that stays
+ * open fails the test with what it shows (the API's problem, when the write was refused).
+ */
+export async function confirmDialog(
+  dialog: Locator,
+  button: string | RegExp,
+  options: { exact?: boolean } = {},
+): Promise<void> {
+  await dialog.getByRole('button', { name: button, ...options }).click();
+  await dialog.waitFor({ state: 'detached' }).catch(async (error: unknown) => {
+    const shown = (await dialog.innerText().catch(() => '')).replace(/\s+/g, ' ').trim();
+    throw new Error(`the dialog stayed open, showing "${shown}" (${String(error)})`);
+  });
+}
+
 /** A browser profile of its own; a step that cannot happen fails in 20 s, naming the step. */
 export async function newContext(browser: Browser): Promise<BrowserContext> {
-  const context = await browser.newContext();
+  // With reduced motion the console's dialogs open at once: a click while one still scales
+  // in can miss its button on a busy machine (CI lost two confirmations that way).
+  const context = await browser.newContext({ reducedMotion: 'reduce' });
   context.setDefaultTimeout(20_000);
   return context;
 }
