@@ -4,6 +4,7 @@
  */
 import { Select } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
 import { api, ok } from '../api/client';
 import { FEDERATION_KEY } from './federation/shared';
 
@@ -16,7 +17,7 @@ export function useGroupChoices() {
   });
 }
 
-export function useConfigurationChoices() {
+function useConfigurationChoices() {
   return useQuery({
     queryKey: ['configurations', 'choices'],
     queryFn: () => ok(api.GET('/api/configurations', { params: { query: { limit: CHOICES } } })),
@@ -30,7 +31,7 @@ export function usePeerChoices() {
   });
 }
 
-export function usePublishedVersions(configurationId: string | null) {
+function usePublishedVersions(configurationId: string | null) {
   return useQuery({
     queryKey: ['configurations', 'published', configurationId],
     enabled: configurationId !== null,
@@ -45,30 +46,41 @@ export function usePublishedVersions(configurationId: string | null) {
 
 /**
  * A configuration and one of its published versions, as a rollout (federated or not) pushes
- * them: choosing another configuration clears the version.
+ * them, with the lists they are chosen from: choosing another configuration clears the
+ * version. `<VersionFields {...choice} />` shows the two fields.
  */
-export function VersionFields(props: {
-  configurations: ReturnType<typeof useConfigurationChoices>;
-  versions: ReturnType<typeof usePublishedVersions>;
-  configurationId: string | null;
-  version: string | null;
-  choose: (configurationId: string | null, version: string | null) => void;
-}) {
-  const { configurationId, choose } = props;
+export function useVersionChoice() {
+  const [configurationId, setConfigurationId] = useState<string | null>(null);
+  const [version, setVersion] = useState<string | null>(null);
+  return {
+    configurations: useConfigurationChoices(),
+    versions: usePublishedVersions(configurationId),
+    configurationId,
+    version,
+    choose: (id: string | null, chosen: string | null) => {
+      setConfigurationId(id);
+      setVersion(chosen);
+    },
+  };
+}
+
+export type VersionChoice = ReturnType<typeof useVersionChoice>;
+
+export function VersionFields({ configurations, versions, configurationId, version, choose }: VersionChoice) {
   return (
     <>
       <Select
         label="Configuration"
         searchable
-        data={(props.configurations.data?.items ?? []).map((c) => ({ value: c.id, label: c.name }))}
+        data={(configurations.data?.items ?? []).map((c) => ({ value: c.id, label: c.name }))}
         value={configurationId}
         onChange={(id) => choose(id, null)}
       />
       <Select
         label="Published version"
-        data={(props.versions.data?.items ?? []).map((v) => ({ value: String(v.version), label: `v${v.version}` }))}
-        value={props.version}
-        onChange={(version) => choose(configurationId, version)}
+        data={(versions.data?.items ?? []).map((v) => ({ value: String(v.version), label: `v${v.version}` }))}
+        value={version}
+        onChange={(chosen) => choose(configurationId, chosen)}
         disabled={!configurationId}
       />
     </>

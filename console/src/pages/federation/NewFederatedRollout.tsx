@@ -13,13 +13,7 @@ import { api, ok } from '../../api/client';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Section } from '../AgentDetail';
-import {
-  useConfigurationChoices,
-  useGroupChoices,
-  usePeerChoices,
-  usePublishedVersions,
-  VersionFields,
-} from '../choices';
+import { useGroupChoices, usePeerChoices, useVersionChoice, VersionFields } from '../choices';
 import { FederationNav } from './shared';
 
 const LOCAL = 'local';
@@ -36,15 +30,6 @@ interface Plan {
 const STRATEGY_DEFAULTS = { applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' } as const;
 
 const NOT_PLANNED: Plan = { included: false, groupIds: [], batchSize: 1, bakeSeconds: 0 };
-
-function useChoices(configurationId: string | null) {
-  return {
-    configurations: useConfigurationChoices(),
-    versions: usePublishedVersions(configurationId),
-    groups: useGroupChoices(),
-    peers: usePeerChoices(),
-  };
-}
 
 const idsIn = (text: string) => text.split(/[\s,]+/).filter(Boolean);
 
@@ -105,11 +90,12 @@ function InstallationFields(props: {
 export function NewFederatedRolloutPage() {
   const navigate = useNavigate();
   const [name, setName] = useState('');
-  const [configurationId, setConfigurationId] = useState<string | null>(null);
-  const [version, setVersion] = useState<string | null>(null);
+  const choice = useVersionChoice();
+  const { configurationId, version } = choice;
   const [mode, setMode] = useState<'sequential' | 'parallel'>('sequential');
   const [plans, setPlans] = useState<Record<string, Plan>>({});
-  const { configurations, versions, groups, peers } = useChoices(configurationId);
+  const groups = useGroupChoices();
+  const peers = usePeerChoices();
   const candidates = [
     { peerId: LOCAL, name: 'this installation' },
     ...(peers.data?.items ?? []).map((peer) => ({ peerId: peer.id, name: peer.name })),
@@ -142,7 +128,9 @@ export function NewFederatedRolloutPage() {
     event.preventDefault();
     create.mutate();
   };
-  const errors = [configurations, versions, groups, peers].flatMap((query) => (query.error ? [query.error] : []));
+  const errors = [choice.configurations, choice.versions, groups, peers].flatMap((query) =>
+    query.error ? [query.error] : [],
+  );
   return (
     <form onSubmit={submit} aria-label="New federated rollout">
       <PageTitle>New federated rollout</PageTitle>
@@ -152,16 +140,7 @@ export function NewFederatedRolloutPage() {
           <ProblemAlert key={error.message} error={error} />
         ))}
         <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
-        <VersionFields
-          configurations={configurations}
-          versions={versions}
-          configurationId={configurationId}
-          version={version}
-          choose={(id, chosen) => {
-            setConfigurationId(id);
-            setVersion(chosen);
-          }}
-        />
+        <VersionFields {...choice} />
         <Select
           label="Order"
           allowDeselect={false}

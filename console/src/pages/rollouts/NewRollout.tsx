@@ -11,24 +11,22 @@ import { useNavigate } from 'react-router';
 import { api, ok } from '../../api/client';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { useConfigurationChoices, useGroupChoices, usePublishedVersions, VersionFields } from '../choices';
+import { useGroupChoices, useVersionChoice, VersionFields } from '../choices';
 import { Verdict } from '../policies/Verdict';
 
 export function NewRolloutPage() {
   const navigate = useNavigate();
-  const configurations = useConfigurationChoices();
   const groups = useGroupChoices();
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
-  const [configurationId, setConfigurationId] = useState<string | null>(null);
-  const [version, setVersion] = useState<string | null>(null);
+  const choice = useVersionChoice();
+  const { configurationId, version } = choice;
   const [groupIds, setGroupIds] = useState<string[]>([]);
   const [batchSize, setBatchSize] = useState<number>(1);
   const [bakeSeconds, setBakeSeconds] = useState<number>(0);
   const [applyTimeoutSeconds, setApplyTimeoutSeconds] = useState<number>(300);
   const [maxFailurePercent, setMaxFailurePercent] = useState<number>(0);
   const [onFailure, setOnFailure] = useState<'pause' | 'rollback'>('pause');
-  const versions = usePublishedVersions(configurationId);
 
   const push = { configurationId: configurationId ?? '', version: Number(version), target: { groupIds } };
   /** The choices the shown preview is of: any change asks for a new preview. */
@@ -62,20 +60,11 @@ export function NewRolloutPage() {
     <form onSubmit={submit} aria-label="New rollout">
       <PageTitle>New rollout</PageTitle>
       <Stack maw={640}>
-        {configurations.isError && <ProblemAlert error={configurations.error} />}
+        {choice.configurations.isError && <ProblemAlert error={choice.configurations.error} />}
         {groups.isError && <ProblemAlert error={groups.error} />}
         <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
         <Textarea label="Description" value={description} onChange={(e) => setDescription(e.currentTarget.value)} />
-        <VersionFields
-          configurations={configurations}
-          versions={versions}
-          configurationId={configurationId}
-          version={version}
-          choose={(id, chosen) => {
-            setConfigurationId(id);
-            setVersion(chosen);
-          }}
-        />
+        <VersionFields {...choice} />
         <MultiSelect
           label="Target groups"
           searchable
