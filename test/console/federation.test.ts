@@ -23,6 +23,8 @@ import {
   settled,
   tableRows,
   confirmDialog,
+  pageWithHeldEvents,
+  refusedInDialog,
 } from '../support/browser';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
 import { eventually } from '../support/eventually';
@@ -276,26 +278,17 @@ test('a federated rollout shows each installation’s part and the progress over
 
   // A slow network between a second page and the hub: its events are held back, so it keeps
   // showing the rollout running while another operator pauses it. Its Pause is refused (412).
-  let holdingEvents = false;
-  const stale = await page.context().newPage();
-  await stale.routeWebSocket(/\/hubs\/live-updates/, (socket) => {
-    const hub = socket.connectToServer();
-    hub.onMessage((message) => {
-      if (!holdingEvents) socket.send(message);
-    });
-  });
+  const { page: stale, hold } = await pageWithHeldEvents(page.context());
   try {
     await stale.goto(`${CONSOLE_ORIGIN}/federation/rollouts/${id}`);
     await stale.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Pause' }).waitFor();
-    holdingEvents = true;
+    hold();
     const paused = await alpha.t.call('POST', `/api/federation/rollouts/${id}/pause`, { token: alpha.operator });
     expect(paused.status).toBe(200);
     await stale.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Pause' }).click();
-    const dialog = stale.getByRole('dialog', { name: 'Pause' });
-    await dialog.getByRole('button', { name: 'Pause' }).click();
-    const problem = dialog.getByRole('alert');
-    await problem.waitFor();
-    expect(await problem.textContent()).toContain('If-Match does not match the current ETag');
+    expect(await refusedInDialog(stale.getByRole('dialog', { name: 'Pause' }), 'Pause')).toContain(
+      'If-Match does not match the current ETag',
+    );
   } finally {
     await stale.close();
   }

@@ -17,6 +17,8 @@ import {
   onPage,
   tableRows,
   confirmDialog,
+  pageWithHeldEvents,
+  refusedInDialog,
 } from '../support/browser';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
 import { eventually } from '../support/eventually';
@@ -197,14 +199,7 @@ test('an operation decided on a view the rollout has left is refused with 412, s
   expect((await call('POST', `/api/rollouts/${created.body.id}/start`)).status).toBe(200);
   // A slow network between this page and the hub: its events are held back, so the page
   // keeps showing the rollout as it was when another operator pauses it.
-  let holdingEvents = false;
-  const stale = await page.context().newPage();
-  await stale.routeWebSocket(/\/hubs\/live-updates/, (socket) => {
-    const hub = socket.connectToServer();
-    hub.onMessage((message) => {
-      if (!holdingEvents) socket.send(message);
-    });
-  });
+  const { page: stale, hold } = await pageWithHeldEvents(page.context());
   try {
     await stale.goto(`${CONSOLE_ORIGIN}/rollouts/${created.body.id}`);
     await stale.getByRole('heading', { name: 'Second canary' }).waitFor();
@@ -213,15 +208,12 @@ test('an operation decided on a view the rollout has left is refused with 412, s
         'running',
       ),
     );
-    holdingEvents = true;
+    hold();
     expect((await call('POST', `/api/rollouts/${created.body.id}/pause`)).status).toBe(200);
 
     await stale.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Pause' }).click();
     const dialog = stale.getByRole('dialog', { name: 'Pause' });
-    await dialog.getByRole('button', { name: 'Pause' }).click();
-    const problem = dialog.getByRole('alert');
-    await problem.waitFor();
-    expect(await problem.textContent()).toContain(
+    expect(await refusedInDialog(dialog, 'Pause')).toContain(
       `If-Match does not match the current ETag of rollout '${created.body.id}'.`,
     );
     await expectAccessible(stale, 'rollout-operation-refused');

@@ -49,6 +49,30 @@ export async function confirmDialog(
   });
 }
 
+/**
+ * A second page of `context` behind a slow network to the hub: once `hold()` is called, the
+ * hub's events no longer reach it, so it keeps showing what it showed while others act.
+ */
+export async function pageWithHeldEvents(context: BrowserContext): Promise<{ page: Page; hold: () => void }> {
+  let holding = false;
+  const page = await context.newPage();
+  await page.routeWebSocket(/\/hubs\/live-updates/, (socket) => {
+    const hub = socket.connectToServer();
+    hub.onMessage((message) => {
+      if (!holding) socket.send(message);
+    });
+  });
+  return { page, hold: () => (holding = true) };
+}
+
+/** Clicks a dialog's confirming button and answers the problem the dialog then shows (the write was refused). */
+export async function refusedInDialog(dialog: Locator, button: string): Promise<string> {
+  await dialog.getByRole('button', { name: button }).click();
+  const problem = dialog.getByRole('alert');
+  await problem.waitFor();
+  return (await problem.textContent()) ?? '';
+}
+
 /** A browser profile of its own; a step that cannot happen fails in 20 s, naming the step. */
 export async function newContext(browser: Browser): Promise<BrowserContext> {
   // With reduced motion the console's dialogs open at once: a click while one still scales
