@@ -83,6 +83,7 @@ export interface AuditFilters {
   resourceType?: string;
   resourceId?: string;
   requestId?: string;
+  seq?: number;
   from?: Date;
   to?: Date;
 }
@@ -96,6 +97,7 @@ export function listAuditQuery(db: Db, tenantId: string, f: AuditFilters): Knex.
   if (f.resourceType) query.where({ resource_type: f.resourceType });
   if (f.resourceId) query.where({ resource_id: f.resourceId });
   if (f.requestId) query.where({ request_id: f.requestId });
+  if (f.seq) query.where({ seq: f.seq });
   if (f.from) query.where('occurred_at', '>=', f.from);
   if (f.to) query.where('occurred_at', '<', f.to);
   return query;

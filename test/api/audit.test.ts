@@ -163,6 +163,12 @@ describe('audit trail', () => {
     });
     const verdict = await t.call('GET', '/api/audit/verify', { token: auditor });
     expect(verdict.body).toMatchObject({ valid: false, firstBrokenSeq: victim.seq });
+
+    const broken = await t.call('GET', `/api/audit/events?seq=${verdict.body.firstBrokenSeq}`, { token: auditor });
+    expect(broken.body.items).toEqual([expect.objectContaining({ seq: victim.seq, actor: 'someone-else' })]);
+    for (const bad of ['0', '-1', '1e3', '99999999999999999']) {
+      expect((await t.call('GET', `/api/audit/events?seq=${bad}`, { token: auditor })).status).toBe(400);
+    }
   });
 
   test('filters and pagination; newest first', async () => {

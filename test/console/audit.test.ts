@@ -176,6 +176,14 @@ test('verification says the chain is intact, and once a row is tampered with in 
   const row = (await tableRows(page, 'Audit events')).find((cells) => parseInt(cells[0]!) === victim.seq);
   expect(row?.[0]).toBe(`${victim.seq}broken`);
   await expectAccessible(page, 'audit-broken');
+
+  // The verdict links to the broken event alone, whatever page the list is on.
+  await verdict.getByRole('link', { name: `Show event #${victim.seq}` }).click();
+  await page.getByText(`Only event #${victim.seq} is shown.`).waitFor();
+  await page.waitForURL(`**/audit?seq=${victim.seq}`);
+  await eventually(async () =>
+    expect((await tableRows(page, 'Audit events')).map((cells) => parseInt(cells[0]!))).toEqual([victim.seq]),
+  );
 }, 90_000);
 
 test('a viewer, whom the API does not let read the audit log, sees its problem and no verification', async () => {

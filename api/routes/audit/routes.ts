@@ -50,6 +50,9 @@ const auditQuery = pageQuery
     resourceType: z.string().max(100).optional(),
     resourceId: z.string().max(200).optional(),
     requestId: z.string().max(128).optional(),
+    seq: decimalQuery(1, Number.MAX_SAFE_INTEGER)
+      .optional()
+      .openapi({ description: 'The event with this sequence number, such as `firstBrokenSeq` of /api/audit/verify.' }),
     from: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Events at or after this time.' }),
     to: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Events before this time.' }),
   })

@@ -1094,6 +1094,8 @@ export interface paths {
                     resourceType?: string;
                     resourceId?: string;
                     requestId?: string;
+                    /** @description The event with this sequence number, such as `firstBrokenSeq` of /api/audit/verify. */
+                    seq?: number;
                     /** @description Events at or after this time. */
                     from?: string;
                     /** @description Events before this time. */

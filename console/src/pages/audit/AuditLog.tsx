@@ -3,9 +3,9 @@
  * its cursor pages in the URL, each event's whole record on demand, and the chain's
  * verification for the roles the API allows it. A role the API refuses sees its problem.
  */
-import { Button, Skeleton } from '@mantine/core';
+import { Anchor, Button, Skeleton, Text } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { useSearchParams } from 'react-router';
+import { Link, useSearchParams } from 'react-router';
 import { api, ApiProblem, ok } from '../../api/client';
 import { may, useSession } from '../../api/session';
 import { CursorPager } from '../../components/CursorPager';
@@ -53,6 +53,14 @@ export function AuditLogPage() {
         filters={filters}
         apply={(next) => setParams(searchOf(next))}
       />
+      {filters.seq !== undefined && (
+        <Text size="sm" mb="md">
+          Only event #{filters.seq} is shown.{' '}
+          <Anchor component={Link} to="/audit">
+            Show every event
+          </Anchor>
+        </Text>
+      )}
       {events.isError && <ProblemAlert error={events.error} mb="md" />}
       <Skeleton visible={events.isPending}>
         <AuditEventsTable events={events.data?.items ?? []} brokenSeq={verification.data?.firstBrokenSeq} />

@@ -2,8 +2,9 @@
  * The audit chain's verification (GET /api/audit/verify, auditors and admins) on demand, its
  * verdict said plainly: intact up to which event, or the first event where the chain breaks.
  */
-import { Alert, Button, Group, Text, Title } from '@mantine/core';
+import { Alert, Anchor, Button, Group, Text, Title } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
+import { Link } from 'react-router';
 import { api, ok } from '../../api/client';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { when } from '../configurations/shared';
@@ -42,7 +43,10 @@ function Broken({ verification: { checked, firstBrokenSeq, verifiedAt } }: { ver
       </Text>
       <Text size="sm">
         {checked} events checked, {when(verifiedAt)}. The event is marked broken in the list below when it is on the
-        page shown.
+        page shown.{' '}
+        <Anchor component={Link} to={`/audit?seq=${firstBrokenSeq}`} c="inherit" underline="always">
+          Show event #{firstBrokenSeq}
+        </Anchor>
       </Text>
     </Alert>
   );

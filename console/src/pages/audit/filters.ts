@@ -26,6 +26,8 @@ export interface AuditFilters {
   resourceType?: string;
   resourceId?: string;
   requestId?: string;
+  /** One event by its sequence number (the verification's broken one), as typed. */
+  seq?: string;
   /** ISO 8601 with an offset, as the API takes it: events at or after. */
   from?: string;
   /** ISO 8601 with an offset: events before. */
@@ -48,18 +50,20 @@ export function auditFiltersFrom(params: URLSearchParams): AuditFilters {
     resourceType: text('resourceType'),
     resourceId: text('resourceId'),
     requestId: text('requestId'),
+    seq: text('seq'),
     from: text('from'),
     to: text('to'),
     cursor: text('cursor'),
   };
 }
 
-/**
- * The filters as the API's query. The schema types `status` as a number: anything but
- * plain digits goes as NaN, which the API refuses (400, "must be plain decimal digits").
- */
-export function auditQueryOf({ status, ...filters }: AuditFilters) {
-  return { ...filters, status: status === undefined ? undefined : /^[0-9]+$/.test(status) ? Number(status) : NaN };
+/** A number the URL holds as typed: anything but plain digits goes as NaN, which the API refuses (400). */
+const decimal = (value: string | undefined) =>
+  value === undefined ? undefined : /^[0-9]+$/.test(value) ? Number(value) : NaN;
+
+/** The filters as the API's query; the schema types `status` and `seq` as numbers. */
+export function auditQueryOf({ status, seq, ...filters }: AuditFilters) {
+  return { ...filters, status: decimal(status), seq: decimal(seq) };
 }
 
 const pad = (n: number) => String(n).padStart(2, '0');
