@@ -4,8 +4,11 @@ import { useState, type FormEvent } from 'react';
 import { searchOf } from '../agentFilters';
 import { ACTOR_TYPES, auditFiltersFrom, isoOf, localInputOf, METHODS, type AuditFilters } from './filters';
 
-/** The form's fields: text as typed, times as datetime-local values. */
-type Fields = Record<Exclude<keyof AuditFilters, 'cursor'>, string>;
+/**
+ * The form's fields: text as typed, times as datetime-local values. One event by its number
+ * (`seq`) is reached through the chain verification's link, not a field.
+ */
+type Fields = Record<Exclude<keyof AuditFilters, 'cursor' | 'seq'>, string>;
 
 function fieldsOf(filters: AuditFilters): Fields {
   return {
