@@ -23,6 +23,7 @@ import {
   settled,
   tableRows,
   confirmDialog,
+  confirmOperation,
   pageWithHeldEvents,
   refusedInDialog,
 } from '../support/browser';
@@ -136,8 +137,7 @@ test('a peer is deleted after a confirmation, sent with If-Match', async () => {
   const spare = await pair(alpha, bravo, 'bravo-spare');
   await page.goto(`${CONSOLE_ORIGIN}/federation/peers/${spare}`);
   await page.getByRole('heading', { level: 2, name: 'bravo-spare' }).waitFor();
-  await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Delete' }).click();
-  await confirmDialog(page.getByRole('dialog', { name: 'Delete' }), 'Delete');
+  await confirmOperation(page, 'Delete');
   await page.waitForURL(`${CONSOLE_ORIGIN}/federation`);
   await onPage(async () => expect((await tableRows(page, 'Peers')).map((row) => row[0])).toEqual(['bravo']));
   expect((await alpha.t.call('GET', `/api/federation/peers/${spare}`, { token: alpha.admin })).status).toBe(404);
@@ -205,12 +205,6 @@ const partStates = async () => (await tableRows(page, 'Installations')).map((row
 const federatedState = () =>
   page.getByRole('region', { name: 'Federated rollout' }).getByTestId('rollout-state').textContent();
 
-async function confirm(operation: string): Promise<void> {
-  await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: operation }).click();
-  const dialog = page.getByRole('dialog', { name: operation });
-  await confirmDialog(dialog, operation);
-}
-
 test('a federated rollout shows each installation’s part and the progress over all; paused and resumed from its page, a pause on a stale view refused (412)', async () => {
   const [version] = await publishConfiguration(alpha.t, alpha.operator, ['exporters:\n  debug: {}\n']);
   published = version!;
@@ -261,13 +255,13 @@ test('a federated rollout shows each installation’s part and the progress over
   });
   await expectAccessible(page, 'federation-rollout');
 
-  await confirm('Pause');
+  await confirmOperation(page, 'Pause');
   await onPage(async () => expect(await federatedState()).toBe('paused'));
   await onPage(async () => expect((await partStates()).map((row) => row[1])).toEqual(['paused', 'paused']));
   const onBravo = (await alphaGet(`/api/federation/rollouts/${id}`)).installations[1].rolloutId;
   expect((await bravo.t.call('GET', `/api/rollouts/${onBravo}`, { token: bravo.operator })).body.state).toBe('paused');
 
-  await confirm('Resume');
+  await confirmOperation(page, 'Resume');
   await onPage(async () => expect(await federatedState()).toBe('running'));
   await onPage(async () => expect((await partStates()).map((row) => row[1])).toEqual(['running', 'running']));
   expect(await page.getByRole('group', { name: 'Operations' }).getByRole('button').allTextContents()).toEqual([

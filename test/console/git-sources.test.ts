@@ -25,6 +25,7 @@ import {
   onPage,
   tableRows,
   confirmDialog,
+  confirmOperation,
 } from '../support/browser';
 import { createTestRepository, type TestRepository } from '../support/git';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
@@ -82,12 +83,6 @@ async function holdSourceReads(id: string) {
       await page.unrouteAll({ behavior: 'wait' }); // the held answers delivered first
     },
   };
-}
-
-async function confirm(operation: string): Promise<void> {
-  await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: operation }).click();
-  const dialog = page.getByRole('dialog', { name: operation });
-  await confirmDialog(dialog, operation);
 }
 
 beforeAll(async () => {
@@ -204,12 +199,12 @@ test('"Sync now" makes a manual run that arrives live with the new commit; its c
 }, 90_000);
 
 test('pause and resume, each after a confirmation; a paused source offers no sync', async () => {
-  await confirm('Pause');
+  await confirmOperation(page, 'Pause');
   await onPage(async () => expect(await shownState()).toBe('paused'));
   expect((await apiGet(`/api/git-sources/${sourceId}`)).paused).toBe(true);
   expect(await page.getByRole('button', { name: 'Sync now' }).isDisabled()).toBe(true);
 
-  await confirm('Resume');
+  await confirmOperation(page, 'Resume');
   await onPage(async () => expect(await shownState()).toBe('active'));
   expect((await apiGet(`/api/git-sources/${sourceId}`)).paused).toBe(false);
   expect(await page.getByRole('button', { name: 'Sync now' }).isDisabled()).toBe(false);
@@ -306,7 +301,7 @@ test('edit sends If-Match: saved on the source as shown, refused with 412 on one
   await onPage(async () =>
     expect(await page.getByRole('region', { name: 'Source' }).textContent()).toMatch(/Last run\s*failed/),
   );
-  await confirm('Delete');
+  await confirmOperation(page, 'Delete');
   await page.waitForURL(`${CONSOLE_ORIGIN}/git-sources`);
   expect((await call('GET', `/api/git-sources/${other.body.id}`)).status).toBe(404);
 }, 90_000);

@@ -19,7 +19,7 @@ import {
   screenshot,
   seriousAccessibilityViolations,
   tableRows,
-  confirmDialog,
+  confirmOperation,
 } from '../support/browser';
 import { eventually } from '../support/eventually';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
@@ -47,13 +47,6 @@ const rolloutState = () => page.getByRole('region', { name: 'Rollout' }).getByTe
 /** The Progress table's counts of one row ('All', 'Batch 1', 'Rollback'): total … skipped. */
 async function progress(row: string): Promise<string[] | undefined> {
   return (await tableRows(page, 'Progress')).find((cells) => cells[0] === row)?.slice(1);
-}
-
-/** Clicks an operation of the rollout page and confirms it in its dialog. */
-async function confirmOperation(operation: string): Promise<void> {
-  await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: operation }).click();
-  const dialog = page.getByRole('dialog', { name: operation });
-  await confirmDialog(dialog, operation);
 }
 
 /** A draft saved in the editor and published from the configuration's page, as `vN`. */
@@ -137,7 +130,7 @@ test('an operator signs in and makes a configuration with a first version, publi
 
 test('the first version goes to the whole fleet, its completion arriving live', async () => {
   await createRollout('First version everywhere', 1, { batchSize: 3, bakeSeconds: 0 });
-  await confirmOperation('Start');
+  await confirmOperation(page, 'Start');
   await onPage(async () => expect(await rolloutState()).toBe('completed'));
   await onPage(async () => expect(await progress('All')).toEqual(['3', '0', '0', '3', '0', '0']));
   expect(await appliedVersions()).toEqual([1, 1, 1]);
@@ -157,18 +150,18 @@ test('the second version, one agent at a time: live progress, paused, resumed an
     expect(facts).toContain(`${CONFIGURATION} v2`);
     expect(facts).toContain(`group ${groupName}`);
   });
-  await confirmOperation('Start');
+  await confirmOperation(page, 'Start');
   // The first batch's result comes through the hub: nothing else refreshes the page.
   await onPage(async () => expect(await progress('Batch 1')).toEqual(['1', '0', '0', '1', '0', '0']));
   expect(await rolloutState()).toBe('running');
   await expectAccessible(page, 'journey-rollout-live');
 
-  await confirmOperation('Pause');
+  await confirmOperation(page, 'Pause');
   await onPage(async () => expect(await rolloutState()).toBe('paused'));
   expect(await seriousAccessibilityViolations(page)).toEqual([]); // the paused badge's contrast too
-  await confirmOperation('Resume');
+  await confirmOperation(page, 'Resume');
   await onPage(async () => expect(await rolloutState()).toBe('running'));
-  await confirmOperation('Roll back');
+  await confirmOperation(page, 'Roll back');
   await onPage(async () => expect(await rolloutState()).toBe('rolled-back'));
   await onPage(async () => expect(await progress('Rollback')).toEqual(['', '0', '0', '1', '0', '0']));
   await screenshot(page, 'journey-rolled-back');

@@ -16,7 +16,7 @@ import {
   newSignedInPage,
   onPage,
   tableRows,
-  confirmDialog,
+  confirmOperation,
   pageWithHeldEvents,
   refusedInDialog,
 } from '../support/browser';
@@ -45,12 +45,6 @@ async function progress(name: string): Promise<string[] | undefined> {
 }
 
 const shownState = () => page.getByRole('region', { name: 'Rollout' }).getByTestId('rollout-state').textContent();
-
-async function confirm(operation: string): Promise<void> {
-  await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: operation }).click();
-  const dialog = page.getByRole('dialog', { name: operation });
-  await confirmDialog(dialog, operation);
-}
 
 async function seedPastRollouts(version: PublishedVersion): Promise<void> {
   for (let i = 0; i < PAST_ROLLOUTS; i++) {
@@ -149,20 +143,20 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
   expect(facts).toContain('batches of 1, bake 600 s, apply timeout 300 s, max failures 0 %, on failure pause');
   await onPage(async () => expect(await progress('All')).toEqual(['3', '3', '0', '0', '0', '0']));
 
-  await confirm('Start');
+  await confirmOperation(page, 'Start');
   // The first batch's result comes through the hub: nothing else refreshes the page.
   await onPage(async () => expect(await progress('Batch 1')).toEqual(['1', '0', '0', '1', '0', '0']));
   expect(await shownState()).toBe('running');
   await onPage(async () => expect(await progress('All')).toEqual(['3', '2', '0', '1', '0', '0']));
   await expectAccessible(page, 'rollout-detail');
 
-  await confirm('Pause');
+  await confirmOperation(page, 'Pause');
   await onPage(async () => expect(await shownState()).toBe('paused'));
   expect((await call('GET', `/api/rollouts/${rolloutId}`)).body.state).toBe('paused');
-  await confirm('Resume');
+  await confirmOperation(page, 'Resume');
   await onPage(async () => expect(await shownState()).toBe('running'));
 
-  await confirm('Roll back');
+  await confirmOperation(page, 'Roll back');
   await onPage(async () => expect(await shownState()).toBe('rolled-back'));
   await onPage(async () => expect(await progress('Rollback')).toEqual(['', '0', '0', '1', '0', '0']));
   const reason = (await call('GET', `/api/rollouts/${rolloutId}`)).body.reason;

@@ -49,6 +49,12 @@ export async function confirmDialog(
   });
 }
 
+/** Clicks one of the page's Operations (a rollout's Pause, a Git source's Sync now) and confirms it in its dialog. */
+export async function confirmOperation(page: Page, operation: string): Promise<void> {
+  await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: operation }).click();
+  await confirmDialog(page.getByRole('dialog', { name: operation }), operation);
+}
+
 /**
  * A second page of `context` behind a slow network to the hub: once `hold()` is called, the
  * hub's events no longer reach it, so it keeps showing what it showed while others act.
