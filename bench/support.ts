@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { createDb, migrateLatest } from '../db/connection';
-import { startPostgres } from '../scripts/infra/postgres';
+import { postmasterPid, startPostgres } from '../scripts/infra/postgres';
 
 /** A disposable embedded Postgres with a migrated `bench` database. */
 export async function startBenchDatabase(port: number) {
@@ -20,8 +20,7 @@ export async function startBenchDatabase(port: number) {
     url,
     db,
     /** CPU seconds of this Postgres (postmaster, its live backends and those that exited). */
-    cpuSeconds: () =>
-      cpuSecondsOfTree(Number(readFileSync(path.join(dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0])),
+    cpuSeconds: () => cpuSecondsOfTree(postmasterPid(path.join(dir, 'pg'))),
     stop: async () => {
       await db.destroy().catch(() => {});
       await postgres.stop();

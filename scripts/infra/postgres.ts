@@ -9,11 +9,15 @@ export interface RunningPostgres {
   stop(): Promise<void>;
 }
 
+/** The pid of the postmaster of this data directory, from its lock file (which it leaves behind if killed). */
+export function postmasterPid(dataDir: string): number {
+  return Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+}
+
 /** Whether the postmaster named in the data directory's lock file is alive. */
 function postmasterRunning(databaseDir: string): boolean {
   try {
-    const pid = Number(readFileSync(path.join(databaseDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    process.kill(pid, 0);
+    process.kill(postmasterPid(databaseDir), 0);
     return true;
   } catch {
     return false; // no lock file, or no such process

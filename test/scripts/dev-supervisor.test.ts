@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { formatLogLine } from '../../scripts/dev/pretty-log';
 import { restartDelayMs } from '../../scripts/dev/supervisor';
 import { eventually } from '../support/eventually';
-import { startScript } from '../support/processes';
+import { isRunning, startScript } from '../support/processes';
 
 // npm run dev's supervisor (scripts/dev/supervisor.ts) over real child processes:
 // fixtures/dev-stack.ts runs it as dev.ts does, over small stand-ins for api and worker.
@@ -15,15 +15,6 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 interface Stack {
