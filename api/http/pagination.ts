@@ -101,8 +101,8 @@ function countNow(key: string, counted: Knex.QueryBuilder): Promise<number> {
   });
 }
 
-async function countRows(query: Knex.QueryBuilder): Promise<number> {
-  const counted = query.clone().clearSelect().clearOrder().count({ n: '*' }).first();
+/** `counted` selects one row whose `n` is the count. */
+async function countRows(counted: Knex.QueryBuilder): Promise<number> {
   const { sql, bindings } = counted.toSQL();
   const key = JSON.stringify([sql, bindings]);
   const cached = largeCounts.get(key);
@@ -128,12 +128,14 @@ async function countRows(query: Knex.QueryBuilder): Promise<number> {
  * keyset on `keys` (row comparison on an index, so a deep page costs what the first does);
  * with `offset` by OFFSET. All keys sort the same way; together they must be unique.
  * The cursor holds the last row's key values exactly as the database compares them.
- * `query` selects its columns; the sort keys are added to them.
+ * `query` selects its columns; the sort keys are added to them. `count`, when given,
+ * selects the total as one row's `n` more cheaply than counting `query`'s rows would.
  */
 export async function paginate<Row>(
   query: Knex.QueryBuilder,
   page: PageQuery,
   keys: { columns: SortKey[]; direction: 'asc' | 'desc' },
+  count: Knex.QueryBuilder = query.clone().clearSelect().clearOrder().count({ n: '*' }).first(),
 ): Promise<Page<Row>> {
   if (page.offset !== undefined && page.cursor !== undefined) {
     throw problems.validation([{ path: 'query', message: 'use either offset or cursor, not both' }]);
@@ -159,10 +161,13 @@ export async function paginate<Row>(
       key.type === 'timestamp' ? "('epoch'::timestamptz + ?::bigint * interval '1 microsecond')" : '?',
     );
     rows.whereRaw(`(${columns}) ${op} (${values.join(', ')})`, [...keys.columns.map((k) => k.column), ...after]);
+    // Implied by the row comparison, but a planner uses only this form on an index of the
+    // first key when a later key is computed (as a call's seq inside an audit link is).
+    if (keys.columns.length > 1) rows.whereRaw(`?? ${op}= ${values[0]}`, [keys.columns[0]!.column, after[0]!]);
   } else if (page.offset !== undefined) {
     rows.offset(page.offset);
   }
-  const [found, total] = await Promise.all([rows as Promise<Record<string, unknown>[]>, countRows(query)]);
+  const [found, total] = await Promise.all([rows as Promise<Record<string, unknown>[]>, countRows(count)]);
   const more = found.length > page.limit;
   const pageRows = more ? found.slice(0, page.limit) : found;
   const last = pageRows[pageRows.length - 1];
