@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { insertAudit, type AuditRecord } from '../../db/repos/audit';
+import { appendAuditCalls, insertAudit, type AuditRecord } from '../../db/repos/audit';
 import type { AppContext } from '../http/context';
 
 const FLUSH_ROWS = 500;
@@ -8,9 +8,12 @@ const FLUSH_MS = 200;
 /** `/API/TENANT` is no route, but it is a call to the API all the same. */
 const API_PATH = /^\/api\//i;
 
-/** Postgres text cannot hold NUL; a caller-chosen value must not make a row unwritable. */
+/**
+ * Postgres text cannot hold NUL, nor JSON text a lone surrogate: a caller-chosen value
+ * must not make a row unwritable or a link unreadable.
+ */
 function text(value: string | undefined | null): string | null {
-  return value == null ? null : value.replaceAll('\u0000', '\uFFFD');
+  return value == null ? null : value.replaceAll('\u0000', '\uFFFD').toWellFormed();
 }
 
 function recordOf(ctx: AppContext, status: number): AuditRecord {
@@ -36,7 +39,7 @@ function recordOf(ctx: AppContext, status: number): AuditRecord {
 /**
  * Every call under /api is recorded. A successful write records its row inside the route's
  * own transaction (the change and its audit row commit together); reads and refused calls
- * are queued and written in batches.
+ * are queued and written in batches, one chain link per tenant and batch.
  */
 export function createAuditTrail(db: Knex, logger: Logger) {
   let queue: AuditRecord[] = [];
@@ -56,7 +59,7 @@ export function createAuditTrail(db: Knex, logger: Logger) {
   /** One bad row must not cost the batch: on failure, each row is tried on its own. */
   async function write(batch: AuditRecord[]): Promise<void> {
     try {
-      await insertAudit(db, batch);
+      await appendAuditCalls(db, batch);
     } catch (error) {
       if (batch.length === 1) {
         // Never silently: the log keeps what the table could not.

@@ -15,6 +15,7 @@ import * as federation from './20261126000000_federation';
 import * as incomingHandoverDeadline from './20261126010300_incoming_handover_deadline';
 import * as consoleSessions from './20261127000000_console_sessions';
 import * as federatedRolloutLocal from './20261126010400_federated_rollout_local';
+import * as auditCallBatches from './20261128000000_audit_call_batches';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -37,6 +38,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126010300_incoming_handover_deadline': incomingHandoverDeadline,
   '20261127000000_console_sessions': consoleSessions,
   '20261126010400_federated_rollout_local': federatedRolloutLocal,
+  '20261128000000_audit_call_batches': auditCallBatches,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

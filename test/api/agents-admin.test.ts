@@ -96,7 +96,7 @@ describe('POST /api/agents/{id}/revoke-cert', () => {
     expect(event.data.agentId).toBe(agent.id);
     expect([...event.data.serials].sort()).toEqual([first, current].sort());
     const audit = await t.database
-      .db('audit_events')
+      .db('audit_calls')
       .where({ resource_type: 'agent', resource_id: agent.id, method: 'POST' });
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ status: 200, path: `/api/agents/${agent.id}/revoke-cert` });
@@ -156,7 +156,7 @@ describe('approving and rejecting pending agents', () => {
     expect(event.data).toEqual({ agentId: agent.id, approvedBy: expect.any(String) });
     expect(event.data.approvedBy).not.toBe('');
     expect(
-      await t.database.db('audit_events').where({ resource_type: 'agent', resource_id: agent.id, method: 'POST' }),
+      await t.database.db('audit_calls').where({ resource_type: 'agent', resource_id: agent.id, method: 'POST' }),
     ).toHaveLength(1);
     await cutoff({ action: 'approve', agentId: agent.id });
   });

@@ -140,7 +140,7 @@ describe('moving agents', () => {
       data: { agentId: agent.id, fromGroupId: agent.group_id, toGroupId: target.id },
     });
     const audit = await t.database
-      .db('audit_events')
+      .db('audit_calls')
       .where({ resource_type: 'agent', resource_id: agent.id, method: 'POST' });
     expect(audit).toHaveLength(1);
   });

@@ -1,4 +1,5 @@
-import { insertAudit, verifyAuditChain, type AuditRecord } from '../../db/repos/audit';
+import { appendAuditCalls, insertAudit, verifyAuditChain, type AuditRecord } from '../../db/repos/audit';
+import { randomUUID } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 
@@ -50,7 +51,7 @@ describe('audit trail', () => {
     });
     expect(await byRequest('audit-refused-1')).toMatchObject({ actor: 'default.viewer', status: 403 });
     const anonymous = await eventually(async () => {
-      const row = await t.database.db('audit_events').where({ request_id: 'audit-anon-1' }).first();
+      const row = await t.database.db('audit_calls').where({ request_id: 'audit-anon-1' }).first();
       expect(row).toBeDefined();
       return row;
     });
@@ -66,7 +67,7 @@ describe('audit trail', () => {
     await t.call('GET', '/api/pats/%00', { token: admin, headers: { 'x-request-id': 'nul-authenticated' } });
     for (const id of ['nul-neighbour', 'nul-anon', 'nul-authenticated']) {
       await eventually(async () =>
-        expect(await t.database.db('audit_events').where({ request_id: id }).first()).toBeDefined(),
+        expect(await t.database.db('audit_calls').where({ request_id: id }).first()).toBeDefined(),
       );
     }
   });
@@ -74,7 +75,7 @@ describe('audit trail', () => {
   test('reads record the resource they read', async () => {
     await t.call('GET', '/api/tenant', { token: admin, headers: { 'x-request-id': 'read-resource' } });
     const row = await eventually(async () => {
-      const found = await t.database.db('audit_events').where({ request_id: 'read-resource' }).first();
+      const found = await t.database.db('audit_calls').where({ request_id: 'read-resource' }).first();
       expect(found).toBeDefined();
       return found;
     });
@@ -89,14 +90,14 @@ describe('audit trail', () => {
       headers: { 'if-match': etag, 'x-request-id': 'tx-ok' },
     });
     // written inside the transaction: visible as soon as the response is
-    expect(await t.database.db('audit_events').where({ request_id: 'tx-ok' }).first()).toMatchObject({ status: 200 });
+    expect(await t.database.db('audit_calls').where({ request_id: 'tx-ok' }).first()).toMatchObject({ status: 200 });
     await t.call('PUT', '/api/tenant', {
       token: admin,
       body: { displayName: 'second' },
       headers: { 'if-match': etag, 'x-request-id': 'tx-412' },
     });
     const failed = await eventually(async () => {
-      const row = await t.database.db('audit_events').where({ request_id: 'tx-412' }).first();
+      const row = await t.database.db('audit_calls').where({ request_id: 'tx-412' }).first();
       expect(row).toBeDefined();
       return row;
     });
@@ -106,7 +107,7 @@ describe('audit trail', () => {
 
   test('the chain verifies, and the database refuses UPDATE, DELETE and TRUNCATE', async () => {
     await eventually(async () =>
-      expect(Number((await t.database.db('audit_events').count({ n: '*' }))[0]!.n)).toBeGreaterThan(5),
+      expect(Number((await t.database.db('audit_calls').count({ n: '*' }))[0]!.n)).toBeGreaterThan(5),
     );
     const verdict = await t.call('GET', '/api/audit/verify', { token: auditor });
     expect(verdict.body).toMatchObject({ valid: true, firstBrokenSeq: null });
@@ -145,7 +146,7 @@ describe('audit trail', () => {
       }),
     ]);
     await eventually(async () =>
-      expect(await db('audit_events').where({ chain: 'acme' }).count({ n: '*' })).toEqual([{ n: 2 }]),
+      expect(await db('audit_calls').where({ chain: 'acme' }).count({ n: '*' })).toEqual([{ n: 2 }]),
     );
     for (const token of [auditor, await t.token('acme.auditor')]) {
       const verdict = await t.call('GET', '/api/audit/verify', { token });
@@ -153,19 +154,41 @@ describe('audit trail', () => {
     }
   });
 
-  test('tampering (by someone who disabled the guard) is detected at the tampered row', async () => {
+  test('tampering (by someone who disabled the guard) is detected at the tampered row or link', async () => {
     const db = t.database.db;
-    const victim = await db('audit_events').where({ chain: 'default' }).orderBy('seq').offset(2).first();
-    await db.transaction(async (trx) => {
-      await trx.raw('ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete');
-      await trx('audit_events').where({ seq: victim.seq }).update({ actor: 'someone-else' });
-      await trx.raw('ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete');
-    });
-    const verdict = await t.call('GET', '/api/audit/verify', { token: auditor });
-    expect(verdict.body).toMatchObject({ valid: false, firstBrokenSeq: victim.seq });
+    const tamper = (seq: number, change: Record<string, unknown>) =>
+      db.transaction(async (trx) => {
+        await trx.raw('ALTER TABLE audit_events DISABLE TRIGGER audit_events_no_update_delete');
+        await trx('audit_events').where({ seq }).update(change);
+        await trx.raw('ALTER TABLE audit_events ENABLE TRIGGER audit_events_no_update_delete');
+      });
+    const verify = async () => (await t.call('GET', '/api/audit/verify', { token: auditor })).body;
+    const events = async (query: string) =>
+      (await t.call('GET', `/api/audit/events?${query}`, { token: auditor })).body.items;
 
-    const broken = await t.call('GET', `/api/audit/events?seq=${verdict.body.firstBrokenSeq}`, { token: auditor });
-    expect(broken.body.items).toEqual([expect.objectContaining({ seq: victim.seq, actor: 'someone-else' })]);
+    // A read is written in a link with the calls queued with it: one altered call breaks the link.
+    await t.call('GET', '/api/tenant', { token: admin, headers: { 'x-request-id': 'tampered-read' } });
+    const read = await eventually(async () => {
+      const row = await db('audit_calls').where({ request_id: 'tampered-read' }).first();
+      expect(row).toBeDefined();
+      return row;
+    });
+    const link = await db('audit_events').where({ seq: read.link_seq }).first();
+    expect(link.calls).toContain('"tampered-read"');
+    await tamper(link.seq, { calls: link.calls.replace('"tampered-read"', '"rewritten"') });
+    expect(await verify()).toMatchObject({ valid: false, firstBrokenSeq: link.seq });
+    expect(await events(`seq=${link.seq}`)).toEqual([expect.objectContaining({ seq: link.seq })]);
+    expect(await db('audit_calls').where({ seq: read.seq }).first()).toMatchObject({ request_id: 'rewritten' });
+
+    // A write has a row of its own; the earliest break is the one named.
+    const write = await db('audit_calls').where({ request_id: 'tx-ok' }).first();
+    expect(write.link_seq).toBe(write.seq);
+    await tamper(write.seq, { actor: 'someone-else' });
+    const verdict = await verify();
+    expect(verdict).toMatchObject({ valid: false, firstBrokenSeq: write.seq });
+    expect(await events(`seq=${verdict.firstBrokenSeq}`)).toEqual([
+      expect.objectContaining({ seq: write.seq, actor: 'someone-else' }),
+    ]);
     for (const bad of ['0', '-1', '1e3', '99999999999999999']) {
       expect((await t.call('GET', `/api/audit/events?seq=${bad}`, { token: auditor })).status).toBe(400);
     }
@@ -201,7 +224,7 @@ describe('audit trail', () => {
       headers: { 'x-request-id': 'acme-only' },
     });
     await eventually(async () =>
-      expect(await t.database.db('audit_events').where({ request_id: 'acme-only' }).first()).toBeDefined(),
+      expect(await t.database.db('audit_calls').where({ request_id: 'acme-only' }).first()).toBeDefined(),
     );
     const mine = await t.call('GET', '/api/audit/events?requestId=acme-only', { token: auditor });
     expect(mine.body.items).toEqual([]);
@@ -254,5 +277,66 @@ describe('audit trail', () => {
       ]),
     ).rejects.toThrow();
     expect(await db('audit_events').whereLike('request_id', 'refused-%')).toEqual([]);
+
+    // The same calls as links: one row per chain, every field read back as sent.
+    await appendAuditCalls(db, [
+      record('batch-b', 'link-1', odd),
+      record(null, 'link-2', null),
+      record('batch-a', 'link-3', 'NULL'),
+      { ...record('batch-b', 'link-4', ''), route: '/api/tenant', actor_id: 'ünï"\\', status: 404 },
+    ]);
+    const calls = await db('audit_calls').whereLike('request_id', 'link-%').orderBy('request_id');
+    expect(calls.map((call) => [call.chain, call.actor, call.resource_id, call.occurred_at.toISOString()])).toEqual([
+      ['batch-b', odd, '', '2026-11-24T12:00:00.123Z'],
+      ['*', null, '', '2026-11-24T12:00:00.123Z'],
+      ['batch-a', 'NULL', '', '2026-11-24T12:00:00.123Z'],
+      ['batch-b', '', '', '2026-11-24T12:00:00.123Z'],
+    ]);
+    expect(calls[3]).toMatchObject({
+      route: '/api/tenant',
+      actor_id: 'ünï"\\',
+      status: 404,
+      link_seq: calls[0].link_seq,
+    });
+    expect(calls[3].seq).toBe(calls[0].seq + 1);
+    const links = await db('audit_events').whereNotNull('calls').whereIn('seq', [calls[0].link_seq, calls[2].link_seq]);
+    expect(links.map((link) => [link.chain, link.actors, link.request_ids])).toEqual(
+      expect.arrayContaining([
+        ['batch-b', [odd, ''], ['link-1', 'link-4']],
+        ['batch-a', ['NULL'], ['link-3']],
+      ]),
+    );
+    for (const chain of ['batch-a', 'batch-b', '*']) expect((await verifyAuditChain(db, chain)).valid).toBe(true);
+    expect((await verifyAuditChain(db, 'batch-b')).checked).toBe(4);
+  });
+
+  test('pages walk rows and links alike: every call once, newest first; the total counts calls', async () => {
+    for (let i = 0; i < 9; i++) await t.call('GET', `/api/groups/${randomUUID()}`, { token: admin });
+    await t.call('PUT', '/api/tenant', { token: admin, body: { displayName: 'paged' } });
+    for (let i = 0; i < 4; i++) {
+      await t.call('GET', '/api/tenant', { token: admin, headers: { 'x-request-id': `paged-${i}` } });
+    }
+    // The trail appends in order: once the last call is there, every call before it is.
+    await eventually(async () =>
+      expect(await t.database.db('audit_calls').where({ request_id: 'paged-3' }).first()).toBeDefined(),
+    );
+    const stored = await t.database.db('audit_calls').where({ chain: 'default' }).orderBy('seq', 'desc').pluck('seq');
+    expect(await t.database.db('audit_events').where({ chain: 'default' }).count({ n: '*' })).not.toEqual([
+      { n: stored.length },
+    ]); // some calls share a link
+
+    const seen: number[] = [];
+    const totals: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { items: Array<{ seq: number }>; nextCursor: string | null }; headers: Headers } =
+        await t.call('GET', `/api/audit/events?limit=7${cursor ? `&cursor=${cursor}` : ''}`, { token: auditor });
+      totals.push(Number(page.headers.get('x-total-count')));
+      seen.push(...page.body.items.map((event) => event.seq));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    // The pages' own calls come after the first page, so the walk shows exactly what was stored before it.
+    expect(seen).toEqual(stored);
+    expect(totals[0]).toBe(stored.length);
   });
 });

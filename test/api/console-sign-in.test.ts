@@ -44,7 +44,7 @@ test("the session reads the API with the person's role, and the audit trail name
   expect((await browserCall(t, browser, 'GET', '/api/groups')).status).toBe(200);
   const created = await browserCall(t, browser, 'POST', '/api/groups', { body: { name: 'made-in-the-console' } });
   expect(created.status).toBe(201);
-  const row = await t.database.db('audit_events').where({ method: 'POST', path: '/api/groups', status: 201 }).first();
+  const row = await t.database.db('audit_calls').where({ method: 'POST', path: '/api/groups', status: 201 }).first();
   expect(row).toMatchObject({ actor_type: 'session', actor: 'olivia' });
   // An operator may not read the audit log, through the console either.
   expect((await browserCall(t, browser, 'GET', '/api/audit/events')).status).toBe(403);

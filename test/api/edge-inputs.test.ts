@@ -105,7 +105,7 @@ describe('point 8: bodies over the limit and bodies nobody needs', () => {
     );
     expectProblemBody(reply, 413, 'payload-too-large');
     const row = await eventually(async () => {
-      const found = await t.database.db('audit_events').where({ request_id: 'chunked-413' }).first();
+      const found = await t.database.db('audit_calls').where({ request_id: 'chunked-413' }).first();
       expect(found).toBeDefined();
       return found;
     });

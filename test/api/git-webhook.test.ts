@@ -45,7 +45,7 @@ const deliver = (id: string, headers: Record<string, string> = {}, query = '', r
 const webhookWakeUps = async (id: string) => (await wakeUps(env.client, id)).filter((r) => r === 'webhook').length;
 
 const auditRows = (filter: Record<string, unknown>) =>
-  t.database.db('audit_events').where({ route: '/api/git/webhook/{sourceId}', ...filter });
+  t.database.db('audit_calls').where({ route: '/api/git/webhook/{sourceId}', ...filter });
 
 describe('the token, in any of its three carriers', () => {
   test.each([

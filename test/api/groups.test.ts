@@ -51,12 +51,12 @@ describe('creating and reading groups', () => {
 
     expect(await events('group.created', res.body.id)).toHaveLength(1);
     const write = await t.database
-      .db('audit_events')
+      .db('audit_calls')
       .where({ resource_type: 'group', resource_id: res.body.id, method: 'POST' });
     expect(write).toHaveLength(1);
     await eventually(async () => {
       const read = await t.database
-        .db('audit_events')
+        .db('audit_calls')
         .where({ resource_type: 'group', resource_id: res.body.id, method: 'GET' });
       expect(read.length).toBeGreaterThanOrEqual(1);
     });

@@ -141,7 +141,7 @@ test('pause between batches, then resume; 409 on resume of a running rollout; 41
   // Every operation is in the audit trail, refused ones too. In call order: the chain (seq)
   // appends refused calls in batches, up to 200 ms after a later successful write.
   const audited = await env.t.database
-    .db('audit_events')
+    .db('audit_calls')
     .where({ method: 'POST', resource_type: 'rollout', resource_id: rollout.id })
     .orderBy([{ column: 'occurred_at' }, { column: 'seq' }])
     .select('route', 'status');

@@ -131,9 +131,9 @@ describe('a handover of live agents', () => {
     expect(await events(b, 'federation.handover.agent-received', created.id)).toHaveLength(3);
 
     await eventually(async () => {
-      const sent = await a.t.database.db('audit_events').where({ path: HANDOVERS, method: 'POST', status: 201 });
+      const sent = await a.t.database.db('audit_calls').where({ path: HANDOVERS, method: 'POST', status: 201 });
       expect(sent.map((row) => row.resource_id)).toContain(created.id);
-      const received = await b.t.database.db('audit_events').where({ actor: 'peer-alpha', actor_type: 'pat' });
+      const received = await b.t.database.db('audit_calls').where({ actor: 'peer-alpha', actor_type: 'pat' });
       expect(received.map((row) => `${row.method} ${row.status}`)).toEqual(
         expect.arrayContaining(['PUT 201', 'POST 200', 'GET 200']),
       );

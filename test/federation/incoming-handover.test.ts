@@ -108,7 +108,7 @@ describe('a retried peer call creates nothing twice', () => {
 
     // Every call is audited under the PAT's name.
     await eventually(async () => {
-      const audit = await t.database.db('audit_events').where({ actor: PEER_NAME, resource_type: 'incoming-handover' });
+      const audit = await t.database.db('audit_calls').where({ actor: PEER_NAME, resource_type: 'incoming-handover' });
       expect(audit.map((row) => [row.method, row.status])).toEqual(
         expect.arrayContaining([
           ['PUT', 201],

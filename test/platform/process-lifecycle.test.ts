@@ -98,7 +98,7 @@ test('SIGTERM: readiness turns 503, the in-flight request finishes, then the lis
   await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
 
   // the change and its audit row were committed before the process went away
-  const row = await t.database.db('audit_events').where({ method: 'PUT', path: '/api/tenant' }).first();
+  const row = await t.database.db('audit_calls').where({ method: 'PUT', path: '/api/tenant' }).first();
   expect(row).toMatchObject({ status: 200, actor_type: 'pat' });
 });
 

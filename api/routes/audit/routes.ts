@@ -1,4 +1,4 @@
-import { listAuditQuery, verifyAuditChain, type AuditRow } from '../../../db/repos/audit';
+import { countAuditCallsQuery, listAuditQuery, verifyAuditChain, type AuditCall } from '../../../db/repos/audit';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { decimalQuery, z } from '../../http/zod';
@@ -18,11 +18,14 @@ export const auditEventSchema = z
     resourceId: z.string().nullable(),
     requestId: z.string().nullable(),
     sourceAddress: z.string().nullable(),
-    hash: z.string().openapi({ description: 'SHA-256 over this event and the previous event’s hash (hex).' }),
+    hash: z.string().openapi({
+      description:
+        'SHA-256 (hex) of the chain link that holds this event: over the previous link’s hash and this event, or, for calls appended together in one batch (reads and refused calls), over all of them; those calls share it.',
+    }),
   })
   .openapi('AuditEvent');
 
-function presentAudit(row: AuditRow): z.infer<typeof auditEventSchema> {
+function presentAudit(row: AuditCall): z.infer<typeof auditEventSchema> {
   return {
     id: row.id,
     seq: row.seq,
@@ -74,10 +77,21 @@ export function auditRoutes(baseUrl: string): RouteDef[] {
           from: query.from ? new Date(query.from) : undefined,
           to: query.to ? new Date(query.to) : undefined,
         };
-        const page = await paginate<AuditRow>(listAuditQuery(db, principal.tenantId, filters), query, {
-          columns: [{ column: 'seq', type: 'bigint' }],
-          direction: 'desc',
-        });
+        const { limit: _limit, offset: _offset, cursor: _cursor, ...filtered } = query;
+        const unfiltered = Object.values(filtered).every((value) => value === undefined);
+        // A link's calls follow each other in seq order, so (link_seq, seq) sorts as seq does.
+        const page = await paginate<AuditCall>(
+          listAuditQuery(db, principal.tenantId, filters),
+          query,
+          {
+            columns: [
+              { column: 'link_seq', type: 'bigint' },
+              { column: 'seq', type: 'bigint' },
+            ],
+            direction: 'desc',
+          },
+          unfiltered ? countAuditCallsQuery(db, principal.tenantId) : undefined,
+        );
         return { body: respondPage(ctx, baseUrl, page, presentAudit) };
       },
     }),

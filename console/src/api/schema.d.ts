@@ -9323,7 +9323,7 @@ export interface components {
             resourceId: string | null;
             requestId: string | null;
             sourceAddress: string | null;
-            /** @description SHA-256 over this event and the previous event’s hash (hex). */
+            /** @description SHA-256 (hex) of the chain link that holds this event: over the previous link’s hash and this event, or, for calls appended together in one batch (reads and refused calls), over all of them; those calls share it. */
             hash: string;
         };
         CloudEvent: {
