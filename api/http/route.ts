@@ -170,8 +170,17 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
 
     const committed: Array<() => void | Promise<void>> = [];
     const afterCommit = (callback: () => void | Promise<void>) => committed.push(callback);
+    // Each member named: spreading `input` here cost ~7 µs a call in CPU profiles.
     const run = (db: Knex | Knex.Transaction) =>
-      def.handler({ ...input, principal: ctx.state.principal!, db, ctx, afterCommit });
+      def.handler({
+        params: input.params,
+        query: input.query,
+        body: input.body,
+        principal: ctx.state.principal!,
+        db,
+        ctx,
+        afterCommit,
+      });
 
     let result: RouteResult;
     if (def.method === 'get') {
