@@ -102,8 +102,14 @@ export async function up(knex: Knex): Promise<void> {
   `);
 }
 
+/** Refused once a link exists: its calls have no other place, and the log must not lose them. */
 export async function down(knex: Knex): Promise<void> {
   await knex.raw(`
+    DO $$ BEGIN
+      IF EXISTS (SELECT 1 FROM audit_events WHERE calls IS NOT NULL) THEN
+        RAISE EXCEPTION 'audit_events holds calls appended as links; going back would lose them';
+      END IF;
+    END $$;
     DROP VIEW IF EXISTS audit_calls;
     DROP FUNCTION IF EXISTS audit_append_calls(text, text, integer, text[], text[], text[]);
     DROP FUNCTION IF EXISTS audit_link_digest(bytea, audit_events);
