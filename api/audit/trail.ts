@@ -13,7 +13,9 @@ const API_PATH = /^\/api\//i;
  * must not make a row unwritable or a link unreadable.
  */
 function text(value: string | undefined | null): string | null {
-  return value == null ? null : value.replaceAll('\u0000', '\uFFFD').toWellFormed();
+  if (value == null) return null;
+  const withoutNul = value.includes('\u0000') ? value.replaceAll('\u0000', '\uFFFD') : value;
+  return withoutNul.isWellFormed() ? withoutNul : withoutNul.toWellFormed();
 }
 
 function recordOf(ctx: AppContext, status: number): AuditRecord {
