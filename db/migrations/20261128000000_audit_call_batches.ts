@@ -96,7 +96,9 @@ export async function up(knex: Knex): Promise<void> {
         SELECT b.seq, f[1]::uuid, f[2]::timestamptz, f[3], f[4], f[5], f[6], f[7], f[8], f[9]::integer, f[10],
                f[11], f[12], f[13]
           FROM ROWS FROM (unnest(e.seqs), json_array_elements(e.calls::json)) AS b(seq, call)
-          CROSS JOIN LATERAL (SELECT ARRAY(SELECT json_array_elements_text(b.call)) AS f) fields
+          -- OFFSET 0 keeps the planner from inlining the array into each f[i], which would
+          -- parse every call once per field.
+          CROSS JOIN LATERAL (SELECT ARRAY(SELECT json_array_elements_text(b.call)) AS f OFFSET 0) fields
          WHERE e.calls IS NOT NULL
       ) c;
   `);
