@@ -14,7 +14,7 @@ import type { Knex } from 'knex';
  * per call, and the API server builds one string instead of thirteen arrays.
  *
  * A link also lists the distinct actors, resource ids and request ids of its calls, so a
- * search for one opens only the links that hold it (reading a link's calls costs ~4 µs a
+ * search for one opens only the links that hold it (reading a link's calls costs ~2.5 µs a
  * call; checking its lists, a few µs a link).
  *
  * `audit_calls` is the log as callers see it: one row per call, whether it was written as
