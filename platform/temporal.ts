@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { Settings } from './settings';
 
@@ -19,19 +19,31 @@ export function createTemporal(settings: Pick<Settings, 'temporal'>) {
   };
 }
 
+/** gRPC's NOT_FOUND status code. */
+const GRPC_NOT_FOUND = 5;
+
+/**
+ * An update-with-start that reached a run which closed before accepting the update. The
+ * server answers NOT_FOUND: Temporal's "workflow update was aborted by closing workflow"
+ * arrives as a WorkflowNotFoundError; the time-skipping test server's "update <id> not
+ * found", inside the multi-operation's failure, as the gRPC error itself.
+ */
+function reachedClosingRun(error: unknown): boolean {
+  return error instanceof WorkflowNotFoundError || (isGrpcServiceError(error) && Number(error.code) === GRPC_NOT_FOUND);
+}
+
 /**
  * Runs an update-with-start, and runs it again when the run it reached closed before
  * accepting the update. A run that is ending (its rollout has just completed) can be sent an
- * operation it will never accept: the server then answers NOT_FOUND ("workflow update was
- * aborted by closing workflow"; the time-skipping test server, "Completed workflow"). The
- * update was not applied, and sent again it starts the next run, which applies it.
+ * operation it will never accept (`reachedClosingRun`). The update was not applied, and sent
+ * again it starts the next run, which applies it.
  */
 export async function updateWithStartAcrossClosingRuns<T>(send: () => Promise<T>, attempts = 3): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await send();
     } catch (error) {
-      if (!(error instanceof WorkflowNotFoundError) || attempt >= attempts) throw error;
+      if (!reachedClosingRun(error) || attempt >= attempts) throw error;
     }
   }
 }
