@@ -165,6 +165,9 @@ export function listAuditQuery(db: Db, tenantId: string, f: AuditFilters): Knex.
   return query;
 }
 
+/** How many calls a row of `audit_events` holds: a link its `seqs`, a row of its own one. */
+const CALLS_OF_ROW = 'coalesce(cardinality(seqs), 1)';
+
 /**
  * How many calls `listAuditQuery` matches when no filter but the tenant applies: the sum
  * of the rows' call counts, without opening a link.
@@ -172,7 +175,7 @@ export function listAuditQuery(db: Db, tenantId: string, f: AuditFilters): Knex.
 export function countAuditCallsQuery(db: Db, tenantId: string): Knex.QueryBuilder {
   return db('audit_events')
     .where({ chain: tenantId })
-    .select(db.raw('coalesce(sum(coalesce(cardinality(seqs), 1)), 0)::bigint AS n'))
+    .select(db.raw(`coalesce(sum(${CALLS_OF_ROW}), 0)::bigint AS n`))
     .first();
 }
 
@@ -191,7 +194,7 @@ export async function verifyAuditChain(db: Db, chain: string): Promise<ChainVerd
   const result = await db.raw(
     `SELECT coalesce(sum(calls), 0)::int AS checked,
             min(seq) FILTER (WHERE NOT ok) AS first_broken
-       FROM (SELECT e.seq, coalesce(cardinality(e.seqs), 1) AS calls,
+       FROM (SELECT e.seq, ${CALLS_OF_ROW} AS calls,
                     e.prev_hash IS NOT DISTINCT FROM lag(e.hash) OVER w
                     AND e.hash = audit_link_digest(lag(e.hash) OVER w, e) AS ok
                FROM audit_events e

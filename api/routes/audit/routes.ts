@@ -72,13 +72,13 @@ export function auditRoutes(baseUrl: string): RouteDef[] {
       query: auditQuery,
       response: { status: 200, description: 'A page of audit events.', schema: pageOf(auditEventSchema) },
       handler: async ({ db, principal, query, ctx }) => {
+        const { limit: _limit, offset: _offset, cursor: _cursor, from, to, ...filtered } = query;
         const filters = {
-          ...query,
-          from: query.from ? new Date(query.from) : undefined,
-          to: query.to ? new Date(query.to) : undefined,
+          ...filtered,
+          from: from ? new Date(from) : undefined,
+          to: to ? new Date(to) : undefined,
         };
-        const { limit: _limit, offset: _offset, cursor: _cursor, ...filtered } = query;
-        const unfiltered = Object.values(filtered).every((value) => value === undefined);
+        const unfiltered = Object.values(filters).every((value) => value === undefined);
         // A link's calls follow each other in seq order, so (link_seq, seq) sorts as seq does.
         const page = await paginate<AuditCall>(
           listAuditQuery(db, principal.tenantId, filters),
