@@ -13,6 +13,14 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
+/** The call with this request id as the log stores it, once the trail has written it. */
+const storedCall = (requestId: string) =>
+  eventually(async () => {
+    const call = await t.database.db('audit_calls').where({ request_id: requestId }).first();
+    expect(call).toBeDefined();
+    return call;
+  });
+
 describe('audit trail', () => {
   test('every call is recorded: reads, writes, refusals and unauthenticated attempts', async () => {
     const read = await t.call('GET', '/api/tenant', { token: admin, headers: { 'x-request-id': 'audit-read-1' } });
@@ -50,11 +58,7 @@ describe('audit trail', () => {
       resourceId: 'default',
     });
     expect(await byRequest('audit-refused-1')).toMatchObject({ actor: 'default.viewer', status: 403 });
-    const anonymous = await eventually(async () => {
-      const row = await t.database.db('audit_calls').where({ request_id: 'audit-anon-1' }).first();
-      expect(row).toBeDefined();
-      return row;
-    });
+    const anonymous = await storedCall('audit-anon-1');
     expect(anonymous).toMatchObject({ actor_type: 'anonymous', tenant_id: null, status: 401 });
   });
 
@@ -65,21 +69,12 @@ describe('audit trail', () => {
     });
     await t.call('GET', '/api/pats/%00', { headers: { 'x-request-id': 'nul-anon' } });
     await t.call('GET', '/api/pats/%00', { token: admin, headers: { 'x-request-id': 'nul-authenticated' } });
-    for (const id of ['nul-neighbour', 'nul-anon', 'nul-authenticated']) {
-      await eventually(async () =>
-        expect(await t.database.db('audit_calls').where({ request_id: id }).first()).toBeDefined(),
-      );
-    }
+    for (const id of ['nul-neighbour', 'nul-anon', 'nul-authenticated']) await storedCall(id);
   });
 
   test('reads record the resource they read', async () => {
     await t.call('GET', '/api/tenant', { token: admin, headers: { 'x-request-id': 'read-resource' } });
-    const row = await eventually(async () => {
-      const found = await t.database.db('audit_calls').where({ request_id: 'read-resource' }).first();
-      expect(found).toBeDefined();
-      return found;
-    });
-    expect(row).toMatchObject({ resource_type: 'tenant', resource_id: 'default' });
+    expect(await storedCall('read-resource')).toMatchObject({ resource_type: 'tenant', resource_id: 'default' });
   });
 
   test('a change and its audit row commit together; a failed change leaves the change out', async () => {
@@ -96,12 +91,7 @@ describe('audit trail', () => {
       body: { displayName: 'second' },
       headers: { 'if-match': etag, 'x-request-id': 'tx-412' },
     });
-    const failed = await eventually(async () => {
-      const row = await t.database.db('audit_calls').where({ request_id: 'tx-412' }).first();
-      expect(row).toBeDefined();
-      return row;
-    });
-    expect(failed.status).toBe(412);
+    expect((await storedCall('tx-412')).status).toBe(412);
     expect((await t.call('GET', '/api/tenant', { token: admin })).body.displayName).toBe('first');
   });
 
@@ -168,11 +158,7 @@ describe('audit trail', () => {
 
     // A read is written in a link with the calls queued with it: one altered call breaks the link.
     await t.call('GET', '/api/tenant', { token: admin, headers: { 'x-request-id': 'tampered-read' } });
-    const read = await eventually(async () => {
-      const row = await db('audit_calls').where({ request_id: 'tampered-read' }).first();
-      expect(row).toBeDefined();
-      return row;
-    });
+    const read = await storedCall('tampered-read');
     const link = await db('audit_events').where({ seq: read.link_seq }).first();
     expect(link.calls).toContain('"tampered-read"');
     await tamper(link.seq, { calls: link.calls.replace('"tampered-read"', '"rewritten"') });
@@ -223,9 +209,7 @@ describe('audit trail', () => {
       token: await t.token('acme.viewer'),
       headers: { 'x-request-id': 'acme-only' },
     });
-    await eventually(async () =>
-      expect(await t.database.db('audit_calls').where({ request_id: 'acme-only' }).first()).toBeDefined(),
-    );
+    await storedCall('acme-only');
     const mine = await t.call('GET', '/api/audit/events?requestId=acme-only', { token: auditor });
     expect(mine.body.items).toEqual([]);
     const theirs = await t.call('GET', '/api/audit/events?requestId=acme-only', {
@@ -317,9 +301,7 @@ describe('audit trail', () => {
       await t.call('GET', '/api/tenant', { token: admin, headers: { 'x-request-id': `paged-${i}` } });
     }
     // The trail appends in order: once the last call is there, every call before it is.
-    await eventually(async () =>
-      expect(await t.database.db('audit_calls').where({ request_id: 'paged-3' }).first()).toBeDefined(),
-    );
+    await storedCall('paged-3');
     const stored = await t.database.db('audit_calls').where({ chain: 'default' }).orderBy('seq', 'desc').pluck('seq');
     expect(await t.database.db('audit_events').where({ chain: 'default' }).count({ n: '*' })).not.toEqual([
       { n: stored.length },
