@@ -16,6 +16,7 @@ import * as incomingHandoverDeadline from './20261126010300_incoming_handover_de
 import * as consoleSessions from './20261127000000_console_sessions';
 import * as federatedRolloutLocal from './20261126010400_federated_rollout_local';
 import * as auditCallBatches from './20261128000000_audit_call_batches';
+import * as auditSearchIndex from './20261129000000_audit_search_index';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -39,6 +40,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127000000_console_sessions': consoleSessions,
   '20261126010400_federated_rollout_local': federatedRolloutLocal,
   '20261128000000_audit_call_batches': auditCallBatches,
+  '20261129000000_audit_search_index': auditSearchIndex,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

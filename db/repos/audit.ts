@@ -139,21 +139,26 @@ export interface AuditFilters {
 
 /**
  * The calls of a tenant's log (`audit_calls`) that match every filter. A search for an
- * actor, resource id or request id opens only the links that list it.
+ * actor, resource id or request id asks each row's list of them first, so only the rows
+ * that hold the value are opened; for actors and resource ids that list is indexed
+ * (`audit_events_search`, a GIN index), so a count, or a page the planner expects to be
+ * sparse, reads only those rows.
  */
 export function listAuditQuery(db: Db, tenantId: string, f: AuditFilters): Knex.QueryBuilder {
   const query = db('audit_calls').select('*').where({ chain: tenantId });
-  const listed = (list: string, value: string) =>
+  const listed = (list: string, value: string) => query.whereRaw('?? @> ARRAY[?]::text[]', [list, value]);
+  // A request id is not indexed (it would cost every call an index entry); a row of its own has no list.
+  const linkListing = (value: string) =>
     query.where((q) => {
-      q.whereNull(list).orWhereRaw('? = ANY(??)', [value, list]);
+      q.whereNull('link_request_ids').orWhereRaw('? = ANY(link_request_ids)', [value]);
     });
-  if (f.actor) listed('link_actors', f.actor).where({ actor: f.actor });
+  if (f.actor) listed('row_actors', f.actor).where({ actor: f.actor });
   if (f.actorType) query.where({ actor_type: f.actorType });
   if (f.method) query.where({ method: f.method });
   if (f.status) query.where({ status: f.status });
   if (f.resourceType) query.where({ resource_type: f.resourceType });
-  if (f.resourceId) listed('link_resource_ids', f.resourceId).where({ resource_id: f.resourceId });
-  if (f.requestId) listed('link_request_ids', f.requestId).where({ request_id: f.requestId });
+  if (f.resourceId) listed('row_resource_ids', f.resourceId).where({ resource_id: f.resourceId });
+  if (f.requestId) linkListing(f.requestId).where({ request_id: f.requestId });
   if (f.seq) {
     // Only the row that holds the call is opened, not every link below it.
     query

@@ -204,6 +204,37 @@ describe('audit trail', () => {
     expect((await t.call('GET', '/api/audit/events?from=yesterday', { token: auditor })).status).toBe(400);
   });
 
+  test('a search by actor or resource finds its calls in rows and links alike, and nothing for a value in neither', async () => {
+    const created = await t.call('POST', '/api/groups', {
+      token: admin,
+      body: { name: 'searched' },
+      headers: { 'x-request-id': 'searched-write' },
+    });
+    const id = created.body.id;
+    await t.call('GET', `/api/groups/${id}`, { token: admin, headers: { 'x-request-id': 'searched-read' } });
+    const [write, read] = [await storedCall('searched-write'), await storedCall('searched-read')];
+    expect(write.link_seq).toBe(write.seq); // a row of its own
+    expect(read.link_seq).not.toBe(read.seq); // a call in a link
+
+    const search = async (query: string) => {
+      const res = await t.call('GET', `/api/audit/events?${query}`, { token: auditor });
+      expect(res.status).toBe(200);
+      return {
+        requestIds: res.body.items.map((e: { requestId: string }) => e.requestId),
+        total: res.headers.get('x-total-count'),
+      };
+    };
+    expect(await search(`resourceType=group&resourceId=${id}`)).toEqual({
+      requestIds: ['searched-read', 'searched-write'],
+      total: '2',
+    });
+    expect(await search(`resourceId=${id}&method=POST`)).toEqual({ requestIds: ['searched-write'], total: '1' });
+    expect(await search(`resourceId=${randomUUID()}`)).toEqual({ requestIds: [], total: '0' });
+    expect(await search('actor=nobody-at-all')).toEqual({ requestIds: [], total: '0' });
+    const byActor = await search(`actor=${encodeURIComponent(read.actor)}&resourceId=${id}`);
+    expect(byActor).toEqual({ requestIds: ['searched-read', 'searched-write'], total: '2' });
+  });
+
   test("a tenant's auditor sees only its own tenant's events", async () => {
     await t.call('GET', '/api/tenant', {
       token: await t.token('acme.viewer'),
