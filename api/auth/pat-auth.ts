@@ -3,7 +3,7 @@ import { findPatByHash, touchPat, type PatRow } from '../../db/repos/pats';
 import { problems } from '../problems';
 import type { Principal } from './principal';
 import { isRole, permissionsOf } from './roles';
-import { hashToken, isWellFormed, sameHash } from '../../domain/tokens/secret-token';
+import { isWellFormed, sameHash, tokenDigestHex } from '../../domain/tokens/secret-token';
 
 export const PAT_CHANGES_CHANNEL = 'fleet_pat_changes';
 const CACHE_MS = 30_000;
@@ -48,10 +48,11 @@ export function createPatAuthenticator(db: Knex) {
     return hit && hit.until > Date.now() ? hit : undefined;
   }
 
-  async function lookup(key: string, hash: Buffer): Promise<KnownPat | undefined> {
+  async function lookup(key: string): Promise<KnownPat | undefined> {
     const generation = evictions;
+    const hash = Buffer.from(key, 'hex');
     const row = await findPatByHash(db, hash);
-    if (!row) return undefined;
+    if (!row || !sameHash(row.token_hash, hash)) return undefined;
     const known = { row, principal: principalOf(row) };
     if (generation === evictions) cache.set(key, { ...known, until: Date.now() + CACHE_MS });
     return known;
@@ -66,17 +67,16 @@ export function createPatAuthenticator(db: Knex) {
 
   return {
     async authenticate(token: string): Promise<Principal> {
-      const hash = hashToken(token);
-      const key = hash.toString('hex');
-      // A cached token was well-formed when it was looked up; any other has its CRC checked
-      // before the database is asked.
+      // Rows are found, and cached, by the token's digest: no comparison ever reads the
+      // token itself. A cached token was well-formed when it was looked up; any other has
+      // its CRC checked before the database is asked.
+      const key = tokenDigestHex(token);
       let known = cached(key);
       if (!known) {
         if (!isWellFormed('svc-pat', token)) throw problems.unauthorized('The personal access token is malformed.');
-        known = await lookup(key, hash);
+        known = await lookup(key);
       }
-      if (!known || !sameHash(known.row.token_hash, hash))
-        throw problems.unauthorized('The personal access token is not known.');
+      if (!known) throw problems.unauthorized('The personal access token is not known.');
       const { row, principal } = known;
       if (row.revoked_at) throw problems.unauthorized('The personal access token has been revoked.');
       if (row.expires_at.getTime() <= Date.now()) throw problems.unauthorized('The personal access token has expired.');
