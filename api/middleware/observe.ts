@@ -1,46 +1,102 @@
 import type { Logger } from 'pino';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Metric, MetricValue, Registry } from 'prom-client';
 import type { AppContext } from '../http/context';
 
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+
+interface Series {
+  /** `http_requests_total` of this method, route and status. */
+  requests: { labels: Record<string, string>; count: number };
+  /** `http_request_duration_seconds` of this method and route (shared by its statuses). */
+  duration: { labels: Record<string, string>; buckets: number[]; sum: number; count: number };
+}
+
 /**
- * One structured log line and two metrics per request. Only the path is logged, never
- * the query string or headers: those may carry tokens (`?token=`, `Authorization`).
- * Returns the function that records a finished request, given when it started
- * (`process.hrtime.bigint()`).
+ * The request metrics, kept as plain numbers per series and turned into prom-client's
+ * values only when scraped. prom-client's own `inc` and `observe` check and hash the label
+ * set on every call, even on a child bound to its labels (~2 µs a request). The text a
+ * scrape returns is prom-client's: the registry formats these values as it formats its own
+ * counters and histograms.
  */
-export function createRequestObserver(logger: Logger, registry: Registry) {
-  const requests = new Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests by method, route template and status.',
-    labelNames: ['method', 'route', 'status'],
-    registers: [registry],
+function requestMetrics(registry: Registry) {
+  // One series a method, status and route, found through maps keyed by the values the
+  // request already holds (a key string built per request cost ~1 µs to build and hash).
+  const series: Series[] = [];
+  const byRoute = new Map<string, Map<number, Map<string, Series>>>();
+  const durations = new Map<string, Series['duration']>();
+  const metric = (name: string, help: string, type: 'counter' | 'histogram', values: () => MetricValue<string>[]) => ({
+    name,
+    help,
+    type,
+    aggregator: 'sum' as const,
+    get: async () => ({ name, help, type, aggregator: 'sum' as const, values: values() }),
+    reset: () => {
+      series.length = 0;
+      byRoute.clear();
+      durations.clear();
+    },
   });
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request duration by method and route template.',
-    labelNames: ['method', 'route'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
-    registers: [registry],
-  });
-  // Each series' label set is hashed once, when first seen: hashing them on every request
-  // cost ~2.5 µs. As many series as the metrics themselves have (routes × methods × statuses).
-  const series = new Map<string, { requests: Counter.Internal; duration: Histogram.Internal<string> }>();
-  function seriesOf(method: string, route: string, status: number) {
-    const key = `${method} ${status} ${route}`;
-    let found = series.get(key);
+  const metrics = [
+    metric('http_requests_total', 'HTTP requests by method, route template and status.', 'counter', () =>
+      series.map(({ requests }) => ({ labels: requests.labels, value: requests.count })),
+    ),
+    metric('http_request_duration_seconds', 'HTTP request duration by method and route template.', 'histogram', () =>
+      [...durations.values()].flatMap((timed) => {
+        const name = 'http_request_duration_seconds';
+        let cumulative = 0;
+        return [
+          ...DURATION_BUCKETS.map((le, i) => {
+            cumulative += timed.buckets[i]!;
+            return { labels: { ...timed.labels, le }, value: cumulative, metricName: `${name}_bucket` };
+          }),
+          { labels: { ...timed.labels, le: '+Inf' }, value: timed.count, metricName: `${name}_bucket` },
+          { labels: timed.labels, value: timed.sum, metricName: `${name}_sum` },
+          { labels: timed.labels, value: timed.count, metricName: `${name}_count` },
+        ];
+      }),
+    ),
+  ];
+  // The registry reads only a metric's name, type, help, get() and reset(): these are not
+  // prom-client classes, whose constructors would hash labels on every call again.
+  for (const one of metrics) registry.registerMetric(one as unknown as Metric);
+
+  return function seriesOf(method: string, route: string, status: number): Series {
+    let byStatus = byRoute.get(route);
+    if (!byStatus) byRoute.set(route, (byStatus = new Map()));
+    let byMethod = byStatus.get(status);
+    if (!byMethod) byStatus.set(status, (byMethod = new Map()));
+    let found = byMethod.get(method);
     if (!found) {
-      found = { requests: requests.labels(method, route, String(status)), duration: duration.labels(method, route) };
-      series.set(key, found);
+      const durationKey = `${method} ${route}`;
+      let timed = durations.get(durationKey);
+      if (!timed) {
+        timed = { labels: { method, route }, buckets: DURATION_BUCKETS.map(() => 0), sum: 0, count: 0 };
+        durations.set(durationKey, timed);
+      }
+      found = { requests: { labels: { method, route, status: String(status) }, count: 0 }, duration: timed };
+      byMethod.set(method, found);
+      series.push(found);
     }
     return found;
-  }
+  };
+}
+
+export function createRequestObserver(logger: Logger, registry: Registry) {
+  const seriesOf = requestMetrics(registry);
 
   return function observeRequest(ctx: AppContext, started: bigint): void {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const route = ctx.state.route ?? 'unmatched';
-    const measured = seriesOf(ctx.method, route, ctx.status);
-    measured.requests.inc();
-    measured.duration.observe(seconds);
+    const { requests, duration } = seriesOf(ctx.method, route, ctx.status);
+    requests.count += 1;
+    duration.count += 1;
+    duration.sum += seconds;
+    for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+      if (seconds <= DURATION_BUCKETS[i]!) {
+        duration.buckets[i]! += 1;
+        break;
+      }
+    }
     if (!logger.isLevelEnabled('info')) return;
     logger.info(
       {

@@ -201,12 +201,43 @@ describe('operations endpoints', () => {
     expect(ready.body.checks.postgres).toBe('ok');
   });
 
-  test('/metrics counts requests by route template', async () => {
+  test('/metrics counts requests by route template, and times them in a histogram', async () => {
+    const scrape = async () => {
+      const res = await t.call('GET', '/metrics');
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+      const text: string = res.body;
+      const value = (line: string) =>
+        Number(
+          text
+            .split('\n')
+            .find((l) => l.startsWith(`${line} `))
+            ?.split(' ')[1] ?? 0,
+        );
+      return { text, value };
+    };
+    const tenant = 'method="GET",route="/api/tenant"';
+    const before = await scrape();
     await t.call('GET', '/api/tenant', { token: admin });
-    const res = await t.call('GET', '/metrics');
-    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-    expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/api\/tenant",status="200"\} \d+/);
-    expect(res.body).toMatch(/process_resident_memory_bytes/);
+    await t.call('GET', '/api/tenant', { token: admin });
+    await t.call('GET', '/api/tenant', { token: 'svc-pat.not-a-token' });
+    const after = await scrape();
+    const grew = (line: string) => after.value(line) - before.value(line);
+
+    expect(after.text).toMatch(/# TYPE http_requests_total counter/);
+    expect(grew(`http_requests_total{${tenant},status="200"}`)).toBe(2);
+    expect(grew(`http_requests_total{${tenant},status="401"}`)).toBe(1);
+    expect(after.text).toMatch(/# TYPE http_request_duration_seconds histogram/);
+    expect(grew(`http_request_duration_seconds_count{${tenant}}`)).toBe(3);
+    expect(grew(`http_request_duration_seconds_bucket{${tenant},le="+Inf"}`)).toBe(3);
+    expect(after.value(`http_request_duration_seconds_sum{${tenant}}`)).toBeGreaterThan(0);
+    // Buckets are cumulative: each holds at least as many as the one below it.
+    const buckets = after.text
+      .split('\n')
+      .filter((line) => line.startsWith(`http_request_duration_seconds_bucket{${tenant},`))
+      .map((line) => Number(line.split(' ')[1]));
+    expect(buckets).toHaveLength(13);
+    expect(buckets).toEqual([...buckets].sort((a, b) => a - b));
+    expect(after.text).toMatch(/process_resident_memory_bytes/);
   });
 
   test('/swagger is absent in Production', async () => {
