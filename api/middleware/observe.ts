@@ -62,9 +62,9 @@ function requestMetrics(registry: Registry) {
 
   return function seriesOf(method: string, route: string, status: number): Series {
     let byStatus = byRoute.get(route);
-    if (!byStatus) byRoute.set(route, (byStatus = new Map()));
+    if (!byStatus) byRoute.set(route, (byStatus = new Map<number, Map<string, Series>>()));
     let byMethod = byStatus.get(status);
-    if (!byMethod) byStatus.set(status, (byMethod = new Map()));
+    if (!byMethod) byStatus.set(status, (byMethod = new Map<string, Series>()));
     let found = byMethod.get(method);
     if (!found) {
       const durationKey = `${method} ${route}`;
