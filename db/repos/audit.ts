@@ -137,15 +137,8 @@ export interface AuditFilters {
   to?: Date;
 }
 
-/**
- * The calls of a tenant's log (`audit_calls`) that match every filter. A search for an
- * actor, resource id or request id asks each row's list of them first, so only the rows
- * that hold the value are opened; for actors and resource ids that list is indexed
- * (`audit_events_search`, a GIN index), so a count, or a page the planner expects to be
- * sparse, reads only those rows.
- */
-export function listAuditQuery(db: Db, tenantId: string, f: AuditFilters): Knex.QueryBuilder {
-  const query = db('audit_calls').select('*').where({ chain: tenantId });
+/** Applies every filter but the tenant to a query of `audit_calls`. */
+function whereCallsMatch(db: Db, query: Knex.QueryBuilder, tenantId: string, f: AuditFilters): Knex.QueryBuilder {
   const listed = (list: string, value: string) => query.whereRaw('?? @> ARRAY[?]::text[]', [list, value]);
   // A request id is not indexed (it would cost every call an index entry); a row of its own has no list.
   const linkListing = (value: string) =>
@@ -168,6 +161,73 @@ export function listAuditQuery(db: Db, tenantId: string, f: AuditFilters): Knex.
   if (f.from) query.where('occurred_at', '>=', f.from);
   if (f.to) query.where('occurred_at', '<', f.to);
   return query;
+}
+
+/**
+ * The lists of a row of `audit_events` that `audit_events_search` indexes, as its
+ * expressions (20261129000000_audit_search_index): a link's list, or a row of its own's value.
+ */
+const INDEXED_LISTS = {
+  actor: 'coalesce(actors, ARRAY[actor])',
+  resourceId: 'coalesce(resource_ids, ARRAY[resource_id])',
+} as const;
+
+/** At most this many rows listing the searched values, and a search opens just those. */
+const FEW_ROWS = 1_000;
+
+/** The rows of a tenant's chain whose indexed lists hold every searched actor and resource id. */
+function rowsListing(db: Db, tenantId: string, f: AuditFilters): Knex.QueryBuilder | undefined {
+  const indexed = (['actor', 'resourceId'] as const).filter((filter) => f[filter] !== undefined);
+  if (indexed.length === 0) return undefined;
+  const rows = db('audit_events').where({ chain: tenantId });
+  for (const filter of indexed) rows.whereRaw(`${INDEXED_LISTS[filter]} @> ARRAY[?]::text[]`, [f[filter]!]);
+  return rows;
+}
+
+/**
+ * Whether the search asks for an actor or resource id that at most FEW_ROWS rows list: a
+ * look at the index that stops at FEW_ROWS + 1. Tells `listAuditQuery` how to search.
+ */
+export async function fewRowsList(db: Db, tenantId: string, f: AuditFilters): Promise<boolean> {
+  const rows = rowsListing(db, tenantId, f);
+  if (!rows) return false;
+  const probe = (await db
+    .from(
+      rows
+        .select(db.raw('1'))
+        .limit(FEW_ROWS + 1)
+        .as('listing'),
+    )
+    .count({ n: '*' })
+    .first()) as { n: string | number };
+  return Number(probe.n) <= FEW_ROWS;
+}
+
+/**
+ * The calls of a tenant's log (`audit_calls`) that match every filter, for a page (keyset
+ * on `link_seq`, `seq`) or a count.
+ *
+ * With `fewRows` (what `fewRowsList` answered for the same filters), the query starts from
+ * the rows that list the searched actor or resource id, newest first, found by the index,
+ * and opens only them: an absent actor is answered from the index alone. Otherwise it
+ * walks the chain in seq order and stops once it has its page, which is quick when the
+ * value is common. The planner cannot choose between the two itself: it counts a link as
+ * 100 matching calls, so it always expects the walk to fill a page at its first match.
+ * A request id is looked for in every row's list, unindexed.
+ */
+export function listAuditQuery(db: Db, tenantId: string, f: AuditFilters, fewRows = false): Knex.QueryBuilder {
+  const rows = fewRows ? rowsListing(db, tenantId, f) : undefined;
+  if (!rows) return whereCallsMatch(db, db('audit_calls').select('*').where({ chain: tenantId }), tenantId, f);
+  const calls = whereCallsMatch(
+    db,
+    db('audit_calls').select('*').whereRaw('link_seq = listing.listing_seq'),
+    tenantId,
+    f,
+  ).toSQL();
+  return db
+    .select('calls.*')
+    .from(rows.select({ listing_seq: 'seq' }).orderBy('seq', 'desc').as('listing'))
+    .joinRaw(`CROSS JOIN LATERAL (${calls.sql}) AS calls`, [...calls.bindings]);
 }
 
 /** How many calls a row of `audit_events` holds: a link its `seqs`, a row of its own one. */

@@ -1,4 +1,10 @@
-import { countAuditCallsQuery, listAuditQuery, verifyAuditChain, type AuditCall } from '../../../db/repos/audit';
+import {
+  countAuditCallsQuery,
+  fewRowsList,
+  listAuditQuery,
+  verifyAuditChain,
+  type AuditCall,
+} from '../../../db/repos/audit';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { decimalQuery, z } from '../../http/zod';
@@ -81,7 +87,7 @@ export function auditRoutes(baseUrl: string): RouteDef[] {
         const unfiltered = Object.values(filters).every((value) => value === undefined);
         // A link's calls follow each other in seq order, so (link_seq, seq) sorts as seq does.
         const page = await paginate<AuditCall>(
-          listAuditQuery(db, principal.tenantId, filters),
+          listAuditQuery(db, principal.tenantId, filters, await fewRowsList(db, principal.tenantId, filters)),
           query,
           {
             columns: [
