@@ -2,7 +2,7 @@
  * Platform overhead: an authenticated GET of one resource and of a list page through the
  * full platform, beside a bare Koa route running the same query, in the same run.
  *
- *   npm run bench:platform [-- --duration 5 --rounds 4 --connections 32]
+ *   npm run bench:platform [-- --duration 3 --rounds 8 --connections 32]
  *
  * Real parts: embedded Postgres, the real OIDC issuer (oidc-provider), the servers in one
  * child process (the compiled code, as the image runs it) and the load generator
@@ -23,8 +23,8 @@ import { fetchToken, TEST_AUDIENCE } from '../test/support/tokens';
 
 const { values: args } = parseArgs({
   options: {
-    duration: { type: 'string', default: '5' },
-    rounds: { type: 'string', default: '4' },
+    duration: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '8' },
     connections: { type: 'string', default: '32' },
   },
 });
