@@ -1,19 +1,23 @@
 import type { Knex } from 'knex';
 
 /**
- * Searching the audit log for an actor, resource id or request id reads an index again.
+ * Searching the audit log for an actor or resource id reads an index again.
  *
  * Since calls are appended as links (20261128000000_audit_call_batches), a call inside a
  * link has no index entry of its own, so such a search read every row of the tenant's
- * chain. One GIN index now holds, for every row of `audit_events`, the values a search can
- * ask for: a link's lists of distinct actors, resource ids and request ids, or a row of its
- * own's single values. A search for a rare value opens only the rows the index names; a
- * common one still walks the chain in seq order, whichever the planner finds cheaper.
+ * chain. One GIN index now holds, for every row of `audit_events`, the actors and resource
+ * ids a search can ask for: a link's lists of them, or a row of its own's single values.
+ * `listAuditQuery` (db/repos/audit.ts) opens only the rows the index names when few do,
+ * and walks the chain in seq order otherwise.
+ *
+ * Request ids are not indexed: unlike actors and resources, every call has its own, so an
+ * entry each would cost every read (~2.4 µs of Postgres a call, `npm run bench:audit`).
+ * Rows alone never indexed them either.
  *
  * The index is on expressions of the stored columns, not on columns of their own: nothing
  * is stored that the chain's digests do not cover, so no value can be hidden from a search
- * without breaking the chain. `audit_calls` lists those expressions as `row_actors`,
- * `row_resource_ids` and `row_request_ids` (they replace the link-only `link_*` lists).
+ * without breaking the chain. `audit_calls` lists those expressions as `row_actors` and
+ * `row_resource_ids` (they replace the link-only `link_actors` and `link_resource_ids`).
  *
  * The two b-tree indexes on (tenant, actor) and (tenant, resource) served searches over
  * rows only; no query reads them since links, and each write paid for both.
