@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { createDb, migrateLatest } from '../db/connection';
 import { postmasterPid, startPostgres } from '../scripts/infra/postgres';
+
+export { freePort } from '../scripts/infra/processes';
 
 /** A disposable embedded Postgres with a migrated `bench` database. */
 export async function startBenchDatabase(port: number) {
@@ -60,17 +61,6 @@ export async function startBenchServers(env: Record<string, string>) {
       await exited;
     },
   };
-}
-
-/** A TCP port free on 127.0.0.1 right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

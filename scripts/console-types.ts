@@ -5,7 +5,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -13,18 +12,8 @@ import { createApp } from '../api/app';
 import { createDb } from '../db/connection';
 import { loadSettings } from '../platform/settings';
 import { startPostgres } from './infra/postgres';
+import { freePort } from './infra/processes';
 import { openApiDocumentOf, schemaTypes, SCHEMA_TYPES_FILE } from './console/schema-types';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fleet-console-types-'));

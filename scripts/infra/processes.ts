@@ -1,3 +1,5 @@
+import { createServer } from 'node:net';
+
 /** Whether a process with this pid exists (a killed child counts until its parent has reaped it). */
 export function isRunning(pid: number): boolean {
   try {
@@ -6,4 +8,15 @@ export function isRunning(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** A TCP port free on 127.0.0.1 right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }

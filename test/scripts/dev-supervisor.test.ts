@@ -1,21 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { formatLogLine } from '../../scripts/dev/pretty-log';
 import { restartDelayMs } from '../../scripts/dev/supervisor';
 import { eventually } from '../support/eventually';
-import { isRunning, startScript } from '../support/processes';
+import { freePort, isRunning, startScript } from '../support/processes';
 
 // npm run dev's supervisor (scripts/dev/supervisor.ts) over real child processes:
 // fixtures/dev-stack.ts runs it as dev.ts does, over small stand-ins for api and worker.
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 interface Stack {
   child: ChildProcess;

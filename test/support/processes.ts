@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { testInfra } from './infra-env';
 import { TEST_AUDIENCE } from './tokens';
 
-export { isRunning } from '../../scripts/infra/processes';
+export { freePort, isRunning } from '../../scripts/infra/processes';
 
 export const ROOT = path.resolve(__dirname, '../..');
 
@@ -30,16 +29,6 @@ export function startScript(script: string, args: string[], env: Record<string, 
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
-
-/** A TCP port free on 127.0.0.1 right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
   });
 }
 
