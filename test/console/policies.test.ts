@@ -7,7 +7,8 @@
  * live; alice disables and enables it, each confirmed; the dry run of a rollout shows which
  * agent it denies and why; a viewer reads the list (filters and cursor pages in the URL) and
  * the policy with no write button; an approval decided on a view that has changed since is
- * refused (412). axe-core on every page, a screenshot of each.
+ * refused (412); a change made between the page's read and its hub subscription still shows.
+ * axe-core on every page, a screenshot of each.
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { seedAgent } from '../support/agents-seed';
@@ -326,4 +327,36 @@ test('an approval decided on a view the policy has left is refused with 412, sho
     state: 'draft',
     approver: null,
   });
+}, 90_000);
+
+test('a page whose hub subscription lands after a change it did not read shows that change without another event', async () => {
+  const context = await newContext(browser);
+  // The page's subscribe message reaches the hub only once the policy has changed after the page read it.
+  let release!: () => void;
+  const changed = new Promise<void>((resolve) => (release = resolve));
+  await context.routeWebSocket(/\/hubs\/live-updates/, (socket) => {
+    const hub = socket.connectToServer();
+    socket.onMessage((message) => void changed.then(() => hub.send(message)));
+  });
+  try {
+    const reader = await newSignedInPage(context, 'alice', `/policies/${policyId}`, cspViolations);
+    const facts = reader.getByRole('region', { name: 'Policy' });
+    await onPage(async () => expect(await facts.textContent()).toContain('Prod agents get batches of 10 % at most.'));
+    const current = await apiGet(`/api/policies/${policyId}`);
+    const reply = await t.call('PUT', `/api/policies/${policyId}`, {
+      token: apiToken,
+      body: {
+        name: POLICY,
+        description: 'Changed before the page subscribed.',
+        expression: current.expression,
+        scope: current.scope,
+        enabled: current.enabled,
+      },
+    });
+    expect(reply.status).toBe(200);
+    release();
+    await onPage(async () => expect(await facts.textContent()).toContain('Changed before the page subscribed.'));
+  } finally {
+    await context.close();
+  }
 }, 90_000);

@@ -14,17 +14,26 @@ const RETRY_MS = [1_000, 2_000, 5_000, 10_000];
 /** A burst of events (a rollout's batch, agents reconnecting) refreshes a page once per this. */
 const REFRESH_EVERY_MS = 1_000;
 
-type HubMessage = { specversion?: string; type: string; code?: string };
+type HubMessage = { specversion?: string; type: string; code?: string; since?: string };
 
 function hubUrl(): string {
   return `${window.location.protocol === 'https:' ? 'wss' : 'ws'}://${window.location.host}/hubs/live-updates`;
 }
 
-/** Calls `onEvent` with each event matching `patterns` (`rollout.*`, `agent.connected`, `*`). */
-export function useLiveEvents(patterns: readonly string[], onEvent: (event: CloudEvent) => void): void {
-  const handler = useRef(onEvent);
+/**
+ * Calls `onEvent` with each event matching `patterns` (`rollout.*`, `agent.connected`, `*`),
+ * and `onGap` each time the hub confirms a subscription without `since` (the first, or one after
+ * a drop before any event or after `since-*`): what happened before it is not replayed, so a page
+ * read before it may already be stale.
+ */
+export function useLiveEvents(
+  patterns: readonly string[],
+  onEvent: (event: CloudEvent) => void,
+  onGap: () => void = () => {},
+): void {
+  const handler = useRef({ onEvent, onGap });
   useEffect(() => {
-    handler.current = onEvent;
+    handler.current = { onEvent, onGap };
   });
   const events = patterns.join(',');
   useEffect(() => {
@@ -39,9 +48,11 @@ export function useLiveEvents(patterns: readonly string[], onEvent: (event: Clou
       const data = JSON.parse(message.data) as HubMessage;
       if (data.specversion) {
         since = (data as CloudEvent).id;
-        handler.current(data as CloudEvent);
+        handler.current.onEvent(data as CloudEvent);
+      } else if (data.type === 'subscribed' && !data.since) {
+        handler.current.onGap();
       } else if (data.type === 'error' && data.code?.startsWith('since-')) {
-        since = undefined; // too old to replay: subscribe afresh (the page refetches on the next event)
+        since = undefined; // too old to replay: subscribe afresh (and refetch, on its `subscribed`)
         subscribe();
       }
     };
@@ -79,7 +90,9 @@ async function refetchAfterEvent(queryClient: QueryClient, queryKey: QueryKey): 
 /**
  * Refetches the page's queries when events matching `patterns` arrive (at most once a second);
  * `concerns` narrows them further (one rollout's events: their subject is the rollout or, for
- * `rollout.agent-updated`, the agent, so the page looks at `data.rolloutId`).
+ * `rollout.agent-updated`, the agent, so the page looks at `data.rolloutId`). It also refetches
+ * them once the hub confirms a subscription with nothing replayed: an event committed between the
+ * page's first read and that confirmation (a one-agent handover finishing) reaches no one.
  */
 export function useLiveRefresh(
   patterns: readonly string[],
@@ -89,11 +102,18 @@ export function useLiveRefresh(
   const queryClient = useQueryClient();
   const pending = useRef<number | undefined>(undefined);
   useEffect(() => () => window.clearTimeout(pending.current), []);
-  useLiveEvents(patterns, (event) => {
-    if (pending.current !== undefined || !concerns(event)) return;
-    pending.current = window.setTimeout(() => {
-      pending.current = undefined;
-      for (const queryKey of queryKeys) void refetchAfterEvent(queryClient, queryKey);
-    }, REFRESH_EVERY_MS);
-  });
+  const refetchAll = () => {
+    for (const queryKey of queryKeys) void refetchAfterEvent(queryClient, queryKey);
+  };
+  useLiveEvents(
+    patterns,
+    (event) => {
+      if (pending.current !== undefined || !concerns(event)) return;
+      pending.current = window.setTimeout(() => {
+        pending.current = undefined;
+        refetchAll();
+      }, REFRESH_EVERY_MS);
+    },
+    refetchAll,
+  );
 }
