@@ -1,10 +1,20 @@
+import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import { problems } from '../problems';
 
-/** A strong ETag: the quoted hex of the row version. */
-export function etagOf(rowVersion: number): string {
-  return `"${rowVersion.toString(16).padStart(8, '0')}"`;
+/**
+ * A strong ETag: the quoted hex of the row version. For a body with live fields (fields that
+ * move without the row version: a rollout's progress, a peer's health), the hex is followed by
+ * `.` and a digest of that body, so a revalidation (`If-None-Match`) sees those fields move.
+ */
+export function etagOf(rowVersion: number, liveBody?: unknown): string {
+  const version = rowVersion.toString(16).padStart(8, '0');
+  if (liveBody === undefined) return `"${version}"`;
+  return `"${version}.${createHash('sha256').update(JSON.stringify(liveBody)).digest('base64url').slice(0, 16)}"`;
 }
+
+/** One of our tags: the row version's hex, and the live body's digest if any. */
+const OUR_TAG = /^"([0-9a-f]{8,16})(?:\.[\w-]{16})?"$/;
 
 /** An entity-tag as RFC 9110 §8.8.3 spells it: optional `W/`, then a quoted run of etagc. */
 const ENTITY_TAG = /^(?:W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
@@ -16,12 +26,17 @@ function parseTags(header: string): string[] {
     .filter(Boolean);
 }
 
-/** The version an entity-tag names, if it is exactly one of ours (strong comparison is character by character). */
+/**
+ * The row version an entity-tag names, if it is one of ours. Its version part is compared
+ * character by character (strongly); a live body's digest is not compared: a write is decided
+ * on what operators change, and a rollout's progress moving must not refuse its pause.
+ */
 function versionOf(tag: string): number | undefined {
-  if (!/^"[0-9a-f]{8,16}"$/.test(tag)) return undefined;
-  const version = Number.parseInt(tag.slice(1, -1), 16);
+  const hex = OUR_TAG.exec(tag)?.[1];
+  if (hex === undefined) return undefined;
+  const version = Number.parseInt(hex, 16);
   // `"1"` is not `"00000001"`, and tags beyond any safe row version are none of ours.
-  return Number.isSafeInteger(version) && etagOf(version) === tag ? version : undefined;
+  return Number.isSafeInteger(version) && etagOf(version) === `"${hex}"` ? version : undefined;
 }
 
 /**

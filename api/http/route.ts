@@ -60,8 +60,12 @@ export interface RouteDef<
    * never parsed as JSON, so any content type and coding is accepted.
    */
   opaqueBody?: boolean;
-  /** Concurrency-controlled: GET returns an ETag, writes accept If-Match. */
-  etag?: boolean;
+  /**
+   * Concurrency-controlled: GET returns an ETag, writes accept If-Match. `'live'`: the body
+   * also carries fields that move without the row version (a rollout's progress, a peer's
+   * health, a group's member count), so the ETag adds a digest of the body (`etagOf`).
+   */
+  etag?: boolean | 'live';
   /**
    * Writes run in one transaction with their audit row (the default). `false`: the handler
    * gets the pool and commits its own writes, and the audit row is written once it answers;
@@ -140,7 +144,7 @@ function validateInput(def: RouteDef, ctx: AppContext) {
 function respond(def: RouteDef, ctx: AppContext, result: RouteResult) {
   for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
   if (result.rowVersion !== undefined) {
-    const etag = etagOf(result.rowVersion);
+    const etag = etagOf(result.rowVersion, def.etag === 'live' ? result.body : undefined);
     ctx.set('ETag', etag);
     if (def.method === 'get' && notModified(ctx, etag)) {
       ctx.status = 304;
@@ -225,13 +229,20 @@ const problemResponse = (description: string) => ({
   content: { 'application/problem+json': { schema: problemRef } },
 });
 
+const ETAG_DESCRIPTIONS: Record<string, string> = {
+  true: 'Strong ETag of the object: its row version.',
+  live:
+    'Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move ' +
+    'without the row version. `If-Match` compares the row version part.',
+};
+
 /** Registers a route in the OpenAPI document from the schemas that validate it. */
 export function registerOpenApi(registry: OpenAPIRegistry, def: RouteDef): void {
   const responses: RouteConfig['responses'] = {
     [def.response.status]: {
       description: def.response.description,
       ...(def.etag
-        ? { headers: { ETag: { schema: { type: 'string' }, description: 'Strong ETag of the object.' } } }
+        ? { headers: { ETag: { schema: { type: 'string' }, description: ETAG_DESCRIPTIONS[`${def.etag}`] } } }
         : {}),
       ...(def.response.schema
         ? { content: { [def.response.contentType ?? 'application/json']: { schema: def.response.schema } } }

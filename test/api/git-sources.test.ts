@@ -60,7 +60,7 @@ describe('registering and reading sources', () => {
     const res = await create({ name: 'edge', credentials: httpsCredentials, autoPublish: true });
     const id = res.body.id as string;
     expect(res.headers.get('location')).toBe(`/api/git-sources/${id}`);
-    expect(res.headers.get('etag')).toMatch(/^"[0-9a-f]{8,}"$/);
+    expect(res.headers.get('etag')).toMatch(/^"[0-9a-f]{8}\.[\w-]{16}"$/);
     expect(res.body).toEqual({
       id,
       name: 'edge',

@@ -30,7 +30,8 @@ describe('creating and reading groups', () => {
   test('an operator creates a group; detail has memberCount, deletedAt and a strong ETag', async () => {
     const res = await createGroup('web', { description: 'web servers', labels: { env: 'prod' } });
     expect(res.headers.get('location')).toBe(`/api/groups/${res.body.id}`);
-    expect(res.headers.get('etag')).toMatch(/^"[0-9a-f]+"$/);
+    // The row version, and a digest of the body: its member count moves without the version.
+    expect(res.headers.get('etag')).toMatch(/^"[0-9a-f]{8}\.[\w-]{16}"$/);
     expect(res.body).toMatchObject({
       name: 'web',
       description: 'web servers',
@@ -60,6 +61,42 @@ describe('creating and reading groups', () => {
         .where({ resource_type: 'group', resource_id: res.body.id, method: 'GET' });
       expect(read.length).toBeGreaterThanOrEqual(1);
     });
+  });
+
+  test('an agent that enrolls into a group moves its ETag: a copy read before is not answered 304; a write on it still acts', async () => {
+    const group = await createGroup();
+    const before = group.headers.get('etag')!;
+    const conditional = () =>
+      t.call('GET', `/api/groups/${group.body.id}`, { token: viewer, headers: { 'if-none-match': before } });
+    expect((await conditional()).status).toBe(304);
+
+    // Enrolment puts the agent in the group; it is no operator's change of the group.
+    await seedAgent(t.database.db, 'default', { group_id: group.body.id });
+    const after = await conditional();
+    expect(after.status).toBe(200);
+    expect(after.body.memberCount).toBe(1);
+    expect(after.headers.get('etag')!.split('.')[0]).toBe(before.split('.')[0]);
+
+    const edited = await t.call('PUT', `/api/groups/${group.body.id}`, {
+      token: operator,
+      headers: { 'if-match': before },
+      body: { name: group.body.name, description: 'edited on the copy read before' },
+    });
+    expect(edited.status).toBe(200);
+    const again = await t.call('PUT', `/api/groups/${group.body.id}`, {
+      token: operator,
+      headers: { 'if-match': before },
+      body: { name: group.body.name },
+    });
+    expect(again.status).toBe(412);
+    // The digest is not compared, but a tag must still be one of ours to match.
+    const [version] = edited.headers.get('etag')!.split('.');
+    const foreign = await t.call('PUT', `/api/groups/${group.body.id}`, {
+      token: operator,
+      headers: { 'if-match': `${version}.short"` },
+      body: { name: group.body.name },
+    });
+    expect(foreign.status).toBe(412);
   });
 
   test('every tenant has a default group, created on first need', async () => {
@@ -269,7 +306,7 @@ describe('soft delete and restore', () => {
       headers: { 'if-match': current.headers.get('etag')! },
     });
     expect(deleted.status).toBe(204);
-    expect(deleted.headers.get('etag')).toMatch(/^"[0-9a-f]+"$/);
+    expect(deleted.headers.get('etag')).toMatch(/^"[0-9a-f]{8}"$/); // no body, no digest
     expect(await events('group.deleted', group.body.id)).toHaveLength(1);
 
     const detail = await t.call('GET', `/api/groups/${group.body.id}`, { token: viewer });

@@ -156,6 +156,49 @@ test('pause between batches, then resume; 409 on resume of a running rollout; 41
   ]);
 }, 60_000);
 
+test("a batch's progress moves the rollout's ETag: a copy read before is not answered 304, and its If-Match still acts", async () => {
+  // Each agent applies when the test lets it.
+  const gates = new Map<string, () => void>();
+  const { groupId, ids } = await env.fleet(2, {
+    apply: (agent) => new Promise<undefined>((resolve) => gates.set(agent.id, () => resolve(undefined))),
+  });
+  const [v1] = await publishConfiguration(env.t, env.operator, ['gated: true\n']);
+  const rollout = await createRollout({
+    configurationId: v1!.configurationId,
+    version: v1!.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 2 },
+  });
+  expect((await call('POST', `/api/rollouts/${rollout.id}/start`)).status).toBe(200);
+  try {
+    const applying = await eventually(async () => {
+      const res = await call('GET', `/api/rollouts/${rollout.id}`);
+      expect(res.body.progress).toMatchObject({ applying: 2 });
+      expect(gates.size).toBe(2);
+      return res;
+    }, 15_000);
+    const before = applying.headers.get('etag')!;
+    const conditional = () => call('GET', `/api/rollouts/${rollout.id}`, undefined, { 'if-none-match': before });
+    expect((await conditional()).status).toBe(304);
+
+    gates.get(ids[0]!)!();
+    const moved = await eventually(async () => {
+      const res = await conditional();
+      expect(res.status).toBe(200);
+      return res;
+    }, 15_000);
+    expect(moved.body).toMatchObject({ state: 'running', progress: { applying: 1, succeeded: 1 } });
+    // The same row version: only the progress moved, and a write decided on the copy before still acts.
+    expect(moved.headers.get('etag')!.split('.')[0]).toBe(before.split('.')[0]);
+    expect(moved.headers.get('etag')).not.toBe(before);
+    const aborted = await call('POST', `/api/rollouts/${rollout.id}/abort`, undefined, { 'if-match': before });
+    expect(aborted.status).toBe(200);
+    expect(aborted.body.state).toBe('aborted');
+  } finally {
+    for (const release of gates.values()) release();
+  }
+}, 60_000);
+
 test('rollback after completion restores the previous version on every agent', async () => {
   const { groupId, fleet } = await env.fleet(3);
   const [v1, v2] = await publishConfiguration(env.t, env.operator, ['level: info\n', 'level: debug\n']);

@@ -162,7 +162,7 @@ export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
       tag,
       permission: 'admin',
       resource: 'federation-peer',
-      etag: true,
+      etag: 'live',
       transactional: false, // pings the peer first: no connection of the pool held meanwhile
       body: createPeerBody,
       response: {
@@ -203,7 +203,7 @@ export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
       tag,
       permission: 'read',
       resource: 'federation-peer',
-      etag: true,
+      etag: 'live',
       params: peerId,
       response: { status: 200, description: 'The peer.', schema: peerSchema },
       handler: async ({ db, principal, params }) => {
@@ -218,7 +218,7 @@ export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
       tag,
       permission: 'admin',
       resource: 'federation-peer',
-      etag: true,
+      etag: 'live',
       transactional: false, // pings the peer first: no connection of the pool held meanwhile
       params: peerId,
       body: updatePeerBody,
@@ -261,7 +261,7 @@ export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
       tag,
       permission: 'admin',
       resource: 'federation-peer',
-      etag: true,
+      etag: 'live',
       params: peerId,
       response: { status: 204, description: 'Deleted.' },
       handler: async ({ db, principal, params, ctx }) => {

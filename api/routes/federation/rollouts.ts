@@ -98,7 +98,7 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
       tag,
       permission: 'operate',
       resource: 'federated-rollout',
-      etag: true,
+      etag: 'live',
       // The workflow makes the change and passes it on; no connection waits on it here.
       transactional: false,
       params: federatedRolloutId,
@@ -157,7 +157,7 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
       tag,
       permission: 'operate',
       resource: 'federated-rollout',
-      etag: true,
+      etag: 'live',
       // Every installation is asked first (peers over the network): no connection waits meanwhile.
       transactional: false,
       body: createFederatedRolloutBody,
@@ -242,7 +242,7 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
       tag,
       permission: 'read',
       resource: 'federated-rollout',
-      etag: true,
+      etag: 'live',
       params: federatedRolloutId,
       response: { status: 200, description: 'The federated rollout.', schema: federatedRolloutSchema },
       handler: async ({ db, principal, params }) => {

@@ -139,7 +139,7 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
       tag,
       permission: 'operate',
       resource: 'git-source',
-      etag: true,
+      etag: 'live',
       params: sourceId,
       response: { status: 200, description: 'The source.', schema: sourceSchema },
       handler: async (input) => {
@@ -183,7 +183,7 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
       tag,
       permission: 'operate',
       resource: 'git-source',
-      etag: true,
+      etag: 'live',
       body: createSourceBody,
       response: { status: 201, description: 'The source.', schema: sourceSchema },
       handler: async (input) => {
@@ -215,7 +215,7 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
       tag,
       permission: 'read',
       resource: 'git-source',
-      etag: true,
+      etag: 'live',
       params: sourceId,
       response: { status: 200, description: 'The source.', schema: sourceSchema },
       handler: async ({ db, principal, params }) => {
@@ -230,7 +230,7 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
       tag,
       permission: 'operate',
       resource: 'git-source',
-      etag: true,
+      etag: 'live',
       params: sourceId,
       body: updateSourceBody,
       response: { status: 200, description: 'The updated source.', schema: sourceSchema },
@@ -259,7 +259,7 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
       tag,
       permission: 'operate',
       resource: 'git-source',
-      etag: true,
+      etag: 'live',
       params: sourceId,
       response: { status: 204, description: 'Deleted, with its sync runs; its loop ends.' },
       handler: async ({ db, principal, params, ctx, afterCommit }) => {
@@ -324,7 +324,7 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
       tag,
       permission: 'admin',
       resource: 'git-source',
-      etag: true,
+      etag: 'live',
       params: sourceId,
       response: { status: 201, description: 'The token, shown this once.', schema: webhookTokenSchema },
       handler: async ({ db, principal, params, ctx }) => {

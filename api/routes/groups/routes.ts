@@ -75,6 +75,7 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
       tag: 'groups',
       permission: 'operate',
       resource: 'group',
+      etag: 'live',
       body: groupBody,
       response: { status: 201, description: 'The group.', schema: groupSchema },
       handler: async ({ db, principal, body }) => {
@@ -100,7 +101,7 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
       tag: 'groups',
       permission: 'read',
       resource: 'group',
-      etag: true,
+      etag: 'live',
       params: groupId,
       response: { status: 200, description: 'The group.', schema: groupSchema },
       handler: async ({ db, principal, params }) => {
@@ -116,7 +117,7 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
       tag: 'groups',
       permission: 'operate',
       resource: 'group',
-      etag: true,
+      etag: 'live',
       params: groupId,
       body: groupBody,
       response: { status: 200, description: 'The updated group.', schema: groupSchema },
@@ -149,7 +150,7 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
       tag: 'groups',
       permission: 'operate',
       resource: 'group',
-      etag: true,
+      etag: 'live',
       params: groupId,
       response: { status: 204, description: 'Deleted; the new ETag is in the header.' },
       handler: async ({ db, principal, params, ctx }) => {
@@ -178,7 +179,7 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
       tag: 'groups',
       permission: 'operate',
       resource: 'group',
-      etag: true,
+      etag: 'live',
       params: groupId,
       response: { status: 200, description: 'The restored group.', schema: groupSchema },
       handler: async ({ db, principal, params, ctx }) => {
@@ -207,7 +208,7 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
       tag: 'groups',
       permission: 'operate',
       resource: 'group',
-      etag: true,
+      etag: 'live',
       params: groupId,
       body: memberBody,
       response: { status: 200, description: 'The group, with the new member counted.', schema: groupSchema },

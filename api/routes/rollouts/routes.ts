@@ -64,7 +64,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
       tag: 'rollouts',
       permission: 'operate',
       resource: 'rollout',
-      etag: true,
+      etag: 'live',
       // The workflow makes the change in its own transaction; no connection waits on it here.
       transactional: false,
       params: rolloutId,
@@ -132,7 +132,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
       tag: 'rollouts',
       permission: 'operate',
       resource: 'rollout',
-      etag: true,
+      etag: 'live',
       body: createRolloutBody,
       response: {
         status: 201,
@@ -206,7 +206,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
       tag: 'rollouts',
       permission: 'read',
       resource: 'rollout',
-      etag: true,
+      etag: 'live',
       params: rolloutId,
       response: { status: 200, description: 'The rollout.', schema: rolloutSchema },
       handler: async ({ db, principal, params }) => {

@@ -617,7 +617,7 @@ export interface paths {
                 /** @description The tenant. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -683,7 +683,7 @@ export interface paths {
                 /** @description The updated tenant. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -1416,7 +1416,9 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    "if-match"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -1429,6 +1431,8 @@ export interface paths {
                 /** @description The group. */
                 201: {
                     headers: {
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
+                        ETag?: string;
                         [name: string]: unknown;
                     };
                     content: {
@@ -1455,6 +1459,15 @@ export interface paths {
                 };
                 /** @description The role or the PAT’s endpoint list does not allow this call. */
                 403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description If-Match does not match the current ETag. */
+                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1506,7 +1519,7 @@ export interface paths {
                 /** @description The group. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -1592,7 +1605,7 @@ export interface paths {
                 /** @description The updated group. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -1677,7 +1690,7 @@ export interface paths {
                 /** @description Deleted; the new ETag is in the header. */
                 204: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -1773,7 +1786,7 @@ export interface paths {
                 /** @description The restored group. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -1956,7 +1969,7 @@ export interface paths {
                 /** @description The group, with the new member counted. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -2658,7 +2671,7 @@ export interface paths {
                 /** @description The configuration. */
                 201: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -2746,7 +2759,7 @@ export interface paths {
                 /** @description The configuration. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -2832,7 +2845,7 @@ export interface paths {
                 /** @description The updated configuration. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -3017,7 +3030,7 @@ export interface paths {
                 /** @description The draft (without its content); the ETag is the configuration’s new one. */
                 201: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -3293,7 +3306,7 @@ export interface paths {
                 /** @description The published version (without its content); the ETag is the configuration’s. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -3466,7 +3479,7 @@ export interface paths {
                 /** @description The draft policy. */
                 201: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -3554,7 +3567,7 @@ export interface paths {
                 /** @description The policy. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -3640,7 +3653,7 @@ export interface paths {
                 /** @description The updated policy. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -3740,7 +3753,7 @@ export interface paths {
                 /** @description The approved policy (approving it again changes nothing). */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -3839,7 +3852,7 @@ export interface paths {
                 /** @description The enabled policy. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -3938,7 +3951,7 @@ export interface paths {
                 /** @description The disabled policy. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -4920,7 +4933,7 @@ export interface paths {
                 /** @description The rollout, pending; its workflow is started and waits for `start`. */
                 201: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -5008,7 +5021,7 @@ export interface paths {
                 /** @description The rollout. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -5205,7 +5218,7 @@ export interface paths {
                 /** @description Start: the approved policies judge every target agent first (422 policy-denied, the rollout stays pending); then the batches run. Answers the rollout in its new state, with its new ETag. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -5304,7 +5317,7 @@ export interface paths {
                 /** @description Pause: the batch being applied finishes, the next one waits. Answers the rollout in its new state, with its new ETag. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -5403,7 +5416,7 @@ export interface paths {
                 /** @description Resume a paused rollout. Answers the rollout in its new state, with its new ETag. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -5502,7 +5515,7 @@ export interface paths {
                 /** @description Abort: no further batch is pushed; agents already pushed keep their configuration. Answers the rollout in its new state, with its new ETag. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -5601,7 +5614,7 @@ export interface paths {
                 /** @description Roll back: every agent this rollout pushed to gets the configuration version it had before. Answers the rollout in its new state, with its new ETag. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -5774,7 +5787,7 @@ export interface paths {
                 /** @description The source. */
                 201: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -5862,7 +5875,7 @@ export interface paths {
                 /** @description The source. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -5948,7 +5961,7 @@ export interface paths {
                 /** @description The updated source. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -6033,7 +6046,7 @@ export interface paths {
                 /** @description Deleted, with its sync runs; its loop ends. */
                 204: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -6129,7 +6142,7 @@ export interface paths {
                 /** @description The source. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -6228,7 +6241,7 @@ export interface paths {
                 /** @description The source. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -6413,7 +6426,7 @@ export interface paths {
                 /** @description The token, shown this once. */
                 201: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -6820,7 +6833,7 @@ export interface paths {
                 /** @description The peer, with what its ping found (a peer that did not answer is stored, unhealthy). */
                 201: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -6908,7 +6921,7 @@ export interface paths {
                 /** @description The peer. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -6994,7 +7007,7 @@ export interface paths {
                 /** @description The updated peer, with what its ping found. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -7079,7 +7092,7 @@ export interface paths {
                 /** @description Deleted. */
                 204: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -8086,7 +8099,7 @@ export interface paths {
                 /** @description The federated rollout, running: every installation accepted it in a dry run (else 422 policy-denied, 409 or 503 naming the installation, and nothing is created). */
                 201: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -8174,7 +8187,7 @@ export interface paths {
                 /** @description The federated rollout. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -8273,7 +8286,7 @@ export interface paths {
                 /** @description Pause every installation’s rollout; no further installation starts. Answers the federated rollout in its new state, with its new ETag. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -8372,7 +8385,7 @@ export interface paths {
                 /** @description Resume every paused installation’s rollout (and try again a peer that stopped answering). Answers the federated rollout in its new state, with its new ETag. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -8471,7 +8484,7 @@ export interface paths {
                 /** @description Abort every installation’s rollout; the installations not started yet never start. Answers the federated rollout in its new state, with its new ETag. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
@@ -8570,7 +8583,7 @@ export interface paths {
                 /** @description Roll back every installation’s rollout that started. Answers the federated rollout in its new state, with its new ETag. */
                 200: {
                     headers: {
-                        /** @description Strong ETag of the object. */
+                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
                         ETag?: string;
                         [name: string]: unknown;
                     };

@@ -31,8 +31,7 @@ function useFederatedRollout(id: string) {
   return useQuery({
     queryKey: rolloutKey(id),
     queryFn: async () => {
-      // Not from the browser's cache: the ETag moves with a part's state, not with its progress.
-      const call = api.GET('/api/federation/rollouts/{id}', { params: { path: { id } }, cache: 'no-store' });
+      const call = api.GET('/api/federation/rollouts/{id}', { params: { path: { id } } });
       const rollout = await ok(call);
       return { rollout, etag: (await call).response.headers.get('ETag') };
     },

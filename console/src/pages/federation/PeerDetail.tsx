@@ -24,8 +24,7 @@ export const peerKey = (id: string) => [...FEDERATION_KEY, 'peers', 'one', id];
 
 /** The peer with its ETag, which a change or a deletion sends back as If-Match. */
 async function readPeer(id: string) {
-  // Not from the browser's cache: a health check changes what the peer shows, not its ETag.
-  const call = api.GET('/api/federation/peers/{id}', { params: { path: { id } }, cache: 'no-store' });
+  const call = api.GET('/api/federation/peers/{id}', { params: { path: { id } } });
   const peer = await ok(call);
   return { peer, etag: (await call).response.headers.get('ETag') };
 }

@@ -19,16 +19,12 @@ export const aboutSource = (id: string) => (event: CloudEvent) => event.subject 
 
 export const PAGE_SIZE = 25;
 
-/**
- * The source with its ETag (sent back as If-Match by edit and delete). Not from the browser's
- * cache: the ETag follows the settings only, not the last run or the synced commit, so a
- * revalidation answered 304 would show a sync that has since finished as still running.
- */
+/** The source with its ETag (sent back as If-Match by edit and delete). */
 export function useGitSource(id: string, { staleTime = 0 }: { staleTime?: number } = {}) {
   return useQuery({
     queryKey: [...GIT_SOURCES_KEY, 'one', id],
     queryFn: async () => {
-      const call = api.GET('/api/git-sources/{id}', { params: { path: { id } }, cache: 'no-store' });
+      const call = api.GET('/api/git-sources/{id}', { params: { path: { id } } });
       const source = await ok(call);
       return { source, etag: (await call).response.headers.get('ETag') };
     },

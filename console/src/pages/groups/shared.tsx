@@ -12,16 +12,12 @@ export const GROUPS_KEY = ['groups'];
 /** The events that change what the group pages show. */
 export const GROUP_EVENTS = ['group.*', 'agent.moved'];
 
-/**
- * The group with its ETag, which every write sends back as If-Match. Not from the browser's
- * cache: an agent that enrolls joins its group without moving the group's ETag
- * (docs/inventory-groups-agents.md), so a revalidated copy (304) could show an old member count.
- */
+/** The group with its ETag, which every write sends back as If-Match. */
 export function useGroup(id: string) {
   return useQuery({
     queryKey: [...GROUPS_KEY, 'one', id],
     queryFn: async () => {
-      const call = api.GET('/api/groups/{id}', { params: { path: { id } }, cache: 'no-store' });
+      const call = api.GET('/api/groups/{id}', { params: { path: { id } } });
       const group = await ok(call);
       return { group, etag: (await call).response.headers.get('ETag') };
     },

@@ -32,9 +32,7 @@ function useRollout(id: string) {
   return useQuery({
     queryKey: ['rollouts', 'one', id],
     queryFn: async () => {
-      // Not from the browser's cache: the ETag moves with each batch and transition, not with the
-      // agents' counts within a batch, so a revalidated copy (304) would show stale progress.
-      const call = api.GET('/api/rollouts/{id}', { params: { path: { id } }, cache: 'no-store' });
+      const call = api.GET('/api/rollouts/{id}', { params: { path: { id } } });
       const rollout = await ok(call);
       return { rollout, etag: (await call).response.headers.get('ETag') };
     },
