@@ -58,13 +58,15 @@ const PAGE = 1000;
 /**
  * The `rollout` variable. A push given as a percentage gets the batch size it implies
  * (at least 1), one given as a count gets the percentage it implies (rounded up); a push
- * given neither is judged as one batch of the whole target, the widest it could be.
+ * given neither is judged as one batch of the whole target, the widest it could be. CEL
+ * has the percentage as an int, so a fraction (a strategy's 2.5 %) is rounded up too.
  */
 export function rolloutFacts(rollout: EvaluationInput['rollout'], targetCount: number): PolicyContext['rollout'] {
   const { batchPercent, batchSize } = rollout ?? {};
   const sizeOf = (percent: number) => (targetCount === 0 ? 0 : Math.max(1, Math.ceil((targetCount * percent) / 100)));
   const percentOf = (size: number) => (targetCount === 0 ? 0 : Math.min(100, Math.ceil((size * 100) / targetCount)));
-  const percent = batchPercent ?? (batchSize !== undefined ? percentOf(batchSize) : 100);
+  const percent =
+    batchPercent !== undefined ? Math.ceil(batchPercent) : batchSize !== undefined ? percentOf(batchSize) : 100;
   const size = batchSize ?? (batchPercent !== undefined ? sizeOf(batchPercent) : targetCount);
   return { batchPercent: BigInt(percent), batchSize: BigInt(size), targetCount: BigInt(targetCount) };
 }

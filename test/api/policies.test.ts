@@ -640,6 +640,11 @@ describe('evaluation', () => {
     // no rollout given: judged as one batch of the whole target
     const whole = await evaluate({ configurationId, version: 1, target: { agentIds: [agents['prod-1']] } });
     expect(whole.body.allowed).toBe(false);
+    // a fractional percentage, as a rollout's strategy may give it, is judged rounded up: 10.5 % is 11
+    const fraction = (batchPercent: number) =>
+      evaluate({ configurationId, version: 1, target: { groupIds: [prod] }, rollout: { batchPercent } });
+    expect((await fraction(9.5)).body.allowed).toBe(true);
+    expect((await fraction(10.5)).body.allowed).toBe(false);
   });
 
   test('content, scope, built-ins, and disabled or draft policies', async () => {
@@ -726,6 +731,8 @@ describe('evaluation', () => {
     });
     const allowed = await assertPolicies(t.database.db, tenant, { ...input, rollout: { batchPercent: 10 } });
     expect(allowed.allowed).toBe(true);
+    const fraction = await assertPolicies(t.database.db, tenant, { ...input, rollout: { batchPercent: 2.5 } });
+    expect(fraction.allowed).toBe(true);
     const foreign = await evaluatePolicies(t.database.db, 'default', input).catch((e: unknown) => e);
     expect(problemOf(foreign as NotFoundError).slug).toBe('not-found');
   });

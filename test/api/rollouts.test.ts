@@ -199,6 +199,22 @@ test("a batch's progress moves the rollout's ETag: a copy read before is not ans
   }
 }, 60_000);
 
+test('a batch given as a fractional percentage (2.5 %) starts, is judged by the policies, and completes', async () => {
+  const { groupId } = await env.fleet(1);
+  const [v1] = await publishConfiguration(env.t, env.operator, ['fraction: true\n']);
+  const rollout = await createRollout({
+    configurationId: v1!.configurationId,
+    version: v1!.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchPercent: 2.5 },
+  });
+  const started = await call('POST', `/api/rollouts/${rollout.id}/start`);
+  expect(started.status).toBe(200);
+  const done = await waitForState(rollout.id, 'completed');
+  expect(done.body.strategy.batchPercent).toBe(2.5);
+  expect(done.body.progress).toMatchObject({ total: 1, succeeded: 1 });
+}, 60_000);
+
 test('rollback after completion restores the previous version on every agent', async () => {
   const { groupId, fleet } = await env.fleet(3);
   const [v1, v2] = await publishConfiguration(env.t, env.operator, ['level: info\n', 'level: debug\n']);

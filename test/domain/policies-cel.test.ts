@@ -145,6 +145,8 @@ describe('the rollout variable', () => {
     expect(rolloutFacts({ batchSize: 3 }, 20)).toEqual({ batchPercent: 15n, batchSize: 3n, targetCount: 20n });
     expect(rolloutFacts({ batchSize: 50 }, 20)).toEqual({ batchPercent: 100n, batchSize: 50n, targetCount: 20n });
     expect(rolloutFacts(undefined, 7)).toEqual({ batchPercent: 100n, batchSize: 7n, targetCount: 7n });
+    // CEL's int: a fractional percentage (a strategy may give one) is rounded up, as its batch size is
+    expect(rolloutFacts({ batchPercent: 2.5 }, 100)).toEqual({ batchPercent: 3n, batchSize: 3n, targetCount: 100n });
     expect(rolloutFacts({ batchPercent: 20, batchSize: 4 }, 100)).toEqual({
       batchPercent: 20n,
       batchSize: 4n,

@@ -2,6 +2,7 @@ import type { PolicyRow } from '../../../db/repos/policies';
 import { MAX_EXPRESSION_LENGTH } from '../../../domain/policies/cel';
 import { pageQuery } from '../../http/pagination';
 import { z } from '../../http/zod';
+import { batchPercentSchema, batchSizeSchema } from '../rollouts/schema';
 
 const name = z
   .string()
@@ -99,10 +100,7 @@ export const evaluateBody = z
       .strict()
       .refine((t) => (t.groupIds?.length ?? 0) + (t.agentIds?.length ?? 0) > 0, 'name at least one group or agent'),
     rollout: z
-      .object({
-        batchPercent: z.number().int().min(1).max(100).optional(),
-        batchSize: z.number().int().min(1).optional(),
-      })
+      .object({ batchPercent: batchPercentSchema.optional(), batchSize: batchSizeSchema.optional() })
       .strict()
       .optional()
       .openapi({ description: 'The push to judge; absent: one batch of the whole target.' }),

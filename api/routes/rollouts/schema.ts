@@ -29,10 +29,14 @@ export const targetSchema = z
       'Agents in any of the groups, the agents listed, and agents matching the label selector (union). Agents that join a target group or start matching while the rollout runs are included in a later batch.',
   });
 
+/** A batch as a number of agents, or as a percentage of the target (fractions allowed). */
+export const batchSizeSchema = z.number().int().min(1).max(1_000_000);
+export const batchPercentSchema = z.number().min(0.01).max(100);
+
 export const strategySchema = z
   .object({
-    batchSize: z.number().int().min(1).max(1_000_000).optional(),
-    batchPercent: z.number().min(0.01).max(100).optional(),
+    batchSize: batchSizeSchema.optional(),
+    batchPercent: batchPercentSchema.optional(),
     bakeSeconds: z
       .number()
       .int()
