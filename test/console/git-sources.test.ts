@@ -4,9 +4,9 @@
  * through the real test identity provider: an admin registers a source from the form, forces
  * a sync and sees its run arrive live with its commit and the configurations it made (linked),
  * pauses and resumes it, rotates the webhook token (shown once, copied through the clipboard,
- * then accepted by the webhook endpoint), edits it with If-Match and deletes one; a viewer
- * reads sources and runs with no write button. axe-core on every page, a screenshot of each
- * under test-artifacts/console/.
+ * then accepted by the webhook endpoint), edits it with If-Match (its rollout template too)
+ * and deletes one; a viewer reads sources and runs with no write button. axe-core on every
+ * page, a screenshot of each under test-artifacts/console/.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -255,7 +255,7 @@ test('the rotated webhook token is shown once, copied through the clipboard, and
   });
 }, 90_000);
 
-test('edit sends If-Match: saved on the source as shown, refused with 412 on one changed meanwhile; delete asks first', async () => {
+test('edit sends If-Match: saved on the source as shown (a rollout template too), refused with 412 on one changed meanwhile; delete asks first', async () => {
   await page.getByRole('group', { name: 'Operations' }).getByRole('link', { name: 'Edit' }).click();
   await page.waitForURL(`${CONSOLE_ORIGIN}/git-sources/${sourceId}/edit`);
   await page.getByRole('heading', { name: `Edit ${SOURCE_NAME}` }).waitFor();
@@ -265,6 +265,32 @@ test('edit sends If-Match: saved on the source as shown, refused with 412 on one
   await page.getByRole('button', { name: 'Save settings' }).click();
   await page.waitForURL(`${CONSOLE_ORIGIN}/git-sources/${sourceId}`);
   await onPage(async () => expect((await apiGet(`/api/git-sources/${sourceId}`)).pollIntervalSeconds).toBe(600));
+
+  // A rollout for each version a sync publishes: the template's group and strategy, from the form.
+  const canaries = (await call('POST', '/api/groups', { name: 'git-canaries' })).body;
+  await page.getByRole('group', { name: 'Operations' }).getByRole('link', { name: 'Edit' }).click();
+  await page.getByLabel('Poll interval (seconds)').waitFor();
+  const rollOut = page.getByLabel('Roll out each published version');
+  expect(await rollOut.isDisabled()).toBe(true); // only published versions are rolled out
+  await page.getByLabel('Publish synced versions at once (otherwise they are drafts)').check();
+  await rollOut.check();
+  await page.getByRole('combobox', { name: 'Target groups' }).click();
+  await page.getByRole('option', { name: 'git-canaries', exact: true }).click();
+  await page.keyboard.press('Escape');
+  await page.getByLabel('Agents per batch').fill('2');
+  await page.getByLabel('Bake (seconds)').fill('60');
+  await expectAccessible(page, 'git-source-edit-template');
+  await page.getByRole('button', { name: 'Save settings' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/git-sources/${sourceId}`);
+  expect((await apiGet(`/api/git-sources/${sourceId}`)).rolloutTemplate).toEqual({
+    target: { groupIds: [canaries.id], agentIds: [], labelSelector: null },
+    strategy: { batchSize: 2, bakeSeconds: 60, applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' },
+  });
+  await onPage(async () => {
+    const facts = await page.getByRole('region', { name: 'Source' }).textContent();
+    expect(facts).toContain('group git-canaries');
+    expect(facts).toContain('batches of 2, bake 60 s, apply timeout 300 s, max failures 0 %, on failure pause');
+  });
 
   // Another operator changes it while the form is open: saving what this page shows is refused.
   await page.getByRole('group', { name: 'Operations' }).getByRole('link', { name: 'Edit' }).click();

@@ -225,7 +225,7 @@ test('an operation decided on a view the rollout has left is refused with 412, s
   expect((await call('POST', `/api/rollouts/${created.body.id}/abort`)).status).toBe(200);
 }, 60_000);
 
-test('an operator creates a rollout with the form once the policy dry run for exactly those choices is shown', async () => {
+test('an operator creates a rollout with the form once the policy dry run for exactly those choices is shown; its group opens', async () => {
   // The fleet's agents are free again: the rollouts of the tests above have ended.
   const group = (await call('GET', `/api/groups/${groupId}`)).body;
   await page.goto(`${CONSOLE_ORIGIN}/rollouts`);
@@ -239,6 +239,10 @@ test('an operator creates a rollout with the form once the policy dry run for ex
   await page.getByRole('combobox', { name: 'Target groups' }).click();
   await page.getByRole('option', { name: group.name, exact: true }).click();
   await page.keyboard.press('Escape');
+  // Batches of a share of the target: the dry run judges that share.
+  await page.getByRole('combobox', { name: 'Batches of' }).click();
+  await page.getByRole('option', { name: 'a share of the target (%)' }).click();
+  await page.getByLabel('Percent of the target per batch').fill('50');
   expect(await page.getByRole('button', { name: 'Create rollout' }).isDisabled()).toBe(true);
 
   await page.getByRole('button', { name: 'Preview policies' }).click();
@@ -257,10 +261,17 @@ test('an operator creates a rollout with the form once the policy dry run for ex
     configurationId: v2.configurationId,
     version: v2.version,
     target: { groupIds: [groupId] },
-    strategy: { batchSize: 1, bakeSeconds: 0, applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' },
+    strategy: { batchPercent: 50, bakeSeconds: 0, applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' },
     progress: { total: 3 },
   });
   await onPage(async () => expect(await shownState()).toBe('pending'));
+  expect(await page.getByRole('region', { name: 'Rollout' }).textContent()).toContain('batches of 50 %');
+
+  // Its target group, by name, opens the group's page.
+  await page.getByRole('region', { name: 'Rollout' }).getByRole('link', { name: group.name, exact: true }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/groups/${groupId}`);
+  await page.getByRole('heading', { level: 2, name: group.name }).waitFor();
+  await onPage(async () => expect(await page.getByRole('region', { name: 'Group' }).textContent()).toContain('3'));
 }, 60_000);
 
 test('a viewer sees a rollout but none of the operations an operator gets there', async () => {

@@ -11,6 +11,8 @@ import { may, useSession } from '../../api/session';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
+import { describeStrategy } from '../rollouts/StrategyFields';
+import { RolloutTarget } from '../rollouts/Target';
 import { SourceOperations } from './SourceOperations';
 import { SyncRuns } from './SyncRuns';
 import { Webhook } from './WebhookToken';
@@ -31,6 +33,18 @@ function credentialsOf({ credentials }: GitSource): string {
   return credentials ? `${credentials.kind} (stored encrypted, never shown)` : 'none';
 }
 
+/** The rollout each published version gets: whom it targets and how. */
+function Template({ source: { rolloutTemplate } }: { source: GitSource }) {
+  if (!rolloutTemplate) return 'none';
+  return (
+    <Stack gap={2}>
+      <span>a rollout for each published version, started at once:</span>
+      <RolloutTarget target={rolloutTemplate.target} />
+      <span>{describeStrategy(rolloutTemplate.strategy)}</span>
+    </Stack>
+  );
+}
+
 function SourceFacts({ source }: { source: GitSource }) {
   const run = source.lastRun;
   return (
@@ -43,7 +57,7 @@ function SourceFacts({ source }: { source: GitSource }) {
           ['Path', source.path ? `${source.path}/` : 'the repository root'],
           ['Poll interval', `${source.pollIntervalSeconds} s`],
           ['Synced versions', source.autoPublish ? 'published at once' : 'drafts, to be published'],
-          ['Rollout template', source.rolloutTemplate ? 'a rollout for each published version' : 'none'],
+          ['Rollout template', <Template key="template" source={source} />],
           ['Credentials', credentialsOf(source)],
           ['Synced commit', <Commit key="synced" sha={source.lastSyncedSha} />],
           ['Synced at', when(source.lastSyncedAt)],

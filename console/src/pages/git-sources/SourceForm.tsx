@@ -2,12 +2,15 @@
  * A source's settings as a form, for registering one and for replacing its settings. The
  * credentials are write-only inputs: the API never shows them back, so editing offers to keep
  * what is stored (the request then leaves `credentials` out), remove it (`null`) or replace it.
+ * The rollout template (a rollout for each version a sync publishes) takes target groups and
+ * a strategy; agents and a label selector a template got through the API are kept as they are.
  */
 import {
   Button,
   Checkbox,
-  Code,
+  Fieldset,
   Group,
+  MultiSelect,
   NumberInput,
   PasswordInput,
   Select,
@@ -19,10 +22,14 @@ import {
 import { useState, type FormEvent } from 'react';
 import type { Schemas } from '../../api/client';
 import { ProblemAlert } from '../../components/ProblemAlert';
+import { useGroupChoices } from '../choices';
+import { DEFAULT_STRATEGY, StrategyFields, type Strategy } from '../rollouts/StrategyFields';
+import { selectorText } from '../rollouts/Target';
 import type { GitSource } from './shared';
 
 export type SourceBody = Schemas['GitSourceUpdate'];
 type Credentials = SourceBody['credentials'];
+type Template = NonNullable<GitSource['rolloutTemplate']>;
 
 type CredentialsChoice = 'keep' | 'none' | 'https' | 'ssh';
 
@@ -123,6 +130,46 @@ function CredentialInputs({
   return null;
 }
 
+/** What a template's target names besides groups, which this form does not edit. */
+function keptTarget(target: Template['target'] | undefined): string | undefined {
+  const kept = [
+    target?.agentIds.length ? `${target.agentIds.length} agent(s)` : '',
+    target?.labelSelector ? `the label selector ${selectorText(target.labelSelector)}` : '',
+  ].filter(Boolean);
+  return kept.length > 0 ? kept.join(' and ') : undefined;
+}
+
+function TemplateFields({
+  stored,
+  groupIds,
+  setGroupIds,
+  strategy,
+  setStrategy,
+}: {
+  stored: Template | null | undefined;
+  groupIds: string[];
+  setGroupIds: (next: string[]) => void;
+  strategy: Strategy;
+  setStrategy: (next: Strategy) => void;
+}) {
+  const groups = useGroupChoices();
+  const known = (groups.data?.items ?? []).map((group) => ({ value: group.id, label: group.name }));
+  // A stored group beyond the first page of choices is shown by its id.
+  const options = [
+    ...known,
+    ...groupIds.filter((id) => !known.some((group) => group.value === id)).map((id) => ({ value: id, label: id })),
+  ];
+  const kept = keptTarget(stored?.target);
+  return (
+    <>
+      {groups.isError && <ProblemAlert error={groups.error} />}
+      <MultiSelect label="Target groups" searchable data={options} value={groupIds} onChange={setGroupIds} />
+      {kept && <Text size="sm">Its target also names {kept}, set through the API; they are kept.</Text>}
+      <StrategyFields strategy={strategy} onChange={setStrategy} />
+    </>
+  );
+}
+
 interface SourceFormProps {
   /** The source as it is (editing), or nothing (registering one). */
   source?: GitSource;
@@ -142,6 +189,12 @@ export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCa
   const [autoPublish, setAutoPublish] = useState(source?.autoPublish ?? false);
   const [choice, setChoice] = useState<CredentialsChoice>(source?.credentials ? 'keep' : 'none');
   const [secrets, setSecrets] = useState<Secrets>(NO_SECRETS);
+  const stored = source?.rolloutTemplate;
+  const [rollOut, setRollOut] = useState(Boolean(stored));
+  const [groupIds, setGroupIds] = useState<string[]>(stored?.target.groupIds ?? []);
+  const [strategy, setStrategy] = useState<Strategy>(stored?.strategy ?? DEFAULT_STRATEGY);
+  // Only published versions are rolled out: without autoPublish there is no template.
+  const templated = rollOut && autoPublish;
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -152,8 +205,16 @@ export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCa
       path,
       ...(poll !== '' && { pollIntervalSeconds: Number(poll) }),
       autoPublish,
-      // Not edited here: PUT replaces every setting, so the template goes back as it is.
-      rolloutTemplate: source?.rolloutTemplate ?? null,
+      rolloutTemplate: templated
+        ? {
+            target: {
+              agentIds: stored?.target.agentIds ?? [],
+              labelSelector: stored?.target.labelSelector ?? null,
+              groupIds,
+            },
+            strategy,
+          }
+        : null,
       ...(choice !== 'keep' && { credentials: credentialsOf(choice, secrets) }),
     });
   };
@@ -191,11 +252,30 @@ export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCa
           checked={autoPublish}
           onChange={(e) => setAutoPublish(e.currentTarget.checked)}
         />
-        {source?.rolloutTemplate && (
-          <Text size="sm">
-            Its rollout template is kept as it is (change it with <Code>PUT /api/git-sources/{'{id}'}</Code>).
-          </Text>
-        )}
+        <Fieldset legend="Rollout template">
+          <Stack gap="sm">
+            <Checkbox
+              label="Roll out each published version"
+              description={
+                autoPublish
+                  ? 'A rollout with this target and strategy is created and started for each version a sync publishes.'
+                  : 'Needs synced versions published at once.'
+              }
+              disabled={!autoPublish}
+              checked={templated}
+              onChange={(e) => setRollOut(e.currentTarget.checked)}
+            />
+            {templated && (
+              <TemplateFields
+                stored={stored}
+                groupIds={groupIds}
+                setGroupIds={setGroupIds}
+                strategy={strategy}
+                setStrategy={setStrategy}
+              />
+            )}
+          </Stack>
+        </Fieldset>
         <Select
           label="Credentials"
           allowDeselect={false}

@@ -1,5 +1,5 @@
 /** What the group pages share: the group query with its ETag, labels as text, paging, writes. */
-import { Anchor, Badge, Group } from '@mantine/core';
+import { Anchor, Badge } from '@mantine/core';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
@@ -40,21 +40,25 @@ export const labelsText = (labels: Record<string, string>) => labelPairs(labels)
 export function DeletedBadge({ group }: { group: GroupBody }) {
   if (!group.deletedAt) return null;
   return (
-    <Badge variant="filled" color="red.9">
+    <Badge component="span" variant="filled" color="red.9">
       deleted
     </Badge>
   );
 }
 
-/** A group by its name, linking to its page (the agent page's group). */
+/**
+ * A group by its name, linking to its page (an agent's group, a rollout's target), marked when
+ * deleted; its id while the name loads or when it is gone. Inline, so it can stand in a sentence.
+ */
 export function GroupLink({ id }: { id: string }) {
   const found = useGroup(id);
   return (
-    <Group gap="xs">
+    <span>
       <Anchor component={Link} to={`/groups/${id}`}>
         {found.data?.group.name ?? id}
       </Anchor>
+      {found.data?.group.deletedAt && ' '}
       {found.data && <DeletedBadge group={found.data.group} />}
-    </Group>
+    </span>
   );
 }

@@ -4,7 +4,7 @@
  * exactly these choices before the rollout can be created; it is created pending, and
  * started from its page (where the policies judge it again).
  */
-import { Button, Group, MultiSelect, NumberInput, Select, Stack, Textarea, TextInput } from '@mantine/core';
+import { Button, Group, MultiSelect, Stack, Textarea, TextInput } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useNavigate } from 'react-router';
@@ -13,6 +13,7 @@ import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { useGroupChoices, useVersionChoice, VersionFields } from '../choices';
 import { Verdict } from '../policies/Verdict';
+import { DEFAULT_STRATEGY, StrategyFields, type Strategy } from './StrategyFields';
 
 export function NewRolloutPage() {
   const navigate = useNavigate();
@@ -22,17 +23,14 @@ export function NewRolloutPage() {
   const choice = useVersionChoice();
   const { configurationId, version } = choice;
   const [groupIds, setGroupIds] = useState<string[]>([]);
-  const [batchSize, setBatchSize] = useState<number>(1);
-  const [bakeSeconds, setBakeSeconds] = useState<number>(0);
-  const [applyTimeoutSeconds, setApplyTimeoutSeconds] = useState<number>(300);
-  const [maxFailurePercent, setMaxFailurePercent] = useState<number>(0);
-  const [onFailure, setOnFailure] = useState<'pause' | 'rollback'>('pause');
+  const [strategy, setStrategy] = useState<Strategy>(DEFAULT_STRATEGY);
 
   const push = { configurationId: configurationId ?? '', version: Number(version), target: { groupIds } };
+  const batch = { batchSize: strategy.batchSize, batchPercent: strategy.batchPercent };
   /** The choices the shown preview is of: any change asks for a new preview. */
-  const choices = JSON.stringify({ push, batchSize });
+  const choices = JSON.stringify({ push, batch });
   const preview = useMutation({
-    mutationFn: () => ok(api.POST('/api/policies/evaluate', { body: { ...push, rollout: { batchSize } } })),
+    mutationFn: () => ok(api.POST('/api/policies/evaluate', { body: { ...push, rollout: batch } })),
   });
   const [previewed, setPreviewed] = useState<string | undefined>();
   const create = useMutation({
@@ -44,7 +42,7 @@ export function NewRolloutPage() {
             target: { groupIds, agentIds: [], labelSelector: null },
             ...(name.trim() && { name }),
             ...(description.trim() && { description }),
-            strategy: { batchSize, bakeSeconds, applyTimeoutSeconds, maxFailurePercent, onFailure },
+            strategy,
           },
         }),
       ),
@@ -72,32 +70,7 @@ export function NewRolloutPage() {
           value={groupIds}
           onChange={setGroupIds}
         />
-        <Group grow>
-          <NumberInput label="Agents per batch" min={1} value={batchSize} onChange={(v) => setBatchSize(Number(v))} />
-          <NumberInput label="Bake (seconds)" min={0} value={bakeSeconds} onChange={(v) => setBakeSeconds(Number(v))} />
-        </Group>
-        <Group grow>
-          <NumberInput
-            label="Apply timeout (seconds)"
-            min={1}
-            value={applyTimeoutSeconds}
-            onChange={(v) => setApplyTimeoutSeconds(Number(v))}
-          />
-          <NumberInput
-            label="Max failures (%)"
-            min={0}
-            max={100}
-            value={maxFailurePercent}
-            onChange={(v) => setMaxFailurePercent(Number(v))}
-          />
-          <Select
-            label="On failure"
-            data={['pause', 'rollback']}
-            value={onFailure}
-            onChange={(v) => setOnFailure(v === 'rollback' ? 'rollback' : 'pause')}
-            allowDeselect={false}
-          />
-        </Group>
+        <StrategyFields strategy={strategy} onChange={setStrategy} />
         <Group>
           <Button
             variant="default"

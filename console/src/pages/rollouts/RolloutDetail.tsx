@@ -17,7 +17,10 @@ import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { StateFilter } from '../../components/StateFilter';
 import { Facts, Section } from '../AgentDetail';
+import { useConfiguration } from '../configurations/shared';
 import { RolloutOperations } from './RolloutOperations';
+import { describeStrategy } from './StrategyFields';
+import { RolloutTarget } from './Target';
 import { RolloutStateBadge } from './rolloutStates';
 import { ProgressRow, ProgressTable } from './Progress';
 
@@ -55,60 +58,13 @@ function useRolloutAgents(id: string, query: AgentsQuery) {
   });
 }
 
-function strategyOf({ strategy }: Rollout): string {
-  const batches = strategy.batchSize ? `batches of ${strategy.batchSize}` : `batches of ${strategy.batchPercent} %`;
-  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}`;
-}
-
 /** A configuration by its name, linked; its id while the name loads or when it is gone. */
 function ConfigurationLink({ id, version }: { id: string; version: number }) {
-  const configuration = useQuery({
-    queryKey: ['configurations', 'one', id],
-    queryFn: () => ok(api.GET('/api/configurations/{id}', { params: { path: { id } } })),
-  });
+  const configuration = useConfiguration(id);
   return (
     <Anchor component={Link} to={`/configurations/${id}`}>
       {configuration.data?.name ?? id} v{version}
     </Anchor>
-  );
-}
-
-/** A group by its name, linked; its id while the name loads or when it is gone. */
-function GroupLink({ id }: { id: string }) {
-  const group = useQuery({
-    queryKey: ['groups', 'one', id],
-    queryFn: () => ok(api.GET('/api/groups/{id}', { params: { path: { id } } })),
-  });
-  return (
-    <Anchor component={Link} to={`/groups/${id}`}>
-      {group.data?.name ?? id}
-    </Anchor>
-  );
-}
-
-/** Whom the rollout targets: its groups by name, its agents, its label selector. */
-function Target({ target }: { target: Rollout['target'] }) {
-  const labels = target.labelSelector
-    ? Object.entries(target.labelSelector)
-        .map(([key, value]) => `${key}=${value}`)
-        .join(', ')
-    : undefined;
-  return (
-    <Stack gap={2}>
-      {target.groupIds.length > 0 && (
-        <span>
-          {target.groupIds.length === 1 ? 'group ' : 'groups '}
-          {target.groupIds.map((id, i) => (
-            <span key={id}>
-              {i > 0 && ', '}
-              <GroupLink id={id} />
-            </span>
-          ))}
-        </span>
-      )}
-      {target.agentIds.length > 0 && <span>agents {target.agentIds.join(', ')}</span>}
-      {labels && <span>labels {labels}</span>}
-    </Stack>
   );
 }
 
@@ -126,8 +82,8 @@ function RolloutFacts({ rollout }: { rollout: Rollout }) {
             'Configuration',
             <ConfigurationLink key="configuration" id={rollout.configurationId} version={rollout.version} />,
           ],
-          ['Target', <Target key="target" target={rollout.target} />],
-          ['Strategy', strategyOf(rollout)],
+          ['Target', <RolloutTarget key="target" target={rollout.target} />],
+          ['Strategy', describeStrategy(rollout.strategy)],
           ['Current batch', String(rollout.currentBatch)],
           ['Created', `${rollout.createdBy}, ${when(rollout.createdAt)}`],
           ['Started', when(rollout.startedAt)],

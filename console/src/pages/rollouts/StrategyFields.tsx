@@ -1,0 +1,106 @@
+/**
+ * A rollout's strategy as form inputs, for a new rollout and for a Git source's rollout
+ * template: batches of a number of agents or of a share of the target, the bake between
+ * batches, the apply timeout, the failure threshold and what crossing it does. The inputs'
+ * bounds are the API's (RolloutStrategy).
+ */
+import { Group, NumberInput, Select } from '@mantine/core';
+import type { Schemas } from '../../api/client';
+
+export type Strategy = Schemas['RolloutStrategy'];
+
+export const DEFAULT_STRATEGY: Strategy = {
+  batchSize: 1,
+  bakeSeconds: 0,
+  applyTimeoutSeconds: 300,
+  maxFailurePercent: 0,
+  onFailure: 'pause',
+};
+
+const BATCHES = [
+  { value: 'size', label: 'a number of agents' },
+  { value: 'percent', label: 'a share of the target (%)' },
+];
+
+/** The strategy in a line, as a rollout's page and a Git source's template show it. */
+export function describeStrategy(strategy: Strategy): string {
+  const batches = strategy.batchSize ? `batches of ${strategy.batchSize}` : `batches of ${strategy.batchPercent} %`;
+  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}`;
+}
+
+/** The strategy with its batch given one way only, as the API wants it. */
+function batchedBy(strategy: Strategy, by: string | null): Strategy {
+  const { batchSize, batchPercent, ...rest } = strategy;
+  if (by === 'percent') return { ...rest, batchPercent: batchPercent ?? 10 };
+  return { ...rest, batchSize: batchSize ?? 1 };
+}
+
+export function StrategyFields({ strategy, onChange }: { strategy: Strategy; onChange: (next: Strategy) => void }) {
+  const set = (change: Partial<Strategy>) => onChange({ ...strategy, ...change });
+  const byPercent = strategy.batchPercent !== undefined;
+  return (
+    <>
+      <Group grow align="flex-start">
+        <Select
+          label="Batches of"
+          data={BATCHES}
+          value={byPercent ? 'percent' : 'size'}
+          onChange={(by) => onChange(batchedBy(strategy, by))}
+          allowDeselect={false}
+        />
+        {byPercent ? (
+          <NumberInput
+            label="Percent of the target per batch"
+            description="0.01 to 100"
+            min={0.01}
+            max={100}
+            decimalScale={2}
+            value={strategy.batchPercent}
+            onChange={(v) => set({ batchPercent: Number(v) })}
+          />
+        ) : (
+          <NumberInput
+            label="Agents per batch"
+            min={1}
+            max={1_000_000}
+            allowDecimal={false}
+            value={strategy.batchSize}
+            onChange={(v) => set({ batchSize: Number(v) })}
+          />
+        )}
+        <NumberInput
+          label="Bake (seconds)"
+          min={0}
+          max={7 * 86_400}
+          allowDecimal={false}
+          value={strategy.bakeSeconds}
+          onChange={(v) => set({ bakeSeconds: Number(v) })}
+        />
+      </Group>
+      <Group grow align="flex-start">
+        <NumberInput
+          label="Apply timeout (seconds)"
+          min={1}
+          max={86_400}
+          allowDecimal={false}
+          value={strategy.applyTimeoutSeconds}
+          onChange={(v) => set({ applyTimeoutSeconds: Number(v) })}
+        />
+        <NumberInput
+          label="Max failures (%)"
+          min={0}
+          max={100}
+          value={strategy.maxFailurePercent}
+          onChange={(v) => set({ maxFailurePercent: Number(v) })}
+        />
+        <Select
+          label="On failure"
+          data={['pause', 'rollback']}
+          value={strategy.onFailure}
+          onChange={(v) => set({ onFailure: v === 'rollback' ? 'rollback' : 'pause' })}
+          allowDeselect={false}
+        />
+      </Group>
+    </>
+  );
+}
