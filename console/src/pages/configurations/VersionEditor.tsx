@@ -26,7 +26,8 @@ function useStartingContent(configuration: Configuration | undefined) {
   const id = configuration?.id ?? '';
   const version = configuration?.latestVersion ?? 0;
   return useQuery({
-    queryKey: [...CONFIGURATIONS_KEY, 'version', id, version],
+    // Not the version page's key (`…, 'version', id, '3'`: the whole version); this is its content.
+    queryKey: [...CONFIGURATIONS_KEY, 'version', id, version, 'content'],
     queryFn: async () =>
       version === 0
         ? ''
