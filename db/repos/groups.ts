@@ -74,6 +74,18 @@ export function listGroupsQuery(db: Db, tenantId: string, filters: GroupFilters)
   return query;
 }
 
+/** The first `limit` live groups by name whose name holds `q` (a picker's choices). */
+export async function groupsByName(
+  db: Db,
+  tenantId: string,
+  q: string | undefined,
+  limit: number,
+): Promise<GroupView[]> {
+  return listGroupsQuery(db, tenantId, { q })
+    .orderBy([{ column: 'groups.name' }, { column: 'groups.id' }])
+    .limit(limit);
+}
+
 /** Throws the database's unique violation (23505) when a live group has the name. */
 export async function insertGroup(db: Db, tenantId: string, group: GroupChanges): Promise<GroupView> {
   const [row] = await db<GroupRow>('groups')

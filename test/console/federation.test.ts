@@ -300,7 +300,12 @@ test('an admin creates a federated rollout with the form: a refusal names the in
   await page.getByRole('combobox', { name: 'Order' }).click();
   await page.getByRole('option', { name: /^parallel/ }).click();
   await page.getByLabel('Roll out on bravo').check();
-  await page.getByLabel('Target group ids on bravo').fill(bravoGroup);
+  // bravo's groups, as bravo answers through alpha, searched by name as the operator types.
+  const bravoGroupName = (await bravo.t.call('GET', `/api/groups/${bravoGroup}`, { token: bravo.operator })).body
+    .name as string;
+  await page.getByRole('combobox', { name: 'Target groups on bravo' }).fill(bravoGroupName.slice(0, 6));
+  await page.getByRole('option', { name: bravoGroupName, exact: true }).click();
+  await page.keyboard.press('Escape');
 
   // bravo's agents are in the running federated rollout's part there: bravo refuses the dry run.
   await page.getByRole('button', { name: 'Check and create' }).click();

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { sealPeerCredential } from '../../domain/federation/peer-credentials';
 import { decrypt } from '../../platform/secrets';
 import { SERVICE_VERSION } from '../../platform/version';
@@ -408,5 +408,52 @@ describe('periodic health check (every second on alpha)', () => {
     }, 20_000);
     expect(down.lastError).toMatch(/could not be reached/);
     expect(await events(a, 'federation.peer.health-changed', id)).toHaveLength(1);
+  });
+});
+
+describe("a peer's groups (to choose a federated rollout's target there)", () => {
+  test('A reads B’s live groups by name, searched and cut at limit; a viewer may; bad queries are 400', async () => {
+    const id = await pairAs('groups-of-bravo');
+    const create = async (name: string) =>
+      (await b.t.call('POST', '/api/groups', { token: b.operator, body: { name } })).body.id as string;
+    const [euId, usId] = [await create('web-eu'), await create('web-us')];
+    const gone = await create('web-gone');
+    expect((await b.t.call('DELETE', `/api/groups/${gone}`, { token: b.operator })).status).toBe(204);
+
+    const viewer = await a.t.token('default.viewer');
+    const groups = (query: string) => a.t.call('GET', `/api/federation/peers/${id}/groups${query}`, { token: viewer });
+    const web = await groups('?q=WEB-');
+    expect(web.status).toBe(200);
+    expect(web.body).toEqual({
+      items: [
+        { id: euId, name: 'web-eu', memberCount: 0 },
+        { id: usId, name: 'web-us', memberCount: 0 },
+      ],
+      more: false,
+    });
+    expect((await groups('?q=web-&limit=1')).body).toEqual({ items: [web.body.items[0]], more: true });
+    expect((await groups('')).body.items.map((g: { name: string }) => g.name)).toContain('default');
+
+    for (const query of ['?limit=0', '?limit=201', '?limit=1.5', '?q=', '?other=1']) {
+      expect({ query, status: (await groups(query)).status }).toEqual({ query, status: 400 });
+    }
+    expect((await a.t.call('GET', `/api/federation/peers/${randomUUID()}/groups`, { token: viewer })).status).toBe(404);
+    // B answers only callers with federate: its own operator is refused.
+    expect((await b.t.call('GET', '/api/federation/inventory/groups', { token: b.operator })).status).toBe(403);
+  });
+
+  test('a peer that refuses (its PAT revoked) is 503 naming it, with its problem', async () => {
+    const issued = await peerPat(b, 'groups-revoked');
+    const created = await createPeer({ name: 'groups-revoked', baseUrl: b.t.baseUrl, credential: issued.token });
+    expect((await b.t.call('POST', `/api/pats/${issued.id}/revoke`, { token: b.admin })).status).toBe(200);
+    const res = await a.t.call('GET', `/api/federation/peers/${created.body.id}/groups`, { token: a.admin });
+    expect(res.status).toBe(503);
+    expect(res.body).toMatchObject({
+      type: `${ERRORS}/unavailable`,
+      installation: 'groups-revoked',
+      peerId: created.body.id,
+      peerProblem: { status: 401 },
+    });
+    expect(res.body.detail).toMatch(/^Peer 'groups-revoked' could not be asked: /);
   });
 });

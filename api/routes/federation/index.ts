@@ -8,6 +8,7 @@ import type { ResourceRouteOptions } from '../options';
 import { federatedAgentRoutes } from './agents';
 import { handoverRoutes } from './handovers';
 import { incomingHandoverRoutes } from './incoming';
+import { peerGroupRoutes } from './peer-groups';
 import { peerRoutes } from './peers';
 import { federatedRolloutRoutes } from './rollouts';
 
@@ -18,6 +19,7 @@ export interface FederationRouteOptions extends ResourceRouteOptions {
 export function federationRoutes(options: FederationRouteOptions): RouteDef[] {
   return [
     ...peerRoutes(options),
+    ...peerGroupRoutes(options),
     ...federatedAgentRoutes(options),
     ...handoverRoutes(options),
     ...incomingHandoverRoutes(options),

@@ -7159,6 +7159,177 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/federation/inventory/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This installation's live groups for a peer choosing a target (role peer), by name
+         * @description Requires permission `federate`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Substring of the name (case-insensitive). */
+                    q?: string;
+                    /** @description How many (1-200, default 50), by name. */
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The first groups by name. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FederationGroups"];
+                    };
+                };
+                /** @description Validation failed or malformed JSON. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing, invalid or expired token. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The role or the PAT’s endpoint list does not allow this call. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An RFC 9457 problem; `type` names the error (see /errors). */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/federation/peers/{id}/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The peer's live groups by name, as it answers now, to choose a target there
+         * @description Requires permission `read`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Substring of the name (case-insensitive). */
+                    q?: string;
+                    /** @description How many (1-200, default 50), by name. */
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The peer's first groups by name; 503 when the peer could not be asked. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FederationGroups"];
+                    };
+                };
+                /** @description Validation failed or malformed JSON. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing, invalid or expired token. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The role or the PAT’s endpoint list does not allow this call. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No such object in your tenant. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An RFC 9457 problem; `type` names the error (see /errors). */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/federation/inventory/agents": {
         parameters: {
             query?: never;
@@ -10029,6 +10200,16 @@ export interface components {
             baseUrl: string;
             /** @description Omitted: kept, unless baseUrl moves to another origin (a credential never follows the URL). */
             credential?: string;
+        };
+        FederationGroups: {
+            items: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+                memberCount: number;
+            }[];
+            /** @description More groups match: search to narrow them. */
+            more: boolean;
         };
         FederationInventoryPage: {
             items: components["schemas"]["Agent"][];

@@ -5,7 +5,7 @@
  * strategy. Creating it is the dry run: every installation is asked first and nothing is
  * created unless all accept; a refusal is shown as the API words it, naming the installation.
  */
-import { Button, Checkbox, Group, MultiSelect, NumberInput, Select, Stack, TextInput, Title } from '@mantine/core';
+import { Button, Checkbox, Group, NumberInput, Select, Stack, TextInput, Title } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useNavigate } from 'react-router';
@@ -13,15 +13,16 @@ import { api, ok } from '../../api/client';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Section } from '../AgentDetail';
-import { useGroupChoices, usePeerChoices, useVersionChoice, VersionFields } from '../choices';
-import { FederationNav } from './shared';
+import { usePeerChoices, useVersionChoice, VersionFields } from '../choices';
+import { searchGroups, SearchMultiSelect, type Choice } from '../groups/SearchSelect';
+import { FEDERATION_KEY, FederationNav } from './shared';
 
 const LOCAL = 'local';
 
 interface Plan {
   included: boolean;
-  /** This installation: chosen from its groups. A peer: its group ids, which only it can list. */
-  groupIds: string[];
+  /** Groups of that installation, searched there as the operator types. */
+  groups: Choice[];
   batchSize: number;
   bakeSeconds: number;
 }
@@ -29,18 +30,21 @@ interface Plan {
 /** The rollouts API's defaults for what this form does not ask (the generated type wants them sent). */
 const STRATEGY_DEFAULTS = { applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' } as const;
 
-const NOT_PLANNED: Plan = { included: false, groupIds: [], batchSize: 1, bakeSeconds: 0 };
+const NOT_PLANNED: Plan = { included: false, groups: [], batchSize: 1, bakeSeconds: 0 };
 
-const idsIn = (text: string) => text.split(/[\s,]+/).filter(Boolean);
+/** Where an installation's groups are searched: this one's own list, or a peer asked through this one. */
+function groupSearch(peerId: string): (q: string | undefined) => Promise<Choice[]> {
+  if (peerId === LOCAL) return searchGroups;
+  return async (q) => {
+    const page = await ok(
+      api.GET('/api/federation/peers/{id}/groups', { params: { path: { id: peerId }, query: { q, limit: 50 } } }),
+    );
+    return page.items.map((group) => ({ value: group.id, label: group.name }));
+  };
+}
 
-function InstallationFields(props: {
-  name: string;
-  plan: Plan;
-  change: (plan: Plan) => void;
-  /** This installation's groups; none for a peer, whose group ids are typed. */
-  groups?: { value: string; label: string }[];
-}) {
-  const { name, plan, change } = props;
+function InstallationFields(props: { peerId: string; name: string; plan: Plan; change: (plan: Plan) => void }) {
+  const { peerId, name, plan, change } = props;
   return (
     <Section title={name}>
       <Checkbox
@@ -51,22 +55,13 @@ function InstallationFields(props: {
       />
       {plan.included && (
         <Stack gap="sm">
-          {props.groups ? (
-            <MultiSelect
-              label={`Target groups on ${name}`}
-              searchable
-              data={props.groups}
-              value={plan.groupIds}
-              onChange={(groupIds) => change({ ...plan, groupIds })}
-            />
-          ) : (
-            <TextInput
-              label={`Target group ids on ${name}`}
-              description={`Ids of groups of ${name}, separated by commas: its groups are listed on ${name} itself.`}
-              value={plan.groupIds.join(', ')}
-              onChange={(e) => change({ ...plan, groupIds: idsIn(e.currentTarget.value) })}
-            />
-          )}
+          <SearchMultiSelect
+            label={`Target groups on ${name}`}
+            queryKey={[...FEDERATION_KEY, 'group-choices', peerId]}
+            search={groupSearch(peerId)}
+            chosen={plan.groups}
+            onChoose={(groups) => change({ ...plan, groups })}
+          />
           <Group grow>
             <NumberInput
               label={`Agents per batch on ${name}`}
@@ -94,7 +89,6 @@ export function NewFederatedRolloutPage() {
   const { configurationId, version } = choice;
   const [mode, setMode] = useState<'sequential' | 'parallel'>('sequential');
   const [plans, setPlans] = useState<Record<string, Plan>>({});
-  const groups = useGroupChoices();
   const peers = usePeerChoices();
   const candidates = [
     { peerId: LOCAL, name: 'this installation' },
@@ -112,10 +106,10 @@ export function NewFederatedRolloutPage() {
             version: Number(version),
             mode,
             installations: chosen.map(({ peerId }) => {
-              const { groupIds, batchSize, bakeSeconds } = planOf(peerId);
+              const { groups, batchSize, bakeSeconds } = planOf(peerId);
               return {
                 peerId,
-                target: { groupIds, agentIds: [], labelSelector: null },
+                target: { groupIds: groups.map((group) => group.value), agentIds: [], labelSelector: null },
                 strategy: { ...STRATEGY_DEFAULTS, batchSize, bakeSeconds },
               };
             }),
@@ -128,9 +122,7 @@ export function NewFederatedRolloutPage() {
     event.preventDefault();
     create.mutate();
   };
-  const errors = [choice.configurations, choice.versions, groups, peers].flatMap((query) =>
-    query.error ? [query.error] : [],
-  );
+  const errors = [choice.configurations, choice.versions, peers].flatMap((query) => (query.error ? [query.error] : []));
   return (
     <form onSubmit={submit} aria-label="New federated rollout">
       <PageTitle>New federated rollout</PageTitle>
@@ -157,14 +149,10 @@ export function NewFederatedRolloutPage() {
         {candidates.map((candidate) => (
           <InstallationFields
             key={candidate.peerId}
+            peerId={candidate.peerId}
             name={candidate.name}
             plan={planOf(candidate.peerId)}
             change={(plan) => setPlans({ ...plans, [candidate.peerId]: plan })}
-            groups={
-              candidate.peerId === LOCAL
-                ? (groups.data?.items ?? []).map((g) => ({ value: g.id, label: g.name }))
-                : undefined
-            }
           />
         ))}
         <Group>

@@ -1,9 +1,9 @@
 /**
- * A select whose choices the API searches as the person types (`q`), so any of thousands of
+ * Selects whose choices the API searches as the person types (`q`), so any of thousands of
  * groups or agents can be found, not only the first page's. The chosen one stays a choice
  * while other searches run.
  */
-import { Select } from '@mantine/core';
+import { MultiSelect, Select } from '@mantine/core';
 import { useDebouncedValue } from '@mantine/hooks';
 import { keepPreviousData, useQuery, type QueryKey } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -53,6 +53,41 @@ export function SearchSelect({ label, placeholder, queryKey, search, chosen, onC
       data={data}
       value={chosen?.value ?? null}
       onChange={(_, option) => onChoose(option ? { value: option.value, label: option.label } : null)}
+    />
+  );
+}
+
+interface SearchMultiSelectProps {
+  label: string;
+  queryKey: QueryKey;
+  search: (q: string | undefined) => Promise<Choice[]>;
+  chosen: Choice[];
+  onChoose: (choices: Choice[]) => void;
+}
+
+/** The same for several choices: those chosen stay choices (with their labels) while other searches run. */
+export function SearchMultiSelect({ label, queryKey, search, chosen, onChoose }: SearchMultiSelectProps) {
+  const [typed, setTyped] = useState('');
+  const [q] = useDebouncedValue(typed.trim(), TYPING_PAUSE_MS);
+  const choices = useQuery({
+    queryKey: [...queryKey, q],
+    queryFn: () => search(q || undefined),
+    placeholderData: keepPreviousData,
+  });
+  const found = choices.data ?? [];
+  const data = [...chosen.filter((choice) => !found.some((one) => one.value === choice.value)), ...found];
+  return (
+    <MultiSelect
+      label={label}
+      searchable
+      searchValue={typed}
+      onSearchChange={setTyped}
+      filter={({ options }) => options}
+      nothingFoundMessage={choices.isPending ? 'Searching…' : 'Nothing matches'}
+      error={choices.isError ? choices.error.message : undefined}
+      data={data}
+      value={chosen.map((choice) => choice.value)}
+      onChange={(values) => onChoose(values.map((value) => data.find((choice) => choice.value === value)!))}
     />
   );
 }
