@@ -3,7 +3,7 @@
  * groups or agents can be found, not only the first page's. The chosen one stays a choice
  * while other searches run.
  */
-import { MultiSelect, Select } from '@mantine/core';
+import { MultiSelect, Select, type ComboboxParsedItem } from '@mantine/core';
 import { useDebouncedValue } from '@mantine/hooks';
 import { keepPreviousData, useQuery, type QueryKey } from '@tanstack/react-query';
 import { useState } from 'react';
@@ -28,7 +28,12 @@ interface SearchSelectProps {
   onChoose: (choice: Choice | null) => void;
 }
 
-export function SearchSelect({ label, placeholder, queryKey, search, chosen, onChoose }: SearchSelectProps) {
+/**
+ * What both selects share: the typed text, searched once typing pauses, and the props that
+ * make a Mantine select show the API's matches as they are (it has searched already: by name,
+ * for agents also by id prefix), with the chosen ones (`chosen`) kept among them.
+ */
+function useSearchedChoices(queryKey: QueryKey, search: SearchSelectProps['search'], chosen: Choice[]) {
   const [typed, setTyped] = useState('');
   const [q] = useDebouncedValue(typed.trim(), TYPING_PAUSE_MS);
   const choices = useQuery({
@@ -37,20 +42,26 @@ export function SearchSelect({ label, placeholder, queryKey, search, chosen, onC
     placeholderData: keepPreviousData,
   });
   const found = choices.data ?? [];
-  const data = chosen && !found.some((choice) => choice.value === chosen.value) ? [chosen, ...found] : found;
+  const data = [...chosen.filter((choice) => !found.some((one) => one.value === choice.value)), ...found];
+  return {
+    searchable: true,
+    searchValue: typed,
+    onSearchChange: setTyped,
+    filter: ({ options }: { options: ComboboxParsedItem[] }) => options,
+    nothingFoundMessage: choices.isPending ? 'Searching…' : 'Nothing matches',
+    error: choices.isError ? choices.error.message : undefined,
+    data,
+  };
+}
+
+export function SearchSelect({ label, placeholder, queryKey, search, chosen, onChoose }: SearchSelectProps) {
+  const searched = useSearchedChoices(queryKey, search, chosen ? [chosen] : []);
   return (
     <Select
       label={label}
       placeholder={placeholder}
-      searchable
       clearable
-      searchValue={typed}
-      onSearchChange={setTyped}
-      // The API has searched already (by name, for agents also by id prefix).
-      filter={({ options }) => options}
-      nothingFoundMessage={choices.isPending ? 'Searching…' : 'Nothing matches'}
-      error={choices.isError ? choices.error.message : undefined}
-      data={data}
+      {...searched}
       value={chosen?.value ?? null}
       onChange={(_, option) => onChoose(option ? { value: option.value, label: option.label } : null)}
     />
@@ -67,27 +78,13 @@ interface SearchMultiSelectProps {
 
 /** The same for several choices: those chosen stay choices (with their labels) while other searches run. */
 export function SearchMultiSelect({ label, queryKey, search, chosen, onChoose }: SearchMultiSelectProps) {
-  const [typed, setTyped] = useState('');
-  const [q] = useDebouncedValue(typed.trim(), TYPING_PAUSE_MS);
-  const choices = useQuery({
-    queryKey: [...queryKey, q],
-    queryFn: () => search(q || undefined),
-    placeholderData: keepPreviousData,
-  });
-  const found = choices.data ?? [];
-  const data = [...chosen.filter((choice) => !found.some((one) => one.value === choice.value)), ...found];
+  const searched = useSearchedChoices(queryKey, search, chosen);
   return (
     <MultiSelect
       label={label}
-      searchable
-      searchValue={typed}
-      onSearchChange={setTyped}
-      filter={({ options }) => options}
-      nothingFoundMessage={choices.isPending ? 'Searching…' : 'Nothing matches'}
-      error={choices.isError ? choices.error.message : undefined}
-      data={data}
+      {...searched}
       value={chosen.map((choice) => choice.value)}
-      onChange={(values) => onChoose(values.map((value) => data.find((choice) => choice.value === value)!))}
+      onChange={(values) => onChoose(values.map((value) => searched.data.find((choice) => choice.value === value)!))}
     />
   );
 }
