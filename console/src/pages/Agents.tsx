@@ -1,14 +1,14 @@
 /** The agents of the tenant: filters and the API's cursor pages, all in the URL. */
-import { Anchor, Badge, Button, Group, Select, Skeleton, Table, TextInput } from '@mantine/core';
+import { Anchor, Badge, Skeleton, Table } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../api/client';
 import { CursorPager } from '../components/CursorPager';
 import { EmptyRow } from '../components/EmptyRow';
 import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
-import { AGENT_STATUSES, filtersFrom, PAGE_SIZE, searchOf, type AgentFilters } from './agentFilters';
+import { AGENT_STATUSES, filtersFrom, PAGE_SIZE, type AgentFilters } from './agentFilters';
+import { FilterForm, type FilterField } from '../components/FilterForm';
 
 // Filled badges in dark shades: white text on them keeps 4.5:1 contrast on any row.
 const STATUS_COLORS: Record<string, string> = { online: 'teal.9', offline: 'gray.8', revoked: 'red.9' };
@@ -29,47 +29,12 @@ function useAgents(filters: AgentFilters) {
   });
 }
 
-/** The agents' filters, applied together from the first page; the federated agents page has them too. */
-export function AgentFilterForm({
-  filters,
-  apply,
-  name = 'Filter agents',
-}: {
-  filters: AgentFilters;
-  apply: (next: AgentFilters) => void;
-  /** The search form's accessible name. */
-  name?: string;
-}) {
-  const [q, setQ] = useState(filters.q ?? '');
-  const [label, setLabel] = useState(filters.label ?? '');
-  const [status, setStatus] = useState<string | null>(filters.status ?? null);
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    apply(filtersFrom(searchOf({ q, label, status: (status ?? undefined) as AgentFilters['status'] })));
-  };
-  return (
-    <form onSubmit={submit} role="search" aria-label={name}>
-      <Group align="end" mb="md">
-        <TextInput label="Name or id" value={q} onChange={(e) => setQ(e.currentTarget.value)} />
-        <Select
-          label="Status"
-          placeholder="Any"
-          clearable
-          data={AGENT_STATUSES as string[]}
-          value={status}
-          onChange={setStatus}
-        />
-        <TextInput
-          label="Label"
-          placeholder="key:value"
-          value={label}
-          onChange={(e) => setLabel(e.currentTarget.value)}
-        />
-        <Button type="submit">Apply filters</Button>
-      </Group>
-    </form>
-  );
-}
+/** The agents' filters, as `GET /api/agents` takes them; the federated agents page has them too. */
+export const AGENT_FILTERS: FilterField[] = [
+  { name: 'q', label: 'Name or id', kind: 'text' },
+  { name: 'status', label: 'Status', kind: 'choice', choices: AGENT_STATUSES },
+  { name: 'label', label: 'Label', kind: 'text', placeholder: 'key:value' },
+];
 
 function AgentRows({ agents }: { agents: Schemas['Agent'][] }) {
   if (agents.length === 0) {
@@ -95,16 +60,10 @@ export function AgentsPage() {
   const [params, setParams] = useSearchParams();
   const filters = filtersFrom(params);
   const agents = useAgents(filters);
-  const { cursor: _cursor, ...withoutCursor } = filters;
   return (
     <>
       <PageTitle>Agents</PageTitle>
-      {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
-      <AgentFilterForm
-        key={searchOf(withoutCursor).toString()}
-        filters={filters}
-        apply={(next) => setParams(searchOf(next))}
-      />
+      <FilterForm label="Filter agents" fields={AGENT_FILTERS} values={filters} apply={setParams} />
       {agents.isError && <ProblemAlert error={agents.error} mb="md" />}
       <Skeleton visible={agents.isPending}>
         <Table striped highlightOnHover aria-label="Agents" data-testid="agents-table">

@@ -15,41 +15,15 @@ import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { searchOf } from '../agentFilters';
 import { CONFIGURATION_EVENTS, CONFIGURATIONS_KEY } from './shared';
-import { configurationFiltersFrom, FORMATS, PAGE_SIZE, type ConfigurationFilters, type Format } from './filters';
+import { configurationFiltersFrom, FORMATS, PAGE_SIZE, type Format } from './filters';
+import { FilterForm, type FilterField } from '../../components/FilterForm';
 
-function Filters({ filters, apply }: { filters: ConfigurationFilters; apply: (next: ConfigurationFilters) => void }) {
-  const [q, setQ] = useState(filters.q ?? '');
-  const [format, setFormat] = useState<string | null>(filters.format ?? null);
-  const [label, setLabel] = useState(filters.label ?? '');
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    apply(configurationFiltersFrom(searchOf({ q, format, label })));
-  };
-  return (
-    <form onSubmit={submit} role="search" aria-label="Filter configurations">
-      <Group align="end" mb="md">
-        <TextInput label="Name" value={q} onChange={(e) => setQ(e.currentTarget.value)} />
-        <Select
-          label="Format"
-          placeholder="Any"
-          clearable
-          data={FORMATS as string[]}
-          value={format}
-          onChange={setFormat}
-        />
-        <TextInput
-          label="Label"
-          placeholder="key:value"
-          value={label}
-          onChange={(e) => setLabel(e.currentTarget.value)}
-        />
-        <Button type="submit">Apply filters</Button>
-      </Group>
-    </form>
-  );
-}
+const FILTERS: FilterField[] = [
+  { name: 'q', label: 'Name', kind: 'text' },
+  { name: 'format', label: 'Format', kind: 'choice', choices: FORMATS },
+  { name: 'label', label: 'Label', kind: 'text', placeholder: 'key:value' },
+];
 
 function CreateConfiguration() {
   const navigate = useNavigate();
@@ -134,15 +108,13 @@ export function ConfigurationsPage() {
     placeholderData: keepPreviousData,
   });
   useLiveRefresh(CONFIGURATION_EVENTS, [[...CONFIGURATIONS_KEY, 'list']]);
-  const { cursor: _cursor, ...withoutCursor } = filters;
   return (
     <>
       <Group justify="space-between" align="start">
         <PageTitle>Configurations</PageTitle>
         {session.data && may(session.data, 'operate') && <CreateConfiguration />}
       </Group>
-      {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
-      <Filters key={searchOf(withoutCursor).toString()} filters={filters} apply={(next) => setParams(searchOf(next))} />
+      <FilterForm label="Filter configurations" fields={FILTERS} values={filters} apply={setParams} />
       {configurations.isError && <ProblemAlert error={configurations.error} mb="md" />}
       <Skeleton visible={configurations.isPending}>
         <Table striped highlightOnHover aria-label="Configurations">

@@ -13,9 +13,10 @@ import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { AgentFilterForm, StatusBadge } from '../Agents';
-import { filtersFrom, searchOf } from '../agentFilters';
+import { AGENT_FILTERS, StatusBadge } from '../Agents';
+import { filtersFrom } from '../agentFilters';
 import { FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
+import { FilterForm } from '../../components/FilterForm';
 
 type Outcome = Schemas['FederatedPeerOutcome'];
 
@@ -97,7 +98,6 @@ export function FederatedAgentsPage() {
     queryFn: () => ok(api.GET('/api/federation/agents', { params: { query: { ...filters, limit: PAGE_SIZE } } })),
     placeholderData: keepPreviousData,
   });
-  const { cursor: _cursor, ...withoutCursor } = filters;
   return (
     <>
       <PageTitle>Federated agents</PageTitle>
@@ -109,13 +109,7 @@ export function FederatedAgentsPage() {
         </Anchor>
         .
       </Text>
-      {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
-      <AgentFilterForm
-        name="Filter federated agents"
-        key={searchOf(withoutCursor).toString()}
-        filters={filters}
-        apply={(next) => setParams(searchOf(next))}
-      />
+      <FilterForm label="Filter federated agents" fields={AGENT_FILTERS} values={filters} apply={setParams} />
       {agents.isError && <ProblemAlert error={agents.error} mb="md" />}
       <Skeleton visible={agents.isPending}>
         <PeerAnswers peers={agents.data?.peers ?? []} />

@@ -3,9 +3,8 @@
  * result. The API's filters (`q`, `paused`) and cursor pages, all in the URL; refreshed on
  * the sources' and sync runs' events. Operators and admins register a source.
  */
-import { Anchor, Button, Code, Group, Select, Skeleton, Stack, Table, Text, TextInput } from '@mantine/core';
+import { Anchor, Button, Code, Group, Skeleton, Stack, Table, Text } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
@@ -13,8 +12,8 @@ import { may, useSession } from '../../api/session';
 import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
+import { FilterForm, type FilterField } from '../../components/FilterForm';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { searchOf } from '../agentFilters';
 import {
   Commit,
   GIT_EVENTS,
@@ -28,9 +27,17 @@ import {
 
 const PAUSED = ['true', 'false'] as const;
 type Paused = (typeof PAUSED)[number];
-const PAUSED_CHOICES = [
-  { value: 'false', label: 'Active' },
-  { value: 'true', label: 'Paused' },
+const FILTERS: FilterField[] = [
+  { name: 'q', label: 'Name or repository', kind: 'text' },
+  {
+    name: 'paused',
+    label: 'State',
+    kind: 'choice',
+    choices: [
+      { value: 'false', label: 'Active' },
+      { value: 'true', label: 'Paused' },
+    ],
+  },
 ];
 
 /** The list's filters and page as the URL has them, named as the API's query parameters. */
@@ -49,24 +56,6 @@ function filtersFrom(params: URLSearchParams): SourceFilters {
     paused: isPaused(paused) ? paused : undefined,
     cursor: params.get('cursor') || undefined,
   };
-}
-
-function Filters({ filters, apply }: { filters: SourceFilters; apply: (next: SourceFilters) => void }) {
-  const [q, setQ] = useState(filters.q ?? '');
-  const [paused, setPaused] = useState<string | null>(filters.paused ?? null);
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    apply(filtersFrom(searchOf({ q, paused })));
-  };
-  return (
-    <form onSubmit={submit} role="search" aria-label="Filter Git sources">
-      <Group align="end" mb="md">
-        <TextInput label="Name or repository" value={q} onChange={(e) => setQ(e.currentTarget.value)} />
-        <Select label="State" placeholder="Any" clearable data={PAUSED_CHOICES} value={paused} onChange={setPaused} />
-        <Button type="submit">Apply filters</Button>
-      </Group>
-    </form>
-  );
 }
 
 function LastSync({ source }: { source: GitSource }) {
@@ -126,7 +115,6 @@ export function GitSourcesPage() {
     placeholderData: keepPreviousData,
   });
   useLiveRefresh(GIT_EVENTS, [[...GIT_SOURCES_KEY, 'list']]);
-  const { cursor: _cursor, ...withoutCursor } = filters;
   return (
     <>
       <Group justify="space-between" align="start">
@@ -137,8 +125,7 @@ export function GitSourcesPage() {
           </Button>
         )}
       </Group>
-      {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
-      <Filters key={searchOf(withoutCursor).toString()} filters={filters} apply={(next) => setParams(searchOf(next))} />
+      <FilterForm label="Filter Git sources" fields={FILTERS} values={filters} apply={setParams} />
       {sources.isError && <ProblemAlert error={sources.error} mb="md" />}
       <Skeleton visible={sources.isPending}>
         <Table striped highlightOnHover aria-label="Git sources">

@@ -2,10 +2,9 @@
  * The tenant's groups, oldest first: the API's filters (name, label, deleted ones too) and
  * cursor pages, all in the URL; creating one for operators and admins.
  */
-import { Anchor, Button, Checkbox, Group, Skeleton, Table, TextInput } from '@mantine/core';
+import { Anchor, Button, Group, Skeleton, Table } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
@@ -14,40 +13,16 @@ import { CursorPager } from '../../components/CursorPager';
 import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { searchOf } from '../agentFilters';
-import { groupFiltersFrom, PAGE_SIZE, type GroupFilters } from './filters';
+import { groupFiltersFrom, PAGE_SIZE } from './filters';
 import { GroupFormModal } from './GroupForm';
 import { DeletedBadge, GROUP_EVENTS, GROUPS_KEY, labelsText, type GroupBody } from './shared';
+import { FilterForm, type FilterField } from '../../components/FilterForm';
 
-function Filters({ filters, apply }: { filters: GroupFilters; apply: (next: GroupFilters) => void }) {
-  const [q, setQ] = useState(filters.q ?? '');
-  const [label, setLabel] = useState(filters.label ?? '');
-  const [includeDeleted, setIncludeDeleted] = useState(filters.includeDeleted === 'true');
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    apply(groupFiltersFrom(searchOf({ q, label, includeDeleted: includeDeleted && 'true' })));
-  };
-  return (
-    <form onSubmit={submit} role="search" aria-label="Filter groups">
-      <Group align="end" mb="md">
-        <TextInput label="Name" value={q} onChange={(e) => setQ(e.currentTarget.value)} />
-        <TextInput
-          label="Label"
-          placeholder="key:value"
-          value={label}
-          onChange={(e) => setLabel(e.currentTarget.value)}
-        />
-        <Checkbox
-          label="Deleted groups too"
-          checked={includeDeleted}
-          onChange={(e) => setIncludeDeleted(e.currentTarget.checked)}
-          mb={8}
-        />
-        <Button type="submit">Apply filters</Button>
-      </Group>
-    </form>
-  );
-}
+const FILTERS: FilterField[] = [
+  { name: 'q', label: 'Name', kind: 'text' },
+  { name: 'label', label: 'Label', kind: 'text', placeholder: 'key:value' },
+  { name: 'includeDeleted', label: 'Deleted groups too', kind: 'check' },
+];
 
 function CreateGroup() {
   const navigate = useNavigate();
@@ -97,15 +72,13 @@ export function GroupsPage() {
     placeholderData: keepPreviousData,
   });
   useLiveRefresh(GROUP_EVENTS, [[...GROUPS_KEY, 'list']]);
-  const { cursor: _cursor, ...withoutCursor } = filters;
   return (
     <>
       <Group justify="space-between" align="start">
         <PageTitle>Groups</PageTitle>
         {session.data && may(session.data, 'operate') && <CreateGroup />}
       </Group>
-      {/* Drawn anew when the filters in the URL change (back, forward, a link), not when only the page does. */}
-      <Filters key={searchOf(withoutCursor).toString()} filters={filters} apply={(next) => setParams(searchOf(next))} />
+      <FilterForm label="Filter groups" fields={FILTERS} values={filters} apply={setParams} />
       {groups.isError && <ProblemAlert error={groups.error} mb="md" />}
       <Skeleton visible={groups.isPending}>
         <Table striped highlightOnHover aria-label="Groups">
