@@ -240,6 +240,11 @@ test('a federated rollout shows each installation’s part and the progress over
   await page.getByRole('link', { name: 'debug exporter everywhere' }).click();
   await page.waitForURL(`${CONSOLE_ORIGIN}/federation/rollouts/${id}`);
   await page.getByRole('heading', { level: 2, name: 'debug exporter everywhere' }).waitFor();
+  // The configuration by its name, linked.
+  await page
+    .getByRole('region', { name: 'Federated rollout' })
+    .getByRole('link', { name: `${version!.name} v${version!.version}` })
+    .waitFor();
   // Each part's first batch applied (one agent of two), shown as the parts report it, live.
   await onPage(async () => {
     expect(await partStates()).toEqual([

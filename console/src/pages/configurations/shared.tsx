@@ -23,6 +23,16 @@ export function useConfiguration(id: string, { staleTime = 0 }: { staleTime?: nu
   });
 }
 
+/** A configuration version by the configuration's name, linked; its id while the name loads or when it is gone. */
+export function ConfigurationLink({ id, version }: { id: string; version: number }) {
+  const configuration = useConfiguration(id);
+  return (
+    <Anchor component={Link} to={`/configurations/${id}`}>
+      {configuration.data?.name ?? id} v{version}
+    </Anchor>
+  );
+}
+
 export function useRefreshConfigurations(): () => void {
   const queryClient = useQueryClient();
   return () => void queryClient.invalidateQueries({ queryKey: CONFIGURATIONS_KEY });

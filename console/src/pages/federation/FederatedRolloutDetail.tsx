@@ -4,17 +4,18 @@
  * installation and over all of them, refreshed live on its `federation.rollout.*` events.
  * Operators get the operations its state allows, each after a confirmation, with `If-Match`.
  */
-import { Anchor, Badge, Code, Group, Skeleton, Stack, Table } from '@mantine/core';
+import { Anchor, Badge, Code, Skeleton, Stack, Table } from '@mantine/core';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
-import { api, ifMatch, ok, type Schemas } from '../../api/client';
+import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
 import { may, useSession } from '../../api/session';
 import { ColumnHeaders } from '../../components/ColumnHeaders';
-import { ConfirmButton } from '../../components/ConfirmButton';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
+import { ConfigurationLink } from '../configurations/shared';
+import { OperationButtons, target, type Operation } from '../rollouts/RolloutOperations';
 import { isRolloutState, RolloutStateBadge } from '../rollouts/rolloutStates';
 import { FEDERATION_KEY, FederationNav, when } from './shared';
 import { PROGRESS_COUNTS, ProgressRow, ProgressTable, type ProgressCounts } from '../rollouts/Progress';
@@ -38,34 +39,19 @@ function useFederatedRollout(id: string) {
   });
 }
 
-type OperationPath =
-  | '/api/federation/rollouts/{id}/pause'
-  | '/api/federation/rollouts/{id}/resume'
-  | '/api/federation/rollouts/{id}/abort'
-  | '/api/federation/rollouts/{id}/rollback';
-
-interface Operation {
-  label: string;
-  /** The states the API accepts it from (docs/federation.md, Operations). */
-  from: readonly State[];
-  question: string;
-  danger?: boolean;
-  path: OperationPath;
-}
-
-const OPERATIONS: readonly Operation[] = [
+const OPERATIONS: readonly Operation<State>[] = [
   {
     label: 'Pause',
     from: ['running'],
     question: 'Pause the federated rollout? Every installation’s rollout is paused and no further installation starts.',
-    path: '/api/federation/rollouts/{id}/pause',
+    send: (id, etag) => ok(api.POST('/api/federation/rollouts/{id}/pause', target(id, etag))),
   },
   {
     label: 'Resume',
     from: ['paused'],
     question:
       'Resume the federated rollout? Every installation’s rollout resumes; a peer that stopped answering is tried again.',
-    path: '/api/federation/rollouts/{id}/resume',
+    send: (id, etag) => ok(api.POST('/api/federation/rollouts/{id}/resume', target(id, etag))),
   },
   {
     label: 'Abort',
@@ -73,44 +59,16 @@ const OPERATIONS: readonly Operation[] = [
     question:
       'Abort the federated rollout? Every installation’s rollout is aborted; installations not started never start.',
     danger: true,
-    path: '/api/federation/rollouts/{id}/abort',
+    send: (id, etag) => ok(api.POST('/api/federation/rollouts/{id}/abort', target(id, etag))),
   },
   {
     label: 'Roll back',
     from: ['running', 'paused', 'completed', 'failed', 'aborted'],
     question: 'Roll back the federated rollout? Every installation’s rollout that started is rolled back.',
     danger: true,
-    path: '/api/federation/rollouts/{id}/rollback',
+    send: (id, etag) => ok(api.POST('/api/federation/rollouts/{id}/rollback', target(id, etag))),
   },
 ];
-
-function Operations({
-  shown,
-  onDone,
-}: {
-  shown: { rollout: FederatedRollout; etag: string | null };
-  onDone: () => void;
-}) {
-  const { rollout, etag } = shown;
-  const offered = OPERATIONS.filter((operation) => operation.from.includes(rollout.state));
-  if (offered.length === 0) return null;
-  const send = (path: OperationPath) =>
-    ok(api.POST(path, { params: { path: { id: rollout.id }, header: ifMatch(etag) } }));
-  return (
-    <Group mb="md" role="group" aria-label="Operations">
-      {offered.map((operation) => (
-        <ConfirmButton
-          key={operation.label}
-          label={operation.label}
-          question={operation.question}
-          color={operation.danger ? 'red.9' : undefined}
-          action={() => send(operation.path)}
-          onDone={onDone}
-        />
-      ))}
-    </Group>
-  );
-}
 
 function RolloutFacts({ rollout }: { rollout: FederatedRollout }) {
   return (
@@ -122,9 +80,7 @@ function RolloutFacts({ rollout }: { rollout: FederatedRollout }) {
           ['Description', rollout.description ?? 'none'],
           [
             'Configuration',
-            <Anchor key="configuration" component={Link} to={`/configurations/${rollout.configurationId}`}>
-              {rollout.configurationId} v{rollout.version}
-            </Anchor>,
+            <ConfigurationLink key="configuration" id={rollout.configurationId} version={rollout.version} />,
           ],
           ['Mode', rollout.mode === 'sequential' ? 'sequential (in the order listed)' : 'parallel (all at once)'],
           ['Created', `${rollout.createdBy}, ${when(rollout.createdAt)}`],
@@ -225,7 +181,15 @@ export function FederatedRolloutDetailPage() {
       <FederationNav />
       {found.isError && <ProblemAlert error={found.error} />}
       <Skeleton visible={found.isPending}>
-        {shown && session.data && may(session.data, 'operate') && <Operations shown={shown} onDone={refresh} />}
+        {shown && session.data && may(session.data, 'operate') && (
+          <OperationButtons
+            operations={OPERATIONS}
+            id={shown.rollout.id}
+            state={shown.rollout.state}
+            etag={shown.etag}
+            onDone={refresh}
+          />
+        )}
         {shown && (
           <Stack gap="md">
             <RolloutFacts rollout={shown.rollout} />

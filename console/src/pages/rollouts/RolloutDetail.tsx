@@ -17,7 +17,7 @@ import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { StateFilter } from '../../components/StateFilter';
 import { Facts, Section } from '../AgentDetail';
-import { useConfiguration } from '../configurations/shared';
+import { ConfigurationLink } from '../configurations/shared';
 import { RolloutOperations } from './RolloutOperations';
 import { describeStrategy } from './StrategyFields';
 import { RolloutTarget } from './Target';
@@ -56,16 +56,6 @@ function useRolloutAgents(id: string, query: AgentsQuery) {
       ok(api.GET('/api/rollouts/{id}/agents', { params: { path: { id }, query: { ...query, limit: AGENTS_PAGE } } })),
     placeholderData: keepPreviousData,
   });
-}
-
-/** A configuration by its name, linked; its id while the name loads or when it is gone. */
-function ConfigurationLink({ id, version }: { id: string; version: number }) {
-  const configuration = useConfiguration(id);
-  return (
-    <Anchor component={Link} to={`/configurations/${id}`}>
-      {configuration.data?.name ?? id} v{version}
-    </Anchor>
-  );
 }
 
 const when = (time: string | null) => (time ? new Date(time).toLocaleString() : 'not yet');

@@ -3,6 +3,7 @@
  * roll back — each after a confirmation, sent with `If-Match`: the ETag of the rollout as the
  * page shows it, so an operation decided on a view that has since changed is refused (412)
  * rather than applied to a rollout the operator has not seen. The problem shows in the dialog.
+ * A federated rollout's page offers its own operations the same way (`OperationButtons`).
  */
 import { Group } from '@mantine/core';
 import { api, ifMatch, ok } from '../../api/client';
@@ -10,20 +11,20 @@ import { ConfirmButton } from '../../components/ConfirmButton';
 import type { RolloutState } from './rolloutStates';
 
 /** The call's parameters: the rollout, and the ETag the page shows it with as If-Match. */
-function target(id: string, etag: string | null) {
+export function target(id: string, etag: string | null) {
   return { params: { path: { id }, header: ifMatch(etag) } };
 }
 
-interface Operation {
+export interface Operation<State extends string> {
   label: string;
-  /** The states the API accepts it from (docs/rollouts.md, States). */
-  from: readonly RolloutState[];
+  /** The states the API accepts it from (docs/rollouts.md, States; docs/federation.md, Operations). */
+  from: readonly State[];
   question: string;
   danger?: boolean;
   send: (id: string, etag: string | null) => Promise<unknown>;
 }
 
-const OPERATIONS: readonly Operation[] = [
+const OPERATIONS: readonly Operation<RolloutState>[] = [
   {
     label: 'Start',
     from: ['pending'],
@@ -59,7 +60,18 @@ const OPERATIONS: readonly Operation[] = [
 ];
 
 export function RolloutOperations(props: { id: string; state: RolloutState; etag: string | null; onDone: () => void }) {
-  const offered = OPERATIONS.filter((operation) => operation.from.includes(props.state));
+  return <OperationButtons operations={OPERATIONS} {...props} />;
+}
+
+/** A button for each operation `state` allows, each asking first; nothing when none does. */
+export function OperationButtons<State extends string>(props: {
+  operations: readonly Operation<State>[];
+  id: string;
+  state: State;
+  etag: string | null;
+  onDone: () => void;
+}) {
+  const offered = props.operations.filter((operation) => operation.from.includes(props.state));
   if (offered.length === 0) return null;
   return (
     <Group mb="md" role="group" aria-label="Operations">
