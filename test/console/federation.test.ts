@@ -312,7 +312,15 @@ test('an admin creates a federated rollout with the form: a refusal names the in
   await page.getByRole('option', { name: bravoGroupName, exact: true }).click();
   await page.keyboard.press('Escape');
 
-  // bravo's agents are in the running federated rollout's part there: bravo refuses the dry run.
+  // bravo's agents are in the running federated rollout's part there: bravo refuses the dry run,
+  // which "Check installations" shows without creating anything.
+  await page.getByRole('button', { name: 'Check installations' }).click();
+  await onPage(async () => {
+    const [row] = await tableRows(page, 'Installation checks');
+    expect(row?.slice(0, 2)).toEqual(['bravo', 'refuses']);
+    expect(row?.[2]).toContain("Installation 'bravo' refused the rollout");
+  });
+  await expectAccessible(page, 'federation-rollout-checked');
   await page.getByRole('button', { name: 'Check and create' }).click();
   const refusal = page.getByRole('alert');
   await refusal.waitFor();

@@ -170,11 +170,57 @@ async function denyOnB(groupId: string): Promise<string> {
   return policy.body.id as string;
 }
 
-test('a policy on b denies: 422 naming b, with b’s violations; nothing is created on either side', async () => {
+test('a policy on b denies: the dry run says which installation refuses and why; creating is 422 naming b, with b’s violations; nothing is created on either side', async () => {
   const [fleetA, fleetB] = await Promise.all([a.fleet(1), b.fleet(1)]);
   const policy = { body: { id: await denyOnB(fleetB.groupId) } };
   const version = await publish();
   const before = await a.t.database.db('federated_rollouts').count({ n: '*' }).first();
+
+  // The dry run alone: each installation's verdict, 200 even when one refuses.
+  const dryRun = (body: Record<string, unknown>) =>
+    a.t.call('POST', '/api/federation/rollouts/dry-run', { token: a.operator, body });
+  const checked = await dryRun({
+    configurationId: version.configurationId,
+    version: version.version,
+    installations: installations(fleetA.groupId, fleetB.groupId),
+  });
+  expect(checked.status).toBe(200);
+  expect(checked.body).toEqual({
+    allowed: false,
+    installations: [
+      { installation: 'a', peerId: null, allowed: true, problem: null },
+      {
+        installation: 'b',
+        peerId: bPeerId,
+        allowed: false,
+        problem: expect.objectContaining({
+          type: `${ERRORS}/policy-denied`,
+          status: 422,
+          detail: expect.stringMatching(/^Installation 'b': Policy '.*' denied the push to agent/),
+          installation: 'b',
+          peerId: bPeerId,
+          policyId: policy.body.id,
+          agentId: fleetB.ids[0],
+        }),
+      },
+    ],
+  });
+  const hereOnly = await dryRun({
+    configurationId: version.configurationId,
+    version: version.version,
+    installations: [installations(fleetA.groupId, fleetB.groupId)[0]],
+  });
+  expect(hereOnly.body).toEqual({
+    allowed: true,
+    installations: [{ installation: 'a', peerId: null, allowed: true, problem: null }],
+  });
+  expect((await dryRun({ configurationId: version.configurationId, version: 99, installations: [] })).status).toBe(400);
+  const viewer = await a.t.token('default.viewer');
+  const asViewer = await a.t.call('POST', '/api/federation/rollouts/dry-run', {
+    token: viewer,
+    body: { configurationId: version.configurationId, version: version.version, installations: [] },
+  });
+  expect(asViewer.status).toBe(403); // a dry run of a push is an operator's, as the policies' is
 
   const denied = await create({
     configurationId: version.configurationId,

@@ -2,8 +2,9 @@
  * Before a federated rollout is created, every installation is asked at once whether it
  * would take its part: this one by creating its rollout in a transaction that is rolled back
  * (the target, one active rollout per agent, the policies), each peer through its
- * `evaluate` endpoint. The first refusal is the answer, a policy deny before anything else,
- * with the installation named; nothing is created anywhere.
+ * `evaluate` endpoint. Creating answers the first refusal, a policy deny before anything
+ * else, with the installation named; the dry run on its own (`POST …/dry-run`) answers every
+ * installation's verdict. Nothing is created anywhere.
  */
 import type { Knex } from 'knex';
 import type { PeerRow } from '../../../db/repos/federation-peers';
@@ -35,24 +36,37 @@ export interface PlannedVersion {
   actor: string;
 }
 
-type Verdict = { ok: true } | { ok: false; rank: number; problem: Problem };
+export type Verdict = { ok: true } | { ok: false; rank: number; problem: Problem };
 
 /** Refusals by weight: a policy deny is answered before a conflict, a conflict before a silent peer. */
 const RANK = { denied: 0, refused: 1, silent: 2 };
 
-export async function dryRunEverywhere(
+type DryRunSettings = Pick<Settings, 'encryptionKey' | 'isDevelopment' | 'federation'>;
+
+/** Every installation's verdict, in the order given, asked at once. */
+export async function askEverywhere(
   db: Knex,
-  settings: Pick<Settings, 'encryptionKey' | 'isDevelopment' | 'federation'>,
+  settings: DryRunSettings,
   planned: PlannedVersion,
   installations: PlannedInstallation[],
-): Promise<void> {
-  const verdicts = await Promise.all(
+): Promise<Verdict[]> {
+  return Promise.all(
     installations.map((installation) =>
       installation.peer
         ? askPeer(settings, planned, installation, installation.peer)
         : askHere(db, planned, installation),
     ),
   );
+}
+
+/** Throws the weightiest refusal, if any installation refuses. */
+export async function dryRunEverywhere(
+  db: Knex,
+  settings: DryRunSettings,
+  planned: PlannedVersion,
+  installations: PlannedInstallation[],
+): Promise<void> {
+  const verdicts = await askEverywhere(db, settings, planned, installations);
   const refusals = verdicts.flatMap((verdict) => (verdict.ok ? [] : [verdict]));
   refusals.sort((a, b) => a.rank - b.rank);
   if (refusals[0]) throw refusals[0].problem;
@@ -90,7 +104,7 @@ async function askHere(db: Knex, planned: PlannedVersion, installation: PlannedI
 }
 
 async function askPeer(
-  settings: Pick<Settings, 'encryptionKey' | 'isDevelopment' | 'federation'>,
+  settings: DryRunSettings,
   planned: PlannedVersion,
   installation: PlannedInstallation,
   peer: PeerRow,

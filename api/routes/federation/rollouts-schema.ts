@@ -96,6 +96,23 @@ export const federatedRolloutSummarySchema = z
   })
   .openapi('FederatedRolloutSummary');
 
+export const federatedDryRunSchema = z
+  .object({
+    allowed: z.boolean().openapi({ description: 'Every installation would take its part.' }),
+    installations: z.array(
+      z.object({
+        installation: z.string(),
+        peerId: z.string().nullable().openapi({ description: 'null: this installation.' }),
+        allowed: z.boolean(),
+        problem: z
+          .record(z.string(), z.unknown())
+          .nullable()
+          .openapi({ description: 'Why it would refuse, as creating would answer it (an RFC 9457 problem).' }),
+      }),
+    ),
+  })
+  .openapi('FederatedRolloutDryRun');
+
 export const federatedRolloutSchema = federatedRolloutSummarySchema
   .extend({ installations: z.array(installationSchema) })
   .openapi('FederatedRollout');

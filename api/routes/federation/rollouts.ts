@@ -22,12 +22,14 @@ import { ifMatchVersions } from '../../http/etag';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import type { z } from '../../http/zod';
+import { problemDocument } from '../../middleware/problems';
 import { problems } from '../../problems';
 import type { FederationRouteOptions } from '.';
-import { dryRunEverywhere, type PlannedInstallation } from './rollouts-dry-run';
+import { askEverywhere, dryRunEverywhere, type PlannedInstallation, type PlannedVersion } from './rollouts-dry-run';
 import { incomingRolloutRoutes } from './rollouts-incoming';
 import {
   createFederatedRolloutBody,
+  federatedDryRunSchema,
   federatedRolloutId,
   federatedRolloutListQuery,
   federatedRolloutSchema,
@@ -71,6 +73,27 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
       ]);
     });
     throw problems.unavailable(`Temporal did not take the federated rollout (${(error as Error).message}). Retry.`);
+  }
+
+  /** What a body asks for, checked here: a published version of one of this tenant's configurations, known peers. */
+  async function plan(db: Knex, tenantId: string, body: CreateBody, actor: string) {
+    const configuration = await findConfiguration(db, tenantId, body.configurationId);
+    if (!configuration) throw problems.notFound('configuration', body.configurationId);
+    const version = await findVersionWithContent(db, configuration.id, body.version);
+    if (!version) throw problems.notFound('configuration version', `${configuration.id}/${body.version}`);
+    if (version.state !== 'published')
+      throw problems.validation([
+        { path: 'body.version', message: `version ${body.version} is a draft; only a published version is rolled out` },
+      ]);
+    const planned: PlannedVersion = {
+      tenantId,
+      configurationId: configuration.id,
+      version: version.version,
+      contentHash: version.content_hash,
+      copy: { name: configuration.name, format: configuration.format, content: version.content },
+      actor,
+    };
+    return { planned, installations: await plannedInstallations(db, tenantId, body) };
   }
 
   async function detail(db: Knex, row: FederatedRolloutRow) {
@@ -152,6 +175,36 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
     }),
     route({
       method: 'post',
+      path: `${SOURCE}/dry-run`,
+      summary: 'Ask every installation whether it would take its part, creating nothing',
+      tag,
+      permission: 'operate',
+      // Peers are asked over the network: no connection waits meanwhile.
+      transactional: false,
+      body: createFederatedRolloutBody,
+      response: {
+        status: 200,
+        description:
+          "Each installation's verdict, in the order given: what creating it would meet there now (200 also when one refuses).",
+        schema: federatedDryRunSchema,
+      },
+      handler: async ({ db, principal, body, ctx }) => {
+        const { planned, installations } = await plan(db as Knex, principal.tenantId, body, principal.name);
+        const verdicts = await askEverywhere(db as Knex, options.settings, planned, installations);
+        const answers = installations.map((installation, position) => {
+          const verdict = verdicts[position]!;
+          return {
+            installation: installation.name,
+            peerId: installation.peer?.id ?? null,
+            allowed: verdict.ok,
+            problem: verdict.ok ? null : problemDocument(verdict.problem, options.settings.errorsBaseUrl, ctx.path),
+          };
+        });
+        return { body: { allowed: answers.every((answer) => answer.allowed), installations: answers } };
+      },
+    }),
+    route({
+      method: 'post',
       path: SOURCE,
       summary: 'Create a federated rollout: a configuration version rolled out on several installations',
       tag,
@@ -169,40 +222,17 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
       },
       handler: async ({ db, principal, body }) => {
         const tenantId = principal.tenantId;
-        const configuration = await findConfiguration(db, tenantId, body.configurationId);
-        if (!configuration) throw problems.notFound('configuration', body.configurationId);
-        const version = await findVersionWithContent(db, configuration.id, body.version);
-        if (!version) throw problems.notFound('configuration version', `${configuration.id}/${body.version}`);
-        if (version.state !== 'published')
-          throw problems.validation([
-            {
-              path: 'body.version',
-              message: `version ${body.version} is a draft; only a published version is rolled out`,
-            },
-          ]);
-        const installations = await plannedInstallations(db as Knex, tenantId, body);
-        await dryRunEverywhere(
-          db as Knex,
-          options.settings,
-          {
-            tenantId,
-            configurationId: configuration.id,
-            version: version.version,
-            contentHash: version.content_hash,
-            copy: { name: configuration.name, format: configuration.format, content: version.content },
-            actor: principal.name,
-          },
-          installations,
-        );
+        const { planned, installations } = await plan(db as Knex, tenantId, body, principal.name);
+        await dryRunEverywhere(db as Knex, options.settings, planned, installations);
         const row = await (db as Knex).transaction(async (trx) => {
           const created = await insertFederatedRollout(
             trx,
             {
               id: randomUUID(),
               tenant_id: tenantId,
-              configuration_id: configuration.id,
-              version: version.version,
-              content_hash: version.content_hash,
+              configuration_id: planned.configurationId,
+              version: planned.version,
+              content_hash: planned.contentHash,
               name: body.name ?? null,
               description: body.description ?? null,
               mode: body.mode,

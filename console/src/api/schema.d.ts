@@ -8331,6 +8331,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/federation/rollouts/dry-run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask every installation whether it would take its part, creating nothing
+         * @description Requires permission `operate`.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["FederatedRolloutCreate"];
+                };
+            };
+            responses: {
+                /** @description Each installation's verdict, in the order given: what creating it would meet there now (200 also when one refuses). */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FederatedRolloutDryRun"];
+                    };
+                };
+                /** @description Validation failed or malformed JSON. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing, invalid or expired token. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The role or the PAT’s endpoint list does not allow this call. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An RFC 9457 problem; `type` names the error (see /errors). */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/federation/rollouts/{id}": {
         parameters: {
             query?: never;
@@ -10358,6 +10437,41 @@ export interface components {
             updatedAt: string;
             finishedAt: string | null;
         };
+        FederatedRolloutDryRun: {
+            /** @description Every installation would take its part. */
+            allowed: boolean;
+            installations: {
+                installation: string;
+                /** @description null: this installation. */
+                peerId: string | null;
+                allowed: boolean;
+                /** @description Why it would refuse, as creating would answer it (an RFC 9457 problem). */
+                problem: {
+                    [key: string]: unknown;
+                } | null;
+            }[];
+        };
+        FederatedRolloutCreate: {
+            /** @description What operators call the rollout: shown in lists, events and the Temporal UI. */
+            name?: string;
+            /** @description Why this change is made: shown with the rollout, in its events and the Temporal UI. */
+            description?: string;
+            /** Format: uuid */
+            configurationId: string;
+            version: number;
+            /**
+             * @description `sequential`: each installation after the previous one completed; `parallel`: all at once.
+             * @default sequential
+             * @enum {string}
+             */
+            mode: "sequential" | "parallel";
+            installations: {
+                /** @description A federation peer of this tenant, or `local` for this installation. */
+                peerId: string | "local";
+                target: components["schemas"]["RolloutTarget"];
+                strategy: components["schemas"]["RolloutStrategy"];
+            }[];
+        };
         FederatedRollout: components["schemas"]["FederatedRolloutSummary"] & {
             installations: {
                 position: number;
@@ -10389,27 +10503,6 @@ export interface components {
                     [key: string]: unknown;
                 };
                 updatedAt: string;
-            }[];
-        };
-        FederatedRolloutCreate: {
-            /** @description What operators call the rollout: shown in lists, events and the Temporal UI. */
-            name?: string;
-            /** @description Why this change is made: shown with the rollout, in its events and the Temporal UI. */
-            description?: string;
-            /** Format: uuid */
-            configurationId: string;
-            version: number;
-            /**
-             * @description `sequential`: each installation after the previous one completed; `parallel`: all at once.
-             * @default sequential
-             * @enum {string}
-             */
-            mode: "sequential" | "parallel";
-            installations: {
-                /** @description A federation peer of this tenant, or `local` for this installation. */
-                peerId: string | "local";
-                target: components["schemas"]["RolloutTarget"];
-                strategy: components["schemas"]["RolloutStrategy"];
             }[];
         };
         IncomingRolloutEvaluation: {

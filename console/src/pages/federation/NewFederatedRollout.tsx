@@ -5,11 +5,12 @@
  * strategy. Creating it is the dry run: every installation is asked first and nothing is
  * created unless all accept; a refusal is shown as the API words it, naming the installation.
  */
-import { Button, Checkbox, Group, NumberInput, Select, Stack, TextInput, Title } from '@mantine/core';
+import { Button, Checkbox, Group, NumberInput, Select, Stack, Table, TextInput, Title } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useNavigate } from 'react-router';
-import { api, ok } from '../../api/client';
+import { api, ok, type Schemas } from '../../api/client';
+import { ColumnHeaders } from '../../components/ColumnHeaders';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Section } from '../AgentDetail';
@@ -82,6 +83,24 @@ function InstallationFields(props: { peerId: string; name: string; plan: Plan; c
   );
 }
 
+/** What each installation said to the dry run: it would take its part, or its problem. */
+function Checks({ verdicts }: { verdicts: Schemas['FederatedRolloutDryRun']['installations'] }) {
+  return (
+    <Table aria-label="Installation checks">
+      <ColumnHeaders columns={['Installation', 'Verdict', 'Why']} />
+      <Table.Tbody>
+        {verdicts.map((verdict) => (
+          <Table.Tr key={verdict.installation}>
+            <Table.Th scope="row">{verdict.installation}</Table.Th>
+            <Table.Td>{verdict.allowed ? 'would take its part' : 'refuses'}</Table.Td>
+            <Table.Td>{typeof verdict.problem?.detail === 'string' ? verdict.problem.detail : ''}</Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
 export function NewFederatedRolloutPage() {
   const navigate = useNavigate();
   const [name, setName] = useState('');
@@ -96,26 +115,25 @@ export function NewFederatedRolloutPage() {
   ];
   const planOf = (peerId: string) => plans[peerId] ?? NOT_PLANNED;
   const chosen = candidates.filter((candidate) => planOf(candidate.peerId).included);
+  const body = {
+    ...(name.trim() && { name }),
+    configurationId: configurationId ?? '',
+    version: Number(version),
+    mode,
+    installations: chosen.map(({ peerId }) => {
+      const { groups, batchSize, bakeSeconds } = planOf(peerId);
+      return {
+        peerId,
+        target: { groupIds: groups.map((group) => group.value), agentIds: [], labelSelector: null },
+        strategy: { ...STRATEGY_DEFAULTS, batchSize, bakeSeconds },
+      };
+    }),
+  };
+  const check = useMutation({ mutationFn: () => ok(api.POST('/api/federation/rollouts/dry-run', { body })) });
+  /** The choices the shown check is of: it is hidden once they change. */
+  const [checkedFor, setCheckedFor] = useState<string | undefined>();
   const create = useMutation({
-    mutationFn: () =>
-      ok(
-        api.POST('/api/federation/rollouts', {
-          body: {
-            ...(name.trim() && { name }),
-            configurationId: configurationId ?? '',
-            version: Number(version),
-            mode,
-            installations: chosen.map(({ peerId }) => {
-              const { groups, batchSize, bakeSeconds } = planOf(peerId);
-              return {
-                peerId,
-                target: { groupIds: groups.map((group) => group.value), agentIds: [], labelSelector: null },
-                strategy: { ...STRATEGY_DEFAULTS, batchSize, bakeSeconds },
-              };
-            }),
-          },
-        }),
-      ),
+    mutationFn: () => ok(api.POST('/api/federation/rollouts', { body })),
     onSuccess: (rollout) => void navigate(`/federation/rollouts/${rollout.id}`),
   });
   const submit = (event: FormEvent) => {
@@ -157,6 +175,14 @@ export function NewFederatedRolloutPage() {
         ))}
         <Group>
           <Button
+            variant="default"
+            disabled={!configurationId || !version || chosen.length === 0}
+            loading={check.isPending}
+            onClick={() => check.mutate(undefined, { onSuccess: () => setCheckedFor(JSON.stringify(body)) })}
+          >
+            Check installations
+          </Button>
+          <Button
             type="submit"
             disabled={!configurationId || !version || chosen.length === 0}
             loading={create.isPending}
@@ -164,6 +190,8 @@ export function NewFederatedRolloutPage() {
             Check and create
           </Button>
         </Group>
+        {check.isError && <ProblemAlert error={check.error} />}
+        {check.data && checkedFor === JSON.stringify(body) && <Checks verdicts={check.data.installations} />}
         {create.isError && <ProblemAlert error={create.error} />}
       </Stack>
     </form>
