@@ -179,11 +179,12 @@ test('a policy on b denies: the dry run says which installation refuses and why;
   // The dry run alone: each installation's verdict, 200 even when one refuses.
   const dryRun = (body: Record<string, unknown>) =>
     a.t.call('POST', '/api/federation/rollouts/dry-run', { token: a.operator, body });
-  const checked = await dryRun({
+  const body = {
     configurationId: version.configurationId,
     version: version.version,
     installations: installations(fleetA.groupId, fleetB.groupId),
-  });
+  };
+  const checked = await dryRun(body);
   expect(checked.status).toBe(200);
   expect(checked.body).toEqual({
     allowed: false,
@@ -205,11 +206,7 @@ test('a policy on b denies: the dry run says which installation refuses and why;
       },
     ],
   });
-  const hereOnly = await dryRun({
-    configurationId: version.configurationId,
-    version: version.version,
-    installations: [installations(fleetA.groupId, fleetB.groupId)[0]],
-  });
+  const hereOnly = await dryRun({ ...body, installations: body.installations.slice(0, 1) });
   expect(hereOnly.body).toEqual({
     allowed: true,
     installations: [{ installation: 'a', peerId: null, allowed: true, problem: null }],
@@ -222,11 +219,7 @@ test('a policy on b denies: the dry run says which installation refuses and why;
   });
   expect(asViewer.status).toBe(403); // a dry run of a push is an operator's, as the policies' is
 
-  const denied = await create({
-    configurationId: version.configurationId,
-    version: version.version,
-    installations: installations(fleetA.groupId, fleetB.groupId),
-  });
+  const denied = await create(body);
   expect(denied.status).toBe(422);
   expect(denied.body).toMatchObject({
     type: `${ERRORS}/policy-denied`,
