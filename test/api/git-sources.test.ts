@@ -483,6 +483,7 @@ describe('webhook token', () => {
       url: `http://fleet.test/api/git/webhook/${id}`,
     });
     expect(issued.headers.get('cache-control')).toBe('no-store');
+    expect(issued.headers.get('etag')).toMatch(/^"[0-9a-f]{8}"$/); // no digest of the body: it holds the secret
     const row = await t.database.db('git_sources').where({ id }).first();
     expect(row.webhook_token_hash).toEqual(hashToken(issued.body.token));
     expect(JSON.stringify(row)).not.toContain(issued.body.token);

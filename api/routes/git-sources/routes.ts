@@ -324,7 +324,8 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
       tag,
       permission: 'admin',
       resource: 'git-source',
-      etag: 'live',
+      // The row version alone: a digest of this body would be one of the secret, in a header.
+      etag: true,
       params: sourceId,
       response: { status: 201, description: 'The token, shown this once.', schema: webhookTokenSchema },
       handler: async ({ db, principal, params, ctx }) => {
