@@ -6426,7 +6426,7 @@ export interface paths {
                 /** @description The token, shown this once. */
                 201: {
                     headers: {
-                        /** @description Strong ETag of the object: its row version, then `.` and a digest of the body, which has fields that move without the row version. `If-Match` compares the row version part. */
+                        /** @description Strong ETag of the object: its row version. */
                         ETag?: string;
                         [name: string]: unknown;
                     };
