@@ -24,7 +24,7 @@ import {
   tableRows,
   confirmDialog,
   confirmOperation,
-  pageWithHeldEvents,
+  pageCutOffFromHub,
   refusedInDialog,
 } from '../support/browser';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
@@ -277,11 +277,10 @@ test('a federated rollout shows each installation’s part and the progress over
 
   // A slow network between a second page and the hub: its events are held back, so it keeps
   // showing the rollout running while another operator pauses it. Its Pause is refused (412).
-  const { page: stale, hold } = await pageWithHeldEvents(page.context());
+  const stale = await pageCutOffFromHub(page.context());
   try {
     await stale.goto(`${CONSOLE_ORIGIN}/federation/rollouts/${id}`);
     await stale.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Pause' }).waitFor();
-    hold();
     const paused = await alpha.t.call('POST', `/api/federation/rollouts/${id}/pause`, { token: alpha.operator });
     expect(paused.status).toBe(200);
     await stale.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Pause' }).click();

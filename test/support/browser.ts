@@ -56,19 +56,16 @@ export async function confirmOperation(page: Page, operation: string): Promise<v
 }
 
 /**
- * A second page of `context` behind a slow network to the hub: once `hold()` is called, the
- * hub's events no longer reach it, so it keeps showing what it showed while others act.
+ * A second page of `context` behind a slow network to the hub: nothing the hub sends reaches
+ * it (not even `subscribed`, on which a page reads again), so it keeps showing what it first
+ * read while others act.
  */
-export async function pageWithHeldEvents(context: BrowserContext): Promise<{ page: Page; hold: () => void }> {
-  let holding = false;
+export async function pageCutOffFromHub(context: BrowserContext): Promise<Page> {
   const page = await context.newPage();
   await page.routeWebSocket(/\/hubs\/live-updates/, (socket) => {
-    const hub = socket.connectToServer();
-    hub.onMessage((message) => {
-      if (!holding) socket.send(message);
-    });
+    socket.connectToServer().onMessage(() => {});
   });
-  return { page, hold: () => (holding = true) };
+  return page;
 }
 
 /** Clicks a dialog's confirming button and answers the problem the dialog then shows (the write was refused). */
