@@ -128,7 +128,8 @@ test('an auditor sees the calls of a PAT and of her own session, filters by acto
   const oldest = created[created.length - 1];
   await page.goto(`${CONSOLE_ORIGIN}/audit?actor=${PAT_NAME}&from=${encodeURIComponent(oldest.occurredAt)}`);
   await onPage(async () => expect(await shownSeqs(page)).toEqual(created.map((event: { seq: number }) => event.seq)));
-  expect(await page.getByLabel('From').inputValue()).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/);
+  // The browser's own form of a datetime-local value: seconds are left out when they are :00.
+  expect(await page.getByLabel('From').inputValue()).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/);
 
   // A value the API refuses, put in the URL by hand, shows the API's problem.
   await page.goto(`${CONSOLE_ORIGIN}/audit?status=abc`);
