@@ -14,6 +14,7 @@ import { route, type RouteDef } from '../../http/route';
 import { decimalQuery, z } from '../../http/zod';
 import { Problem, problems } from '../../problems';
 import type { FederationRouteOptions } from '.';
+import { groupListQuery } from '../groups/schema';
 import { peerId } from './peers-schema';
 
 const INVENTORY = '/api/federation/inventory/groups';
@@ -21,7 +22,7 @@ const tag = 'federation';
 
 const groupsQuery = z
   .object({
-    q: z.string().min(1).max(100).optional().openapi({ description: 'Substring of the name (case-insensitive).' }),
+    q: groupListQuery.shape.q,
     limit: decimalQuery(1, 200).default(50).openapi({ description: 'How many (1-200, default 50), by name.' }),
   })
   .strict();
