@@ -16,6 +16,7 @@ import { ProblemAlert } from '../../components/ProblemAlert';
 import { Section } from '../AgentDetail';
 import { usePeerChoices, useVersionChoice, VersionFields } from '../choices';
 import { searchGroups, SearchMultiSelect, type Choice } from '../groups/SearchSelect';
+import { DEFAULT_STRATEGY } from '../rollouts/StrategyFields';
 import { FEDERATION_KEY, FederationNav } from './shared';
 
 const LOCAL = 'local';
@@ -27,9 +28,6 @@ interface Plan {
   batchSize: number;
   bakeSeconds: number;
 }
-
-/** The rollouts API's defaults for what this form does not ask (the generated type wants them sent). */
-const STRATEGY_DEFAULTS = { applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' } as const;
 
 const NOT_PLANNED: Plan = { included: false, groups: [], batchSize: 1, bakeSeconds: 0 };
 
@@ -125,7 +123,7 @@ export function NewFederatedRolloutPage() {
       return {
         peerId,
         target: { groupIds: groups.map((group) => group.value), agentIds: [], labelSelector: null },
-        strategy: { ...STRATEGY_DEFAULTS, batchSize, bakeSeconds },
+        strategy: { ...DEFAULT_STRATEGY, batchSize, bakeSeconds },
       };
     }),
   };
