@@ -23,6 +23,7 @@ import { CONTENT_LIMIT_BYTES } from '../domain/configurations/content';
 import { openCredentials } from '../domain/git/credentials';
 import { MAX_SOURCE_FILES, normalizeSourcePath, sourceFileOf, type SourceFile } from '../domain/git/files';
 import { encryptionKey } from '../platform/secrets';
+import type { Outbound } from '../platform/outbound';
 import type { Settings } from '../platform/settings';
 import { applyFiles, SourceDeleted, type Applied, type FileAtTip } from './git/apply';
 import {
@@ -41,6 +42,8 @@ import { createRolloutActivities } from './rollouts';
 export interface GitSyncDeps {
   db: Knex;
   settings: Pick<Settings, 'git' | 'encryptionKey' | 'isDevelopment'>;
+  /** Where repositories may be reached (the policy of Outbound:*). */
+  outbound: Outbound;
   logger?: Logger;
 }
 
@@ -58,12 +61,17 @@ export interface StartedRun {
 /** A tree that cannot be a set of configurations: the run fails, whatever the retry. */
 class UnusableTree extends Error {}
 
-export function createGitSyncActivities({ db, settings, logger }: GitSyncDeps) {
+export function createGitSyncActivities({ db, settings, outbound, logger }: GitSyncDeps) {
   const transitions = createRolloutActivities(db);
   const workingCopy = (sourceId: string) => join(settings.git.workDir, sourceId);
 
   function accessOf(source: GitSourceRow): GitAccess {
-    return { url: source.repo_url, credentials: openCredentials(encryptionKey(settings), source) };
+    return {
+      url: source.repo_url,
+      credentials: openCredentials(encryptionKey(settings), source),
+      outbound,
+      fileRoots: settings.git.fileRoots,
+    };
   }
 
   const runEvent = (run: SyncRunRow, type: EventType, data: Record<string, unknown> = {}) => ({

@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import type { Outbound } from '../platform/outbound';
 import type { Settings } from '../platform/settings';
 import { createEventActivities } from './events';
 import { createHandoverActivities } from './federation/handover';
@@ -21,6 +22,8 @@ export interface ActivityDeps {
   temporal?: Client;
   /** Where activities log what an operator should see (e.g. a Git sync run that failed). */
   logger?: Logger;
+  /** Where Git repositories and federation peers may be reached (Outbound:*). */
+  outbound: Outbound;
 }
 
 /** All activities, built from their dependencies (the worker passes real ones). */

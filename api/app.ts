@@ -40,6 +40,7 @@ import { patRoutes } from './routes/pats/routes';
 import { systemRoutes } from './routes/system/routes';
 import { tenantRoutes } from './routes/tenant/routes';
 import type { Settings } from '../platform/settings';
+import { createOutbound, type Outbound } from '../platform/outbound';
 import { encryptionKey } from '../platform/secrets';
 
 export interface AppDeps {
@@ -52,6 +53,8 @@ export interface AppDeps {
   temporalHealthy?: () => Promise<void>;
   /** The built operator console served at `/` (default console/dist; tests name a missing one). */
   consoleDist?: string;
+  /** Where peers may be reached (default: the policy of Outbound:*, names resolved by the system). */
+  outbound?: Outbound;
 }
 
 export interface FleetApp {
@@ -73,6 +76,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
   collectDefaultMetrics({ register: metrics });
 
   const audit = createAuditTrail(db, logger);
+  const outbound = deps.outbound ?? createOutbound(settings.outbound, { logger });
   const pats = createPatAuthenticator(db);
   const oidc = settings.oidc ? createOidcVerifier(settings.oidc) : undefined;
   const authenticateToken = createTokenAuthenticator(db, pats, oidc);
@@ -132,7 +136,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     ...rolloutsRoutes({ ...resources, temporal: deps.temporal }),
     ...gitSourcesRoutes({ ...resources, workflows: gitSync }),
     ...gitWebhookRoutes({ settings, db, workflows: gitSync }),
-    ...federationRoutes({ ...resources, temporal: deps.temporal }),
+    ...federationRoutes({ ...resources, temporal: deps.temporal, outbound }),
   );
 
   const services = {
@@ -168,6 +172,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
       await hub.close();
       await audit.flush();
       await listener.close();
+      if (!deps.outbound) await outbound.close();
     },
   };
 }

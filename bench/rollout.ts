@@ -13,6 +13,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -87,6 +88,7 @@ export async function startRolloutStack(databaseUrl: string, progress: (text: st
       Database__Url: databaseUrl,
       Temporal__Address: server.address,
       Temporal__TaskQueue: taskQueue,
+      Git__FileRoots: tmpdir(), // bench:git-webhook's bare repository is there
     };
     const started = Date.now();
     const worker = await startWorkerProcess({ ...env, Logging__Level: 'info' });

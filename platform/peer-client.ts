@@ -1,9 +1,14 @@
+import { OutboundRefused, type Outbound } from './outbound';
+import type { Response } from 'undici';
+
 /**
  * Calls to a federation peer's REST API (another installation of this service), with the
  * `peer` PAT that installation issued to us. Every call has a deadline; an answer that is
  * not 2xx becomes a PeerCallError that says what happened without the token: the peer was
  * unreachable, did not answer in time, refused (4xx, with its problem document) or failed
- * (5xx). Retrying is the caller's business (Temporal's retry policy in the worker).
+ * (5xx). Retrying is the caller's business (Temporal's retry policy in the worker). Every
+ * call is under the outbound policy; a peer refused by it and one that does not answer are
+ * both `unreachable`, with the same words (platform/outbound.ts).
  */
 
 /** Where a peer is and the credential it accepts from us. */
@@ -43,6 +48,8 @@ const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 export interface PeerCall {
   body?: unknown;
   timeoutMs: number;
+  /** Where calls may go: a peer refused by the policy, or not answering, is `unreachable`. */
+  outbound: Outbound;
   /** Aborts the call early (e.g. the caller's own deadline). */
   signal?: AbortSignal;
 }
@@ -54,7 +61,7 @@ export async function callPeer<T>(peer: PeerEndpoint, method: string, path: stri
   const signal = call.signal ? AbortSignal.any([timeout, call.signal]) : timeout;
   let response: Response;
   try {
-    response = await fetch(url, {
+    response = await call.outbound.fetch(url, {
       method,
       signal,
       redirect: 'error',
@@ -66,8 +73,9 @@ export async function callPeer<T>(peer: PeerEndpoint, method: string, path: stri
       body: call.body === undefined ? undefined : JSON.stringify(call.body),
     });
   } catch (error) {
+    if (error instanceof OutboundRefused) throw new PeerCallError(peer.name, 'unreachable', error.message);
     if (timeout.aborted) throw new PeerCallError(peer.name, 'timeout', `no answer within ${call.timeoutMs} ms`);
-    throw new PeerCallError(peer.name, 'unreachable', `${peer.baseUrl} could not be reached (${causeOf(error)})`);
+    throw error;
   }
   const text = await readCapped(response, peer, timeout);
   const body = parseJson(text);

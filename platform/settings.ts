@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { outboundRuleProblem, type OutboundSettings } from './outbound-rules';
 
 /**
  * Settings use the spec's hierarchical spelling (`Authentication:Oidc:Authority`).
@@ -18,6 +19,21 @@ const bool = z
 const absoluteUrl = z
   .url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })
   .transform((u) => u.replace(/\/+$/, ''));
+/** A comma-separated list (blanks around items ignored, empty items dropped), each item checked by `item`. */
+const listOf = (item: z.ZodType<string, string>): z.ZodType<string[], string> =>
+  z
+    .string()
+    .transform((text) =>
+      text
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(item));
+const outboundRule = z.string().superRefine((rule, ctx) => {
+  const why = outboundRuleProblem(rule);
+  if (why) ctx.addIssue({ code: 'custom', message: why });
+});
 const base64Key = z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded');
 
 const definitions = {
@@ -61,6 +77,11 @@ const definitions = {
   'Agents:Enrollment:MaxPending': positiveInt.default(1000),
   'Git:DefaultPollIntervalSeconds': positiveInt.default(60),
   'Git:WorkDir': z.string().min(1).optional(),
+  'Git:FileRoots': listOf(
+    z.string().refine((dir) => isAbsolute(dir), 'must be absolute directories, separated by commas'),
+  ).default([]),
+  'Outbound:Allow': listOf(outboundRule).default([]),
+  'Outbound:Deny': listOf(outboundRule).default([]),
   'Events:RetentionDays': positiveInt.default(7),
   'Events:ReplayHours': positiveInt.default(24),
   'Events:SubscriberBufferBytes': positiveInt.default(1024 * 1024),
@@ -115,8 +136,14 @@ export interface Settings {
     ca?: { certificateFile: string; keyFile: string };
     enrollment: { mode: 'token' | 'approval'; approvalTenant: string; maxPending: number };
   };
-  /** `workDir`: where the worker keeps its per-source working copies (any worker can rebuild them). */
-  git: { defaultPollIntervalSeconds: number; workDir: string };
+  /**
+   * `workDir`: where the worker keeps its per-source working copies (any worker can rebuild
+   * them). `fileRoots`: the directories under which file:// repositories may be registered
+   * and read (none: file:// is refused).
+   */
+  git: { defaultPollIntervalSeconds: number; workDir: string; fileRoots: string[] };
+  /** Where Git sources and federation peers may be reached (platform/outbound.ts). */
+  outbound: OutboundSettings;
   /** Events are kept `retentionDays`; the hub's `since` and `GET /api/events?after=` reach back `replayHours`. */
   events: { retentionDays: number; replayHours: number; subscriberBufferBytes: number; heartbeatSeconds: number };
   /**
@@ -245,7 +272,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Readonly<Set
     git: {
       defaultPollIntervalSeconds: raw['Git:DefaultPollIntervalSeconds'],
       workDir: raw['Git:WorkDir'] ?? join(tmpdir(), 'fleet-config-git'),
+      fileRoots: raw['Git:FileRoots'].map((dir) => resolve(dir)),
     },
+    outbound: { allow: raw['Outbound:Allow'], deny: raw['Outbound:Deny'] },
     events: {
       retentionDays: raw['Events:RetentionDays'],
       replayHours: raw['Events:ReplayHours'],

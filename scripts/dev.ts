@@ -10,6 +10,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import { createDb, migrateLatest } from '../db/connection';
@@ -25,6 +26,8 @@ import { Supervisor } from './dev/supervisor';
 const ROOT = path.resolve(__dirname, '..');
 const DATA = path.join(ROOT, '.dev-data');
 const PORTS = { api: 8080, agents: 4320, temporal: 7233, temporalUi: 8233, postgres: 5433, identity: 8090 };
+/** Loopback and the private ranges: production refuses them unless Outbound:Allow names them. */
+const DEV_OUTBOUND_ALLOW = '127.0.0.0/8,::1,10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7';
 const JSON_OUTPUT = process.argv.includes('--json');
 const COLOR = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
 const log = (line: string) => process.stdout.write(`[dev] ${line}\n`);
@@ -179,6 +182,10 @@ async function main() {
     Database: { Url: databaseUrl },
     Temporal: { Address: temporal.address },
     Agents: { Listen: `0.0.0.0:${PORTS.agents}` },
+    // Local experiments: bare repositories under the temporary directory, and Git servers or
+    // a second installation on this machine or its network (docs/decisions.md, Outbound calls).
+    Git: { FileRoots: os.tmpdir() },
+    Outbound: { Allow: DEV_OUTBOUND_ALLOW },
   };
   const settingsFile = path.join(DATA, 'settings.json');
   writeFileSync(settingsFile, `${JSON.stringify(settings, null, 2)}\n`);

@@ -21,7 +21,7 @@ async function main() {
     shutdownSignals: [], // we decide when to stop, below
   });
   const db = createDb(settings.database.url, settings.database.poolMax);
-  const { worker, connection, running } = await startWorker(settings, db, undefined, logger);
+  const { worker, connection, running } = await startWorker(settings, db, { logger });
   logger.info({ taskQueue: settings.temporal.taskQueue, address: settings.temporal.address }, 'worker running');
   const stop = (signal: string) => {
     if (worker.getState() !== 'RUNNING') return;

@@ -3,6 +3,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { createActivities } from '../activities';
+import { createOutbound, type Outbound } from '../platform/outbound';
 import type { Settings } from '../platform/settings';
 import { activeGitSourcesAfter } from '../db/repos/git-sources';
 import { gitSyncStartOptions } from '../workflows/git-sync-start';
@@ -25,16 +26,23 @@ export interface WorkerHandle {
   running: Promise<void>;
 }
 
+export interface WorkerOptionsOfOurs {
+  /** A workflow bundle made once (tests reuse one). */
+  bundle?: WorkerOptions['workflowBundle'];
+  /** Receives what activities report (a failed Git sync run). */
+  logger?: Logger;
+  /** Where repositories and peers may be reached (default: the policy of Outbound:*). */
+  outbound?: Outbound;
+}
+
 /**
  * Connects to Temporal, registers every workflow and activity, and makes sure the
- * singleton maintenance workflows are running. `bundle` lets tests reuse one bundle;
- * `logger` receives what activities report (a failed Git sync run).
+ * singleton maintenance workflows are running.
  */
 export async function startWorker(
   settings: Readonly<Settings>,
   db: Knex,
-  bundle?: WorkerOptions['workflowBundle'],
-  logger?: Logger,
+  { bundle, logger, outbound }: WorkerOptionsOfOurs = {},
 ): Promise<WorkerHandle> {
   const connection = await NativeConnection.connect({ address: settings.temporal.address });
   const client = new Client({ connection, namespace: settings.temporal.namespace });
@@ -42,7 +50,13 @@ export async function startWorker(
     connection,
     namespace: settings.temporal.namespace,
     taskQueue: settings.temporal.taskQueue,
-    activities: createActivities({ db, settings, logger, temporal: client }),
+    activities: createActivities({
+      db,
+      settings,
+      logger,
+      temporal: client,
+      outbound: outbound ?? createOutbound(settings.outbound, { logger }),
+    }),
     ...(bundle ? { workflowBundle: bundle } : { workflowsPath: require.resolve('../workflows') }),
   });
   const running = worker.run();

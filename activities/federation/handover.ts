@@ -21,7 +21,7 @@ import {
 import { sealOffer, type HandoverOffer } from '../../domain/federation/handover-offer';
 import { peerEndpoint } from '../../domain/federation/peer-credentials';
 import { isWellFormed } from '../../domain/tokens/secret-token';
-import { callPeer, PeerCallError, type PeerEndpoint } from '../../platform/peer-client';
+import { callPeer, PeerCallError, type PeerCall, type PeerEndpoint } from '../../platform/peer-client';
 import { encryptionKey } from '../../platform/secrets';
 import type { HandoverOutcome, HandoverWorkflowInput } from '../../workflows/definitions';
 import type { ActivityDeps } from '..';
@@ -59,9 +59,9 @@ function refusal(error: unknown): ApplicationFailure | undefined {
   return ApplicationFailure.nonRetryable(error.message, PEER_REFUSED);
 }
 
-async function callReceiver<T>(peer: PeerEndpoint, method: string, path: string, timeoutMs: number, body?: unknown) {
+async function callReceiver<T>(peer: PeerEndpoint, method: string, path: string, calls: PeerCall, body?: unknown) {
   try {
-    return await callPeer<T>(peer, method, path, { body, timeoutMs });
+    return await callPeer<T>(peer, method, path, { ...calls, body });
   } catch (error) {
     throw refusal(error) ?? error;
   }
@@ -90,7 +90,7 @@ const incomingPath = (handoverId: string) => `/api/federation/incoming/handovers
 /** Activities of the handover workflow's steps (sender side) (docs/federation.md). */
 export function createHandoverActivities(deps: ActivityDeps) {
   const { db, settings } = deps;
-  const timeoutMs = settings.federation.peerTimeoutSeconds * 1000;
+  const calls: PeerCall = { timeoutMs: settings.federation.peerTimeoutSeconds * 1000, outbound: deps.outbound };
   const key = () => encryptionKey(settings);
 
   async function mustFind(step: HandoverWorkflowInput): Promise<HandoverRow> {
@@ -139,11 +139,11 @@ export function createHandoverActivities(deps: ActivityDeps) {
       const peer = await receiverOf(handover);
       const agentIds = await allHandoverAgentIds(db, handover.id);
       const deadlineSeconds = Math.max(1, Math.ceil(((step.deadlineAt ?? Date.now()) - Date.now()) / 1000));
-      const { token } = await callReceiver<{ token: string }>(peer, 'PUT', incomingPath(handover.id), timeoutMs, {
+      const { token } = await callReceiver<{ token: string }>(peer, 'PUT', incomingPath(handover.id), calls, {
         agentIds,
         deadlineSeconds,
       });
-      const offer = await callReceiver<RedeemAnswer>(peer, 'POST', '/api/federation/handover/redeem', timeoutMs, {
+      const offer = await callReceiver<RedeemAnswer>(peer, 'POST', '/api/federation/handover/redeem', calls, {
         token,
       });
       const sealed = sealOffer(key(), handover.id, offerOf(peer, offer));
@@ -176,7 +176,7 @@ export function createHandoverActivities(deps: ActivityDeps) {
           const offered = new Set(await offeredAgentIds(db, handover.id));
           if (offered.size === 0 || Date.now() >= (step.deadlineAt ?? 0))
             return { handedOver: progress.handedOver, remaining: offered.size };
-          const answer = await callReceiver<IncomingAnswer>(peer, 'GET', incomingPath(handover.id), timeoutMs);
+          const answer = await callReceiver<IncomingAnswer>(peer, 'GET', incomingPath(handover.id), calls);
           const arrived = answer.agents.filter((agent) => agent.enrolled && offered.has(agent.id)).map((a) => a.id);
           progress.handedOver += await handOver(handover, arrived);
           if (arrived.length < offered.size) await context.sleep(POLL_EVERY_MS);
@@ -201,7 +201,7 @@ export function createHandoverActivities(deps: ActivityDeps) {
       try {
         const peer = await receiverOf(handover);
         const path = `${incomingPath(handover.id)}/cancel`;
-        arrived = (await callReceiver<CancelAnswer>(peer, 'POST', path, timeoutMs, { agentIds: remaining }))
+        arrived = (await callReceiver<CancelAnswer>(peer, 'POST', path, calls, { agentIds: remaining }))
           .alreadyEnrolled;
       } catch (error) {
         receiverTold = false;
@@ -220,7 +220,7 @@ export function createHandoverActivities(deps: ActivityDeps) {
     async cancelOnReceiver(step: HandoverWorkflowInput): Promise<void> {
       const handover = await mustFind(step);
       const peer = await receiverOf(handover);
-      await callReceiver(peer, 'POST', `${incomingPath(handover.id)}/cancel`, timeoutMs, {}).catch((error) => {
+      await callReceiver(peer, 'POST', `${incomingPath(handover.id)}/cancel`, calls, {}).catch((error) => {
         if ((error as ApplicationFailure).type === PEER_REFUSED) return; // never asked, or not ours to cancel
         throw error;
       });

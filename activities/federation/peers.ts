@@ -30,11 +30,11 @@ async function inParallel<T>(items: T[], limit: number, each: (item: T) => Promi
 /** Activities of peer health checks (docs/federation.md). */
 export function createPeerActivities(deps: ActivityDeps) {
   const { db, settings } = deps;
-  const timeoutMs = settings.federation.peerTimeoutSeconds * 1000;
+  const calls = { timeoutMs: settings.federation.peerTimeoutSeconds * 1000, outbound: deps.outbound };
 
   /** Pings one peer and records what it found; a ping never fails the sweep. */
   async function checkPeer(peer: PeerRow, sweep: PeerSweep): Promise<void> {
-    const ping = await pingStoredPeer(encryptionKey(settings), peer, timeoutMs);
+    const ping = await pingStoredPeer(encryptionKey(settings), peer, calls);
     const recorded = await db.transaction((trx) => recordPingAndAnnounce(trx, peer, ping));
     sweep.pinged++;
     if (ping.healthy) sweep.healthy++;

@@ -158,7 +158,7 @@ function localPart({ db, settings, temporal }: ActivityDeps, { rollout, installa
   };
 }
 
-function peerPart({ db, settings }: ActivityDeps, { rollout, installation, key }: PartContext): Part {
+function peerPart({ db, settings, outbound }: ActivityDeps, { rollout, installation, key }: PartContext): Part {
   const timeoutMs = settings.federation.peerTimeoutSeconds * 1000;
 
   async function endpoint(): Promise<PeerEndpoint> {
@@ -175,7 +175,7 @@ function peerPart({ db, settings }: ActivityDeps, { rollout, installation, key }
   async function call(method: string, path: string, body?: unknown): Promise<PartStatus> {
     let answer: unknown;
     try {
-      answer = await callPeer<unknown>(await endpoint(), method, path, { body, timeoutMs });
+      answer = await callPeer<unknown>(await endpoint(), method, path, { body, timeoutMs, outbound });
     } catch (error) {
       if (error instanceof PeerCallError && error.failure !== 'refused')
         throw ApplicationFailure.retryable(error.message, PEER_SILENT);

@@ -4,12 +4,17 @@
  * a sweep reads. Credentials reach git only through its environment (GIT_CONFIG_* for the
  * HTTPS header, GIT_SSH_COMMAND with a 0600 key file for SSH): never in argv, the remote URL
  * or the working copy's config, and every error message is redacted before it leaves here.
+ * Every connection git opens is under the outbound policy (platform/outbound.ts), and a
+ * destination that is refused or does not answer fails with one neutral message.
  */
-import { chmod, mkdtemp, rm, writeFile, mkdir, access } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile, mkdir, access, realpath } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import type { GitCredentials } from '../../domain/git/credentials';
+import { fileRepositoryProblem, isWithin } from '../../domain/git/source-fields';
+import { OUTBOUND_UNREACHABLE, OutboundRefused, type Outbound } from '../../platform/outbound';
+import { withOutboundProxy } from '../../platform/outbound-proxy';
 
 /** A git command that failed; the message is already redacted. */
 export class GitCommandError extends Error {
@@ -22,21 +27,17 @@ const SILENT_COMMAND_MS = 60_000;
 /** An error stored in a run is git's message, cut here (a misbehaving server could send pages). */
 const MAX_ERROR_CHARS = 2_000;
 
-/** The environment variables git may see: only these are passed through to the child. */
-const GIT_ENVIRONMENT = [
-  'GIT_TERMINAL_PROMPT',
-  'GIT_CONFIG_NOSYSTEM',
-  'GIT_CONFIG_GLOBAL',
-  'GIT_CONFIG_COUNT',
-  'GIT_CONFIG_KEY_0',
-  'GIT_CONFIG_VALUE_0',
-  'GIT_SSH_COMMAND',
-];
-
 export interface GitAccess {
   url: string;
   credentials: GitCredentials | null;
+  /** Where https and ssh connections may go. */
+  outbound: Outbound;
+  /** Where file:// repositories may be (Git:FileRoots). */
+  fileRoots: readonly string[];
 }
+
+/** The tenant's words for a repository that is refused or does not answer (the reason is logged). */
+export const REPOSITORY_UNREACHABLE = `the repository ${OUTBOUND_UNREACHABLE}`;
 
 /** Basic auth of an HTTPS token; hosts accept any user name with a token unless told otherwise. */
 const basicAuth = (credentials: { username?: string; token: string }) =>
@@ -56,51 +57,162 @@ export function redact(text: string, credentials: GitCredentials | null): string
   return out.replace(/(\b[a-z][a-z0-9+.-]*:\/\/)[^/@\s]+@/gi, '$1***@');
 }
 
+/** What one git invocation runs with: its environment and configuration (passed as GIT_CONFIG_*, never argv). */
+interface Invocation {
+  env: Record<string, string>;
+  config: Array<[string, string]>;
+}
+
 /**
- * Runs `work` with a git client whose environment carries the credentials; an SSH key lives
- * in a private temporary directory for the duration and is deleted after.
+ * git's failures that mean the destination was not reached (no name, no route, a closed
+ * port, a timeout, no TLS or SSH server there): curl's `unable to access '…': <reason>`
+ * unless the reason is an HTTP status, and ssh's own connection errors. The tenant sees the
+ * neutral message for these, whatever the reason.
+ */
+const UNREACHED = [
+  /unable to access '[^']*': (?!The requested URL returned error)(.+)/,
+  /(ssh: connect to host .*|ssh: Could not resolve hostname .*|kex_exchange_identification: .*|Connection closed by .* port \d+)/,
+];
+
+function unreachedReason(message: string): string | undefined {
+  for (const pattern of UNREACHED) {
+    const found = pattern.exec(message)?.[1];
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/**
+ * The file:// repository's path, if it lies under Git:FileRoots, also once symbolic links
+ * are followed; else the refusal. A path that does not exist is left to git to report.
+ */
+async function checkFileRepository(access: GitAccess): Promise<void> {
+  const problem = fileRepositoryProblem(access.url, access.fileRoots);
+  if (problem) throw new GitCommandError(problem);
+  const real = await realpath(new URL(access.url).pathname).catch(() => undefined);
+  if (real === undefined) return;
+  const roots = await Promise.all(access.fileRoots.map((root) => realpath(root).catch(() => root)));
+  if (!roots.some((root) => isWithin(root, real))) {
+    throw new GitCommandError(
+      'file:// repositories are allowed only under the directories of the setting Git:FileRoots',
+    );
+  }
+}
+
+/** An ssh command that connects only to `address` (checked), still checking the host key under the URL's name. */
+function sshCommand(host: string, address: string, credentials: { key: string; knownHosts: string } | undefined) {
+  const options = [
+    '-F /dev/null', // no configuration file: no ProxyCommand, no other host
+    '-o BatchMode=yes',
+    `-o HostName=${address}`,
+    `-o HostKeyAlias=${host}`,
+    '-o CheckHostIP=no',
+  ];
+  if (credentials) {
+    options.push(
+      `-i ${credentials.key}`,
+      '-o IdentitiesOnly=yes',
+      `-o UserKnownHostsFile=${credentials.knownHosts}`,
+      '-o StrictHostKeyChecking=yes',
+    );
+  }
+  return `ssh ${options.join(' ')}`;
+}
+
+/**
+ * Runs `work` with a git client whose environment carries the credentials, under the
+ * outbound policy: https through a proxy of its own that connects only to checked addresses,
+ * ssh pinned to a checked address, file:// only under Git:FileRoots, and no other protocol
+ * (GIT_ALLOW_PROTOCOL). An SSH key lives in a private temporary directory for the duration.
  */
 async function withGit<T>(access: GitAccess, baseDir: string, work: (git: SimpleGit) => Promise<T>): Promise<T> {
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: baseDir,
-    GIT_TERMINAL_PROMPT: '0', // never wait for a password
-    GIT_CONFIG_NOSYSTEM: '1', // no credential helper or rewrite of the host's leaks in
-    GIT_CONFIG_GLOBAL: '/dev/null',
+  const url = new URL(access.url);
+  const invocation: Invocation = {
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: baseDir,
+      GIT_TERMINAL_PROMPT: '0', // never wait for a password
+      GIT_CONFIG_NOSYSTEM: '1', // no credential helper or rewrite of the host's leaks in
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      GIT_ALLOW_PROTOCOL: url.protocol.slice(0, -1),
+    },
+    config: [],
   };
-  let keyDir: string | undefined;
   const credentials = access.credentials;
   if (credentials?.kind === 'https') {
-    env.GIT_CONFIG_COUNT = '1';
-    env.GIT_CONFIG_KEY_0 = 'http.extraHeader';
-    env.GIT_CONFIG_VALUE_0 = `Authorization: Basic ${basicAuth(credentials)}`;
-  } else if (credentials?.kind === 'ssh') {
-    keyDir = await mkdtemp(join(tmpdir(), 'fleet-git-ssh-'));
-    const key = join(keyDir, 'key');
-    const knownHosts = join(keyDir, 'known_hosts');
-    await writeFile(
-      key,
-      credentials.privateKey.endsWith('\n') ? credentials.privateKey : `${credentials.privateKey}\n`,
-      {
-        mode: 0o600,
-      },
-    );
-    await writeFile(knownHosts, `${credentials.knownHosts.trim()}\n`, { mode: 0o600 });
-    await chmod(key, 0o600);
-    env.GIT_SSH_COMMAND = `ssh -i ${key} -o IdentitiesOnly=yes -o UserKnownHostsFile=${knownHosts} -o StrictHostKeyChecking=yes -o BatchMode=yes`;
+    invocation.config.push(['http.extraHeader', `Authorization: Basic ${basicAuth(credentials)}`]);
   }
+  let keyDir: string | undefined;
+  try {
+    if (url.protocol === 'file:') {
+      await checkFileRepository(access);
+      return await runGit(invocation, baseDir, credentials, work);
+    }
+    if (url.protocol === 'ssh:') {
+      const host = url.hostname.replace(/^\[|\]$/g, '');
+      const [address] = await access.outbound.resolve(host);
+      let files: { key: string; knownHosts: string } | undefined;
+      if (credentials?.kind === 'ssh') {
+        keyDir = await mkdtemp(join(tmpdir(), 'fleet-git-ssh-'));
+        files = { key: join(keyDir, 'key'), knownHosts: join(keyDir, 'known_hosts') };
+        const key = credentials.privateKey;
+        await writeFile(files.key, key.endsWith('\n') ? key : `${key}\n`, { mode: 0o600 });
+        await writeFile(files.knownHosts, `${credentials.knownHosts.trim()}\n`, { mode: 0o600 });
+        await chmod(files.key, 0o600);
+      }
+      invocation.env.GIT_SSH_COMMAND = sshCommand(host, address!.address, files);
+      return await runGit(invocation, baseDir, credentials, work, (reason) =>
+        access.outbound.unreachable(`ssh://${url.host}`, reason),
+      );
+    }
+    return await withOutboundProxy(access.outbound, (proxy) => {
+      invocation.config.push(['http.proxy', proxy.url], ['http.proxyAuthMethod', 'basic']);
+      return runGit(
+        invocation,
+        baseDir,
+        credentials,
+        work,
+        (reason) => proxy.failure() ?? access.outbound.unreachable(url.origin, reason),
+      );
+    });
+  } catch (error) {
+    if (error instanceof OutboundRefused) throw new GitCommandError(REPOSITORY_UNREACHABLE);
+    throw error;
+  } finally {
+    if (keyDir) await rm(keyDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Runs `work` with git set up by `invocation`. A failure becomes a GitCommandError with
+ * git's words, redacted; one that means the destination was not reached becomes
+ * `unreached(reason)` (the caller logs and neutralises it).
+ */
+async function runGit<T>(
+  invocation: Invocation,
+  baseDir: string,
+  credentials: GitCredentials | null,
+  work: (git: SimpleGit) => Promise<T>,
+  unreached?: (reason: string) => OutboundRefused,
+): Promise<T> {
+  const env: Record<string, string> = { ...invocation.env, GIT_CONFIG_COUNT: String(invocation.config.length) };
+  invocation.config.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
   const git = simpleGit({
     baseDir,
-    allowEnvironment: GIT_ENVIRONMENT,
+    allowEnvironment: Object.keys(env),
     unsafe: { allowUnsafeConfigEnvCount: true, allowUnsafeSshCommand: true, allowUnsafeConfigPaths: true },
     timeout: { block: SILENT_COMMAND_MS },
   }).env(env);
   try {
     return await work(git);
   } catch (error) {
-    throw new GitCommandError(redact(describeFailure(error), credentials));
-  } finally {
-    if (keyDir) await rm(keyDir, { recursive: true, force: true });
+    const message = redact(describeFailure(error), credentials);
+    const reason = unreached && unreachedReason(message);
+    if (reason) throw unreached(reason);
+    throw new GitCommandError(message);
   }
 }
 

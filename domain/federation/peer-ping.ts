@@ -2,7 +2,7 @@ import type { Db } from '../../db/connection';
 import { emitEvents } from '../../db/repos/events';
 import { recordPeerPing, type PeerPingColumns, type PeerRow } from '../../db/repos/federation-peers';
 import { isUuid } from '../../db/uuid';
-import { callPeer, PeerCallError, type PeerEndpoint } from '../../platform/peer-client';
+import { callPeer, PeerCallError, type PeerCall, type PeerEndpoint } from '../../platform/peer-client';
 import { DecryptionError } from '../../platform/secrets';
 import { peerEndpoint } from './peer-credentials';
 
@@ -52,12 +52,12 @@ const clip = (text: string) => (text.length > MAX_ERROR_CHARS ? `${text.slice(0,
  * status and title for a refusal, e.g. a 401 for a wrong credential), and keeps what it
  * said last time. Never throws for the peer's sake, and never shows the credential.
  */
-export async function pingPeer(endpoint: PeerEndpoint, timeoutMs: number): Promise<PeerPingColumns> {
+export async function pingPeer(endpoint: PeerEndpoint, calls: PeerCall): Promise<PeerPingColumns> {
   const started = performance.now();
   const at = new Date();
   const latency = () => Math.round(performance.now() - started);
   try {
-    const answer = pingAnswerOf(await callPeer<unknown>(endpoint, 'GET', PING_PATH, { timeoutMs }));
+    const answer = pingAnswerOf(await callPeer<unknown>(endpoint, 'GET', PING_PATH, calls));
     if (!answer) return unhealthy(at, latency(), `${PING_PATH} answered with something that is not a ping answer`);
     return {
       healthy: true,
@@ -93,9 +93,9 @@ export function openPeerEndpoint(key: Buffer, row: PeerRow): PeerEndpoint | unde
 }
 
 /** Pings a stored peer with its stored credential (unhealthy, saying why, when it does not open). */
-export async function pingStoredPeer(key: Buffer, row: PeerRow, timeoutMs: number): Promise<PeerPingColumns> {
+export async function pingStoredPeer(key: Buffer, row: PeerRow, calls: PeerCall): Promise<PeerPingColumns> {
   const endpoint = openPeerEndpoint(key, row);
-  return endpoint ? pingPeer(endpoint, timeoutMs) : unhealthy(new Date(), 0, UNOPENABLE_CREDENTIAL);
+  return endpoint ? pingPeer(endpoint, calls) : unhealthy(new Date(), 0, UNOPENABLE_CREDENTIAL);
 }
 
 /** The remote_* columns are left out: a peer that does not answer is still who it said it was. */

@@ -36,11 +36,50 @@ export function repoUrlProblem(value: string): string | undefined {
     if (url.host || !/^file:\/\/\//i.test(value))
       return 'file:// URLs name a path on the worker: file:///srv/git/repo.git (no host)';
     if (url.pathname === '/' || url.pathname === '') return 'file:// URLs need a repository path';
-  } else if (!url.hostname || !/^[a-z]+:\/\/[^/]/i.test(value)) {
-    return `needs a host: ${url.protocol}//host/path`;
+    if (value.includes('%')) return 'file:// URLs must name the path as it is (no %-escapes)';
+    return undefined;
+  }
+  if (!url.hostname || !/^[a-z]+:\/\/[^/]/i.test(value)) return `needs a host: ${url.protocol}//host/path`;
+  return url.protocol === 'ssh:' ? sshUrlProblem(url) : undefined;
+}
+
+/** A host name (letters, digits, dots, hyphens, underscores) or a bracketed IPv6 literal. */
+const SSH_HOST = /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]+\])$/;
+const SSH_USER = /^[A-Za-z0-9._][A-Za-z0-9._-]*$/;
+
+/**
+ * git hands an ssh:// URL's user and host to ssh as one argument (`user@host`): one that
+ * begins with `-` is read as an option (`ssh://-oProxyCommand=…` runs a command). Only
+ * plain names are taken, so nothing git passes on can be an option or an escape.
+ */
+function sshUrlProblem(url: URL): string | undefined {
+  if (!SSH_HOST.test(url.hostname)) {
+    return 'the host must be a plain host name or IP address (letters, digits, . and -, not starting with -)';
+  }
+  if (url.username && !SSH_USER.test(url.username)) {
+    return 'the user name must be plain (letters, digits, . _ and -, not starting with -)';
   }
   return undefined;
 }
+
+/**
+ * A file:// repository is a directory on the worker's own disk, so it is refused unless
+ * the deployment names where such repositories may be (Git:FileRoots): otherwise any tenant
+ * could import whatever repository the host holds. `roots` are absolute directories.
+ */
+export function fileRepositoryProblem(repoUrl: string, roots: readonly string[]): string | undefined {
+  if (schemeOf(repoUrl) !== 'file:') return undefined;
+  if (roots.length === 0) return 'file:// repositories are not allowed on this installation (setting Git:FileRoots)';
+  const path = new URL(repoUrl).pathname;
+  if (!roots.some((root) => isWithin(root, path))) {
+    return 'file:// repositories are allowed only under the directories of the setting Git:FileRoots';
+  }
+  return undefined;
+}
+
+/** `path` is `root` or below it (both absolute and normalised). */
+export const isWithin = (root: string, path: string): boolean =>
+  path === root || path.startsWith(root.endsWith('/') ? root : `${root}/`);
 
 export const schemeOf = (repoUrl: string): RepoUrlScheme => new URL(repoUrl).protocol as RepoUrlScheme;
 

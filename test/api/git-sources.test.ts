@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
 import { insertSyncRun, finishSyncRun } from '../../db/repos/git-sync-runs';
 import { openCredentials } from '../../domain/git/credentials';
 import { hashToken } from '../../domain/tokens/secret-token';
@@ -6,7 +7,7 @@ import { gitSyncWorkflowId } from '../../workflows/definitions';
 import { gitSourceIdKey, tenantIdKey } from '../../workflows/search-attributes';
 import { eventually } from '../support/eventually';
 import { sourceBody, startGitSourcesApp, wakeUps, type GitSourcesApp } from '../support/git-sources';
-import type { TestApp } from '../support/app';
+import { startTestApp, type TestApp } from '../support/app';
 import { capturedLogger } from '../support/logs';
 
 let env: GitSourcesApp;
@@ -125,8 +126,39 @@ describe('registering and reading sources', () => {
     expectNoSecret(mismatched);
   });
 
+  test('an installation without Git:FileRoots refuses every file:// repository, and a PUT cannot bring one in', async () => {
+    const strict = await startTestApp({ Git__FileRoots: '' });
+    try {
+      const token = await strict.token('default.operator');
+      const refused = await strict.call('POST', '/api/git-sources', {
+        token,
+        body: sourceBody({ repoUrl: `file://${tmpdir()}/fleet.git` }),
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.body.errors).toEqual([
+        {
+          path: 'body.repoUrl',
+          message: 'file:// repositories are not allowed on this installation (setting Git:FileRoots)',
+        },
+      ]);
+      const created = await strict.call('POST', '/api/git-sources', { token, body: sourceBody() });
+      expect(created.status).toBe(201);
+      const moved = await strict.call('PUT', `/api/git-sources/${created.body.id}`, {
+        token,
+        body: sourceBody({ name: created.body.name, repoUrl: `file://${tmpdir()}/fleet.git` }),
+        headers: { 'if-match': created.headers.get('etag')! },
+      });
+      expect(moved.status).toBe(400);
+      expect((await strict.call('GET', `/api/git-sources/${created.body.id}`, { token })).body.repoUrl).toBe(
+        created.body.repoUrl,
+      );
+    } finally {
+      await strict.close();
+    }
+  });
+
   test('a source without credentials shows credentials null; pollIntervalSeconds and path are kept as given', async () => {
-    const res = await create({ repoUrl: 'file:///srv/git/fleet.git', path: 'prod/', pollIntervalSeconds: 5 });
+    const res = await create({ repoUrl: `file://${tmpdir()}/fleet.git`, path: 'prod/', pollIntervalSeconds: 5 });
     expect(res.body).toMatchObject({ credentials: null, path: 'prod', pollIntervalSeconds: 5 });
   });
 
@@ -172,6 +204,18 @@ describe('validation: every field has its 400', () => {
     ['a user in an https URL', { repoUrl: 'https://bot@git.example.com/a.git' }, 'body.repoUrl'],
     ['a query string', { repoUrl: 'https://git.example.com/a.git?private_token=x' }, 'body.repoUrl'],
     ['a file URL with a host', { repoUrl: 'file://server/srv/git/a.git' }, 'body.repoUrl'],
+    ['a file URL outside Git:FileRoots', { repoUrl: 'file:///srv/git/fleet.git' }, 'body.repoUrl'],
+    ['a file URL out of the roots by ..', { repoUrl: `file://${tmpdir()}/../etc/a.git` }, 'body.repoUrl'],
+    ['an ssh host that is an option', { repoUrl: 'ssh://-oProxyCommand=touch%20x/a.git' }, 'body.repoUrl'],
+    ['an ssh user that is an option', { repoUrl: 'ssh://-oProxyCommand=x@git.example.com/a.git' }, 'body.repoUrl'],
+    [
+      'an ssh user escaped into an option',
+      { repoUrl: 'ssh://%2doProxyCommand=x@git.example.com/a.git' },
+      'body.repoUrl',
+    ],
+    ['an ssh host with escapes', { repoUrl: 'ssh://git@git%2eexample.com/a.git' }, 'body.repoUrl'],
+    ['scp-like with an option for a host', { repoUrl: '-oProxyCommand=x:a.git' }, 'body.repoUrl'],
+    ['scp-like with an option for a user', { repoUrl: '-oProxyCommand=x@host:a.git' }, 'body.repoUrl'],
     ['a newline in the URL', { repoUrl: 'https://git.exa\nmple.com/a.git' }, 'body.repoUrl'],
     ['no branch', { branch: undefined }, 'body.branch'],
     ['a branch with ..', { branch: 'release..1' }, 'body.branch'],
@@ -220,7 +264,11 @@ describe('validation: every field has its 400', () => {
       'body.credentials.knownHosts',
     ],
     ['ssh credentials for an https URL', { credentials: sshCredentials }, 'body.credentials'],
-    ['credentials for a file URL', { repoUrl: 'file:///srv/a.git', credentials: httpsCredentials }, 'body.credentials'],
+    [
+      'credentials for a file URL',
+      { repoUrl: `file://${tmpdir()}/a.git`, credentials: httpsCredentials },
+      'body.credentials',
+    ],
     [
       'a rollout template without autoPublish',
       { rolloutTemplate: { target: { groupIds: [randomUUID()] }, strategy: { batchSize: 1 } } },

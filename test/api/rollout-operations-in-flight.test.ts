@@ -5,6 +5,7 @@
  * run closes before it accepted it goes to the next run.
  */
 import { NativeConnection, Worker, bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { createOutbound } from '../../platform/outbound';
 import { createActivities } from '../../activities';
 import { rolloutWorkflowId } from '../../workflows/definitions';
 import { publishConfiguration } from '../support/configurations';
@@ -24,7 +25,11 @@ const call = (method: string, path: string, body?: unknown) => env.t.call(method
 async function slowedWorker() {
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
-  const activities = createActivities({ db: env.t.database.db, settings: env.t.settings });
+  const activities = createActivities({
+    db: env.t.database.db,
+    settings: env.t.settings,
+    outbound: createOutbound(env.t.settings.outbound),
+  });
   const connection = await NativeConnection.connect({ address: testInfra().temporalAddress });
   const worker = await Worker.create({
     connection,

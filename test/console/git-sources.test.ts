@@ -315,7 +315,7 @@ test('edit sends If-Match: saved on the source as shown (a rollout template too)
   // A second source, deleted from its page after the confirmation.
   const other = await call('POST', '/api/git-sources', {
     name: 'to-delete',
-    repoUrl: 'file:///srv/git/gone.git',
+    repoUrl: `file://${tmpdir()}/gone-${randomUUID()}.git`,
     branch: 'main',
     pollIntervalSeconds: 3600,
   });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { branchProblem, repoUrlProblem, treePathProblem } from '../../domain/git/source-fields';
+import { branchProblem, fileRepositoryProblem, repoUrlProblem, treePathProblem } from '../../domain/git/source-fields';
 
 /** What the real git says of a branch name (exit status of `git check-ref-format --branch`). */
 function gitAccepts(name: string): boolean {
@@ -77,11 +77,37 @@ describe('repository URLs', () => {
     ['git@github.com:acme/fleet.git', /scheme|absolute/],
     ['--upload-pack=touch /tmp/x', /spaces/],
     ['-uhttps://x', /absolute|scheme/],
+    ['ssh://-oProxyCommand=touch%20x/a.git', /plain host name/],
+    ['ssh://-oProxyCommand=x@git.example.com/a.git', /user name must be plain/],
+    ['ssh://%2doProxyCommand=x@git.example.com/a.git', /user name must be plain/],
+    ['ssh://git@-host.example.com/a.git', /plain host name/],
+    ['ssh://git@host%2eexample.com/a.git', /plain host name/],
+    ['-oProxyCommand=x:a.git', /absolute/],
+    ['git@-oProxyCommand=x:a.git', /absolute/],
+    ['file:///srv/git/a%20b.git', /%-escapes/],
   ])('%s is refused', (url, why) => expect(repoUrlProblem(url)).toMatch(why));
+
+  test('an ssh:// URL with an IPv6 host and a port is accepted', () =>
+    expect(repoUrlProblem('ssh://git@[2001:db8::1]:2222/fleet.git')).toBeUndefined());
 
   test('the refusal of an embedded secret never quotes it', () => {
     expect(repoUrlProblem('https://bot:ghp_VERYSECRET@github.com/a.git')).not.toContain('VERYSECRET');
   });
+});
+
+describe('file:// repositories and Git:FileRoots', () => {
+  test.each([
+    ['file:///srv/git/fleet.git', [], /not allowed on this installation/],
+    ['file:///srv/git/fleet.git', ['/tmp'], /only under/],
+    ['file:///tmpfoo/fleet.git', ['/tmp'], /only under/],
+    ['file:///tmp/../etc/fleet.git', ['/tmp'], /only under/],
+  ])('%s with roots %j is refused', (url, roots, why) => expect(fileRepositoryProblem(url, roots)).toMatch(why));
+
+  test.each([
+    ['file:///tmp/fleet.git', ['/tmp']],
+    ['file:///srv/git/a/fleet.git', ['/tmp', '/srv/git']],
+    ['https://git.example.com/a.git', []],
+  ])('%s with roots %j is accepted', (url, roots) => expect(fileRepositoryProblem(url, roots)).toBeUndefined());
 });
 
 describe('tree paths', () => {

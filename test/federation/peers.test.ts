@@ -2,7 +2,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { sealPeerCredential } from '../../domain/federation/peer-credentials';
 import { decrypt } from '../../platform/secrets';
 import { SERVICE_VERSION } from '../../platform/version';
+import { OUTBOUND_UNREACHABLE } from '../../platform/outbound';
 import { eventually } from '../support/eventually';
+import { testOutbound } from '../support/outbound';
 import { pair, startInstallation, type Installation } from '../support/federation';
 
 const ERRORS = 'http://fleet.test/errors';
@@ -11,7 +13,11 @@ let a: Installation;
 let b: Installation;
 beforeAll(async () => {
   [a, b] = await Promise.all([
-    startInstallation('alpha', { apiEnv: { Federation__HealthCheckSeconds: '1' } }),
+    startInstallation('alpha', {
+      apiEnv: { Federation__HealthCheckSeconds: '1' },
+      apiOutbound: testOutbound(),
+      workerOutbound: testOutbound(),
+    }),
     startInstallation('bravo'),
   ]);
 }, 60_000);
@@ -154,6 +160,22 @@ describe('pairing', () => {
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ healthy: false, lastSeenAt: null, remote: null });
     expect(res.body.lastError).toMatch(/could not be reached/);
+  });
+
+  test('a peer at the metadata address or in a private network is refused before any connection, in the words of a peer that is down', async () => {
+    const { token } = await peerPat(b, 'aimed-inside');
+    const peers = {
+      metadata: 'https://metadata.test',
+      intranet: 'https://intranet.test:8443',
+      closed: 'http://127.0.0.1:9',
+      unknown: 'https://nowhere.test',
+    };
+    for (const [name, baseUrl] of Object.entries(peers)) {
+      const res = await createPeer({ name: `aimed-${name}`, baseUrl, credential: token });
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({ healthy: false, remote: null });
+      expect(res.body.lastError).toBe(`peer 'aimed-${name}': ${OUTBOUND_UNREACHABLE}`);
+    }
   });
 
   test('pairing with yourself is refused (400), and nothing is stored', async () => {

@@ -26,7 +26,24 @@ describe('settings', () => {
       tenantClaim: 'tenant',
     });
     expect(settings.git.defaultPollIntervalSeconds).toBe(60);
+    // Nothing on the host's disk, and only the built-in outbound refusals, unless configured.
+    expect(settings.git.fileRoots).toEqual([]);
+    expect(settings.outbound).toEqual({ allow: [], deny: [] });
     expect(Object.isFrozen(settings)).toBe(true);
+  });
+
+  test('Git:FileRoots and Outbound:* are comma-separated lists', () => {
+    const settings = loadSettings({
+      ...base,
+      Git__FileRoots: '/srv/git, /tmp/repos/',
+      Outbound__Allow: '10.20.0.0/16, git.corp.example,*.intranet.example',
+      Outbound__Deny: '10.20.99.0/24',
+    });
+    expect(settings.git.fileRoots).toEqual(['/srv/git', '/tmp/repos']);
+    expect(settings.outbound).toEqual({
+      allow: ['10.20.0.0/16', 'git.corp.example', '*.intranet.example'],
+      deny: ['10.20.99.0/24'],
+    });
   });
 
   test.each([
@@ -43,6 +60,9 @@ describe('settings', () => {
     ],
     [{ Secrets__EncryptionKey: 'c2hvcnQ=' }, 'Invalid setting Secrets:EncryptionKey: must be 32 bytes, base64-encoded'],
     [{ Secrets__EncryptionKey: undefined }, 'Invalid setting Secrets:EncryptionKey: is required in Production'],
+    [{ Git__FileRoots: 'repos' }, 'Invalid setting Git:FileRoots: must be absolute directories'],
+    [{ Outbound__Allow: '10.0.0.0/33' }, 'Invalid setting Outbound:Allow: 10.0.0.0/33 is not a CIDR'],
+    [{ Outbound__Deny: 'http://x' }, 'Invalid setting Outbound:Deny: http://x is neither'],
   ])('a bad value stops with one line naming the key: %j', (override, message) => {
     const env = { ...base, ...override } as Record<string, string | undefined>;
     expect(() => loadSettings(env)).toThrow(message);

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import pino, { type Logger } from 'pino';
 import { createApp, type FleetApp } from '../../api/app';
 import type { Role } from '../../api/auth/roles';
 import { generateToken, hashToken } from '../../domain/tokens/secret-token';
 import type { Client } from '@temporalio/client';
+import type { Outbound } from '../../platform/outbound';
 import { loadSettings, type Settings } from '../../platform/settings';
 import { insertPat } from '../../db/repos/pats';
 import { ensureTenant } from '../../db/repos/tenants';
@@ -54,6 +56,10 @@ export function testSettings(databaseUrl: string, env: Record<string, string> = 
     Secrets__EncryptionKey: randomBytes(32).toString('base64'),
     Http__PublicBaseUrl: 'http://fleet.test',
     Logging__Level: 'silent',
+    // The suite's Git repositories are bare ones under the temporary directory, and its
+    // Git servers and peers listen on loopback: both are refused without these.
+    Git__FileRoots: tmpdir(),
+    Outbound__Allow: '127.0.0.0/8',
     ...env,
   });
 }
@@ -84,6 +90,8 @@ export async function startTestApp(
     logger?: Logger;
     /** The console build it serves (console/dist by default). */
     consoleDist?: string;
+    /** Where it may call peers (the policy of its settings by default). */
+    outbound?: Outbound;
   } = {},
 ): Promise<TestApp> {
   const database = options.replicaOf?.database ?? (await createTestDatabase());
@@ -94,6 +102,7 @@ export async function startTestApp(
     logger: options.logger ?? pino({ level: 'silent' }),
     temporal: options.temporal,
     consoleDist: options.consoleDist,
+    outbound: options.outbound,
   });
   // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.
   const handle = app.koa.callback();

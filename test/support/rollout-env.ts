@@ -7,6 +7,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
+import type { Outbound } from '../../platform/outbound';
 import { startWorker, type WorkerHandle } from '../../worker/run';
 import { outboxRetentionWorkflowId, peerHealthWorkflowId } from '../../workflows/definitions';
 import { issueBootstrapToken, startTestGateway, type TestGateway } from './agent-gateway';
@@ -42,6 +43,10 @@ export interface RolloutEnvOptions {
   temporalAddress?: string;
   /** Receives what the worker's activities log (e.g. to prove a secret never shows in a line). */
   workerLogger?: Logger;
+  /** The worker's outbound policy (e.g. one whose resolver maps test names), instead of its settings'. */
+  workerOutbound?: Outbound;
+  /** The api's outbound policy, likewise. */
+  apiOutbound?: Outbound;
   /** Settings of the worker beyond the api's (e.g. Git__WorkDir). */
   workerEnv?: Record<string, string>;
   /** Settings of the api beyond the test defaults (e.g. Http__TrustProxy). */
@@ -62,7 +67,7 @@ export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<
   const client = new Client({ connection });
   const t = await startTestApp(
     { Temporal__TaskQueue: taskQueue, Temporal__Address: temporalAddress, ...options.apiEnv },
-    { temporal: client },
+    { temporal: client, outbound: options.apiOutbound },
   );
   const gateway = await startTestGateway(t, { port: options.gatewayPort });
   const operator = await t.token('default.operator');
@@ -84,7 +89,11 @@ export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<
     taskQueue,
     operator,
     async startWorker() {
-      worker = await startWorker(workerSettings, t.database.db, await bundle!, options.workerLogger);
+      worker = await startWorker(workerSettings, t.database.db, {
+        bundle: await bundle!,
+        logger: options.workerLogger,
+        outbound: options.workerOutbound,
+      });
     },
     async stopWorker() {
       const stopping = worker;

@@ -4,10 +4,11 @@
  * simulated agents for the rollout-template pipeline.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ensureTenant } from '../../db/repos/tenants';
+import { REPOSITORY_UNREACHABLE } from '../../activities/git/repository';
 import { sealCredentials, type GitCredentials } from '../../domain/git/credentials';
 import {
   gitSyncWakeSignal,
@@ -21,6 +22,9 @@ import { eventually } from '../support/eventually';
 import { recordHistories } from '../support/histories';
 import { createTestRepository, startSmartHttpServer, type TestRepository } from '../support/git';
 import { capturedLogger } from '../support/logs';
+import { testOutbound } from '../support/outbound';
+import { freePort } from '../support/processes';
+import { testInfra } from '../support/infra-env';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
 
 const { logger: workerLogger, lines: logLines } = capturedLogger('info');
@@ -34,6 +38,7 @@ beforeAll(async () => {
   workDir = await mkdtemp(join(tmpdir(), 'fleet-git-work-'));
   env = await startRolloutEnv({
     workerLogger,
+    workerOutbound: testOutbound(workerLogger),
     workerEnv: { Git__WorkDir: workDir },
     apiEnv: { Http__TrustProxy: 'true' }, // webhooks arrive "over HTTPS" through a proxy (Production refuses HTTP)
   });
@@ -474,7 +479,7 @@ describe('over smart HTTP with basic auth', () => {
   });
 });
 
-test('an SSH key is used from a private file that is deleted after; the refused connection fails the run without the key', async () => {
+test('an SSH key is used from a private file that is deleted after; the refused connection fails the run, neutrally, without the key', async () => {
   const privateKey = `-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA-${randomUUID()}\n-----END OPENSSH PRIVATE KEY-----\n`;
   const keyDirs = async () => (await readdir(tmpdir())).filter((name) => name.startsWith('fleet-git-ssh-'));
   const before = await keyDirs();
@@ -485,14 +490,17 @@ test('an SSH key is used from a private file that is deleted after; the refused 
   await wake(sourceId, { reason: 'manual' });
   const [run] = await finishedRuns(sourceId, 1);
   expect(run).toMatchObject({ status: 'failed', trigger: 'manual' });
-  expect(run!.error).toMatch(/Connection refused|Could not read from remote repository/);
-  expect(run!.error).not.toContain('OPENSSH');
+  // A closed port reads as any destination that does not answer; why is the log's.
+  expect(run!.error).toBe(REPOSITORY_UNREACHABLE);
+  expect(logLines.filter((line) => line.includes('outbound connection failed')).join('')).toContain(
+    'Connection refused',
+  );
   expect(logLines.join('')).not.toContain(privateKey.split('\n')[1]);
   expect(await keyDirs()).toEqual(before);
 });
 
 test('an unreachable repository fails the run with a clear error; a poll meeting the same failure adds no run', async () => {
-  const sourceId = await createSource('file:///nonexistent/fleet-repo.git', { pollIntervalSeconds: 1 });
+  const sourceId = await createSource(`file://${tmpdir()}/${randomUUID()}/fleet-repo.git`, { pollIntervalSeconds: 1 });
   await wake(sourceId, { reason: 'source-changed' });
   const [run] = await finishedRuns(sourceId, 1);
   expect(run).toMatchObject({ status: 'failed', trigger: 'poll' });
@@ -504,6 +512,81 @@ test('an unreachable repository fails the run with a clear error; a poll meeting
   }, 15_000);
   await idle(sourceId);
   expect(await runsOf(sourceId)).toHaveLength(1);
+});
+
+describe('where a repository may be (Git:FileRoots, the outbound policy)', () => {
+  /** The log lines (JSON) of the worker that mention `text`. */
+  const logged = (text: string) => logLines.filter((line) => line.includes(text));
+
+  test('a file:// repository outside Git:FileRoots, such as this very checkout, is refused: nothing is imported', async () => {
+    const sourceId = await createSource(`file://${process.cwd()}`);
+    await wake(sourceId, { reason: 'source-changed' });
+    const [run] = await finishedRuns(sourceId, 1);
+    expect(run).toMatchObject({ status: 'failed', commit_sha: null });
+    expect(run!.error).toBe('file:// repositories are allowed only under the directories of the setting Git:FileRoots');
+    expect(await db()('configurations').where({ managed_by: sourceId })).toEqual([]);
+  });
+
+  test('a symbolic link under a root that leads outside it is refused as well', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'fleet-git-link-'));
+    try {
+      await symlink(process.cwd(), join(root, 'host.git'));
+      const sourceId = await createSource(`file://${root}/host.git`);
+      await wake(sourceId, { reason: 'source-changed' });
+      const [run] = await finishedRuns(sourceId, 1);
+      expect(run!.error).toMatch(/Git:FileRoots/);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  test('the metadata address, a private network, an unknown name, a closed port, a plain HTTP service and Postgres all fail with the same words; the log says why', async () => {
+    const closed = await freePort();
+    const plainHttp = await startSmartHttpServer(tmpdir(), 'unused-token-0123456789');
+    const urls = {
+      metadata: 'https://metadata.test/fleet.git',
+      intranet: 'https://intranet.test/fleet.git',
+      sshMetadata: 'ssh://git@metadata.test/fleet.git',
+      unknown: 'https://nowhere.test/fleet.git',
+      closed: `https://127.0.0.1:${closed}/fleet.git`,
+      plainHttp: `https://127.0.0.1:${new URL(plainHttp.baseUrl).port}/fleet.git`,
+      postgres: `https://127.0.0.1:${new URL(testInfra().postgresUrl).port}/fleet.git`,
+    };
+    const errors: Record<string, string | null> = {};
+    try {
+      for (const [what, url] of Object.entries(urls)) {
+        const sourceId = await createSource(url);
+        await wake(sourceId, { reason: 'manual' });
+        const [run] = await finishedRuns(sourceId, 1);
+        errors[what] = run!.error;
+      }
+    } finally {
+      await plainHttp.close();
+    }
+    expect(errors).toEqual(Object.fromEntries(Object.keys(urls).map((what) => [what, REPOSITORY_UNREACHABLE])));
+    // Refused on the resolved address, before any connection: no connection to them failed.
+    expect(logged('169.254.169.254 is link-local').length).toBeGreaterThanOrEqual(2);
+    expect(logged('10.0.0.1 is private')).toHaveLength(1);
+    expect(logged('outbound connection failed').filter((line) => /metadata|intranet/.test(line))).toEqual([]);
+    expect(logged('nowhere.test could not be resolved (ENOTFOUND)')).toHaveLength(1);
+    expect(logged(`127.0.0.1:${closed}`).join('')).toMatch(/ECONNREFUSED/);
+  });
+
+  test('a Git server whose name the policy resolves to an allowed address syncs', async () => {
+    const repo = await repository({ 'otel.yaml': 'receivers: {}\n' });
+    const server = await startSmartHttpServer(dirname(repo.bare), 'token-for-git-test-0123456789');
+    try {
+      const port = new URL(server.baseUrl).port;
+      const sourceId = await createSource(`http://git.test:${port}/repo.git`, {
+        credentials: { kind: 'https', token: 'token-for-git-test-0123456789' },
+      });
+      await wake(sourceId, { reason: 'source-changed' });
+      const [run] = await finishedRuns(sourceId, 1);
+      expect(run).toMatchObject({ status: 'succeeded', commit_sha: await repo.tip() });
+    } finally {
+      await server.close();
+    }
+  });
 });
 
 test('a source left without its loop (the api’s signal failed) gets one when a worker starts', async () => {

@@ -106,7 +106,7 @@ function outcomes(peers: PeerRow[], answers: PeerAnswer[]): PeerOutcome[] {
 
 /** Federation: the inventory a peer reads, and GET /api/federation/agents across peers (docs/federation.md). */
 export function federatedAgentRoutes(options: FederationRouteOptions): RouteDef[] {
-  const { settings, baseUrl } = options;
+  const { settings, baseUrl, outbound } = options;
   const timeoutMs = settings.federation.peerTimeoutSeconds * 1000;
 
   /** The peer's next `limit` agents after its position; never throws for the peer's sake. */
@@ -122,7 +122,10 @@ export function federatedAgentRoutes(options: FederationRouteOptions): RouteDef[
     const endpoint = openPeerEndpoint(encryptionKey(settings), peer);
     if (!endpoint) return { peer, status: 'failed', error: UNOPENABLE_CREDENTIAL };
     try {
-      const body = await callPeer<unknown>(endpoint, 'GET', `${INVENTORY}?${params.toString()}`, { timeoutMs });
+      const body = await callPeer<unknown>(endpoint, 'GET', `${INVENTORY}?${params.toString()}`, {
+        timeoutMs,
+        outbound,
+      });
       const page = peerInventoryPage(limit).safeParse(body);
       if (!page.success)
         return { peer, status: 'failed', error: `${INVENTORY} answered with something that is not a page of agents` };

@@ -3,6 +3,7 @@
  * (the sender's and the receiver's endpoints) and federated rollouts, each in its own module.
  */
 import type { Client } from '@temporalio/client';
+import type { Outbound } from '../../../platform/outbound';
 import type { RouteDef } from '../../http/route';
 import type { ResourceRouteOptions } from '../options';
 import { federatedAgentRoutes } from './agents';
@@ -14,6 +15,8 @@ import { federatedRolloutRoutes } from './rollouts';
 
 export interface FederationRouteOptions extends ResourceRouteOptions {
   temporal?: Client;
+  /** Where peers may be reached (Outbound:*). */
+  outbound: Outbound;
 }
 
 export function federationRoutes(options: FederationRouteOptions): RouteDef[] {

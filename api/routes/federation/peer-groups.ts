@@ -39,7 +39,7 @@ const groupsPage = z
 const presentGroup = (row: GroupView) => ({ id: row.id, name: row.name, memberCount: row.member_count });
 
 export function peerGroupRoutes(options: FederationRouteOptions): RouteDef[] {
-  const { settings } = options;
+  const { settings, outbound } = options;
   return [
     route({
       method: 'get',
@@ -79,6 +79,7 @@ export function peerGroupRoutes(options: FederationRouteOptions): RouteDef[] {
         try {
           const answer = await callPeer<unknown>(endpoint, 'GET', `${INVENTORY}?${search.toString()}`, {
             timeoutMs: settings.federation.peerTimeoutSeconds * 1000,
+            outbound,
           });
           const page = groupsPage.safeParse(answer);
           if (!page.success || page.data.items.length > query.limit) {

@@ -85,7 +85,7 @@ function credentialFor(key: Buffer, current: PeerRow, baseUrl: string, sent: str
 }
 
 export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
-  const { settings, baseUrl } = options;
+  const { settings, baseUrl, outbound } = options;
   const key = () => encryptionKey(settings);
   const timeoutMs = settings.federation.peerTimeoutSeconds * 1000;
 
@@ -103,7 +103,7 @@ export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
    * the same (it may be down for now); one that answers with our own id is this installation.
    */
   async function pingNewAddress(db: Db, url: string, token: string, name: string): Promise<PeerPingColumns> {
-    const ping = await pingPeer({ name, baseUrl: url, token }, timeoutMs);
+    const ping = await pingPeer({ name, baseUrl: url, token }, { timeoutMs, outbound });
     if (ping.remote_installation_id && ping.remote_installation_id === (await installationId(db))) {
       throw problems.validation([
         {

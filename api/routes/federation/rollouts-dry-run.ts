@@ -16,6 +16,7 @@ import { incomingEvaluatePath, incomingRolloutRequest, peerProblemOf } from '../
 import { createCheckedRollout } from '../../../domain/rollout-creation';
 import { callPeer, PeerCallError } from '../../../platform/peer-client';
 import { encryptionKey } from '../../../platform/secrets';
+import type { Outbound } from '../../../platform/outbound';
 import type { Settings } from '../../../platform/settings';
 import { Problem, problemOf } from '../../problems';
 
@@ -41,19 +42,23 @@ export type Verdict = { ok: true } | { ok: false; rank: number; problem: Problem
 /** Refusals by weight: a policy deny is answered before a conflict, a conflict before a silent peer. */
 const RANK = { denied: 0, refused: 1, silent: 2 };
 
-type DryRunSettings = Pick<Settings, 'encryptionKey' | 'isDevelopment' | 'federation'>;
+/** What asking peers takes: their credentials' key, their deadline, and where calls may go. */
+interface DryRunOptions {
+  settings: Pick<Settings, 'encryptionKey' | 'isDevelopment' | 'federation'>;
+  outbound: Outbound;
+}
 
 /** Every installation's verdict, in the order given, asked at once. */
 export async function askEverywhere(
   db: Knex,
-  settings: DryRunSettings,
+  options: DryRunOptions,
   planned: PlannedVersion,
   installations: PlannedInstallation[],
 ): Promise<Verdict[]> {
   return Promise.all(
     installations.map((installation) =>
       installation.peer
-        ? askPeer(settings, planned, installation, installation.peer)
+        ? askPeer(options, planned, installation, installation.peer)
         : askHere(db, planned, installation),
     ),
   );
@@ -62,11 +67,11 @@ export async function askEverywhere(
 /** Throws the weightiest refusal, if any installation refuses. */
 export async function dryRunEverywhere(
   db: Knex,
-  settings: DryRunSettings,
+  options: DryRunOptions,
   planned: PlannedVersion,
   installations: PlannedInstallation[],
 ): Promise<void> {
-  const verdicts = await askEverywhere(db, settings, planned, installations);
+  const verdicts = await askEverywhere(db, options, planned, installations);
   const refusals = verdicts.flatMap((verdict) => (verdict.ok ? [] : [verdict]));
   refusals.sort((a, b) => a.rank - b.rank);
   if (refusals[0]) throw refusals[0].problem;
@@ -104,7 +109,7 @@ async function askHere(db: Knex, planned: PlannedVersion, installation: PlannedI
 }
 
 async function askPeer(
-  settings: DryRunSettings,
+  { settings, outbound }: DryRunOptions,
   planned: PlannedVersion,
   installation: PlannedInstallation,
   peer: PeerRow,
@@ -113,6 +118,7 @@ async function askPeer(
     await callPeer(peerEndpoint(encryptionKey(settings), peer), 'POST', incomingEvaluatePath(), {
       body: incomingRolloutRequest(planned.copy, installation, { name: null, description: null }),
       timeoutMs: settings.federation.peerTimeoutSeconds * 1000,
+      outbound,
     });
     return { ok: true };
   } catch (error) {

@@ -190,7 +190,7 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
       },
       handler: async ({ db, principal, body, ctx }) => {
         const { planned, installations } = await plan(db as Knex, principal.tenantId, body, principal.name);
-        const verdicts = await askEverywhere(db as Knex, options.settings, planned, installations);
+        const verdicts = await askEverywhere(db as Knex, options, planned, installations);
         const answers = installations.map((installation, position) => {
           const verdict = verdicts[position]!;
           return {
@@ -223,7 +223,7 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
       handler: async ({ db, principal, body }) => {
         const tenantId = principal.tenantId;
         const { planned, installations } = await plan(db as Knex, tenantId, body, principal.name);
-        await dryRunEverywhere(db as Knex, options.settings, planned, installations);
+        await dryRunEverywhere(db as Knex, options, planned, installations);
         const row = await (db as Knex).transaction(async (trx) => {
           const created = await insertFederatedRollout(
             trx,

@@ -15,7 +15,7 @@ import {
 } from '../../../db/repos/git-sources';
 import { listSyncRunsQuery, type SyncRunRow } from '../../../db/repos/git-sync-runs';
 import { sealCredentials } from '../../../domain/git/credentials';
-import { originOf } from '../../../domain/git/source-fields';
+import { fileRepositoryProblem, originOf } from '../../../domain/git/source-fields';
 import { checkTarget } from '../../../domain/policies/evaluate';
 import { generateToken, hashToken } from '../../../domain/tokens/secret-token';
 import { encryptionKey } from '../../../platform/secrets';
@@ -78,6 +78,12 @@ async function lockForChange(db: Db, tenantId: string, id: string, ctx: AppConte
 /** The groups and agents a rollout template names exist in the tenant (404 otherwise, as for a rollout). */
 async function checkTemplate(db: Db, tenantId: string, body: SourceBody): Promise<void> {
   if (body.rolloutTemplate) await checkTarget(db, tenantId, body.rolloutTemplate.target);
+}
+
+/** A file:// repository must lie under Git:FileRoots (none: file:// is refused), 400 otherwise. */
+function checkFileRoots(repoUrl: string, roots: readonly string[]): void {
+  const why = fileRepositoryProblem(repoUrl, roots);
+  if (why) throw problems.validation([{ path: 'body.repoUrl', message: why }]);
 }
 
 function settingsOf(body: SourceBody, defaultPollIntervalSeconds: number): GitSourceSettings {
@@ -188,6 +194,7 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
       response: { status: 201, description: 'The source.', schema: sourceSchema },
       handler: async (input) => {
         const { db, principal, body } = input;
+        checkFileRoots(body.repoUrl, settings.git.fileRoots);
         await checkTemplate(db, principal.tenantId, body);
         const id = randomUUID(); // before the insert: the sealed credentials are bound to it
         const row = await insertGitSource(db, {
@@ -238,6 +245,7 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
         const { db, principal, params, body, ctx } = input;
         const tenantId = principal.tenantId;
         const current = await lockForChange(db, tenantId, params.id, ctx);
+        checkFileRoots(body.repoUrl, settings.git.fileRoots);
         const credentials = credentialsOnUpdate(current, body.repoUrl, body.credentials);
         await checkTemplate(db, tenantId, body);
         const changes = settingsOf(body, settings.git.defaultPollIntervalSeconds);

@@ -102,10 +102,17 @@ export function credentialsMismatch(repoUrl: string, kind: 'https' | 'ssh' | nul
 
 const sourceFields = {
   name: plainText().trim().min(1).max(100),
-  repoUrl: z.string().trim().max(2048).superRefine(refusedWhen(repoUrlProblem)).openapi({
-    description: 'https://, ssh:// or file://, without credentials in it.',
-    example: 'https://github.com/acme/fleet-config.git',
-  }),
+  repoUrl: z
+    .string()
+    .trim()
+    .max(2048)
+    .superRefine(refusedWhen(repoUrlProblem))
+    .openapi({
+      description:
+        'https://, ssh:// or file://, without credentials in it. file:// only under the directories the ' +
+        'installation allows (Git:FileRoots; none by default).',
+      example: 'https://github.com/acme/fleet-config.git',
+    }),
   branch: z.string().superRefine(refusedWhen(branchProblem)).openapi({ example: 'main' }),
   path: z
     .string()
