@@ -2,7 +2,8 @@
 // After `npm run build`: what the image runs works from dist/ on this Node. The api, the
 // worker and the CLI load every module they import (each then stops at the Database:Url it
 // is given, exit 78, before connecting anywhere), and the worker's workflows bundle from
-// dist/workflows as worker/run.ts bundles them. The suite covers the rest, from source.
+// dist/workflows as worker/run.ts bundles them, and a parsing thread loads its own entry from
+// dist. The suite covers the rest, from source.
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 
@@ -38,10 +39,21 @@ async function bundle() {
   return `${(code.length / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-bundle().then(
-  (size) =>
+/** A content large enough for the parsing threads, which load dist/platform/thread-entry.js on their own. */
+async function parseOnThread() {
+  const { checkContent, closeContentThreads } = require(path.join(dist, 'domain/configurations/content-check.js'));
+  const content = Array.from({ length: 5000 }, (_, i) => `key${i}: ${i}`).join('\n');
+  const problems = [await checkContent('yaml', content), await checkContent('yaml', `${content}\nkey1: again`)];
+  await closeContentThreads();
+  if (problems[0] !== undefined || !/Map keys must be unique/.test(problems[1] ?? '')) {
+    fail(`a parsing thread did not check contents from dist: ${JSON.stringify(problems)}`);
+  }
+}
+
+Promise.all([bundle(), parseOnThread()]).then(
+  ([size]) =>
     process.stdout.write(
-      `check-dist: api, worker and CLI load on Node ${process.versions.node}; workflows bundle from dist (${size})\n`,
+      `check-dist: api, worker and CLI load on Node ${process.versions.node}; workflows bundle from dist (${size}); contents parse on a thread\n`,
     ),
-  (error) => fail(`the workflows do not bundle from dist: ${error.stack}`),
+  (error) => fail(`the workflows do not bundle, or contents do not parse on a thread, from dist: ${error.stack}`),
 );

@@ -18,17 +18,13 @@
  *
  * BENCH_CPU_PROF=<dir> writes the replica's CPU profile there.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import { emitEvents, type NewEvent } from '../db/repos/events';
-import { insertPat } from '../db/repos/pats';
-import { ensureTenant } from '../db/repos/tenants';
-import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import type { ClientsReply, ClientsRequest, ShapeResult } from './hub-clients';
-import { cpuSecondsOf, cpuSecondsOfTree, runBench, startBenchDatabase } from './support';
+import { benchPat, cpuSecondsOf, cpuSecondsOfTree, runBench, startApiProcess, startBenchDatabase } from './support';
 
 const { values: args } = parseArgs({
   options: {
@@ -50,27 +46,6 @@ function quantile(histogram: Array<[number, number]>, q: number): number {
   let seen = 0;
   for (const [ms, count] of sorted) if ((seen += count) > q * total) return ms;
   return sorted.at(-1)?.[0] ?? NaN;
-}
-
-async function startReplica(databaseUrl: string) {
-  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(__dirname, 'hub-server.ts')], {
-    env: {
-      ...process.env,
-      Environment: 'Production',
-      Database__Url: databaseUrl,
-      Secrets__EncryptionKey: Buffer.alloc(32, 1).toString('base64'),
-      Logging__Level: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const { port } = await new Promise<{ port: number }>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout }).once('line', (line) => resolve(JSON.parse(line)));
-    child.once('exit', (code) => reject(new Error(`hub server exited (${code})`)));
-  });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const stop = () => (child.kill('SIGINT'), exited); // SIGINT lets --cpu-prof write its profile
-  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop };
 }
 
 const loadAverage = () => os.loadavg()[0]!.toFixed(2);
@@ -118,24 +93,14 @@ interface Shape {
 
 async function main() {
   const database = await startBenchDatabase(55933);
-  const replica = await startReplica(database.url);
+  const replica = await startApiProcess(database.url);
   const perProcess = Math.ceil(subscribers / clientProcesses);
   const groups = Array.from(
     { length: clientProcesses },
     (_, p) => new ClientProcess(Math.max(0, Math.min(perProcess, subscribers - p * perProcess))),
   );
   try {
-    await ensureTenant(database.db, 'default');
-    const token = generateToken('svc-pat');
-    await insertPat(database.db, {
-      tenant_id: 'default',
-      name: 'bench-hub',
-      token_hash: hashToken(token),
-      role: 'viewer',
-      allowed_endpoints: null,
-      expires_at: new Date(Date.now() + 86_400_000),
-      created_by: 'bench',
-    });
+    const token = await benchPat(database.db, 'viewer', 'bench-hub');
     const started = Date.now();
     await Promise.all(
       groups.map((group) => group.ask({ type: 'connect', url: replica.url, token, count: group.count })),

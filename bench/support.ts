@@ -1,9 +1,14 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
+import type { Knex } from 'knex';
+import type { Role } from '../api/auth/roles';
 import { createDb, migrateLatest } from '../db/connection';
+import { insertPat } from '../db/repos/pats';
+import { ensureTenant } from '../db/repos/tenants';
+import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import { postmasterPid, startPostgres } from '../scripts/infra/postgres';
 
 export { freePort } from '../scripts/infra/processes';
@@ -98,6 +103,56 @@ export function cpuSecondsOfTree(pid: number): number {
     }
   });
   return [pid, ...children.map(Number)].reduce((sum, each) => sum + cpuSecondsOf({ pid: each }), 0);
+}
+
+/**
+ * bench/api-server.ts in a process of its own, on `databaseUrl` (Production settings, and
+ * `env`). BENCH_CPU_PROF=<dir> writes its CPU profile there; `preload` is LD_PRELOAD (an allocator).
+ */
+export async function startApiProcess(databaseUrl: string, env: Record<string, string> = {}) {
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', path.join(__dirname, 'api-server.ts')], {
+    env: {
+      ...process.env,
+      Environment: 'Production',
+      Database__Url: databaseUrl,
+      Secrets__EncryptionKey: Buffer.alloc(32, 1).toString('base64'),
+      Logging__Level: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const { port } = await new Promise<{ port: number }>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout }).once('line', (line) => resolve(JSON.parse(line)));
+    child.once('exit', (code) => reject(new Error(`api server exited (${code})`)));
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const stop = () => (child.kill('SIGINT'), exited); // SIGINT lets --cpu-prof write its profile
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop };
+}
+
+/** A PAT of `role` in tenant `default`, written to the database as `npm run fleet -- create-pat` does. */
+export async function benchPat(db: Knex, role: Role, name: string): Promise<string> {
+  await ensureTenant(db, 'default');
+  const token = generateToken('svc-pat');
+  await insertPat(db, {
+    tenant_id: 'default',
+    name,
+    token_hash: hashToken(token),
+    role,
+    allowed_endpoints: null,
+    expires_at: new Date(Date.now() + 86_400_000),
+    created_by: 'bench',
+  });
+  return token;
+}
+
+/** Debian's jemalloc, as the image preloads it; undefined (with a line saying so) when it is missing. */
+export function jemalloc(): string | undefined {
+  const library = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
+  if (existsSync(library)) return library;
+  process.stderr.write('libjemalloc2 is missing (apt-get install -y libjemalloc2): measuring with glibc malloc\n');
+  return undefined;
 }
 
 /** Runs a bench's main and exits with its outcome. */

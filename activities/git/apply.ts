@@ -17,7 +17,8 @@ import { findVersion, type VersionProvenance } from '../../db/repos/configuratio
 import { emitEvents } from '../../db/repos/events';
 import { holdGitSource, type GitSourceRow } from '../../db/repos/git-sources';
 import type { SyncRunChange, SyncRunFileError } from '../../db/repos/git-sync-runs';
-import { CONTENT_LIMIT_BYTES, contentHash, parseContent } from '../../domain/configurations/content';
+import { CONTENT_LIMIT_BYTES, contentHash } from '../../domain/configurations/content';
+import { checkContent } from '../../domain/configurations/content-check';
 import { publishVersion, saveVersion } from '../../domain/configurations/versions';
 import type { SourceFile } from '../../domain/git/files';
 import type { FetchedCommit } from './repository';
@@ -51,7 +52,7 @@ export async function applyFiles(
   const seen = new Set<string>();
   for (const file of files) {
     try {
-      checkFile(file);
+      await checkFile(file);
       const change = await db.transaction((trx) => applyFile(trx, source, commit, file, managed.get(file.path), seen));
       if (change) out.changes.push(change);
     } catch (error) {
@@ -74,11 +75,11 @@ export async function applyFiles(
   return out;
 }
 
-function checkFile(file: FileAtTip): void {
+async function checkFile(file: FileAtTip): Promise<void> {
   if (file.content === undefined)
     throw new FileRefused(`${file.size} bytes; a configuration holds at most ${CONTENT_LIMIT_BYTES} bytes (1 MiB)`);
-  const parsed = parseContent(file.format, file.content);
-  if (!parsed.ok) throw new FileRefused(parsed.message);
+  const problem = await checkContent(file.format, file.content);
+  if (problem) throw new FileRefused(problem);
 }
 
 async function applyFile(

@@ -73,6 +73,12 @@ export interface RouteDef<
    * connection of the pool meanwhile.
    */
   transactional?: boolean;
+  /**
+   * Checks of the input that take time but no transaction (parsing a 1 MiB document), run
+   * before the route's transaction opens, so a slow check never holds a connection of the
+   * pool; `db` is the pool. Throws a problem to refuse.
+   */
+  prepare?(input: Omit<RouteInput<Out<P>, Out<Q>, Out<B>>, 'afterCommit'>): Promise<void>;
   handler(input: RouteInput<Out<P>, Out<Q>, Out<B>>): Promise<RouteResult>;
 }
 
@@ -186,6 +192,17 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
         afterCommit,
       });
 
+    if (def.prepare) {
+      const principal = ctx.state.principal!;
+      await def.prepare({
+        params: input.params,
+        query: input.query,
+        body: input.body,
+        principal,
+        db: services.db,
+        ctx,
+      });
+    }
     let result: RouteResult;
     if (def.method === 'get') {
       result = await run(services.db);

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { DomainError } from '../../domain/errors';
+import { TaskTooCostly, ThreadPoolBusy } from '../../platform/thread-pool';
 import { catalogue, Problem, problemOf, problems, type ProblemSlug } from '../problems';
 import type { AppContext } from '../http/context';
 
@@ -67,6 +68,10 @@ export function createProblemRenderer(logger: Logger, errorsBaseUrl: string) {
     if (isDatabaseUnavailable(error as object)) {
       logger.warn({ err: error, requestId: ctx.state.requestId }, 'database unavailable');
       return problems.unavailable('The database is unavailable; retry shortly.');
+    }
+    if (error instanceof ThreadPoolBusy || error instanceof TaskTooCostly) {
+      logger.warn({ err: error, requestId: ctx.state.requestId }, 'parsing threads busy or over budget');
+      return new Problem('unavailable', 'Every parsing thread is busy; retry shortly.', {}, { 'Retry-After': '1' });
     }
     const fromKoa = fromHttpError(error as object);
     if (fromKoa) return fromKoa;

@@ -57,6 +57,91 @@ describe('parseContent', () => {
   });
 });
 
+describe('the parsing budget: refused by a linear scan before any parse', () => {
+  const lines = (count: number, line: (i: number) => string) =>
+    Array.from({ length: count }, (_, i) => line(i)).join('\n');
+
+  test.each([
+    [
+      '600 KB of nested [',
+      'yaml',
+      '['.repeat(600_000),
+      /^line 1, column 256: invalid YAML: nested deeper than 256 levels$/,
+    ],
+    ['nested {', 'yaml', '{a: '.repeat(150_000), /nested deeper than 256 levels/],
+    ['300,000 compact sequences', 'yaml', `${'- '.repeat(300_000)}x`, /nested deeper than 256 levels/],
+    [
+      'a sequence under a key, nested',
+      'yaml',
+      lines(300, (i) => `${' '.repeat(i * 2)}k${i}:`),
+      /nested deeper than 256 levels/,
+    ],
+    [
+      '1,000 levels of indentation',
+      'yaml',
+      lines(1000, (i) => `${' '.repeat(i)}k:`),
+      /^line 129, column 129: .*nested deeper/,
+    ],
+    [
+      '100,000 aliases',
+      'yaml',
+      `a: &a x\n${lines(100_000, (i) => `k${i}: *a`)}`,
+      /^line 1002, column 8: invalid YAML: more than 1000 aliases$/,
+    ],
+    ['100,000 anchors', 'yaml', lines(100_000, (i) => `k${i}: &a${i} x`), /more than 1000 anchors/],
+    [
+      'a million [ of JSON',
+      'json',
+      '['.repeat(1_000_000),
+      /^line 1, column 257: invalid JSON: nested deeper than 256 levels$/,
+    ],
+  ] as const)('%s', (_what, format, content, message) => {
+    const parsed = parseContent(format, content);
+    expect(!parsed.ok && parsed.message).toMatch(message);
+  });
+
+  test('what only looks like nesting or aliases is not counted: quotes, comments, block scalars, plain text', () => {
+    const brackets = '['.repeat(300);
+    const yaml = [
+      `quoted: "${brackets} *a &b"`,
+      `single: '${brackets} it''s *a'`,
+      `# ${brackets} *a &a`,
+      'script: |',
+      `  ${brackets}`,
+      `  ${Array(2000).fill('*x').join(' ')}`,
+      'folded: >-',
+      `  ${brackets}`,
+      `plain: Tom & Jerry *not-an-alias [not flow]`,
+      `cron: 0 * * * *`,
+      `url: http://example.com/a[1]`,
+      'list:',
+      '- a',
+      '- b: [1, {c: d}]',
+    ].join('\n');
+    const parsed = parseContent('yaml', yaml);
+    expect(parsed).toMatchObject({ ok: true, value: { quoted: `${brackets} *a &b`, cron: '0 * * * *' } });
+    expect(parseContent('json', JSON.stringify({ text: brackets, nested: [[[1]]] })).ok).toBe(true);
+  });
+
+  test('anchors and aliases within the limits, and 256 levels exactly, parse', () => {
+    const anchored = `${lines(1000, (i) => `a${i}: &a${i} v${i}`)}\n${lines(1000, (i) => `b${i}: *a${i}`)}`;
+    const parsed = parseContent('yaml', anchored);
+    expect(parsed.ok && (parsed.value as Record<string, string>).b999).toBe('v999');
+    expect(parseContent('json', `${'['.repeat(256)}${']'.repeat(256)}`).ok).toBe(true);
+    expect(parseContent('yaml', `a: ${'['.repeat(250)}${']'.repeat(250)}`).ok).toBe(true);
+  });
+
+  test('a map of 40,000 keys is checked for duplicate keys in one pass; the duplicate is named', () => {
+    const map = lines(40_000, (i) => `key${i}: ${i}`);
+    expect(parseContent('yaml', map).ok).toBe(true);
+    const parsed = parseContent('yaml', `${map}\nkey5: again`);
+    expect(!parsed.ok && parsed.message).toBe('line 40001, column 1: invalid YAML: Map keys must be unique');
+    // The parser's own rule: the same scalar value is the same key, a number and a string are not.
+    expect(parseContent('yaml', 'a: 1\n"a": 2').ok).toBe(false);
+    expect(parseContent('yaml', '1: x\n"1": y').ok).toBe(true);
+  });
+});
+
 describe('size and hash', () => {
   test('size counts UTF-8 bytes; the hash is sha256 hex of them', () => {
     expect(contentBytes('é')).toBe(2);

@@ -16,13 +16,8 @@ import {
 import { emitEvents } from '../../../db/repos/events';
 import { publishVersion, saveVersion } from '../../../domain/configurations/versions';
 import type { Principal } from '../../auth/principal';
-import {
-  CONTENT_LIMIT_BYTES,
-  contentBytes,
-  keyDiff,
-  parseContent,
-  unifiedDiff,
-} from '../../../domain/configurations/content';
+import { CONTENT_LIMIT_BYTES, contentBytes } from '../../../domain/configurations/content';
+import { checkContent, compareVersions } from '../../../domain/configurations/content-check';
 import type { AppContext } from '../../http/context';
 import { ifMatchVersions } from '../../http/etag';
 import { labelFilter } from '../../http/labels';
@@ -82,7 +77,8 @@ async function lockForChange(db: Knex | Knex.Transaction, principal: Principal, 
   return row;
 }
 
-function checkContent(row: ConfigurationRow, content: string): void {
+/** The content fits the limit (413) and parses in the configuration's format (400), on a parsing thread when large. */
+async function checkVersionContent(row: ConfigurationRow, content: string): Promise<void> {
   const bytes = contentBytes(content);
   if (bytes > CONTENT_LIMIT_BYTES) {
     throw new Problem(
@@ -94,8 +90,8 @@ function checkContent(row: ConfigurationRow, content: string): void {
       },
     );
   }
-  const parsed = parseContent(row.format, content);
-  if (!parsed.ok) throw problems.validation([{ path: 'body.content', message: parsed.message }]);
+  const problem = await checkContent(row.format, content);
+  if (problem) throw problems.validation([{ path: 'body.content', message: problem }]);
 }
 
 export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] {
@@ -214,10 +210,13 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
         description: 'The draft (without its content); the ETag is the configuration’s new one.',
         schema: versionSummarySchema,
       },
-      handler: async ({ db, principal, params, body, ctx }) => {
+      // Before the transaction: parsing 1 MiB must hold neither a connection nor the lock.
+      prepare: async ({ db, principal, params, body }) => {
         const found = await mustFind(db, principal, params.id);
         refuseManaged(found);
-        checkContent(found, body.content); // before the lock: parsing 1 MiB should not hold it
+        await checkVersionContent(found, body.content);
+      },
+      handler: async ({ db, principal, params, body, ctx }) => {
         await lockForChange(db, principal, params.id, ctx);
         const saved = await saveVersion(db as Knex.Transaction, principal.tenantId, params.id, {
           content: body.content,
@@ -269,18 +268,8 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
         ]);
         if (!from) throw problems.notFound('version', `${params.id}/versions/${query.from}`);
         if (!to) throw problems.notFound('version', `${params.id}/versions/${query.to}`);
-        let changes = null;
-        if (configuration.format !== 'text') {
-          const [a, b] = [
-            parseContent(configuration.format, from.content),
-            parseContent(configuration.format, to.content),
-          ];
-          // stored versions were validated when saved; Git may one day store unparsable ones
-          changes = a.ok && b.ok ? keyDiff(a.value, b.value) : null;
-        }
-        return {
-          body: { from: from.version, to: to.version, unifiedDiff: unifiedDiff(configuration.name, from, to), changes },
-        };
+        const { unifiedDiff, changes } = await compareVersions(configuration.name, configuration.format, from, to);
+        return { body: { from: from.version, to: to.version, unifiedDiff, changes } };
       },
     }),
     route({

@@ -5,6 +5,8 @@
  */
 import type { Knex } from 'knex';
 import { findConfiguration } from '../../../db/repos/configurations';
+import type { Format } from '../../../domain/configurations/content';
+import { checkContent } from '../../../domain/configurations/content-check';
 import { rolloutProgress } from '../../../db/repos/rollout-agents';
 import { findRolloutByFederationKey, type RolloutRow } from '../../../db/repos/rollouts';
 import { createIncomingRollout, createRolloutOnce, dryRunRollout } from '../../../domain/federation/incoming-rollouts';
@@ -24,6 +26,12 @@ import {
 
 const INCOMING = '/api/federation/incoming/rollouts';
 const tag = 'federation';
+
+/** The copy's content parses in its format (400 naming it otherwise), on a parsing thread when large. */
+async function checkCopiedContent(copy: { format: Format; content: string }): Promise<void> {
+  const problem = await checkContent(copy.format, copy.content);
+  if (problem) throw problems.validation([{ path: 'body.configuration.content', message: problem }]);
+}
 
 export function incomingRolloutRoutes(options: FederationRouteOptions): RouteDef[] {
   const workflows = new RolloutWorkflows(options.temporal, options.settings);
@@ -72,6 +80,7 @@ export function incomingRolloutRoutes(options: FederationRouteOptions): RouteDef
       // Judging every target agent must not hold a pooled connection beyond its own rolled-back transaction.
       transactional: false,
       body: incomingRolloutBody,
+      prepare: ({ body }) => checkCopiedContent(body.configuration),
       response: {
         status: 200,
         description:
@@ -95,6 +104,7 @@ export function incomingRolloutRoutes(options: FederationRouteOptions): RouteDef
       transactional: false,
       params: incomingKey,
       body: incomingRolloutBody,
+      prepare: ({ body }) => checkCopiedContent(body.configuration),
       response: {
         status: 200,
         description:

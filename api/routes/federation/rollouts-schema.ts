@@ -1,4 +1,4 @@
-import { CONTENT_LIMIT_BYTES, contentBytes, parseContent } from '../../../domain/configurations/content';
+import { CONTENT_LIMIT_BYTES, contentBytes } from '../../../domain/configurations/content';
 import {
   FEDERATED_ROLLOUT_STATES,
   INSTALLATION_STATES,
@@ -187,10 +187,7 @@ const copiedConfiguration = z
   .superRefine((copy, ctx) => {
     if (contentBytes(copy.content) > CONTENT_LIMIT_BYTES) {
       ctx.addIssue({ code: 'custom', path: ['content'], message: `is over ${CONTENT_LIMIT_BYTES} bytes (1 MiB)` });
-      return;
     }
-    const parsed = parseContent(copy.format, copy.content);
-    if (!parsed.ok) ctx.addIssue({ code: 'custom', path: ['content'], message: parsed.message });
   })
   .openapi('FederatedConfigurationCopy', {
     description: 'The version to roll out: copied into the configuration of this name (created when missing).',

@@ -1,7 +1,7 @@
 /**
- * The api replica that holds bench/hub.ts's subscribers, in its own process (so the hub's
- * CPU is its own): the whole app from environment settings, with the hub on its upgrade.
- * Prints `{"port": <port>}` once listening.
+ * An api replica in a process of its own, so its CPU and memory are its own (the hub's
+ * subscribers of bench/hub.ts, the uploads of bench/hostile-content.ts): the whole app from
+ * environment settings, with the hub on its upgrade. Prints `{"port": <port>}` once listening.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
