@@ -22,6 +22,7 @@ import { problemDocument } from '../middleware/problems';
 import { Problem, problems } from '../problems';
 import { hiddenPrefixes, matchesAny } from './event-types';
 import { OutgoingEvent, socketOf, writeFrames } from './outgoing';
+import { HUB_LIMITS, MessageAllowance } from './limits';
 import { clientMessage, type Subscribe } from './protocol';
 import { resolveSince } from './since';
 
@@ -42,6 +43,8 @@ export const HUB_CLOSE = {
   goingAway: 1001,
   /** This replica lost its LISTEN connection meanwhile; reconnect with `since`. */
   restart: 1012,
+  /** It sent too many malformed messages, or kept sending past the rate (limits.ts). */
+  policyViolation: 1008,
 } as const;
 
 export interface HubOptions {
@@ -62,6 +65,17 @@ export interface HubOptions {
   /** Tokens are checked again this often (OIDC expiry; PAT revocation is pushed at once). */
   recheckMs?: number;
 }
+
+const RATE_LIMITED = {
+  code: 'rate-limited',
+  message:
+    `at most ${HUB_LIMITS.messagesPerSecond} messages a second (${HUB_LIMITS.burst} at once): ` +
+    'messages over it are dropped',
+};
+const TOO_MANY = {
+  code: 'too-many-subscriptions',
+  message: `a connection holds at most ${HUB_LIMITS.subscriptions} subscriptions: unsubscribe some, or use a family (rollout.*)`,
+};
 
 /** Remembered per connection, so an event reached by a replay and live is sent once. */
 const RECENT_IDS = 5000;
@@ -95,6 +109,8 @@ function sessionSecretOf(req: IncomingMessage): string | undefined {
 
 class Subscriber {
   readonly subscriptions: Subscription[] = [];
+  /** How many messages it may send, and how many malformed ones it sent lately. */
+  readonly allowance = new MessageAllowance();
   /** Where its event frames are written. */
   readonly socket: Duplex;
   /** Live events held back while a replay runs, so order holds. */
@@ -319,6 +335,12 @@ export class LiveHub {
     });
     ws.on('error', () => this.subscribers.delete(subscriber));
     ws.on('message', (data, isBinary) => {
+      const verdict = subscriber.allowance.admit();
+      if (verdict === 'close') return this.cutOff(subscriber, HUB_CLOSE.policyViolation, 'too many messages');
+      if (verdict !== 'take') {
+        if (verdict === 'drop-and-tell') this.reply(subscriber, { type: 'error', ...RATE_LIMITED });
+        return;
+      }
       const text = isBinary ? undefined : textOf(data);
       subscriber.handled = subscriber.handled
         .then(() => this.onMessage(subscriber, text))
@@ -330,12 +352,18 @@ export class LiveHub {
     });
   }
 
+  private reply(subscriber: Subscriber, message: Record<string, unknown>): void {
+    if (subscriber.ws.readyState === subscriber.ws.OPEN) subscriber.ws.send(JSON.stringify(message));
+  }
+
   private async onMessage(subscriber: Subscriber, text: string | undefined): Promise<void> {
-    const reply = (message: Record<string, unknown>) => {
-      if (subscriber.ws.readyState === subscriber.ws.OPEN) subscriber.ws.send(JSON.stringify(message));
-    };
+    const reply = (message: Record<string, unknown>) => this.reply(subscriber, message);
     const parsed = clientMessage(text);
-    if (!parsed.ok) return reply({ type: 'error', code: 'bad-message', message: parsed.error });
+    if (!parsed.ok) {
+      if (subscriber.allowance.malformed())
+        return this.cutOff(subscriber, HUB_CLOSE.policyViolation, 'too many malformed messages');
+      return reply({ type: 'error', code: 'bad-message', message: parsed.error });
+    }
     const message = parsed.message;
     if (message.type === 'ping') return reply({ type: 'pong' });
     if (message.type === 'unsubscribe') {
@@ -354,6 +382,7 @@ export class LiveHub {
     message: Subscribe,
     reply: (message: Record<string, unknown>) => void,
   ): Promise<void> {
+    if (subscriber.subscriptions.length >= HUB_LIMITS.subscriptions) return reply({ type: 'error', ...TOO_MANY });
     const position = message.since
       ? await resolveSince(this.options.db, subscriber.principal.tenantId, message.since, this.options.replayHours)
       : undefined;

@@ -3,6 +3,9 @@
  * Postgres: fan-out across replicas, replay with `since`, tenants, tokens, bad messages and
  * a consumer that stops reading. And `GET /api/events`, its polling twin.
  */
+import WebSocket from 'ws';
+import { textOf } from '../../api/hub/hub';
+import { HUB_LIMITS } from '../../api/hub/limits';
 import { emitEvents } from '../../db/repos/events';
 import { HubRefusedError, LiveUpdatesClient, type CloudEvent } from '../../scripts/live-updates/client';
 import { startTestApp, type TestApp } from '../support/app';
@@ -213,6 +216,60 @@ test('garbage client messages get an error, not a crash; the connection stays us
     await expect(client.request(garbage)).rejects.toMatchObject({ type: 'error', code: 'bad-message' });
   }
   expect(await client.ping()).toEqual({ type: 'pong' });
+});
+
+describe('what one connection may ask (api/hub/limits.ts)', () => {
+  /** A bare socket to the hub and every message it receives, for floods the client would not send. */
+  async function rawSocket(app: TestApp, token: string) {
+    const ws = new WebSocket(`${app.baseUrl.replace(/^http/, 'ws')}/hubs/live-updates`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const received: Array<{ type: string; code?: string }> = [];
+    ws.on('message', (data) => received.push(JSON.parse(textOf(data)) as { type: string; code?: string }));
+    const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    return { ws, received, closed };
+  }
+
+  test('a connection holds at most 100 subscriptions; the next is refused until one is gone', async () => {
+    const client = await connect(a, admin);
+    for (let i = 0; i < HUB_LIMITS.subscriptions; i++) await client.subscribe(['group.*'], { subject: `g-${i}` });
+    await expect(client.subscribe(['group.*'], { subject: 'one-more' })).rejects.toMatchObject({
+      type: 'error',
+      code: 'too-many-subscriptions',
+    });
+    await client.unsubscribe(['group.*'], 'g-0');
+    await expect(client.subscribe(['group.*'], { subject: 'one-more' })).resolves.toMatchObject({ type: 'subscribed' });
+  });
+
+  test(`${HUB_LIMITS.malformed} malformed messages in a row close the connection with 1008`, async () => {
+    const { ws, received, closed } = await rawSocket(a, admin);
+    for (let i = 0; i < HUB_LIMITS.malformed; i++) ws.send('not json');
+    expect(await closed).toBe(1008);
+    expect(received.filter((message) => message.code === 'bad-message')).toHaveLength(HUB_LIMITS.malformed - 1);
+  });
+
+  test('messages past the rate are dropped and told once; a connection that keeps on is closed with 1008', async () => {
+    const over = await rawSocket(a, admin);
+    for (let i = 0; i < HUB_LIMITS.burst + 20; i++) over.ws.send('{"type":"ping"}');
+    await eventually(async () => expect(over.received.some((message) => message.code === 'rate-limited')).toBe(true));
+    const pongs = () => over.received.filter((message) => message.type === 'pong').length;
+    expect(pongs()).toBeGreaterThanOrEqual(HUB_LIMITS.burst);
+    expect(pongs()).toBeLessThan(HUB_LIMITS.burst + 20);
+    expect(over.received.filter((message) => message.code === 'rate-limited')).toHaveLength(1);
+    // It slowed down: still open, answered again.
+    const before = pongs();
+    await eventually(async () => {
+      over.ws.send('{"type":"ping"}');
+      expect(pongs()).toBeGreaterThan(before);
+    });
+    over.ws.close();
+
+    const flood = await rawSocket(a, admin);
+    for (let i = 0; i < 10_000 && flood.ws.readyState === flood.ws.OPEN; i++) flood.ws.send('{"type":"ping"}');
+    expect(await flood.closed).toBe(1008);
+    expect(flood.received.filter((message) => message.type === 'pong').length).toBeLessThan(10_000);
+  });
 });
 
 test('an event larger than the allowance reaches a subscriber that keeps up, live and by replay', async () => {
