@@ -94,6 +94,8 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     replayHours: settings.events.replayHours,
     maxBufferedBytes: settings.events.subscriberBufferBytes,
     heartbeatMs: settings.events.heartbeatSeconds * 1000,
+    audit: audit.recordCall,
+    trustProxy: settings.http.trustProxy,
   });
   // Notifications sent while the LISTEN connection was down are lost: forget every cached
   // PAT, and send live subscribers off to reconnect with `since`, which replays what they missed.

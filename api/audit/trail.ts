@@ -83,6 +83,17 @@ export function createAuditTrail(db: Knex, logger: Logger) {
     await insertAudit(trx, [recordOf(ctx, status)]);
   }
 
+  /** Queues the row of a call no Koa route answers (the hub's upgrades), as it is given. */
+  function recordCall(record: Omit<AuditRecord, 'occurred_at'>) {
+    enqueue({
+      ...record,
+      occurred_at: new Date(),
+      actor: text(record.actor),
+      actor_id: text(record.actor_id),
+      path: text(record.path)!,
+    });
+  }
+
   /** Queues the row of a call under /api (any case) that its route did not record itself; run once it is answered. */
   function recordAnswered(ctx: AppContext) {
     if (!ctx.state.audited && API_PATH.test(ctx.path)) enqueue(recordOf(ctx, ctx.status));
@@ -92,6 +103,7 @@ export function createAuditTrail(db: Knex, logger: Logger) {
   return {
     recordInTransaction,
     recordAnswered,
+    recordCall,
     /** Writes what is queued; call before the process exits. */
     flush,
   };

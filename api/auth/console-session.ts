@@ -119,8 +119,11 @@ export function createConsoleSessions(
       if (!secret) return undefined;
       const row = await liveSession(secret, true);
       if (!row) return undefined;
+      // A refused write is the session person's, in their tenant: the audit trail says who.
+      const principal = principalOf(row);
+      ctx.state.principal = principal;
       checkCsrf(ctx, secret);
-      return principalOf(row);
+      return principal;
     },
 
     async sessionPrincipal(secret, options = {}) {

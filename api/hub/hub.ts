@@ -17,7 +17,9 @@ import { findEventsByIds, listEventsQuery, type EventRow } from '../../db/repos/
 import { bearerToken, type TokenAuthenticator } from '../auth/authenticate';
 import { SESSION_COOKIE, type ConsoleSessions } from '../auth/console-session';
 import type { Principal } from '../auth/principal';
+import type { AuditRecord } from '../../db/repos/audit';
 import { HUB_ENDPOINT } from '../http/endpoints';
+import { requestIdFrom } from '../middleware/request-id';
 import { problemDocument } from '../middleware/problems';
 import { Problem, problems } from '../problems';
 import { hiddenPrefixes, matchesAny } from './event-types';
@@ -64,6 +66,10 @@ export interface HubOptions {
   heartbeatMs?: number;
   /** Tokens are checked again this often (OIDC expiry; PAT revocation is pushed at once). */
   recheckMs?: number;
+  /** Records every upgrade, accepted (101) or refused, in the audit trail. */
+  audit: (record: Omit<AuditRecord, 'occurred_at'>) => void;
+  /** `Http:TrustProxy`: the caller's address is the first of `X-Forwarded-For`. */
+  trustProxy: boolean;
 }
 
 const RATE_LIMITED = {
@@ -252,12 +258,37 @@ export class LiveHub {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const url = new URL(req.url ?? '/', 'http://hub');
     if (url.pathname !== HUB_PATH) return false;
-    void this.admit(req, url)
+    const seen: { principal?: Principal } = {};
+    void this.admit(req, url, seen)
       .then(({ principal, credential }) => {
+        this.audit(req, 101, principal);
         this.wss.handleUpgrade(req, socket, head, (ws) => this.run(new Subscriber(ws, principal, credential)));
       })
-      .catch((error: unknown) => this.refuse(socket, error, url.pathname));
+      .catch((error: unknown) => this.audit(req, this.refuse(socket, error, url.pathname), seen.principal));
     return true;
+  }
+
+  /** The upgrade's audit row: who (when known), the status answered, from where. */
+  private audit(req: IncomingMessage, status: number, principal: Principal | undefined): void {
+    const forwarded = this.options.trustProxy
+      ? String(req.headers['x-forwarded-for'] ?? '')
+          .split(',')[0]!
+          .trim()
+      : '';
+    this.options.audit({
+      tenant_id: principal?.tenantId ?? null,
+      actor_type: principal?.kind ?? 'anonymous',
+      actor: principal?.name ?? null,
+      actor_id: principal?.id ?? null,
+      method: req.method ?? 'GET',
+      path: HUB_PATH,
+      route: HUB_PATH,
+      status,
+      resource_type: null,
+      resource_id: null,
+      request_id: requestIdFrom(req.headers['x-request-id'] as string | undefined),
+      source_address: forwarded || req.socket.remoteAddress || null,
+    });
   }
 
   private tokenOf(req: IncomingMessage, url: URL): string | undefined {
@@ -271,7 +302,11 @@ export class LiveHub {
    * same-origin policy does not apply to WebSockets (cross-site WebSocket hijacking), so
    * the `Origin` the browser sets must be `Http:PublicBaseUrl`'s.
    */
-  private async admit(req: IncomingMessage, url: URL): Promise<{ principal: Principal; credential: Credential }> {
+  private async admit(
+    req: IncomingMessage,
+    url: URL,
+    seen: { principal?: Principal },
+  ): Promise<{ principal: Principal; credential: Credential }> {
     if (req.method !== 'GET') throw problems.methodNotAllowed(req.method ?? '', ['GET']);
     const token = this.tokenOf(req, url);
     const sessionSecret = token ? undefined : sessionSecretOf(req);
@@ -279,6 +314,7 @@ export class LiveHub {
     if (sessionSecret) this.checkOrigin(req);
     const credential: Credential = token ? { token } : { sessionSecret: sessionSecret! };
     const principal = await this.authenticate(credential, { touch: true });
+    seen.principal = principal;
     this.authorize(principal);
     return { principal, credential };
   }
@@ -310,8 +346,8 @@ export class LiveHub {
     }
   }
 
-  /** A refused upgrade answers a problem document before any WebSocket exists. */
-  private refuse(socket: Duplex, error: unknown, path: string): void {
+  /** A refused upgrade answers a problem document before any WebSocket exists; returns its status. */
+  private refuse(socket: Duplex, error: unknown, path: string): number {
     const problem =
       error instanceof Problem
         ? error
@@ -322,6 +358,7 @@ export class LiveHub {
       `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: application/problem+json\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n${headers.join('')}\r\n${body}`,
     );
+    return problem.status;
   }
 
   private run(subscriber: Subscriber): void {

@@ -3,9 +3,12 @@ import type { AppContext } from '../http/context';
 
 const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Keeps a caller's sane `X-Request-Id` (for tracing across services) or makes one, and answers it. */
+/** A caller's sane `X-Request-Id` (for tracing across services), or a new one. */
+export const requestIdFrom = (incoming: string | undefined): string =>
+  incoming !== undefined && ACCEPTABLE.test(incoming) ? incoming : randomUUID();
+
+/** Keeps a caller's sane `X-Request-Id` or makes one, and answers it. */
 export function assignRequestId(ctx: AppContext): void {
-  const incoming = ctx.get('x-request-id');
-  ctx.state.requestId = ACCEPTABLE.test(incoming) ? incoming : randomUUID();
+  ctx.state.requestId = requestIdFrom(ctx.get('x-request-id'));
   ctx.set('X-Request-Id', ctx.state.requestId);
 }

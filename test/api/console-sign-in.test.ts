@@ -67,6 +67,14 @@ test('a write with the cookie but without the CSRF token, or from another origin
   });
   expect(elsewhere.status).toBe(403);
   expect(await t.database.db('groups').where({ name: 'forged' }).first()).toBeUndefined();
+  // Each refusal is the session person's, in their tenant, as a role's refusal is.
+  await eventually(async () => {
+    const refused = await t.database.db('audit_calls').where({ method: 'POST', path: '/api/groups', status: 403 });
+    expect(refused.filter((row) => row.actor === 'bob')).toHaveLength(3);
+    expect(refused.filter((row) => row.actor === 'bob')).toEqual(
+      Array(3).fill(expect.objectContaining({ tenant_id: 'default', actor_type: 'session', actor_id: 'bob' })),
+    );
+  });
 });
 
 test('a viewer sees but may not change, through the console as through the API', async () => {

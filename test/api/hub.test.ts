@@ -218,6 +218,31 @@ test('garbage client messages get an error, not a crash; the connection stays us
   expect(await client.ping()).toEqual({ type: 'pong' });
 });
 
+test('every upgrade is audited: accepted as 101 with its caller, refused with its status (and its caller when known)', async () => {
+  const name = `hub-audited-${Math.random().toString(36).slice(2, 8)}`;
+  const viewer = await a.pat('viewer', { name });
+  const peerName = `${name}-peer`;
+  const peer = await a.pat('peer', { name: peerName });
+  const client = await connect(a, viewer);
+  await expect(connect(a, peer)).rejects.toMatchObject({ status: 403 });
+  await expect(connect(a, 'svc-pat.not-a-token')).rejects.toMatchObject({ status: 401 });
+  const rows = () => a.database.db('audit_calls').where({ path: '/hubs/live-updates' }).orderBy('seq');
+  await eventually(async () => {
+    const audited = await rows();
+    expect(audited.find((row) => row.actor === name)).toMatchObject({
+      tenant_id: 'default',
+      actor_type: 'pat',
+      method: 'GET',
+      route: '/hubs/live-updates',
+      status: 101,
+      source_address: expect.stringMatching(/127\.0\.0\.1/),
+    });
+    expect(audited.find((row) => row.actor === peerName)).toMatchObject({ tenant_id: 'default', status: 403 });
+    expect(audited.some((row) => row.status === 401 && row.actor_type === 'anonymous')).toBe(true);
+  });
+  await client.close();
+});
+
 describe('what one connection may ask (api/hub/limits.ts)', () => {
   /** A bare socket to the hub and every message it receives, for floods the client would not send. */
   async function rawSocket(app: TestApp, token: string) {
