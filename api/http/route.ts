@@ -4,6 +4,7 @@ import type { Principal } from '../auth/principal';
 import type { Permission } from '../auth/roles';
 import { problems, type FieldError } from '../problems';
 import type { AppContext } from './context';
+import { invalidQueryFields } from './encoding';
 import { endpointAllows, parseEndpoint } from './endpoints';
 import { etagOf, notModified } from './etag';
 import { z } from './zod';
@@ -135,7 +136,8 @@ function bodyRequired(def: RouteDef): boolean {
 
 /** Validates path, query and body against the route's schemas; every failure in one 400. */
 function validateInput(def: RouteDef, ctx: AppContext) {
-  const errors: FieldError[] = [];
+  const errors: FieldError[] = ctx.querystring ? invalidQueryFields(ctx.querystring) : [];
+  if (errors.length > 0) throw problems.validation(errors);
   const params = parse(def.params, ctx.params, 'path', errors);
   const query = parse(def.query, ctx.query, 'query', errors);
   const rawBody = (ctx.request as { body?: unknown }).body;

@@ -1,4 +1,6 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
+import { firstInvalidUtf8, invalidUtf8Field, loneSurrogateField } from '../http/encoding';
 import { problems } from '../problems';
 import type { AppContext } from '../http/context';
 
@@ -48,8 +50,9 @@ function contentCoded(ctx: AppContext): string | undefined {
 
 /**
  * Parses JSON request bodies into `ctx.request.body`. Anything else with a body is 415
- * (so is a content-coded one), a body over the limit 413, and invalid JSON 400 — before
- * any route runs. Answers undefined when the request has no body to read.
+ * (so is a content-coded one), a body over the limit 413, invalid JSON 400, and a body that
+ * is not valid UTF-8 or holds a lone surrogate 400 naming the field (http/encoding.ts) —
+ * before any route runs. Answers undefined when the request has no body to read.
  */
 export function jsonBody(limit: number) {
   async function read(ctx: AppContext): Promise<void> {
@@ -60,13 +63,18 @@ export function jsonBody(limit: number) {
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limit * DRAIN_FACTOR) throw problems.payloadTooLarge(limit);
     const raw = await readLimited(ctx.req, limit);
+    if (!isUtf8(raw)) throw problems.validation([invalidUtf8Field(raw, firstInvalidUtf8(raw))]);
     const text = raw.toString('utf8');
     if (text.trim() === '') return;
+    let body: unknown;
     try {
-      (ctx.request as { body?: unknown }).body = JSON.parse(text);
+      body = JSON.parse(text);
     } catch (error) {
       throw problems.malformedJson((error as Error).message);
     }
+    const surrogate = loneSurrogateField(text, body);
+    if (surrogate) throw problems.validation([surrogate]);
+    (ctx.request as { body?: unknown }).body = body;
   }
 
   return function readJsonBody(ctx: AppContext): Promise<void> | undefined {

@@ -251,9 +251,11 @@ describe('point 9: label keys and the text rule', () => {
     for (const { method, path, body, field } of cases) {
       const res = await t.call(method, path, { token: admin, body });
       expect(res.status).toBe(400);
-      expect(res.body.errors).toEqual([
-        { path: field, message: 'must not contain control characters or lone surrogates' },
-      ]);
+      // A lone surrogate is refused in any string of a body before the route's own rules (api/http/encoding.ts).
+      const message = inQuery
+        ? 'must not contain control characters or lone surrogates'
+        : expect.stringContaining('lone UTF-16 surrogate');
+      expect(res.body.errors).toEqual([{ path: field, message }]);
     }
     if (inQuery) {
       const filter = await t.call('GET', `/api/groups?label=env:${encodeURIComponent(text)}`, { token: admin });
