@@ -1,7 +1,7 @@
-import { createServer } from 'node:http';
 import { createAgentGateway, listenAddress } from '../gateway/gateway';
 import { createDb } from '../db/connection';
 import { createApp } from './app';
+import { httpServer } from './http/server';
 import { createLogger } from '../platform/logger';
 import { loadSettingsOrExit } from '../platform/settings';
 import { createTemporal } from '../platform/temporal';
@@ -29,10 +29,7 @@ async function main() {
       : 'agent listener (OpAMP, plain TCP: Development only)',
   );
 
-  // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.
-  const handle = app.koa.callback();
-  const server = createServer((req, res) => void handle(req, res));
-  server.on('upgrade', (req, socket, head) => app.upgrade(req, socket, head)); // the live-updates hub
+  const server = httpServer(app, settings.errorsBaseUrl);
   server.keepAliveTimeout = 65_000; // longer than common load-balancer idle timeouts
   await new Promise<void>((resolve) => server.listen(settings.http.port, settings.http.host, resolve));
   logger.info(

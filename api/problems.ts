@@ -92,6 +92,17 @@ export const catalogue = {
     description:
       'Request bodies must be `application/json`, sent without a content coding (`Content-Encoding` absent or `identity`).',
   },
+  'headers-too-large': {
+    status: 431,
+    title: 'Request header fields too large',
+    description:
+      'The request line and headers together are larger than the service reads (16 KiB): a URL that long is usually a query built by mistake; send less, or a body.',
+  },
+  'bad-request': {
+    status: 400,
+    title: 'Bad request',
+    description: 'The request is not well-formed HTTP.',
+  },
   'policy-denied': {
     status: 422,
     title: 'Policy denied the push',
@@ -111,7 +122,8 @@ export const catalogue = {
   unavailable: {
     status: 503,
     title: 'Service unavailable',
-    description: 'A dependency (database or Temporal) is unreachable, or the service is shutting down. Retry later.',
+    description:
+      'A dependency (database or Temporal) is unreachable, every parsing thread is busy, or the service is shutting down. Retry later (`Retry-After`, when sent).',
   },
 } satisfies Record<string, ProblemType>;
 

@@ -3,10 +3,10 @@
  * subscribers of bench/hub.ts, the uploads of bench/hostile-content.ts): the whole app from
  * environment settings, with the hub on its upgrade. Prints `{"port": <port>}` once listening.
  */
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { createApp } from '../api/app';
+import { httpServer } from '../api/http/server';
 import { createDb } from '../db/connection';
 import { loadSettings } from '../platform/settings';
 
@@ -14,9 +14,7 @@ async function main() {
   const settings = loadSettings(process.env);
   const db = createDb(settings.database.url, settings.database.poolMax);
   const app = await createApp({ settings, db, logger: pino({ level: 'warn' }) });
-  const handle = app.koa.callback();
-  const server = createServer((req, res) => void handle(req, res));
-  server.on('upgrade', (req, socket, head) => app.upgrade(req, socket, head));
+  const server = httpServer(app, settings.errorsBaseUrl);
   server.listen(0, '127.0.0.1', () =>
     process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`),
   );

@@ -9,10 +9,10 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { createApp } from '../api/app';
+import { httpServer } from '../api/http/server';
 import { insertPat } from '../db/repos/pats';
 import { ensureTenant } from '../db/repos/tenants';
 import { generateToken, hashToken } from '../domain/tokens/secret-token';
@@ -109,9 +109,7 @@ async function main() {
     Logging__Level: 'silent',
   });
   const app = await createApp({ settings, db: database.db, logger: pino({ level: 'error' }) });
-  // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.
-  const handle = app.koa.callback();
-  const server = createServer((req, res) => void handle(req, res));
+  const server = httpServer(app, settings.errorsBaseUrl);
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   try {
     const code = await runSchemathesis(baseUrl, await createAdminPat(database.db));

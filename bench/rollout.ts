@@ -14,7 +14,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -22,6 +22,7 @@ import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import pino from 'pino';
 import { createApp, type FleetApp } from '../api/app';
+import { httpServer } from '../api/http/server';
 import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import { loadSettings } from '../platform/settings';
 import { createTemporal } from '../platform/temporal';
@@ -110,9 +111,7 @@ export async function startRolloutStack(databaseUrl: string, progress: (text: st
       temporalHealthy: temporal.healthy,
     });
     stops.push(() => app.close());
-    // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.
-    const handle = app.koa.callback();
-    const http: Server = createServer((req, res) => void handle(req, res));
+    const http: Server = httpServer(app, settings.errorsBaseUrl);
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     stops.push(() => (http.closeAllConnections(), new Promise((resolve) => http.close(resolve))));
     return {

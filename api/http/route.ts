@@ -48,8 +48,8 @@ export interface RouteDef<
   path: string;
   summary: string;
   tag: string;
-  /** `public`: no token; `authenticated`: any role. */
-  permission: Permission | 'authenticated' | 'public';
+  /** `public`: no token. A `peer` PAT has only `federate`, so it reaches nothing else. */
+  permission: Permission | 'public';
   params?: P;
   query?: Q;
   body?: B;
@@ -117,7 +117,7 @@ function parse<S extends Schema | undefined>(schema: S, value: unknown, where: s
 }
 
 function authorize(def: RouteDef, principal: Principal, ctx: AppContext): void {
-  if (def.permission !== 'authenticated' && def.permission !== 'public' && !principal.permissions.has(def.permission)) {
+  if (def.permission !== 'public' && !principal.permissions.has(def.permission)) {
     throw problems.forbidden(`Role ${principal.roles.join(', ')} may not ${def.method.toUpperCase()} ${def.path}.`);
   }
   if (principal.allowedEndpoints) {

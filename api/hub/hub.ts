@@ -20,7 +20,7 @@ import type { Principal } from '../auth/principal';
 import type { AuditRecord } from '../../db/repos/audit';
 import { HUB_ENDPOINT } from '../http/endpoints';
 import { requestIdFrom } from '../middleware/request-id';
-import { problemDocument } from '../middleware/problems';
+import { endWithProblem } from '../middleware/problems';
 import { Problem, problems } from '../problems';
 import { hiddenPrefixes, matchesAny } from './event-types';
 import { OutgoingEvent, socketOf, writeFrames } from './outgoing';
@@ -352,12 +352,7 @@ export class LiveHub {
       error instanceof Problem
         ? error
         : (this.options.logger.error({ err: error }, 'live updates: upgrade failed'), problems.internal());
-    const body = JSON.stringify(problemDocument(problem, this.options.errorsBaseUrl, path));
-    const headers = Object.entries(problem.headers).map(([name, value]) => `${name}: ${value}\r\n`);
-    socket.end(
-      `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: application/problem+json\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n${headers.join('')}\r\n${body}`,
-    );
+    endWithProblem(socket, problem, this.options.errorsBaseUrl, path);
     return problem.status;
   }
 

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Duplex } from 'node:stream';
 import { DomainError } from '../../domain/errors';
 import { TaskTooCostly, ThreadPoolBusy } from '../../platform/thread-pool';
 import { catalogue, Problem, problemOf, problems, type ProblemSlug } from '../problems';
@@ -98,6 +99,19 @@ export function createProblemRenderer(logger: Logger, errorsBaseUrl: string) {
 }
 
 export type ProblemRenderer = ReturnType<typeof createProblemRenderer>;
+
+/**
+ * Answers a problem on a bare socket and closes it, where Koa does not answer: the hub's
+ * upgrade, a request Node could not read.
+ */
+export function endWithProblem(socket: Duplex, problem: Problem, errorsBaseUrl: string, instance: string): void {
+  const body = JSON.stringify(problemDocument(problem, errorsBaseUrl, instance));
+  const headers = Object.entries(problem.headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.end(
+    `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: application/problem+json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n${headers.join('')}\r\n${body}`,
+  );
+}
 
 /** The RFC 9457 document of a problem (also written by hand where Koa does not answer: the hub's upgrade). */
 export function problemDocument(problem: Problem, errorsBaseUrl: string, instance: string, requestId?: string) {

@@ -4,7 +4,7 @@ import { route, type RouteDef } from '../http/route';
 import { z } from '../http/zod';
 import { buildOpenApiDocument } from './document';
 
-/** `GET /api/openapi.json` (any authenticated caller), built once on first request. */
+/** `GET /api/openapi.json` (any role that reads; not a peer's PAT), built once on first request. */
 export function openApiRoutes(routes: () => RouteDef[], serverUrl: string): RouteDef[] {
   let document: unknown;
   return [
@@ -13,7 +13,7 @@ export function openApiRoutes(routes: () => RouteDef[], serverUrl: string): Rout
       path: '/api/openapi.json',
       summary: 'This document',
       tag: 'system',
-      permission: 'authenticated',
+      permission: 'read',
       response: { status: 200, description: 'OpenAPI 3.1.', schema: z.object({ openapi: z.string() }).passthrough() },
       handler: async () => {
         document ??= buildOpenApiDocument(routes(), serverUrl);

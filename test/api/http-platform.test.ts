@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { startTestApp, type TestApp } from '../support/app';
 
 let t: TestApp;
@@ -126,6 +127,44 @@ describe('every error is an RFC 9457 problem', () => {
       ]),
     );
     expectProblem(await t.call('GET', '/errors/no-such-error'), 404, 'not-found');
+  });
+});
+
+describe('requests Node itself cannot read', () => {
+  /** Writes `text` on a bare socket and reads the whole answer. */
+  function rawExchange(text: string): Promise<{ status: number; contentType: string; body: any }> {
+    const { port } = new URL(t.baseUrl);
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.end(text));
+      let answer = '';
+      socket.on('data', (chunk: Buffer) => (answer += chunk.toString('utf8')));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        const [head = '', body = ''] = answer.split('\r\n\r\n');
+        resolve({
+          status: Number(head.split(' ')[1]),
+          contentType: /content-type: ([^\r\n]+)/i.exec(head)?.[1] ?? '',
+          body: body ? JSON.parse(body) : undefined,
+        });
+      });
+    });
+  }
+
+  test('a URL over 16 KiB is 431 as a problem document, not a bare status line', async () => {
+    const res = await rawExchange(`GET /api/groups?q=${'x'.repeat(17 * 1024)} HTTP/1.1\r\nHost: fleet.test\r\n\r\n`);
+    expect(res.status).toBe(431);
+    expect(res.contentType).toBe('application/problem+json');
+    expect(res.body).toMatchObject({
+      type: 'http://fleet.test/errors/headers-too-large',
+      status: 431,
+      instance: '/api/groups',
+    });
+  });
+
+  test('a request that is not HTTP is 400 as a problem document', async () => {
+    const res = await rawExchange('HELLO THERE\r\n\r\n');
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ type: 'http://fleet.test/errors/bad-request', status: 400 });
   });
 });
 

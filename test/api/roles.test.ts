@@ -32,7 +32,13 @@ const classes: Array<{ name: string; method: string; path: string; body?: unknow
   { name: 'issue PATs', method: 'POST', path: '/api/pats', body: { name: 'p', role: 'viewer' }, allowed: ['admin'] },
   { name: 'audit log', method: 'GET', path: '/api/audit/events', allowed: ['auditor', 'admin'] },
   { name: 'audit verification', method: 'GET', path: '/api/audit/verify', allowed: ['auditor', 'admin'] },
-  { name: 'OpenAPI document', method: 'GET', path: '/api/openapi.json', allowed: [...ROLES] },
+  // A peer's PAT reaches the federation endpoints and nothing else (docs/federation.md).
+  {
+    name: 'OpenAPI document',
+    method: 'GET',
+    path: '/api/openapi.json',
+    allowed: ['viewer', 'operator', 'auditor', 'admin'],
+  },
 ];
 
 describe.each(['oidc', 'pat'] as const)('roles enforced for %s callers', (kind) => {

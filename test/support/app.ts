@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import pino, { type Logger } from 'pino';
 import { createApp, type FleetApp } from '../../api/app';
+import { httpServer } from '../../api/http/server';
 import type { Role } from '../../api/auth/roles';
 import { generateToken, hashToken } from '../../domain/tokens/secret-token';
 import type { Client } from '@temporalio/client';
@@ -104,10 +105,7 @@ export async function startTestApp(
     consoleDist: options.consoleDist,
     outbound: options.outbound,
   });
-  // Koa's handler settles every request itself (errors go to ctx.onerror): its promise never rejects.
-  const handle = app.koa.callback();
-  const server: Server = createServer((req, res) => void handle(req, res));
-  server.on('upgrade', (req, socket, head) => app.upgrade(req, socket, head));
+  const server: Server = httpServer(app, settings.errorsBaseUrl);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const tokens = new Map<string, string>();

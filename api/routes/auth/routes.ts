@@ -88,7 +88,7 @@ export function authRoutes({ sessions, signIn }: AuthRouteOptions): RouteDef[] {
       path: '/api/auth/session',
       summary: "Who is signed in to the console, and the CSRF token the session's changes carry",
       tag,
-      permission: 'authenticated',
+      permission: 'read', // every person's role reads; a peer's PAT is no console session
       response: { status: 200, description: 'The session.', schema: sessionSchema },
       handler: async ({ principal, ctx, db }) => {
         const secret = ctx.cookies.get(SESSION_COOKIE);
@@ -114,7 +114,7 @@ export function authRoutes({ sessions, signIn }: AuthRouteOptions): RouteDef[] {
       path: '/api/auth/logout',
       summary: 'Sign out of the console: the session ends on every replica, the cookie is cleared',
       tag,
-      permission: 'authenticated',
+      permission: 'read', // every person's role reads; a peer's PAT is no console session
       response: {
         status: 200,
         description: "Signed out; `endSessionUrl` is the identity provider's own sign-out, when it has one.",

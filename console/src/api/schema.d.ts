@@ -294,7 +294,7 @@ export interface paths {
         };
         /**
          * This document
-         * @description Requires permission `authenticated`.
+         * @description Requires permission `read`.
          */
         get: {
             parameters: {
@@ -467,7 +467,7 @@ export interface paths {
         };
         /**
          * Who is signed in to the console, and the CSRF token the session's changes carry
-         * @description Requires permission `authenticated`.
+         * @description Requires permission `read`.
          */
         get: {
             parameters: {
@@ -535,7 +535,7 @@ export interface paths {
         put?: never;
         /**
          * Sign out of the console: the session ends on every replica, the cookie is cleared
-         * @description Requires permission `authenticated`.
+         * @description Requires permission `read`.
          */
         post: {
             parameters: {
@@ -10111,7 +10111,7 @@ export interface components {
         GitSourceCreate: {
             name: string;
             /**
-             * @description https://, ssh:// or file://, without credentials in it.
+             * @description https://, ssh:// or file://, without credentials in it. file:// only under the directories the installation allows (Git:FileRoots; none by default).
              * @example https://github.com/acme/fleet-config.git
              */
             repoUrl: string;
@@ -10157,7 +10157,7 @@ export interface components {
         GitSourceUpdate: {
             name: string;
             /**
-             * @description https://, ssh:// or file://, without credentials in it.
+             * @description https://, ssh:// or file://, without credentials in it. file:// only under the directories the installation allows (Git:FileRoots; none by default).
              * @example https://github.com/acme/fleet-config.git
              */
             repoUrl: string;
