@@ -8,6 +8,10 @@
 import type { FieldError } from '../problems';
 
 const NOT_UTF8 = 'must be valid UTF-8';
+const NO_NUL = 'must not contain NUL (\\u0000)';
+
+/** The document's statement of NO_NUL, on every string query parameter. */
+export const WITHOUT_NUL = { not: { pattern: '\\u0000' } };
 const LONE_SURROGATE = 'must not contain a lone UTF-16 surrogate (\\ud800-\\udfff without its pair)';
 
 /** The offset of the first byte that does not begin a valid UTF-8 sequence (-1: all valid). */
@@ -119,7 +123,8 @@ export function loneSurrogateField(text: string, body: unknown): FieldError | un
 
 /**
  * The query string's parameters that are not percent-encoded UTF-8 (`%FF`, `%ED%A0%80`):
- * decoded, they would silently become U+FFFD.
+ * decoded, they would silently become U+FFFD. And those holding NUL (`%00`): no text the
+ * service keeps can hold one (Postgres text cannot), so a filter with it is a mistake.
  */
 export function invalidQueryFields(querystring: string): FieldError[] {
   const errors: FieldError[] = [];
@@ -136,6 +141,7 @@ export function invalidQueryFields(querystring: string): FieldError[] {
     });
     if (decoded[0] === undefined) errors.push({ path: 'query', message: `a parameter name ${NOT_UTF8}` });
     else if (decoded[1] === undefined) errors.push({ path: `query.${decoded[0]}`, message: NOT_UTF8 });
+    else if (decoded[1].includes('\u0000')) errors.push({ path: `query.${decoded[0]}`, message: NO_NUL });
   }
   return errors;
 }

@@ -16,8 +16,14 @@ export function etagOf(rowVersion: number, liveBody?: unknown): string {
 /** One of our tags: the row version's hex, and the live body's digest if any. */
 const OUR_TAG = /^"([0-9a-f]{8,16})(?:\.[\w-]{16})?"$/;
 
-/** An entity-tag as RFC 9110 §8.8.3 spells it: optional `W/`, then a quoted run of etagc. */
-const ENTITY_TAG = /^(?:W\/)?"[\x21\x23-\x7e\x80-\xff]*"$/;
+/**
+ * `If-Match` as RFC 9110 §13.1.1 spells it: `*` alone, or a list of entity-tags (optional
+ * `W/`, then a quoted run of etagc; a comma ends a tag), empty list elements allowed; or
+ * nothing at all, which is no precondition (Node cannot tell an empty header from none).
+ * The document states the header with this pattern, so it is the one rule for both.
+ */
+export const IF_MATCH =
+  /^[ \t]*(?:\*|(?:,[ \t]*)*(?:W\/)?"[\x21\x23-\x2b\x2d-\x7e\x80-\xff]*"(?:[ \t]*,(?:[ \t]*(?:W\/)?"[\x21\x23-\x2b\x2d-\x7e\x80-\xff]*")?)*)?[ \t]*$/;
 
 function parseTags(header: string): string[] {
   return header
@@ -39,23 +45,25 @@ function versionOf(tag: string): number | undefined {
   return Number.isSafeInteger(version) && etagOf(version) === `"${hex}"` ? version : undefined;
 }
 
+/** The problem of an `If-Match` that is not IF_MATCH (the route layer checks it for every route that takes one). */
+export const ifMatchProblem = (header: string) =>
+  header && !IF_MATCH.test(header)
+    ? problems.validation([{ path: 'header.if-match', message: 'must be * alone or a list of quoted entity-tags' }])
+    : undefined;
+
 /**
  * The row versions `If-Match` accepts: undefined when the header is absent or `*`
  * (the write is unconditional), otherwise the versions of the strong tags listed.
  * RFC 9110 §13.1.1: the header is `*` alone or a list of entity-tags, compared strongly,
- * so weak (`W/`) or foreign tags never match (a header of only those fails with 412),
- * and anything else (`*` in a list, an unquoted tag) is a 400.
+ * so weak (`W/`) or foreign tags never match (a header of only those fails with 412);
+ * anything else (`*` in a list, an unquoted tag) was refused with 400 before (ifMatchProblem).
  */
 export function ifMatchVersions(ctx: Context): number[] | undefined {
   const header = ctx.get('if-match');
   if (!header || header.trim() === '*') return undefined;
-  const tags = parseTags(header);
-  if (tags.length === 0 || !tags.every((tag) => ENTITY_TAG.test(tag))) {
-    throw problems.validation([
-      { path: 'header.if-match', message: 'must be * alone or a list of quoted entity-tags' },
-    ]);
-  }
-  return tags.map(versionOf).filter((version) => version !== undefined);
+  return parseTags(header)
+    .map(versionOf)
+    .filter((version) => version !== undefined);
 }
 
 /** True when `If-None-Match` already names the current representation (answer 304). */

@@ -4,15 +4,27 @@ import { problems } from '../problems';
 import { decimalQuery, z } from './zod';
 import { isUuid } from '../../db/uuid';
 
+/**
+ * The document's mark on a parameter whose only valid values are ones the service answered
+ * before (`x-issued-by`: where they come from): a cursor, an event id. No schema can
+ * describe them; a client takes them from the answer named.
+ */
+export const issuedBy = (member: string) => ({ 'x-issued-by': member });
+
 /** Query members every list accepts; routes `.extend()` it with their filters. */
 export const pageQuery = z.object({
   limit: decimalQuery(1, 1000).default(50).openapi({ description: 'Page size (1-1000, default 50).' }),
   offset: decimalQuery(0, 10_000_000)
     .optional()
     .openapi({ description: 'Rows to skip. Give `offset` or `cursor`, not both (400).' }),
-  cursor: z.string().max(512).optional().openapi({
-    description: 'Opaque cursor from `nextCursor` or the `Link` header. Give `cursor` or `offset`, not both (400).',
-  }),
+  cursor: z
+    .string()
+    .max(512)
+    .optional()
+    .openapi({
+      description: 'Opaque cursor from `nextCursor` or the `Link` header. Give `cursor` or `offset`, not both (400).',
+      ...issuedBy('nextCursor'),
+    }),
 });
 export type PageQuery = z.infer<typeof pageQuery>;
 
@@ -137,9 +149,6 @@ export async function paginate<Row>(
   keys: { columns: SortKey[]; direction: 'asc' | 'desc' },
   count: Knex.QueryBuilder = query.clone().clearSelect().clearOrder().count({ n: '*' }).first(),
 ): Promise<Page<Row>> {
-  if (page.offset !== undefined && page.cursor !== undefined) {
-    throw problems.validation([{ path: 'query', message: 'use either offset or cursor, not both' }]);
-  }
   // knex types Client.raw as returning `any`; it builds a Knex.Raw like knex.raw does.
   const raw = (sql: string, bindings: Knex.RawBinding[]) => query.client.raw(sql, bindings) as Knex.Raw;
   const rows = query

@@ -1,12 +1,13 @@
 import type { Knex } from 'knex';
-import type { OpenAPIRegistry, RouteConfig } from '@asteasolutions/zod-to-openapi';
+import type { OpenAPIRegistry, ResponseConfig, RouteConfig } from '@asteasolutions/zod-to-openapi';
 import type { Principal } from '../auth/principal';
 import type { Permission } from '../auth/roles';
 import { problems, type FieldError } from '../problems';
 import type { AppContext } from './context';
 import { invalidQueryFields } from './encoding';
+import { queryRulesOf, queryRulesSchema, type QueryRule } from './query-rules';
 import { endpointAllows, parseEndpoint } from './endpoints';
-import { etagOf, notModified } from './etag';
+import { etagOf, IF_MATCH, ifMatchProblem, notModified } from './etag';
 import { z } from './zod';
 
 export type Method = 'get' | 'post' | 'put' | 'delete';
@@ -52,8 +53,17 @@ export interface RouteDef<
   permission: Permission | 'public';
   params?: P;
   query?: Q;
+  /** Rules between query parameters (query-rules.ts); paging's `offset` xor `cursor` is added by itself. */
+  queryRules?: QueryRule[];
   body?: B;
-  response: { status: number; description: string; schema?: Schema; contentType?: string };
+  response: {
+    status: number;
+    description: string;
+    schema?: Schema;
+    contentType?: string;
+    /** Other success statuses the route answers with the same body (a repeat that replaces: 200 beside 201). */
+    alternatives?: Array<{ status: number; description: string }>;
+  };
   /** Resource type recorded in the audit trail; its id is `params.id` or the result's. */
   resource?: string;
   /**
@@ -138,8 +148,17 @@ function bodyRequired(def: RouteDef): boolean {
 function validateInput(def: RouteDef, ctx: AppContext) {
   const errors: FieldError[] = ctx.querystring ? invalidQueryFields(ctx.querystring) : [];
   if (errors.length > 0) throw problems.validation(errors);
+  // Even where the handler needs no comparison (a repeated publish): a malformed header is a bug worth a 400.
+  const badIfMatch = takesIfMatch(def) ? ifMatchProblem(ctx.get('if-match')) : undefined;
+  if (badIfMatch) throw badIfMatch;
   const params = parse(def.params, ctx.params, 'path', errors);
   const query = parse(def.query, ctx.query, 'query', errors);
+  if (query) {
+    for (const rule of queryRulesOf(def.query, def.queryRules)) {
+      const broken = rule.check(query as Record<string, unknown>);
+      if (broken) errors.push(broken);
+    }
+  }
   const rawBody = (ctx.request as { body?: unknown }).body;
   const bodyMissing = rawBody === undefined && bodyRequired(def);
   if (bodyMissing) errors.push({ path: 'body', message: 'a JSON body is required' });
@@ -255,33 +274,44 @@ const ETAG_DESCRIPTIONS: Record<string, string> = {
     'without the row version. `If-Match` compares the row version part.',
 };
 
+/** Writes on a concurrency-controlled object; a creation (POST to a collection) has no current ETag to match. */
+const takesIfMatch = (def: RouteDef) =>
+  Boolean(def.etag) && def.method !== 'get' && !(def.method === 'post' && !def.path.includes('{'));
+
 /** Registers a route in the OpenAPI document from the schemas that validate it. */
 export function registerOpenApi(registry: OpenAPIRegistry, def: RouteDef): void {
+  const success = (description: string): ResponseConfig => ({
+    description,
+    ...(def.etag
+      ? { headers: { ETag: { schema: { type: 'string' }, description: ETAG_DESCRIPTIONS[`${def.etag}`] } } }
+      : {}),
+    ...(def.response.schema
+      ? { content: { [def.response.contentType ?? 'application/json']: { schema: def.response.schema } } }
+      : {}),
+  });
   const responses: RouteConfig['responses'] = {
-    [def.response.status]: {
-      description: def.response.description,
-      ...(def.etag
-        ? { headers: { ETag: { schema: { type: 'string' }, description: ETAG_DESCRIPTIONS[`${def.etag}`] } } }
-        : {}),
-      ...(def.response.schema
-        ? { content: { [def.response.contentType ?? 'application/json']: { schema: def.response.schema } } }
-        : {}),
-    },
+    [def.response.status]: success(def.response.description),
     default: problemResponse('An RFC 9457 problem; `type` names the error (see /errors).'),
   };
+  for (const { status, description } of def.response.alternatives ?? []) responses[status] = success(description);
   if (def.params || def.query || def.body) responses[400] = problemResponse('Validation failed or malformed JSON.');
   if (def.permission !== 'public') {
     responses[401] = problemResponse('Missing, invalid or expired token.');
     responses[403] = problemResponse('The role or the PAT’s endpoint list does not allow this call.');
   }
   if (def.path.includes('{')) responses[404] = problemResponse('No such object in your tenant.');
-  if (def.etag && def.method !== 'get') responses[412] = problemResponse('If-Match does not match the current ETag.');
+  if (takesIfMatch(def)) responses[412] = problemResponse('If-Match does not match the current ETag.');
   if (def.etag && def.method === 'get') responses[304] = { description: 'If-None-Match matches the current ETag.' };
-  const headers = def.etag
-    ? z.object({
-        [def.method === 'get' ? 'if-none-match' : 'if-match']: z.string().optional(),
-      })
-    : undefined;
+  const headers =
+    def.etag && def.method === 'get'
+      ? z.object({ 'if-none-match': z.string().optional() })
+      : takesIfMatch(def)
+        ? z.object({
+            'if-match': z.string().regex(IF_MATCH).optional().openapi({
+              description: 'The ETag of the GET this change is based on (or `*`); a mismatch is 412.',
+            }),
+          })
+        : undefined;
   registry.registerPath({
     method: def.method,
     path: def.path,
@@ -300,5 +330,12 @@ export function registerOpenApi(registry: OpenAPIRegistry, def: RouteDef): void 
           : undefined,
     },
     responses,
+    ...queryStatement(def),
   });
+}
+
+/** The route's rules between query parameters, for the document (x-query-schema). */
+function queryStatement(def: RouteDef): Record<string, unknown> {
+  const schema = queryRulesSchema(queryRulesOf(def.query, def.queryRules));
+  return schema ? { 'x-query-schema': schema } : {};
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FleetApp } from '../app';
@@ -30,7 +31,7 @@ export function httpServer(app: FleetApp, errorsBaseUrl: string): Server {
       error.code === 'HPE_HEADER_OVERFLOW'
         ? new Problem('headers-too-large', 'The request line and headers are over 16 KiB.')
         : new Problem('bad-request', 'The request is not well-formed HTTP.');
-    endWithProblem(socket, problem, errorsBaseUrl, pathOf(error));
+    endWithProblem(socket, problem, { errorsBaseUrl, instance: pathOf(error), requestId: randomUUID() });
   });
   return server;
 }

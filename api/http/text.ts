@@ -1,6 +1,14 @@
 import { z } from './zod';
 
 /**
+ * What `String.prototype.trim` removes (JavaScript's white space and line terminators), as a
+ * regex class: a pattern in the document says "trimmed" with it, exactly.
+ */
+export const TRIMMED_SPACE_CHARS =
+  '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+export const TRIMMED_SPACE = `[${TRIMMED_SPACE_CHARS}]`;
+
+/**
  * The one rule for caller-chosen text that is shown as a name or matched as a label: no
  * control characters (C0, DEL, C1: they corrupt terminals, logs and exports) and no lone
  * UTF-16 surrogates (Postgres stores UTF-8, which cannot hold them: the text would

@@ -24,6 +24,28 @@ export function unknownPattern(pattern: string): string | undefined {
   return (EVENT_TYPES as readonly string[]).includes(pattern) ? undefined : `${pattern} is not an event type`;
 }
 
+/** Every pattern unknownPattern accepts: `*`, each event type, each family of one (`git.*`, `git.sync-run.*`). */
+function knownPatterns(): string[] {
+  const families = EVENT_TYPES.flatMap((type) =>
+    type
+      .split('.')
+      .slice(0, -1)
+      .map((_, i, parts) => `${parts.slice(0, i + 1).join('.')}.*`),
+  );
+  return ['*', ...new Set([...EVENT_TYPES, ...families])];
+}
+
+/**
+ * A comma-separated list of known patterns, each trimmed (as `GET /api/events?type=` reads
+ * it): the document's pattern for that parameter.
+ */
+export function typeListPattern(space: string): RegExp {
+  const entry = `(${knownPatterns()
+    .map((pattern) => pattern.replace(/[.*]/g, '\\$&'))
+    .join('|')})`;
+  return new RegExp(`^${space}*${entry}${space}*(,${space}*${entry}${space}*)*$`);
+}
+
 export function matchesAny(patterns: readonly string[], type: string): boolean {
   return patterns.some(
     (pattern) =>

@@ -259,17 +259,21 @@ export class LiveHub {
     const url = new URL(req.url ?? '/', 'http://hub');
     if (url.pathname !== HUB_PATH) return false;
     const seen: { principal?: Principal } = {};
+    const requestId = requestIdFrom(req.headers['x-request-id'] as string | undefined);
     void this.admit(req, url, seen)
       .then(({ principal, credential }) => {
-        this.audit(req, 101, principal);
+        this.audit(req, requestId, 101, principal);
         this.wss.handleUpgrade(req, socket, head, (ws) => this.run(new Subscriber(ws, principal, credential)));
       })
-      .catch((error: unknown) => this.audit(req, this.refuse(socket, error, url.pathname), seen.principal));
+      .catch((error: unknown) => {
+        const status = this.refuse(socket, error, url.pathname, requestId);
+        this.audit(req, requestId, status, seen.principal);
+      });
     return true;
   }
 
   /** The upgrade's audit row: who (when known), the status answered, from where. */
-  private audit(req: IncomingMessage, status: number, principal: Principal | undefined): void {
+  private audit(req: IncomingMessage, requestId: string, status: number, principal: Principal | undefined): void {
     const forwarded = this.options.trustProxy
       ? String(req.headers['x-forwarded-for'] ?? '')
           .split(',')[0]!
@@ -286,7 +290,7 @@ export class LiveHub {
       status,
       resource_type: null,
       resource_id: null,
-      request_id: requestIdFrom(req.headers['x-request-id'] as string | undefined),
+      request_id: requestId,
       source_address: forwarded || req.socket.remoteAddress || null,
     });
   }
@@ -347,12 +351,12 @@ export class LiveHub {
   }
 
   /** A refused upgrade answers a problem document before any WebSocket exists; returns its status. */
-  private refuse(socket: Duplex, error: unknown, path: string): number {
+  private refuse(socket: Duplex, error: unknown, instance: string, requestId: string): number {
     const problem =
       error instanceof Problem
         ? error
         : (this.options.logger.error({ err: error }, 'live updates: upgrade failed'), problems.internal());
-    endWithProblem(socket, problem, this.options.errorsBaseUrl, path);
+    endWithProblem(socket, problem, { errorsBaseUrl: this.options.errorsBaseUrl, instance, requestId });
     return problem.status;
   }
 

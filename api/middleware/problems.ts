@@ -104,8 +104,12 @@ export type ProblemRenderer = ReturnType<typeof createProblemRenderer>;
  * Answers a problem on a bare socket and closes it, where Koa does not answer: the hub's
  * upgrade, a request Node could not read.
  */
-export function endWithProblem(socket: Duplex, problem: Problem, errorsBaseUrl: string, instance: string): void {
-  const body = JSON.stringify(problemDocument(problem, errorsBaseUrl, instance));
+export function endWithProblem(
+  socket: Duplex,
+  problem: Problem,
+  where: { errorsBaseUrl: string; instance: string; requestId: string },
+): void {
+  const body = JSON.stringify(problemDocument(problem, where.errorsBaseUrl, where.instance, where.requestId));
   const headers = Object.entries(problem.headers).map(([name, value]) => `${name}: ${value}\r\n`);
   socket.end(
     `HTTP/1.1 ${problem.status} ${problem.title}\r\nContent-Type: application/problem+json\r\n` +

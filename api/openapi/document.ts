@@ -1,4 +1,5 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import { WITHOUT_NUL } from '../http/encoding';
 import { registerOpenApi, type RouteDef } from '../http/route';
 import { z } from '../http/zod';
 
@@ -25,7 +26,7 @@ export function buildOpenApiDocument(routes: RouteDef[], serverUrl: string) {
     description: 'An OIDC access or ID token of an operator, or a PAT (`svc-pat.<secret>.<crc>`).',
   });
   for (const def of routes) registerOpenApi(registry, def);
-  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+  const document = new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {
       title: 'Fleet Configuration Service',
@@ -34,4 +35,18 @@ export function buildOpenApiDocument(routes: RouteDef[], serverUrl: string) {
     },
     servers: [{ url: serverUrl }],
   });
+  stateQueryTextRule(document.paths as Record<string, Record<string, unknown>> | undefined);
+  return document;
+}
+
+/** No query parameter holds NUL (http/encoding.ts): stated on every string one. */
+function stateQueryTextRule(paths: Record<string, Record<string, unknown>> = {}): void {
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations) as Array<{ parameters?: unknown[] }>) {
+      for (const parameter of (operation.parameters ?? []) as Array<{ in?: string; schema?: { type?: unknown } }>) {
+        if (parameter.in === 'query' && parameter.schema?.type === 'string')
+          Object.assign(parameter.schema, WITHOUT_NUL);
+      }
+    }
+  }
 }

@@ -254,6 +254,15 @@ describe('versions', () => {
     expect(second.body).toEqual(first.body);
     expect(second.headers.get('etag')).toBe(first.headers.get('etag'));
     expect(await events('configuration.version-published', cfg.id)).toHaveLength(1);
+    // The repeat compares no ETag, but a malformed If-Match is still a client's bug: 400.
+    const malformed = await t.call('POST', `/api/configurations/${cfg.id}/versions/1/publish`, {
+      token: operator,
+      headers: { 'if-match': 'not-a-tag' },
+    });
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.errors).toEqual([
+      { path: 'header.if-match', message: 'must be * alone or a list of quoted entity-tags' },
+    ]);
   });
 
   test('publishing a draft with a stale ETag is 412; publishedVersion is the highest published', async () => {

@@ -98,17 +98,60 @@ describe('the document states the rules the server enforces', () => {
     });
   });
 
-  test('allowedEndpoints items have their format', async () => {
+  test('allowedEndpoints items have their format: a method and a path of this document', async () => {
     const items = bodyOf('/api/pats', 'post').properties.allowedEndpoints.items;
-    const entry = new RegExp(items.pattern);
-    expect(entry.test('POST /api/rollouts/{id}/start')).toBe(true);
-    expect(entry.test('post /api/rollouts')).toBe(false);
+    expect(items.format).toBe('api-endpoint');
     const res = await t.call('POST', '/api/pats', {
       token: await t.token('default.admin'),
       body: { name: 'fmt', role: 'viewer', allowedEndpoints: ['post /api/rollouts'] },
     });
     expect(res.status).toBe(400);
     expect(res.body.errors[0].path).toBe('body.allowedEndpoints.0');
+  });
+
+  test('rules between query parameters are x-query-schema, and each refuses what it says', async () => {
+    expect(doc.paths['/api/groups'].get['x-query-schema']).toEqual({ not: { required: ['offset', 'cursor'] } });
+    expect(doc.paths['/api/agents'].get['x-query-schema']).toEqual({
+      allOf: [{ not: { required: ['offset', 'cursor'] } }, { dependentRequired: { version: ['configurationId'] } }],
+    });
+    expect(parameter('/api/agents', 'get', 'cursor').schema['x-issued-by']).toBe('nextCursor');
+    const token = await t.token('default.viewer');
+    const both = await t.call('GET', '/api/groups?offset=0&cursor=abc', { token });
+    expect(both.body.errors).toEqual([{ path: 'query', message: 'use either offset or cursor, not both' }]);
+    const version = await t.call('GET', '/api/agents?version=1', { token });
+    expect(version.body.errors).toEqual([{ path: 'query.version', message: 'requires configurationId' }]);
+  });
+
+  test('rules between body members are stated with not, which client generators leave out of types', () => {
+    const strategy = doc.components.schemas.RolloutStrategy;
+    expect(strategy.allOf).toEqual([
+      { not: { required: ['batchSize', 'batchPercent'] } },
+      { not: { properties: { batchSize: { not: {} }, batchPercent: { not: {} } } } },
+    ]);
+    expect(doc.components.schemas.RolloutTarget.not).toEqual({
+      properties: { groupIds: { maxItems: 0 }, agentIds: { maxItems: 0 }, labelSelector: { type: 'null' } },
+    });
+    expect(bodyOf('/api/federation/rollouts', 'post').properties.installations['x-unique-by']).toBe('peerId');
+  });
+
+  test('If-Match is stated (with its pattern and 412) on changes of an object, not on creations', () => {
+    expect(parameter('/api/groups/{id}', 'put', 'if-match').schema.pattern).toEqual(expect.any(String));
+    expect(doc.paths['/api/groups/{id}'].put.responses['412']).toBeDefined();
+    expect(doc.paths['/api/groups'].post.parameters ?? []).toEqual([]);
+    expect(doc.paths['/api/groups'].post.responses['412']).toBeUndefined();
+  });
+
+  test('a repeated incoming handover request answers 200, as documented beside its 201', () => {
+    const responses = doc.paths['/api/federation/incoming/handovers/{id}'].put.responses;
+    expect(Object.keys(responses)).toEqual(expect.arrayContaining(['200', '201']));
+    expect(responses['200'].content).toEqual(responses['201'].content);
+  });
+
+  test('no string query parameter holds NUL: stated on each, and refused', async () => {
+    expect(parameter('/api/groups', 'get', 'q').schema.not).toEqual({ pattern: '\\u0000' });
+    const res = await t.call('GET', '/api/groups?q=a%00b', { token: await t.token('default.viewer') });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: 'query.q', message: 'must not contain NUL (\\u0000)' }]);
   });
 
   test('version numbers have their maximum', () => {

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { BRANCH_PATTERN, TREE_PATH_PATTERN } from '../../api/routes/git-sources/schema';
 import { branchProblem, fileRepositoryProblem, repoUrlProblem, treePathProblem } from '../../domain/git/source-fields';
 
 /** What the real git says of a branch name (exit status of `git check-ref-format --branch`). */
@@ -45,6 +46,11 @@ describe('branch names follow git check-ref-format --branch', () => {
   test.each(names)('%j: accepted exactly when git accepts it', (name) => {
     expect(branchProblem(name) === undefined).toBe(gitAccepts(name));
   });
+
+  test.each([...names, '@', 'refs/heads/main', 'x'.repeat(255), 'x'.repeat(256), '', 'a\u00a0b', 'a\u0085b', 'a/b/c'])(
+    '%j: the document says of it what branchProblem says (BRANCH_PATTERN)',
+    (name) => expect(BRANCH_PATTERN.test(name)).toBe(branchProblem(name) === undefined),
+  );
 
   test('stricter than git where git would take a name that misleads: @ and a full ref', () => {
     expect(gitAccepts('@')).toBe(true);
@@ -116,5 +122,24 @@ describe('tree paths', () => {
   );
   test.each(['/etc', '..', 'a/../b', 'a/./b', './a', 'a//b', 'a\\b', 'a\nb'])('%j is refused', (path) =>
     expect(treePathProblem(path)).toEqual(expect.any(String)),
+  );
+  test.each([
+    '',
+    'a',
+    'a/',
+    'a b',
+    '.a',
+    'a..b',
+    '/',
+    '/a',
+    '..',
+    'a/..',
+    'a/./b',
+    'a//b',
+    'a\\b',
+    'a\tb',
+    'x'.repeat(1025),
+  ])('%j: the document says of it what treePathProblem says (TREE_PATH_PATTERN)', (path) =>
+    expect(TREE_PATH_PATTERN.test(path)).toBe(treePathProblem(path) === undefined),
   );
 });

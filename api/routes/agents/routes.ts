@@ -18,7 +18,7 @@ import { problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 import type { Principal } from '../../auth/principal';
 import { labelFilter } from '../../http/labels';
-import { agentListQuery, agentSchema, moveBody, presentAgent } from './schema';
+import { AGENT_QUERY_RULES, agentListQuery, agentSchema, moveBody, presentAgent } from './schema';
 
 // An agent's id is its OpAMP instance uid: any 16 bytes, so any 8-4-4-4-12 hex, not only RFC UUIDs.
 const agentId = z.object({ id: z.guid() });
@@ -137,11 +137,9 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
       tag: 'agents',
       permission: 'read',
       query: pageQuery.extend(agentListQuery.shape).strict(),
+      queryRules: AGENT_QUERY_RULES,
       response: { status: 200, description: 'A page of agents, by id.', schema: pageOf(agentSchema) },
       handler: async ({ db, principal, query, ctx }) => {
-        if (query.version !== undefined && !query.configurationId) {
-          throw problems.validation([{ path: 'query.version', message: 'requires configurationId' }]);
-        }
         const filters = { ...query, labels: labelFilter(query.label) };
         const page = await paginate<AgentRow>(listAgentsQuery(db, principal.tenantId, filters), query, {
           columns: [{ column: 'id', type: 'uuid' }],

@@ -1,6 +1,7 @@
 import { AgentCapability, capabilityNames, type AgentCapabilityName } from '../../../domain/agent-capabilities';
 import { AGENT_STATUSES, APPLIED_STATUSES, type AgentRow } from '../../../db/repos/agents';
 import { decimalQuery, z } from '../../http/zod';
+import { requires } from '../../http/query-rules';
 import { labelQuery } from '../../http/labels';
 
 export const agentSchema = z
@@ -55,6 +56,9 @@ export const agentSchema = z
     updatedAt: z.string(),
   })
   .openapi('Agent');
+
+/** The agents list's rule between its filters: a version is of a configuration. */
+export const AGENT_QUERY_RULES = [requires('version', 'configurationId')];
 
 export const agentListQuery = z.object({
   groupId: z.uuid().optional(),

@@ -53,7 +53,11 @@ export const listVersionsQuery = pageQuery.extend({ state: z.enum(['draft', 'pub
 
 export const saveDraftBody = z
   .object({
-    content: z.string().openapi({ description: 'At most 1 MiB (1,048,576 bytes of UTF-8); YAML and JSON must parse.' }),
+    content: z.string().openapi({
+      format: 'configuration-content',
+      description:
+        "A document in the configuration's format: at most 1 MiB (1,048,576 bytes of UTF-8); YAML and JSON must parse.",
+    }),
   })
   .strict()
   .openapi('ConfigurationDraft');

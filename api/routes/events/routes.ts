@@ -3,9 +3,10 @@
  * with the same filters and the same visibility rules (api/hub/event-types.ts).
  */
 import { listEventsQuery, toCloudEvent, type EventRow } from '../../../db/repos/events';
-import { hiddenPrefixes, TYPE_PATTERN, unknownPattern } from '../../hub/event-types';
+import { hiddenPrefixes, TYPE_PATTERN, typeListPattern, unknownPattern } from '../../hub/event-types';
+import { TRIMMED_SPACE } from '../../http/text';
 import { resolveSince } from '../../hub/since';
-import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
+import { issuedBy, pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
 import { problems } from '../../problems';
@@ -26,11 +27,19 @@ const cloudEventSchema = z
 
 const eventsQuery = pageQuery
   .extend({
-    type: z.string().max(1000).optional().openapi({
-      description: 'Comma-separated event types or families: `rollout.*,agent.connected`; `*` (default) for all.',
-    }),
+    type: z
+      .string()
+      .max(1000)
+      .optional()
+      .openapi({
+        description: 'Comma-separated event types or families: `rollout.*,agent.connected`; `*` (default) for all.',
+        pattern: typeListPattern(TRIMMED_SPACE).source,
+      }),
     subject: z.string().min(1).max(200).optional().openapi({ description: 'Only the events of one object (its id).' }),
-    after: z.uuid().optional().openapi({ description: 'Only events written after this one (the last id you saw).' }),
+    after: z
+      .uuid()
+      .optional()
+      .openapi({ description: 'Only events written after this one (the last id you saw).', ...issuedBy('items[].id') }),
   })
   .strict();
 

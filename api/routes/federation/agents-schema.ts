@@ -1,26 +1,18 @@
+import { issuedBy } from '../../http/pagination';
 import { decimalQuery, z } from '../../http/zod';
 import { problems } from '../../problems';
 import { agentListQuery, agentSchema } from '../agents/schema';
 
 const limit = decimalQuery(1, 1000).default(50).openapi({ description: 'Page size (1-1000, default 50).' });
 
-/** The filters of `GET /api/agents`, with its rule that a version needs its configuration. */
-const withVersionRule = <T extends z.ZodType<{ version?: number; configurationId?: string }>>(schema: T) =>
-  schema.refine((query) => query.version === undefined || query.configurationId !== undefined, {
-    path: ['version'],
-    message: 'requires configurationId',
-  });
-
 /** What a peer asks of this installation: its agents after `after`, by id, with the list's filters. */
-export const inventoryQuery = withVersionRule(
-  z
-    .object({
-      ...agentListQuery.shape,
-      limit,
-      after: z.guid().optional().openapi({ description: 'Only agents whose id sorts after this one.' }),
-    })
-    .strict(),
-);
+export const inventoryQuery = z
+  .object({
+    ...agentListQuery.shape,
+    limit,
+    after: z.guid().optional().openapi({ description: 'Only agents whose id sorts after this one.' }),
+  })
+  .strict();
 
 export const inventorySchema = z
   .object({
@@ -68,17 +60,20 @@ export function decodePositions(cursor: string): PeerPositions {
   throw problems.validation([{ path: 'query.cursor', message: 'is not a cursor this list issued' }]);
 }
 
-export const federatedAgentsQuery = withVersionRule(
-  z
-    .object({
-      ...agentListQuery.shape,
-      limit,
-      cursor: z.string().max(131_072).optional().openapi({
+export const federatedAgentsQuery = z
+  .object({
+    ...agentListQuery.shape,
+    limit,
+    cursor: z
+      .string()
+      .max(131_072)
+      .optional()
+      .openapi({
         description: 'Opaque cursor from `nextCursor` or the `Link` header: where each peer stands.',
+        ...issuedBy('nextCursor'),
       }),
-    })
-    .strict(),
-);
+  })
+  .strict();
 
 export const PEER_STATUSES = ['ok', 'failed', 'timeout', 'unreachable', 'skipped'] as const;
 export type PeerStatus = (typeof PEER_STATUSES)[number];

@@ -6,7 +6,7 @@ import { encryptionKey } from '../../../platform/secrets';
 import { labelFilter } from '../../http/labels';
 import { setNextLink } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
-import { agentListQuery, presentAgent } from '../agents/schema';
+import { AGENT_QUERY_RULES, agentListQuery, presentAgent } from '../agents/schema';
 import type { FederationRouteOptions } from '.';
 import {
   decodePositions,
@@ -146,6 +146,7 @@ export function federatedAgentRoutes(options: FederationRouteOptions): RouteDef[
       tag,
       permission: 'federate',
       query: inventoryQuery,
+      queryRules: AGENT_QUERY_RULES,
       response: {
         status: 200,
         description: 'The next agents by id, with the filters of GET /api/agents.',
@@ -169,6 +170,7 @@ export function federatedAgentRoutes(options: FederationRouteOptions): RouteDef[
       tag,
       permission: 'read',
       query: federatedAgentsQuery,
+      queryRules: AGENT_QUERY_RULES,
       response: {
         status: 200,
         description:

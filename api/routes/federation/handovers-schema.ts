@@ -5,7 +5,7 @@ import {
   type HandoverRow,
 } from '../../../db/repos/handovers';
 import { pageQuery } from '../../http/pagination';
-import { z } from '../../http/zod';
+import { exactlyOneOf, z } from '../../http/zod';
 import { handoverAgentIds } from './incoming-schema';
 
 const HANDOVER_STATES = ['running', 'completed', 'compensated', 'failed'] as const;
@@ -28,7 +28,7 @@ export const createHandoverBody = z
   .refine((body) => (body.agentIds === undefined) !== (body.groupId === undefined), {
     message: 'give exactly one of agentIds and groupId',
   })
-  .openapi('HandoverCreate');
+  .openapi('HandoverCreate', exactlyOneOf('agentIds', 'groupId'));
 
 export const handoverId = z.object({ id: z.uuid().transform((id) => id.toLowerCase()) });
 

@@ -12,7 +12,8 @@ export const handoverAgentIds = (min: number) =>
     .array(z.uuid().transform((id) => id.toLowerCase()))
     .min(min)
     .max(MAX_HANDOVER_AGENTS)
-    .refine((ids) => new Set(ids).size === ids.length, { message: 'must not name an agent twice' });
+    .refine((ids) => new Set(ids).size === ids.length, { message: 'must not name an agent twice' })
+    .openapi({ uniqueItems: true });
 
 export const incomingId = z.object({ id: z.uuid().transform((id) => id.toLowerCase()) });
 

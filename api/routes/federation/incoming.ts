@@ -118,8 +118,9 @@ export function incomingHandoverRoutes(options: FederationRouteOptions): RouteDe
       body: requestHandoverBody,
       response: {
         status: 201,
-        description: 'The handover token, shown this once (200 when it replaces one).',
+        description: 'The handover token, shown this once.',
         schema: handoverTokenSchema,
+        alternatives: [{ status: 200, description: 'The new handover token of a repeated call, replacing the first.' }],
       },
       handler: async ({ db, principal, params, body }) => {
         const token = generateToken('svc-ho');
@@ -250,9 +251,7 @@ export function incomingHandoverRoutes(options: FederationRouteOptions): RouteDe
         const known = new Set(row.agent_ids);
         const strangers = named.filter((id) => !known.has(id));
         if (strangers.length > 0)
-          throw problems.validation([
-            { path: 'body.agentIds', message: `not agents of this handover: ${strangers.slice(0, 10).join(', ')}` },
-          ]);
+          throw problems.conflict(`Not agents of this handover: ${strangers.slice(0, 10).join(', ')}.`);
         const arrived = new Set(agents.filter((agent) => agent.bound).map((agent) => agent.id));
         const cancelled = named.filter((id) => !arrived.has(id));
         const state = await cancelAgents(db, row, cancelled, arrived.size);

@@ -50,6 +50,8 @@ const baseUrl = z
   })
   .transform(originOf)
   .openapi({
+    // A format of our own: an origin, of a scheme that depends on the environment and the host.
+    format: 'peer-base-url',
     description:
       "The other installation's Http:PublicBaseUrl: https://host[:port] (plain http only in Development or to a loopback host).",
     example: 'https://fleet-eu.example.com',
@@ -64,6 +66,8 @@ const credential = z
   .openapi({
     description:
       'A `peer`-role PAT the other installation issued for this one. Write-only: stored encrypted, never returned.',
+    // A format of our own: the shape and the CRC of its last part (domain/tokens/secret-token.ts).
+    format: 'svc-pat',
   });
 
 const peerFields = {

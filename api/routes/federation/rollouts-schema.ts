@@ -36,7 +36,12 @@ export const createFederatedRolloutBody = z
     mode: z.enum(['sequential', 'parallel']).default('sequential').openapi({
       description: '`sequential`: each installation after the previous one completed; `parallel`: all at once.',
     }),
-    installations: z.array(installationBody).min(1).max(MAX_INSTALLATIONS),
+    installations: z
+      .array(installationBody)
+      .min(1)
+      .max(MAX_INSTALLATIONS)
+      // No JSON Schema keyword says "unique by a member": stated for clients (and the fuzzer) as an extension.
+      .openapi({ 'x-unique-by': 'peerId', description: 'Each installation once (`peerId`, in any case).' }),
   })
   .strict()
   .superRefine((body, ctx) => {
@@ -181,7 +186,7 @@ const copiedConfiguration = z
   .object({
     name: createConfigurationBody.shape.name,
     format: createConfigurationBody.shape.format,
-    content: z.string(),
+    content: z.string().openapi({ format: 'configuration-content', description: 'A document in `format`.' }),
   })
   .strict()
   .superRefine((copy, ctx) => {

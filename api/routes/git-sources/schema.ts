@@ -8,7 +8,7 @@ import {
   treePathProblem,
 } from '../../../domain/git/source-fields';
 import { pageQuery } from '../../http/pagination';
-import { plainText } from '../../http/text';
+import { plainText, TRIMMED_SPACE, TRIMMED_SPACE_CHARS } from '../../http/text';
 import { z } from '../../http/zod';
 import { rolloutSchema, strategySchema, targetSchema } from '../rollouts/schema';
 
@@ -20,24 +20,31 @@ const refusedWhen =
     if (message) ctx.addIssue({ code: 'custom', message });
   };
 
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f]/;
+/*
+ * Each rule below is a pattern, so the document states it as it is checked (`pattern`):
+ * no refinement the document would not show.
+ */
 
-/** A secret: any printable text, bounded; zod's messages never quote it. */
+const SPACE = TRIMMED_SPACE;
+
+/** A secret: printable text, no control characters and no surrounding spaces; zod's messages never quote it. */
+const SECRET_TEXT = new RegExp(`^(?!${SPACE})[^\\u0000-\\u001f\\u007f]*(?<!${SPACE})$`);
 const secretText = (max: number) =>
-  z
-    .string()
-    .min(1)
-    .max(max)
-    .refine((value) => value.trim() === value && !CONTROL.test(value), {
-      message: 'must not contain control characters or surrounding spaces',
-    });
+  z.string().min(1).max(max).regex(SECRET_TEXT, 'must not contain control characters or surrounding spaces');
 
+/** A private key in PEM or OpenSSH form, as sent (line ends CRLF or LF, spaces around). */
 const PEM_PRIVATE_KEY =
-  /^-----BEGIN ([A-Z0-9 ]+ )?PRIVATE KEY-----\n[\s\S]+\n-----END ([A-Z0-9 ]+ )?PRIVATE KEY-----\n?$/;
-/** A known_hosts line: host pattern(s), key type, base64 key (comments and blank lines aside). */
-const KNOWN_HOSTS_LINE =
-  /^(@[a-z-]+ )?\S+ (ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) [A-Za-z0-9+/]+=*( .*)?$/;
+  /^\s*-----BEGIN ([A-Z0-9 ]+ )?PRIVATE KEY-----\r?\n[\s\S]+\r?\n-----END ([A-Z0-9 ]+ )?PRIVATE KEY-----\s*$/;
+
+/**
+ * known_hosts lines: host pattern(s), key type, base64 key, an optional comment; blank lines
+ * and `#` comment lines aside; at least one. Written so that each line can be read one way
+ * only (a host never starts with `#`), so the pattern runs in linear time on any input.
+ */
+const HOST_LINE =
+  '[ \\t]*(@[a-z-]+ )?[^\\s#]\\S* (ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) [A-Za-z0-9+/]+=*([ \\t][^\\r\\n]*)?\\r?';
+const OTHER_LINE = '[ \\t]*(#[^\\r\\n]*)?\\r?';
+const KNOWN_HOSTS = new RegExp(`^(${OTHER_LINE}\\n)*${HOST_LINE}(\\n(${HOST_LINE}|${OTHER_LINE}))*$`);
 
 const httpsCredentials = z
   .object({
@@ -56,22 +63,17 @@ const sshCredentials = z
     privateKey: z
       .string()
       .max(16_384)
+      .regex(
+        PEM_PRIVATE_KEY,
+        'must be an unencrypted private key in PEM or OpenSSH form (-----BEGIN … PRIVATE KEY-----)',
+      )
       .transform((key) => key.replace(/\r\n/g, '\n').trim() + '\n')
-      .refine((key) => PEM_PRIVATE_KEY.test(key), {
-        message: 'must be an unencrypted private key in PEM or OpenSSH form (-----BEGIN … PRIVATE KEY-----)',
-      })
       .openapi({ description: 'Write-only.' }),
     knownHosts: z
       .string()
       .max(65_536)
+      .regex(KNOWN_HOSTS, 'must be known_hosts lines (host keytype base64key), e.g. the output of ssh-keyscan')
       .transform((text) => text.replace(/\r\n/g, '\n').trim() + '\n')
-      .refine(
-        (text) => {
-          const lines = text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'));
-          return lines.length > 0 && lines.every((line) => KNOWN_HOSTS_LINE.test(line.trim()));
-        },
-        { message: 'must be known_hosts lines (host keytype base64key), e.g. the output of ssh-keyscan' },
-      )
       .openapi({ description: "The server's host key(s), pinned: git refuses any other." }),
   })
   .strict();
@@ -100,6 +102,20 @@ export function credentialsMismatch(repoUrl: string, kind: 'https' | 'ssh' | nul
   return undefined;
 }
 
+/**
+ * branchProblem and treePathProblem as patterns, for the document: a client (and the fuzzer)
+ * can keep to them; test/domain/git-source-fields.test.ts holds each to its function.
+ */
+const NOT_BRANCH_CHARS = `${TRIMMED_SPACE_CHARS}\\u0000-\\u001f\\u007f-\\u009f~^:?*[\\\\`;
+export const BRANCH_PATTERN = new RegExp(
+  '^(?!refs/)(?!-)(?!@$)(?!HEAD$)(?!/)(?!.*/$)(?!.*//)(?!.*\\.\\.)(?!.*@\\{)(?!.*\\.$)(?!(?:.*/)?\\.)(?!.*\\.lock(?:/|$))' +
+    `[^${NOT_BRANCH_CHARS}]{1,255}$`,
+);
+const NOT_PATH_CHARS = `${TRIMMED_SPACE_CHARS.replace(' ', '')}\\u0000-\\u001f\\u007f-\\u009f\\\\`;
+export const TREE_PATH_PATTERN = new RegExp(
+  `^$|^(?!/)(?!.*//)(?!(?:.*/)?\\.{1,2}(?:/|$))[^${NOT_PATH_CHARS}]{1,1024}$`,
+);
+
 const sourceFields = {
   name: plainText().trim().min(1).max(100),
   repoUrl: z
@@ -108,18 +124,21 @@ const sourceFields = {
     .max(2048)
     .superRefine(refusedWhen(repoUrlProblem))
     .openapi({
+      // A format of our own: a URL git can read, of a scheme and a shape this service takes.
+      format: 'git-repository-url',
       description:
         'https://, ssh:// or file://, without credentials in it. file:// only under the directories the ' +
         'installation allows (Git:FileRoots; none by default).',
       example: 'https://github.com/acme/fleet-config.git',
     }),
-  branch: z.string().superRefine(refusedWhen(branchProblem)).openapi({ example: 'main' }),
-  path: z
+  branch: z
     .string()
-    .default('')
-    .superRefine(refusedWhen(treePathProblem))
-    .transform(normalTreePath)
-    .openapi({ description: "Directory of the tree whose files become configurations ('' = the root)." }),
+    .superRefine(refusedWhen(branchProblem))
+    .openapi({ example: 'main', pattern: BRANCH_PATTERN.source }),
+  path: z.string().default('').superRefine(refusedWhen(treePathProblem)).transform(normalTreePath).openapi({
+    description: "Directory of the tree whose files become configurations ('' = the root).",
+    pattern: TREE_PATH_PATTERN.source,
+  }),
   pollIntervalSeconds: z
     .number()
     .int()
@@ -154,11 +173,36 @@ function checkAcrossFields(body: SourceFields, ctx: z.core.$RefinementCtx<Source
   }
 }
 
+/** The scheme a repository URL starts with, as the URL parser reads it (any case, after the spaces trim() drops). */
+const schemePattern = (scheme: string) =>
+  `^${SPACE}*${[...scheme].map((c) => `[${c.toLowerCase()}${c.toUpperCase()}]`).join('')}://`;
+
+/** checkAcrossFields, as the document states it. */
+const ACROSS_FIELDS = {
+  allOf: [
+    ...(['https', 'ssh'] as const).map((kind) => ({
+      if: {
+        required: ['repoUrl', 'credentials'],
+        properties: { repoUrl: { pattern: schemePattern(kind) }, credentials: { type: 'object' } },
+      },
+      then: { properties: { credentials: { properties: { kind: { const: kind } } } } },
+    })),
+    {
+      if: { required: ['repoUrl'], properties: { repoUrl: { pattern: schemePattern('file') } } },
+      then: { properties: { credentials: { type: 'null' } } },
+    },
+    {
+      if: { required: ['rolloutTemplate'], properties: { rolloutTemplate: { type: 'object' } } },
+      then: { required: ['autoPublish'], properties: { autoPublish: { const: true } } },
+    },
+  ],
+};
+
 export const createSourceBody = z
   .object({ ...sourceFields, credentials: credentialsBody.nullable().default(null) })
   .strict()
   .superRefine(checkAcrossFields)
-  .openapi('GitSourceCreate');
+  .openapi('GitSourceCreate', ACROSS_FIELDS);
 
 export const updateSourceBody = z
   .object({
@@ -169,7 +213,7 @@ export const updateSourceBody = z
   })
   .strict()
   .superRefine(checkAcrossFields)
-  .openapi('GitSourceUpdate');
+  .openapi('GitSourceUpdate', ACROSS_FIELDS);
 
 export const sourceListQuery = pageQuery
   .extend({

@@ -1,13 +1,15 @@
 import type { PolicyRow } from '../../../db/repos/policies';
 import { MAX_EXPRESSION_LENGTH } from '../../../domain/policies/cel';
 import { pageQuery } from '../../http/pagination';
-import { z } from '../../http/zod';
+import { someNonEmpty, z } from '../../http/zod';
 import { batchPercentSchema, batchSizeSchema } from '../rollouts/schema';
 
 const name = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, '1-100 of A-Z a-z 0-9 . _ -, starting with a letter or digit');
 const expression = z.string().min(1).max(MAX_EXPRESSION_LENGTH).openapi({
+  // A format of our own: no pattern can say "type-checks to bool" (docs/fuzzing.md).
+  format: 'cel-bool',
   description:
     'CEL over `agent`, `configuration`, `version` and `rollout` (see docs/policies.md); must type-check to bool.',
 });
@@ -98,7 +100,8 @@ export const evaluateBody = z
     target: z
       .object({ groupIds: ids('Group'), agentIds: ids('Agent') })
       .strict()
-      .refine((t) => (t.groupIds?.length ?? 0) + (t.agentIds?.length ?? 0) > 0, 'name at least one group or agent'),
+      .refine((t) => (t.groupIds?.length ?? 0) + (t.agentIds?.length ?? 0) > 0, 'name at least one group or agent')
+      .openapi(someNonEmpty('groupIds', 'agentIds')),
     rollout: z
       .object({ batchPercent: batchPercentSchema.optional(), batchSize: batchSizeSchema.optional() })
       .strict()

@@ -2,7 +2,7 @@ import type { BatchProgress, Progress, RollbackProgress, RolloutAgentListRow } f
 import { ROLLOUT_STATES, type RolloutRow } from '../../../db/repos/rollouts';
 import { labelsSchema } from '../../http/labels';
 import { plainText } from '../../http/text';
-import { decimalQuery, z } from '../../http/zod';
+import { decimalQuery, exactlyOneOf, notAllEmpty, z } from '../../http/zod';
 
 const MAX_TARGET_IDS = 10_000;
 
@@ -15,6 +15,7 @@ export const targetSchema = z
         (labels) => Object.keys(labels).length > 0,
         'must name at least one label (an empty selector would match every agent)',
       )
+      .openapi({ minProperties: 1 })
       .nullable()
       .default(null)
       .openapi({ description: 'Agents whose labels include every pair.' }),
@@ -25,6 +26,7 @@ export const targetSchema = z
     'name at least one group, agent or label selector',
   )
   .openapi('RolloutTarget', {
+    ...notAllEmpty({ groupIds: { maxItems: 0 }, agentIds: { maxItems: 0 }, labelSelector: { type: 'null' } }),
     description:
       'Agents in any of the groups, the agents listed, and agents matching the label selector (union). Agents that join a target group or start matching while the rollout runs are included in a later batch.',
   });
@@ -52,7 +54,7 @@ export const strategySchema = z
     (s) => (s.batchSize === undefined) !== (s.batchPercent === undefined),
     'give exactly one of batchSize and batchPercent',
   )
-  .openapi('RolloutStrategy');
+  .openapi('RolloutStrategy', exactlyOneOf('batchSize', 'batchPercent'));
 
 export const createRolloutBody = z
   .object({

@@ -669,6 +669,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path?: never;
@@ -1416,9 +1417,7 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    "if-match"?: string;
-                };
+                header?: never;
                 path?: never;
                 cookie?: never;
             };
@@ -1459,15 +1458,6 @@ export interface paths {
                 };
                 /** @description The role or the PAT’s endpoint list does not allow this call. */
                 403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description If-Match does not match the current ETag. */
-                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -1589,6 +1579,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -1678,6 +1669,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -1774,6 +1766,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -1953,6 +1946,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -2656,9 +2650,7 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    "if-match"?: string;
-                };
+                header?: never;
                 path?: never;
                 cookie?: never;
             };
@@ -2699,15 +2691,6 @@ export interface paths {
                 };
                 /** @description The role or the PAT’s endpoint list does not allow this call. */
                 403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description If-Match does not match the current ETag. */
-                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2829,6 +2812,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -3014,6 +2998,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -3293,6 +3278,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -3464,9 +3450,7 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    "if-match"?: string;
-                };
+                header?: never;
                 path?: never;
                 cookie?: never;
             };
@@ -3507,15 +3491,6 @@ export interface paths {
                 };
                 /** @description The role or the PAT’s endpoint list does not allow this call. */
                 403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description If-Match does not match the current ETag. */
-                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3637,6 +3612,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -3741,6 +3717,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -3840,6 +3817,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -3939,6 +3917,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -4918,9 +4897,7 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    "if-match"?: string;
-                };
+                header?: never;
                 path?: never;
                 cookie?: never;
             };
@@ -4961,15 +4938,6 @@ export interface paths {
                 };
                 /** @description The role or the PAT’s endpoint list does not allow this call. */
                 403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description If-Match does not match the current ETag. */
-                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5206,6 +5174,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -5305,6 +5274,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -5404,6 +5374,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -5503,6 +5474,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -5602,6 +5574,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -5772,9 +5745,7 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    "if-match"?: string;
-                };
+                header?: never;
                 path?: never;
                 cookie?: never;
             };
@@ -5815,15 +5786,6 @@ export interface paths {
                 };
                 /** @description The role or the PAT’s endpoint list does not allow this call. */
                 403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description If-Match does not match the current ETag. */
-                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5945,6 +5907,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -6034,6 +5997,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -6130,6 +6094,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -6229,6 +6194,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -6414,6 +6380,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -6818,9 +6785,7 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    "if-match"?: string;
-                };
+                header?: never;
                 path?: never;
                 cookie?: never;
             };
@@ -6861,15 +6826,6 @@ export interface paths {
                 };
                 /** @description The role or the PAT’s endpoint list does not allow this call. */
                 403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description If-Match does not match the current ETag. */
-                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6991,6 +6947,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -7080,6 +7037,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -7937,7 +7895,16 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description The handover token, shown this once (200 when it replaces one). */
+                /** @description The new handover token of a repeated call, replacing the first. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["HandoverToken"];
+                    };
+                };
+                /** @description The handover token, shown this once. */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -8255,9 +8222,7 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: {
-                    "if-match"?: string;
-                };
+                header?: never;
                 path?: never;
                 cookie?: never;
             };
@@ -8298,15 +8263,6 @@ export interface paths {
                 };
                 /** @description The role or the PAT’s endpoint list does not allow this call. */
                 403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/problem+json": components["schemas"]["Problem"];
-                    };
-                };
-                /** @description If-Match does not match the current ETag. */
-                412: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -8524,6 +8480,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -8623,6 +8580,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -8722,6 +8680,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -8821,6 +8780,7 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description The ETag of the GET this change is based on (or `*`); a mismatch is 412. */
                     "if-match"?: string;
                 };
                 path: {
@@ -9759,7 +9719,10 @@ export interface components {
             message: string;
         };
         ConfigurationDraft: {
-            /** @description At most 1 MiB (1,048,576 bytes of UTF-8); YAML and JSON must parse. */
+            /**
+             * Format: configuration-content
+             * @description A document in the configuration's format: at most 1 MiB (1,048,576 bytes of UTF-8); YAML and JSON must parse.
+             */
             content: string;
         };
         ConfigurationComparison: {
@@ -9799,7 +9762,10 @@ export interface components {
             name: string;
             /** @default  */
             description: string;
-            /** @description CEL over `agent`, `configuration`, `version` and `rollout` (see docs/policies.md); must type-check to bool. */
+            /**
+             * Format: cel-bool
+             * @description CEL over `agent`, `configuration`, `version` and `rollout` (see docs/policies.md); must type-check to bool.
+             */
             expression: string;
             /**
              * @description Group ids the policy applies to; empty: every group.
@@ -9817,7 +9783,10 @@ export interface components {
             ok: true;
         };
         PolicyCheck: {
-            /** @description CEL over `agent`, `configuration`, `version` and `rollout` (see docs/policies.md); must type-check to bool. */
+            /**
+             * Format: cel-bool
+             * @description CEL over `agent`, `configuration`, `version` and `rollout` (see docs/policies.md); must type-check to bool.
+             */
             expression: string;
         };
         PolicyEvaluation: {
@@ -10030,7 +9999,7 @@ export interface components {
              * @enum {string}
              */
             onFailure: "pause" | "rollback";
-        };
+        } & (unknown & unknown);
         RolloutAgent: {
             agentId: string;
             /** @description The agent's name (null when the agent is gone). */
@@ -10111,6 +10080,7 @@ export interface components {
         GitSourceCreate: {
             name: string;
             /**
+             * Format: git-repository-url
              * @description https://, ssh:// or file://, without credentials in it. file:// only under the directories the installation allows (Git:FileRoots; none by default).
              * @example https://github.com/acme/fleet-config.git
              */
@@ -10129,7 +10099,7 @@ export interface components {
             /** @default null */
             rolloutTemplate: components["schemas"]["GitRolloutTemplate"] | null;
             credentials?: components["schemas"]["GitCredentialsWrite"];
-        };
+        } & (unknown & unknown & unknown & unknown);
         /** @description A rollout created and started for every version a sync publishes (needs `autoPublish`). */
         GitRolloutTemplate: {
             target: components["schemas"]["RolloutTarget"];
@@ -10157,6 +10127,7 @@ export interface components {
         GitSourceUpdate: {
             name: string;
             /**
+             * Format: git-repository-url
              * @description https://, ssh:// or file://, without credentials in it. file:// only under the directories the installation allows (Git:FileRoots; none by default).
              * @example https://github.com/acme/fleet-config.git
              */
@@ -10190,7 +10161,7 @@ export interface components {
                 /** @description The server's host key(s), pinned: git refuses any other. */
                 knownHosts: string;
             } | null;
-        };
+        } & (unknown & unknown & unknown & unknown);
         GitSyncRequested: {
             sourceId: string;
             /** @enum {string} */
@@ -10262,22 +10233,30 @@ export interface components {
             /** @example fleet-eu */
             name: string;
             /**
+             * Format: peer-base-url
              * @description The other installation's Http:PublicBaseUrl: https://host[:port] (plain http only in Development or to a loopback host).
              * @example https://fleet-eu.example.com
              */
             baseUrl: string;
-            /** @description A `peer`-role PAT the other installation issued for this one. Write-only: stored encrypted, never returned. */
+            /**
+             * Format: svc-pat
+             * @description A `peer`-role PAT the other installation issued for this one. Write-only: stored encrypted, never returned.
+             */
             credential: string;
         };
         FederationPeerUpdate: {
             /** @example fleet-eu */
             name: string;
             /**
+             * Format: peer-base-url
              * @description The other installation's Http:PublicBaseUrl: https://host[:port] (plain http only in Development or to a loopback host).
              * @example https://fleet-eu.example.com
              */
             baseUrl: string;
-            /** @description Omitted: kept, unless baseUrl moves to another origin (a credential never follows the URL). */
+            /**
+             * Format: svc-pat
+             * @description Omitted: kept, unless baseUrl moves to another origin (a credential never follows the URL).
+             */
             credential?: string;
         };
         FederationGroups: {
@@ -10355,7 +10334,7 @@ export interface components {
             groupId?: string;
             /** @description How long the receiver has to see the agents before the rest are compensated (default Federation:HandoverDeadlineSeconds). */
             deadlineSeconds?: number;
-        };
+        } & (unknown & unknown);
         HandoverAgent: {
             agentId: string;
             /** @enum {string} */
@@ -10465,6 +10444,7 @@ export interface components {
              * @enum {string}
              */
             mode: "sequential" | "parallel";
+            /** @description Each installation once (`peerId`, in any case). */
             installations: {
                 /** @description A federation peer of this tenant, or `local` for this installation. */
                 peerId: string | "local";
@@ -10529,6 +10509,10 @@ export interface components {
              * @enum {string}
              */
             format: "yaml" | "json" | "text";
+            /**
+             * Format: configuration-content
+             * @description A document in `format`.
+             */
             content: string;
         };
         IncomingRolloutState: {
