@@ -324,7 +324,8 @@ test('validation: draft version, unknown peer, an installation twice, none, a ba
     ...extra,
   });
   const cases: Array<[Record<string, unknown>, number, string]> = [
-    [body({ version: draft.body.version }), 400, 'body.version'],
+    // A draft is refused as POST /api/rollouts refuses it: a conflict with the version's state.
+    [body({ version: draft.body.version }), 409, ''],
     [body({ installations: [one(randomUUID())] }), 404, ''],
     [body({ installations: [one(bPeerId), one(bPeerId.toUpperCase())] }), 400, 'body.installations.1.peerId'],
     [body({ installations: [one('local'), one('local')] }), 400, 'body.installations.1.peerId'],

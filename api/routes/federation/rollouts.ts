@@ -82,9 +82,9 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
     const version = await findVersionWithContent(db, configuration.id, body.version);
     if (!version) throw problems.notFound('configuration version', `${configuration.id}/${body.version}`);
     if (version.state !== 'published')
-      throw problems.validation([
-        { path: 'body.version', message: `version ${body.version} is a draft; only a published version is rolled out` },
-      ]);
+      throw problems.conflict(
+        `Version ${body.version} of configuration '${configuration.name}' is a draft; publish it before rolling it out.`,
+      );
     const planned: PlannedVersion = {
       tenantId,
       configurationId: configuration.id,

@@ -68,16 +68,16 @@ function expressionErrors(expression: string): FieldError[] {
 }
 
 /**
- * The expression must type-check to bool; scope must name live groups of the tenant.
- * Returns the body with its scope deduplicated and sorted, as it is stored and compared.
+ * The expression must type-check to bool (400); scope must name live groups of the tenant
+ * (404 for one it does not have, as a rollout's target answers). Returns the body with its
+ * scope deduplicated and sorted, as it is stored and compared.
  */
 async function checkPolicyBody(db: Db, tenantId: string, body: PolicyBody): Promise<PolicyBody> {
   const errors = expressionErrors(body.expression);
-  const groups = await liveGroupIds(db, tenantId, body.scope);
-  body.scope.forEach((id, i) => {
-    if (!groups.has(id)) errors.push({ path: `body.scope.${i}`, message: `no group with id '${id}'` });
-  });
   if (errors.length > 0) throw problems.validation(errors);
+  const groups = await liveGroupIds(db, tenantId, body.scope);
+  const missing = body.scope.find((id) => !groups.has(id));
+  if (missing !== undefined) throw problems.notFound('group', missing);
   return { ...body, scope: [...new Set(body.scope)].sort() };
 }
 
