@@ -191,6 +191,9 @@ export const problems = {
       { Allow: allowed.join(', ') },
     ),
   conflict: (detail: string) => new Problem('conflict', detail),
+  /** A field the stored state makes wrong (a credential that must be sent again): 409, naming it as a 400 would. */
+  conflictOn: (path: string, message: string) =>
+    new Problem('conflict', `${path}: ${message}`, { errors: [{ path, message }] }),
   invalidTransition: (detail: string) => new Problem('invalid-state-transition', detail),
   preconditionFailed: (kind: string, id: string) =>
     new Problem('precondition-failed', `If-Match does not match the current ETag of ${kind} '${id}'.`),

@@ -308,13 +308,13 @@ describe('changing and deleting a peer', () => {
     expect(await events(a, 'federation.peer.updated', id)).toHaveLength(1);
   });
 
-  test('PUT to another origin without a credential is 400: a stored credential never follows the URL', async () => {
+  test('PUT to another origin without a credential is 409: a stored credential never follows the URL', async () => {
     const id = await pairAs('moving');
     const res = await a.t.call('PUT', `/api/federation/peers/${id}`, {
       token: a.admin,
       body: { name: 'moving', baseUrl: 'http://127.0.0.1:9' },
     });
-    expect(res.status).toBe(400);
+    expect(res.status).toBe(409);
     expect(res.body.errors).toEqual([{ path: 'body.credential', message: expect.stringMatching(/another origin/) }]);
     // With a credential it moves; the new address does not answer, so what the old one said is forgotten.
     const moved = await a.t.call('PUT', `/api/federation/peers/${id}`, {
@@ -405,7 +405,7 @@ describe('periodic health check (every second on alpha)', () => {
       token: a.admin,
       body: { name: 'rekeyed', baseUrl: b.t.baseUrl },
     });
-    expect(kept.status).toBe(400);
+    expect(kept.status).toBe(409);
     expect(kept.body.errors).toEqual([{ path: 'body.credential', message: expect.stringMatching(/no longer opens/) }]);
     const renewed = await a.t.call('PUT', `/api/federation/peers/${rekeyed}`, {
       token: a.admin,

@@ -65,7 +65,8 @@ function checkIfMatch(ctx: AppContext, row: PeerRow): void {
   if (versions && !versions.includes(row.row_version)) throw problems.preconditionFailed('federation peer', row.id);
 }
 
-const credentialRequired = (why: string) => problems.validation([{ path: 'body.credential', message: why }]);
+/** The stored peer makes the credential required again: 409 (the same body is fine for another peer). */
+const credentialRequired = (why: string) => problems.conflictOn('body.credential', why);
 
 /**
  * The credential a PUT pings with: the one sent, or else the stored one, but never for

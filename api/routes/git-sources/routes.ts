@@ -110,7 +110,8 @@ function credentialsOnUpdate(current: GitSourceRow, repoUrl: string, sent: Crede
     originOf(current.repo_url) !== originOf(repoUrl)
       ? 'are required when repoUrl moves to another host: stored credentials never follow the URL; send them again, or null'
       : credentialsMismatch(repoUrl, current.credentials_kind);
-  if (why) throw problems.validation([{ path: 'body.credentials', message: why }]);
+  // The stored credentials make this body wrong (another body is fine for another source): 409.
+  if (why) throw problems.conflictOn('body.credentials', why);
   return undefined;
 }
 

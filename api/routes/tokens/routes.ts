@@ -132,9 +132,7 @@ function presentPool(row: TokenPoolRow & { active_tokens?: number }, activeToken
 async function targetGroup(db: Db, tenantId: string, groupId: string | undefined): Promise<string> {
   if (!groupId) return (await ensureDefaultGroup(db, tenantId)).id;
   const id = groupId.toLowerCase(); // as the database spells uuids
-  if (!(await liveGroupIds(db, tenantId, [id])).has(id)) {
-    throw problems.validation([{ path: 'body.groupId', message: 'no such group (or it is deleted)' }]);
-  }
+  if (!(await liveGroupIds(db, tenantId, [id])).has(id)) throw problems.notFound('group', id);
   return id;
 }
 
