@@ -99,13 +99,23 @@ async function checkFileRepository(access: GitAccess): Promise<void> {
   }
 }
 
-/** An ssh command that connects only to `address` (checked), still checking the host key under the URL's name. */
-function sshCommand(host: string, address: string, credentials: { key: string; knownHosts: string } | undefined) {
+/**
+ * An ssh command that connects only to `address` (checked), still checking the host key
+ * under the name ssh would have looked up (`[host]:port` off port 22, as ssh-keyscan -p
+ * writes it). `host` is a plain name or address (repoUrlProblem), so quoting it is enough.
+ */
+function sshCommand(
+  host: string,
+  port: string,
+  address: string,
+  credentials: { key: string; knownHosts: string } | undefined,
+) {
+  const alias = port && port !== '22' ? `[${host}]:${port}` : host;
   const options = [
     '-F /dev/null', // no configuration file: no ProxyCommand, no other host
     '-o BatchMode=yes',
     `-o HostName=${address}`,
-    `-o HostKeyAlias=${host}`,
+    `-o 'HostKeyAlias=${alias}'`,
     '-o CheckHostIP=no',
   ];
   if (credentials) {
@@ -160,7 +170,7 @@ async function withGit<T>(access: GitAccess, baseDir: string, work: (git: Simple
         await writeFile(files.knownHosts, `${credentials.knownHosts.trim()}\n`, { mode: 0o600 });
         await chmod(files.key, 0o600);
       }
-      invocation.env.GIT_SSH_COMMAND = sshCommand(host, address!.address, files);
+      invocation.env.GIT_SSH_COMMAND = sshCommand(host, url.port, address!.address, files);
       return await runGit(invocation, baseDir, credentials, work, (reason) =>
         access.outbound.unreachable(`ssh://${url.host}`, reason),
       );
