@@ -1,15 +1,10 @@
 /**
- * Where the service's own outbound calls may go: Git repositories (https, ssh) and
- * federation peers are addresses a tenant chose, so every connection is checked against one
- * policy on the address it actually connects to. The name is resolved here, the addresses
- * are checked, and the socket connects to a checked address (a name that resolves to a
- * public address for the check and to 169.254.169.254 for the connection, DNS rebinding,
- * gets nowhere).
- *
- * The rule (docs/decisions.md, Outbound calls): an address or name in `Outbound:Deny` is
- * refused; one in `Outbound:Allow` is allowed; otherwise loopback, link-local (the cloud
- * metadata address among them), private, shared (CGNAT), multicast and reserved addresses
- * are refused and everything else is allowed.
+ * Connecting under the outbound policy (outbound-rules.ts; docs/decisions.md, Outbound
+ * calls): Git repositories and federation peers are addresses a tenant chose, so every
+ * connection is checked on the address it actually connects to. The name is resolved here,
+ * its addresses judged, and the socket connects to one that passed: a name that resolves to
+ * a public address for a check and to 169.254.169.254 for the connection (DNS rebinding)
+ * gets nowhere.
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
@@ -68,8 +63,9 @@ export function createOutbound(settings: OutboundSettings, options: OutboundOpti
    */
   async function resolve(host: string): Promise<ResolvedAddress[]> {
     const bare = host.replace(/^\[|\]$/g, '');
+    const family = isIP(bare);
     let addresses: ResolvedAddress[];
-    if (isIP(bare) !== 0) addresses = [{ address: bare, family: isIP(bare) === 6 ? 6 : 4 }];
+    if (family !== 0) addresses = [{ address: bare, family: family === 6 ? 6 : 4 }];
     else {
       try {
         addresses = await resolveName(bare);
