@@ -199,6 +199,8 @@ describe('validation: every field has its 400', () => {
     ['plain http', { repoUrl: 'http://git.example.com/a.git' }, 'body.repoUrl'],
     ['git://', { repoUrl: 'git://git.example.com/a.git' }, 'body.repoUrl'],
     ['ext:: transport', { repoUrl: 'ext::sh -c touch% /tmp/pwned' }, 'body.repoUrl'],
+    ['fd:: transport', { repoUrl: 'fd::17' }, 'body.repoUrl'],
+    ['a bare path', { repoUrl: '/srv/git/fleet.git' }, 'body.repoUrl'],
     ['scp-like', { repoUrl: 'git@github.com:acme/fleet.git' }, 'body.repoUrl'],
     ['a relative path', { repoUrl: 'fleet-config' }, 'body.repoUrl'],
     ['a user in an https URL', { repoUrl: 'https://bot@git.example.com/a.git' }, 'body.repoUrl'],
