@@ -25,9 +25,9 @@ export interface TestRepository {
   remove(): Promise<void>;
 }
 
-/** A bare repository with branch `main` and a working clone to push to it. */
-export async function createTestRepository(): Promise<TestRepository> {
-  const root = await mkdtemp(join(tmpdir(), 'fleet-git-test-'));
+/** A bare repository with branch `main` and a working clone to push to it, in a new directory under `parent`. */
+export async function createTestRepository(parent: string = tmpdir()): Promise<TestRepository> {
+  const root = await mkdtemp(join(parent, 'fleet-git-test-'));
   const bare = join(root, 'repo.git');
   const work = join(root, 'work');
   await mkdir(bare);

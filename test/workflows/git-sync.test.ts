@@ -32,14 +32,18 @@ const { logger: workerLogger, lines: logLines } = capturedLogger('info');
 let env: RolloutEnv;
 let admin: string;
 let workDir: string;
+let fileRoot: string;
 const repositories: TestRepository[] = [];
 
 beforeAll(async () => {
   workDir = await mkdtemp(join(tmpdir(), 'fleet-git-work-'));
+  // The worker reads file:// repositories under this directory only (every repository this
+  // file makes is there), so "outside Git:FileRoots" is somewhere real on any machine.
+  fileRoot = await mkdtemp(join(tmpdir(), 'fleet-git-roots-'));
   env = await startRolloutEnv({
     workerLogger,
     workerOutbound: testOutbound(workerLogger),
-    workerEnv: { Git__WorkDir: workDir },
+    workerEnv: { Git__WorkDir: workDir, Git__FileRoots: fileRoot },
     apiEnv: { Http__TrustProxy: 'true' }, // webhooks arrive "over HTTPS" through a proxy (Production refuses HTTP)
   });
   await ensureTenant(env.t.database.db, 'default');
@@ -49,13 +53,14 @@ afterAll(async () => {
   await env?.close();
   await Promise.all(repositories.map((repository) => repository.remove()));
   await rm(workDir, { recursive: true, force: true });
+  await rm(fileRoot, { recursive: true, force: true });
 });
 
 const db = () => env.t.database.db;
 const call = (method: string, path: string, body?: unknown) => env.t.call(method, path, { token: env.operator, body });
 
 async function repository(files: Record<string, string> = { 'otel.yaml': 'receivers: {}\n' }) {
-  const repo = await createTestRepository();
+  const repo = await createTestRepository(fileRoot);
   repositories.push(repo);
   await repo.commit(files, { message: 'first configurations' });
   return repo;
@@ -500,7 +505,7 @@ test('an SSH key is used from a private file that is deleted after; the refused 
 });
 
 test('an unreachable repository fails the run with a clear error; a poll meeting the same failure adds no run', async () => {
-  const sourceId = await createSource(`file://${tmpdir()}/${randomUUID()}/fleet-repo.git`, { pollIntervalSeconds: 1 });
+  const sourceId = await createSource(`file://${fileRoot}/${randomUUID()}/fleet-repo.git`, { pollIntervalSeconds: 1 });
   await wake(sourceId, { reason: 'source-changed' });
   const [run] = await finishedRuns(sourceId, 1);
   expect(run).toMatchObject({ status: 'failed', trigger: 'poll' });
@@ -518,26 +523,23 @@ describe('where a repository may be (Git:FileRoots, the outbound policy)', () =>
   /** The log lines (JSON) of the worker that mention `text`. */
   const logged = (text: string) => logLines.filter((line) => line.includes(text));
 
-  test('a file:// repository outside Git:FileRoots, such as this very checkout, is refused: nothing is imported', async () => {
-    const sourceId = await createSource(`file://${process.cwd()}`);
+  test('a file:// repository elsewhere on the host, outside Git:FileRoots, is refused: nothing is imported', async () => {
+    const elsewhere = await createTestRepository(); // a real repository, outside the worker's root
+    repositories.push(elsewhere);
+    await elsewhere.commit({ 'otel.yaml': 'receivers: {}\n' });
+    const sourceId = await createSource(elsewhere.url);
     await wake(sourceId, { reason: 'source-changed' });
     const [run] = await finishedRuns(sourceId, 1);
     expect(run).toMatchObject({ status: 'failed', commit_sha: null });
     expect(run!.error).toBe('file:// repositories are allowed only under the directories of the setting Git:FileRoots');
     expect(await db()('configurations').where({ managed_by: sourceId })).toEqual([]);
-  });
 
-  test('a symbolic link under a root that leads outside it is refused as well', async () => {
-    const root = await mkdtemp(join(tmpdir(), 'fleet-git-link-'));
-    try {
-      await symlink(process.cwd(), join(root, 'host.git'));
-      const sourceId = await createSource(`file://${root}/host.git`);
-      await wake(sourceId, { reason: 'source-changed' });
-      const [run] = await finishedRuns(sourceId, 1);
-      expect(run!.error).toMatch(/Git:FileRoots/);
-    } finally {
-      await rm(root, { recursive: true, force: true });
-    }
+    // A symbolic link under the root that leads to it is refused as well.
+    await symlink(elsewhere.bare, join(fileRoot, 'link.git'));
+    const linked = await createSource(`file://${fileRoot}/link.git`);
+    await wake(linked, { reason: 'source-changed' });
+    const [linkedRun] = await finishedRuns(linked, 1);
+    expect(linkedRun!.error).toMatch(/Git:FileRoots/);
   });
 
   test('the metadata address, a private network, an unknown name, a closed port, a plain HTTP service and Postgres all fail with the same words; the log says why', async () => {
