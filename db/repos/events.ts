@@ -4,7 +4,7 @@ export const EVENTS_CHANNEL = 'fleet_events';
 
 /**
  * Every event type the service emits: the one list, so an emitter cannot invent a type the
- * docs do not list (docs/events.md is checked against it by test/docs.test.ts).
+ * docs do not list (docs/events.md is checked against it by test/docs.unit.test.ts).
  */
 export const EVENT_TYPES = [
   'agent.enrolled',

@@ -1,5 +1,5 @@
 /**
- * Workflow histories recorded from real runs, for the replay test (test/workflows/replay.test.ts).
+ * Workflow histories recorded from real runs, for the replay test (test/workflows/replay.unit.test.ts).
  * Tests that run a rollout call `recordHistories`; it writes only when
  * `RECORD_WORKFLOW_HISTORIES=1` (`npm run record:histories`), one JSON file per run of the
  * workflow (a rollout that continued as new has several).

@@ -104,7 +104,7 @@ export function credentialsMismatch(repoUrl: string, kind: 'https' | 'ssh' | nul
 
 /**
  * branchProblem and treePathProblem as patterns, for the document: a client (and the fuzzer)
- * can keep to them; test/domain/git-source-fields.test.ts holds each to its function.
+ * can keep to them; test/domain/git-source-fields.unit.test.ts holds each to its function.
  */
 const NOT_BRANCH_CHARS = `${TRIMMED_SPACE_CHARS}\\u0000-\\u001f\\u007f-\\u009f~^:?*[\\\\`;
 export const BRANCH_PATTERN = new RegExp(
