@@ -23,7 +23,7 @@ import {
   peerProblemOf,
   type IncomingRolloutState,
 } from '../../domain/federation/rollout-calls';
-import { createCheckedRollout, judgeRollout } from '../../domain/rollout-creation';
+import { createRollout, judgeRollout } from '../../domain/rollout-creation';
 import { ROLLOUT_TRANSITIONS, type RolloutOperation } from '../../domain/rollouts';
 import { callPeer, PeerCallError, type PeerEndpoint } from '../../platform/peer-client';
 import { encryptionKey } from '../../platform/secrets';
@@ -101,18 +101,18 @@ function localPart({ db, settings, temporal }: ActivityDeps, { rollout, installa
     async create() {
       try {
         const { row, created } = await createRolloutOnce(db, rollout.tenant_id, key, (trx) =>
-          createCheckedRollout(trx, {
+          createRollout(trx, {
             tenantId: rollout.tenant_id,
             name: rollout.name,
             description: rollout.description,
             configurationId: rollout.configuration_id,
             version: rollout.version,
-            contentHash: rollout.content_hash,
             target: installation.target,
             strategy: installation.strategy,
             createdBy: rollout.created_by,
             federationKey: key,
-          }),
+            judge: true,
+          }).then((created) => created.row),
         );
         if (row.state === 'pending') {
           if (!created) await judgeRollout(db, row); // a retry long after: judged again, as a start is

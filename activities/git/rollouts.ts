@@ -6,7 +6,6 @@
  * rollout's workflow. A refusal is that file's error in the run, and no rollout is left behind.
  */
 import type { Knex } from 'knex';
-import { findVersion } from '../../db/repos/configuration-versions';
 import type { GitSourceRow } from '../../db/repos/git-sources';
 import {
   addSyncRunRollout,
@@ -16,7 +15,7 @@ import {
 } from '../../db/repos/git-sync-runs';
 import { findRolloutById, type RolloutStrategy, type RolloutTarget } from '../../db/repos/rollouts';
 import { DomainError } from '../../domain/errors';
-import { createCheckedRollout, STRATEGY_DEFAULTS } from '../../domain/rollout-creation';
+import { createRollout, STRATEGY_DEFAULTS } from '../../domain/rollout-creation';
 import type { FetchedCommit } from './repository';
 
 export interface RolloutTemplate {
@@ -58,7 +57,7 @@ export async function createTemplateRollouts(
     if (!change.published || change.version === undefined) continue;
     try {
       const rolloutId = await db.transaction(async (trx) => {
-        const id = await createRollout(trx, source, template, commit, change as Required<SyncRunChange>);
+        const id = await createTemplateRollout(trx, source, template, commit, change as Required<SyncRunChange>);
         await addSyncRunRollout(trx, run.id, id);
         return id;
       });
@@ -95,20 +94,19 @@ export async function resumeTemplateRollouts(
   return resumed;
 }
 
-async function createRollout(
+async function createTemplateRollout(
   trx: Knex.Transaction,
   source: GitSourceRow,
   template: RolloutTemplate,
   commit: FetchedCommit,
   change: Required<Pick<SyncRunChange, 'configurationId' | 'version' | 'name' | 'path'>> & SyncRunChange,
 ): Promise<string> {
-  const row = await createCheckedRollout(trx, {
+  const { row } = await createRollout(trx, {
     tenantId: source.tenant_id,
     name: `${change.name} v${change.version} from Git`,
     description: `${commit.sha.slice(0, 12)}: ${commit.message.split('\n')[0]}`.slice(0, 2000),
     configurationId: change.configurationId,
     version: change.version,
-    contentHash: (await findVersion(trx, change.configurationId, change.version))!.content_hash,
     target: {
       groupIds: template.target.groupIds ?? [],
       agentIds: template.target.agentIds ?? [],
@@ -116,6 +114,7 @@ async function createRollout(
     },
     strategy: { ...STRATEGY_DEFAULTS, ...template.strategy },
     createdBy: `git:${source.name}`,
+    judge: true,
   });
   return row.id;
 }

@@ -24,7 +24,7 @@ import {
 import { contentHash, type Format } from '../configurations/content';
 import { publishVersion, saveVersion } from '../configurations/versions';
 import { DomainError, ManagedByGitError } from '../errors';
-import { createCheckedRollout } from '../rollout-creation';
+import { createRollout } from '../rollout-creation';
 
 export interface CopiedConfiguration {
   name: string;
@@ -106,18 +106,19 @@ export async function createIncomingRollout(
   actor: string,
 ): Promise<RolloutRow> {
   const { configuration, version } = await copyVersion(trx, tenantId, request.configuration, actor);
-  return createCheckedRollout(trx, {
+  const { row } = await createRollout(trx, {
     tenantId,
     name: request.name ?? null,
     description: request.description ?? null,
     configurationId: configuration.id,
     version: version.version,
-    contentHash: version.content_hash,
     target: request.target,
     strategy: request.strategy,
     createdBy: actor,
     federationKey: key,
+    judge: true,
   });
+  return row;
 }
 
 /**

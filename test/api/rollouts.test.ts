@@ -4,6 +4,7 @@ import { seedAgents } from '../support/agents-seed';
 import { eventually } from '../support/eventually';
 import { startScript } from '../support/processes';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+import { expectRolloutCreatedAsShown } from '../support/events';
 
 let env: RolloutEnv;
 beforeAll(async () => {
@@ -41,6 +42,7 @@ test('a rollout runs batch by batch to completed; every agent applies the versio
   expect(started.headers.get('etag')).not.toBe(etag);
 
   const done = await waitForState(created.body.id, 'completed');
+  await expectRolloutCreatedAsShown(env.t.database.db, created.body.id, done.body);
   expect(done.body.progress).toEqual({ total: 5, pending: 0, applying: 0, succeeded: 5, failed: 0, skipped: 0 });
   expect(done.body.batches.map((b: { total: number }) => b.total)).toEqual([2, 2, 1]);
   // The search for a fourth batch finds no agent left: that is no batch.

@@ -13,6 +13,7 @@ import { publishConfiguration, type PublishedVersion } from '../support/configur
 import { eventually } from '../support/eventually';
 import { recordHistories } from '../support/histories';
 import { pair, startInstallation, type Installation } from '../support/federation';
+import { expectRolloutCreatedAsShown } from '../support/events';
 
 const ERRORS = 'http://fleet.test/errors';
 
@@ -88,7 +89,12 @@ test('a federated rollout across a (here) and b runs to completion; b gets the s
   expect((await b.t.call('GET', `/api/configurations/${onB.configurationId}`, { token: b.operator })).body.name).toBe(
     version.name,
   );
-  expect((await bRollout(onB.rolloutId)).body).toMatchObject({ state: 'completed', progress: { succeeded: 2 } });
+  const partOnB = (await bRollout(onB.rolloutId)).body;
+  expect(partOnB).toMatchObject({ state: 'completed', progress: { succeeded: 2 } });
+  await expectRolloutCreatedAsShown(b.t.database.db, onB.rolloutId, partOnB);
+  const onA = done.installations[0];
+  const partOnA = (await a.t.call('GET', `/api/rollouts/${onA.rolloutId}`, { token: a.operator })).body;
+  await expectRolloutCreatedAsShown(a.t.database.db, onA.rolloutId, partOnA);
   const listed = await a.t.call('GET', '/api/federation/rollouts?state=completed&limit=1000', { token: a.operator });
   expect(listed.body.items.map((item: { id: string }) => item.id)).toContain(created.body.id);
   expect(listed.body.items[0].installations).toBeUndefined();

@@ -26,6 +26,7 @@ import { testOutbound } from '../support/outbound';
 import { freePort } from '../support/processes';
 import { testInfra } from '../support/infra-env';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+import { expectRolloutCreatedAsShown } from '../support/events';
 
 const { logger: workerLogger, lines: logLines } = capturedLogger('info');
 
@@ -660,6 +661,7 @@ test('the pipeline: a commit reaches simulated agents as APPLIED through the rol
     const rollout = await call('GET', `/api/rollouts/${rolloutId}`);
     expect(rollout.body).toMatchObject({ state: 'completed', createdBy: `git:${name}`, version: 2 });
   }, 20_000);
+  await expectRolloutCreatedAsShown(db(), rolloutId, (await call('GET', `/api/rollouts/${rolloutId}`)).body);
   await idle(source.id);
   await recordHistories(env.client, gitSyncWorkflowId(source.id), 'git-sync-rollout-template');
 });

@@ -13,7 +13,7 @@ import { DomainError } from '../../../domain/errors';
 import { dryRunRollout, type CopiedConfiguration } from '../../../domain/federation/incoming-rollouts';
 import { peerEndpoint } from '../../../domain/federation/peer-credentials';
 import { incomingEvaluatePath, incomingRolloutRequest, peerProblemOf } from '../../../domain/federation/rollout-calls';
-import { createCheckedRollout } from '../../../domain/rollout-creation';
+import { createRollout } from '../../../domain/rollout-creation';
 import { callPeer, PeerCallError } from '../../../platform/peer-client';
 import { encryptionKey } from '../../../platform/secrets';
 import type { Outbound } from '../../../platform/outbound';
@@ -80,17 +80,17 @@ export async function dryRunEverywhere(
 async function askHere(db: Knex, planned: PlannedVersion, installation: PlannedInstallation): Promise<Verdict> {
   try {
     await dryRunRollout(db, (trx) =>
-      createCheckedRollout(trx, {
+      createRollout(trx, {
         tenantId: planned.tenantId,
         name: null,
         description: null,
         configurationId: planned.configurationId,
         version: planned.version,
-        contentHash: planned.contentHash,
         target: installation.target,
         strategy: installation.strategy,
         createdBy: planned.actor,
-      }),
+        judge: true,
+      }).then((created) => created.row),
     );
     return { ok: true };
   } catch (error) {

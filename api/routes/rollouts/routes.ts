@@ -1,16 +1,9 @@
 import type { Client } from '@temporalio/client';
-import { isUniqueViolation } from '../../../db/errors';
-import { emitEvents } from '../../../db/repos/events';
+import type { Knex } from 'knex';
 import { findConfiguration } from '../../../db/repos/configurations';
-import { findVersion } from '../../../db/repos/configuration-versions';
-import { findRollout, insertRollout, listRolloutsQuery, type RolloutRow } from '../../../db/repos/rollouts';
-import {
-  activeRolloutInTarget,
-  addTargetAgents,
-  rolloutAgentsQuery,
-  rolloutProgress,
-  type RolloutAgentListRow,
-} from '../../../db/repos/rollout-agents';
+import { findRollout, listRolloutsQuery, type RolloutRow } from '../../../db/repos/rollouts';
+import { rolloutAgentsQuery, type RolloutAgentListRow } from '../../../db/repos/rollout-agents';
+import { createRollout } from '../../../domain/rollout-creation';
 import {
   ROLLOUT_OPERATIONS,
   ROLLOUT_TRANSITIONS,
@@ -21,15 +14,15 @@ import { ifMatchVersions } from '../../http/etag';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
-import { assertPolicies, checkTarget } from '../../../domain/policies/evaluate';
+import { assertPolicies } from '../../../domain/policies/evaluate';
 import { problems } from '../../problems';
 import { RolloutWorkflows } from './workflow-client';
 import type { ResourceRouteOptions } from '../options';
 import {
   createRolloutBody,
   presentRollout,
-  presentRolloutAgent,
   presentRolloutSummary,
+  presentRolloutAgent,
   rolloutAgentQuery,
   rolloutAgentSchema,
   rolloutListQuery,
@@ -38,7 +31,6 @@ import {
 } from './schema';
 
 const rolloutId = z.object({ id: z.uuid() });
-const SOURCE = '/api/rollouts';
 
 const DESCRIPTIONS: Record<RolloutOperation, string> = {
   start:
@@ -51,10 +43,6 @@ const DESCRIPTIONS: Record<RolloutOperation, string> = {
 
 export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Client }): RouteDef[] {
   const workflows = new RolloutWorkflows(options.temporal, options.settings);
-
-  async function detail(db: ResourceRouteOptions['db'], row: RolloutRow) {
-    return presentRollout(row, await rolloutProgress(db, row.id));
-  }
 
   const operations = ROLLOUT_OPERATIONS.map((operation) =>
     route({
@@ -100,7 +88,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
         });
         // The body and its ETag from one read (the workflow may have moved on since it answered).
         const updated = (await findRollout(db, principal.tenantId, row.id))!;
-        return { body: await detail(db, updated), rowVersion: Number(updated.row_version) };
+        return { body: await presentRollout(db, updated), rowVersion: Number(updated.row_version) };
       },
     }),
   );
@@ -140,44 +128,17 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
         schema: rolloutSchema,
       },
       handler: async ({ db, principal, body, afterCommit }) => {
-        const tenantId = principal.tenantId;
-        const configuration = await findConfiguration(db, tenantId, body.configurationId);
-        if (!configuration) throw problems.notFound('configuration', body.configurationId);
-        const version = await findVersion(db, configuration.id, body.version);
-        if (!version) throw problems.notFound('configuration version', `${configuration.id}/${body.version}`);
-        if (version.state !== 'published')
-          throw problems.conflict(
-            `Version ${body.version} of configuration '${configuration.name}' is a draft; publish it before rolling it out.`,
-          );
-        const ids = (list: string[]) => [...new Set(list.map((id) => id.toLowerCase()))];
-        const target = { ...body.target, groupIds: ids(body.target.groupIds), agentIds: ids(body.target.agentIds) };
-        await checkTarget(db, tenantId, target);
-
-        const row = await insertRollout(db, {
-          tenant_id: tenantId,
+        const { row, configuration, view } = await createRollout(db as Knex.Transaction, {
+          tenantId: principal.tenantId,
           name: body.name ?? null,
           description: body.description ?? null,
-          configuration_id: configuration.id,
+          configurationId: body.configurationId,
           version: body.version,
-          content_hash: version.content_hash,
-          target,
+          target: body.target,
           strategy: body.strategy,
-          created_by: principal.name,
+          createdBy: principal.name,
+          judge: false, // judged when started
         });
-        try {
-          // A savepoint, so a conflict leaves the transaction usable to name the rollout in the way.
-          await db.transaction((savepoint) => addTargetAgents(savepoint, row, { joining: false }));
-        } catch (error) {
-          if (!isUniqueViolation(error)) throw error;
-          const other = await activeRolloutInTarget(db, row);
-          throw problems.conflict(
-            other
-              ? `Agent ${other.agentId} is already in active rollout ${other.rolloutId}; an agent is in at most one active rollout.`
-              : 'A target agent is already in another active rollout; an agent is in at most one active rollout.',
-          );
-        }
-        const body201 = await detail(db, row);
-        await emitEvents(db, [{ tenantId, type: 'rollout.created', source: SOURCE, subject: row.id, data: body201 }]);
         // Started once the rollout is committed, so no connection waits on Temporal. If it
         // cannot start now, the first operation starts it (update-with-start).
         afterCommit(() =>
@@ -192,7 +153,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
         );
         return {
           status: 201,
-          body: body201,
+          body: view,
           rowVersion: Number(row.row_version),
           resourceId: row.id,
           headers: { Location: `/api/rollouts/${row.id}` },
@@ -212,7 +173,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
       handler: async ({ db, principal, params }) => {
         const row = await findRollout(db, principal.tenantId, params.id);
         if (!row) throw problems.notFound('rollout', params.id);
-        return { body: await detail(db, row), rowVersion: Number(row.row_version) };
+        return { body: await presentRollout(db, row), rowVersion: Number(row.row_version) };
       },
     }),
     route({

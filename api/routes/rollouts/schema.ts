@@ -1,7 +1,9 @@
-import type { BatchProgress, Progress, RollbackProgress, RolloutAgentListRow } from '../../../db/repos/rollout-agents';
+import type { Db } from '../../../db/connection';
+import type { RolloutAgentListRow } from '../../../db/repos/rollout-agents';
 import { ROLLOUT_STATES, type RolloutRow } from '../../../db/repos/rollouts';
 import { labelsSchema } from '../../http/labels';
 import { plainText } from '../../http/text';
+import { rolloutSummaryView, rolloutView } from '../../../domain/rollout-view';
 import { decimalQuery, exactlyOneOf, notAllEmpty, z } from '../../http/zod';
 
 const MAX_TARGET_IDS = 10_000;
@@ -164,38 +166,10 @@ export const rolloutAgentSchema = z
 
 const iso = (date: Date | null) => date?.toISOString() ?? null;
 
-export function presentRolloutSummary(row: RolloutRow): z.infer<typeof rolloutSummarySchema> {
-  return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    configurationId: row.configuration_id,
-    version: row.version,
-    contentHash: row.content_hash,
-    target: row.target,
-    strategy: row.strategy,
-    state: row.state,
-    reason: row.reason,
-    currentBatch: row.current_batch,
-    createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-    startedAt: iso(row.started_at),
-    finishedAt: iso(row.finished_at),
-  };
-}
-
-export function presentRollout(
-  row: RolloutRow,
-  counts: { progress: Progress; batches: BatchProgress[]; rollback: RollbackProgress | null },
-): z.infer<typeof rolloutSchema> {
-  return {
-    ...presentRolloutSummary(row),
-    progress: counts.progress,
-    batches: counts.batches,
-    rollback: counts.rollback,
-  };
-}
+// The rollout's bodies are the domain's view, which `rollout.created` carries too
+// (domain/rollout-view.ts); typed here against the schemas so the two cannot drift.
+export const presentRolloutSummary: (row: RolloutRow) => z.infer<typeof rolloutSummarySchema> = rolloutSummaryView;
+export const presentRollout: (db: Db, row: RolloutRow) => Promise<z.infer<typeof rolloutSchema>> = rolloutView;
 
 export function presentRolloutAgent(row: RolloutAgentListRow): z.infer<typeof rolloutAgentSchema> {
   return {

@@ -1,0 +1,63 @@
+/**
+ * A rollout as the service shows it: the rollouts API's bodies and the `rollout.created`
+ * event's data, one shape whoever created the rollout (an operator, a Git template, a
+ * federation peer). api/routes/rollouts/schema.ts types these against its response schemas.
+ */
+import type { Db } from '../db/connection';
+import { rolloutProgress, type BatchProgress, type Progress, type RollbackProgress } from '../db/repos/rollout-agents';
+import type { RolloutRow, RolloutState, RolloutStrategy, RolloutTarget } from '../db/repos/rollouts';
+
+export interface RolloutSummaryView {
+  id: string;
+  name: string | null;
+  description: string | null;
+  configurationId: string;
+  version: number;
+  contentHash: string;
+  target: RolloutTarget;
+  strategy: RolloutStrategy;
+  state: RolloutState;
+  reason: string | null;
+  currentBatch: number;
+  createdBy: string;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export interface RolloutView extends RolloutSummaryView {
+  progress: Progress;
+  batches: BatchProgress[];
+  rollback: RollbackProgress | null;
+}
+
+const iso = (date: Date | null) => date?.toISOString() ?? null;
+
+/** The rollout without its agents' counts (the rollouts list). */
+export function rolloutSummaryView(row: RolloutRow): RolloutSummaryView {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    configurationId: row.configuration_id,
+    version: row.version,
+    contentHash: row.content_hash,
+    target: row.target,
+    strategy: row.strategy,
+    state: row.state,
+    reason: row.reason,
+    currentBatch: row.current_batch,
+    createdBy: row.created_by,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    startedAt: iso(row.started_at),
+    finishedAt: iso(row.finished_at),
+  };
+}
+
+/** The rollout with its agents' counts, overall, per batch and of its rollback, as they stand in `db`. */
+export async function rolloutView(db: Db, row: RolloutRow): Promise<RolloutView> {
+  const counts = await rolloutProgress(db, row.id);
+  return { ...rolloutSummaryView(row), progress: counts.progress, batches: counts.batches, rollback: counts.rollback };
+}
