@@ -1,6 +1,6 @@
 /**
  * A rollout's life: the operations operators ask for, the states each may start from and
- * where it leads (DESIGN.md, Rollout), and the event each state is announced by. The
+ * where it leads (docs/rollouts.md, States), and the event each state is announced by. The
  * rollout workflow applies these rules; the api uses them to answer a plain refusal early.
  */
 import type { EventType } from '../db/repos/events';

@@ -1,5 +1,5 @@
 /**
- * Who may import whom (STYLE.md, docs/architecture.md), checked on every run: a forbidden
+ * Who may import whom (docs/architecture.md, Who may import whom), checked on every run: a forbidden
  * import fails the suite with the file and the line that made it. Type-only imports are
  * erased at compile time, so they may cross where a value import may not (a workflow
  * names its activities' types, never their code).

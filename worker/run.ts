@@ -10,7 +10,6 @@ import { gitSyncStartOptions } from '../workflows/git-sync-start';
 import {
   gitSyncWorkflowType,
   type GitSyncWorkflow,
-  LEGACY_OUTBOX_RETENTION_WORKFLOW_ID,
   outboxRetentionWorkflowId,
   outboxRetentionWorkflowType,
   type OutboxRetentionWorkflow,
@@ -72,7 +71,6 @@ export async function startWorker(
     args: [{ intervalSeconds: settings.federation.healthCheckSeconds }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
-  await endLegacyRetention(client, settings.temporal.taskQueue);
   startMissingGitSyncLoops(client, db, settings.temporal.taskQueue).catch((error: unknown) =>
     logger?.warn({ err: error }, 'starting the missing git-sync loops failed; the next change or webhook starts them'),
   );
@@ -98,16 +96,4 @@ async function startMissingGitSyncLoops(client: Client, db: Knex, taskQueue: str
     if (sources.length < PAGE) return;
     after = sources.at(-1)!.id;
   }
-}
-
-/**
- * Retention was once one workflow per namespace (`outbox-retention`); left running, it would
- * go on pruning with its old settings beside the deployment's own. Ended by a worker of the
- * task queue it runs on, so it is never another deployment's to end.
- */
-async function endLegacyRetention(client: Client, taskQueue: string): Promise<void> {
-  const handle = client.workflow.getHandle(LEGACY_OUTBOX_RETENTION_WORKFLOW_ID);
-  const legacy = await handle.describe().catch(() => undefined);
-  if (legacy?.status.name !== 'RUNNING' || legacy.taskQueue !== taskQueue) return;
-  await handle.terminate(`replaced by ${outboxRetentionWorkflowId(taskQueue)}`).catch(() => {});
 }

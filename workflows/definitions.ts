@@ -17,8 +17,6 @@ import type { FederatedRolloutOperation, RolloutOperation, RolloutState } from '
  * test workers) must not adopt each other's sweeper, which would prune the other's database.
  */
 export const outboxRetentionWorkflowId = (taskQueue: string) => `outbox-retention:${taskQueue}`;
-/** The id retention had while it was one per namespace; a worker of its task queue ends it. */
-export const LEGACY_OUTBOX_RETENTION_WORKFLOW_ID = 'outbox-retention';
 
 export interface OutboxRetentionInput {
   retentionDays: number;

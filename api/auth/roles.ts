@@ -1,5 +1,5 @@
 /**
- * The role table (DESIGN.md). Routes require a permission; roles grant permissions.
+ * The role table (docs/decisions.md, Callers and roles). Routes require a permission; roles grant permissions.
  *   viewer   reads everything but the audit log and PATs
  *   operator viewer + day-to-day changes
  *   auditor  viewer + the audit log

@@ -38,7 +38,7 @@ async function walk(first: string, token: string) {
 }
 
 describe('agent detail', () => {
-  test('shows every field DESIGN.md names', async () => {
+  test('shows every field of the agent detail: identity, labels, status, capabilities, desired and applied configuration, certificate', async () => {
     const configurationId = randomUUID();
     const agent = await seedAgent(t.database.db, 'default', {
       name: 'collector-1',

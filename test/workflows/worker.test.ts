@@ -3,7 +3,6 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startWorker } from '../../worker/run';
 import {
-  LEGACY_OUTBOX_RETENTION_WORKFLOW_ID,
   outboxRetentionWorkflowId,
   peerHealthWorkflowId,
 } from '../../workflows/definitions';
@@ -46,15 +45,8 @@ test('the worker registers the workflows, starts the outbox retention (which pru
   ]);
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
   const settings = testSettings(database.url, { Temporal__TaskQueue: taskQueue, Events__RetentionDays: '7' });
-  // Retention as an older worker started it, one per namespace, on this deployment's queue.
-  const legacy = await client.workflow.start('outboxRetentionWorkflow', {
-    workflowId: LEGACY_OUTBOX_RETENTION_WORKFLOW_ID,
-    taskQueue,
-    args: [{ retentionDays: 1000, intervalSeconds: 3600 }],
-  });
   const handle = await startWorker(settings, db);
   try {
-    expect((await legacy.describe()).status.name).toBe('TERMINATED');
     await eventually(async () => {
       const types = (await db('events').select('type')).map((r) => r.type);
       expect(types).toEqual(['test.recent']);
