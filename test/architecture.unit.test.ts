@@ -157,3 +157,21 @@ test('console/ is a client of the public API only: it loads no server code (its 
   expect(found.some((i) => i.target === path.join('console', 'src', 'api', 'client'))).toBe(true);
   expect(show(found.filter((i) => ours(i) && i.layer !== 'console'))).toEqual([]);
 });
+
+/** Lines that query the database with knex themselves: `db('agents')`, `trx('events')`, `db.raw(…)`. */
+function queriesIn(layer: string): string[] {
+  const query = /\b(db|trx|knex|database)(\(\s*['"`]|\.raw\()/;
+  return sourceFiles(path.join(root, layer)).flatMap((file) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .flatMap((text, index) =>
+        query.test(text) ? [`${path.relative(root, file)}:${index + 1}: ${text.trim()}`] : [],
+      ),
+  );
+}
+
+test('SQL lives in db/: api, gateway, domain and activities call repos, never knex on a table or raw SQL', () => {
+  expect(queriesIn('db').length).toBeGreaterThan(0); // the repos' own, so the check sees what it judges
+  // The pagination helper adds its keyset clause through the query's own client: the one exception, by design.
+  expect(['api', 'gateway', 'domain', 'activities'].flatMap(queriesIn)).toEqual([]);
+});
