@@ -5,7 +5,9 @@
  * arguments and result cross by structured clone.
  *
  * Each thread has a heap limit and each task a deadline: a task over either ends its thread
- * (a new one takes its place) and fails with TaskTooCostly. At most `size` tasks run at once
+ * (a new one takes its place) and fails with TaskTooCostly. The deadline counts the task's
+ * own work, from when its function starts: not a new thread's start-up nor the first load of
+ * its module, which a busy machine can make slow. At most `size` tasks run at once
  * and `maxQueued` wait; beyond that a task fails at once with ThreadPoolBusy.
  */
 import { availableParallelism } from 'node:os';
@@ -51,7 +53,7 @@ interface Thread {
   timer?: NodeJS.Timeout;
 }
 
-type Answer = { ok: true; value: unknown } | { ok: false; message: string };
+type Answer = { started: true } | { ok: true; value: unknown } | { ok: false; message: string };
 
 /** The thread's code: under tsx or jest the sources are TypeScript, so it loads tsx first. */
 function spawn(heapMb: number): Worker {
@@ -75,6 +77,10 @@ export function createThreadPool(options: ThreadPoolOptions) {
     thread.worker.unref();
     thread.worker.on('message', (answer: Answer) => {
       const task = thread.task;
+      if ('started' in answer) {
+        if (task) startDeadline(thread, task);
+        return;
+      }
       finish(thread);
       if (!task) return;
       if (answer.ok) task.resolve(answer.value);
@@ -121,11 +127,14 @@ export function createThreadPool(options: ThreadPoolOptions) {
     idleTimers.delete(thread);
     thread.task = task;
     thread.worker.ref(); // a task under way keeps the process alive
+    thread.worker.postMessage({ module: task.module, fn: task.fn, args: task.args });
+  }
+
+  function startDeadline(thread: Thread, task: Task): void {
     thread.timer = setTimeout(() => {
       end(thread);
       task.reject(new TaskTooCostly('time'));
     }, options.timeoutMs);
-    thread.worker.postMessage({ module: task.module, fn: task.fn, args: task.args });
   }
 
   function pump(): void {
