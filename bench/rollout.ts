@@ -30,7 +30,7 @@ import { createDb } from '../db/connection';
 import { insertPat } from '../db/repos/pats';
 import type { Progress } from '../db/repos/rollout-agents';
 import { ensureTemporalCli, startTemporal, type RunningTemporal } from '../scripts/infra/temporal';
-import type { Fleet } from '../test/support/simulator';
+import type { Fleet } from '../scripts/agents/fleet';
 import { rolloutWorkflowId } from '../workflows/definitions';
 import { cpuSecondsOf, freePort } from './support';
 

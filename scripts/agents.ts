@@ -1,19 +1,14 @@
 /**
  * Agent simulator CLI: `npm run agents -- --count 1000 --token svc-bt.…`. Runs N OpAMP
  * agents in this process until Ctrl-C, printing a one-line summary every 5 s.
- * The library and its behaviour: test/support/simulator.ts, docs/agent-simulator.md.
+ * The simulator itself: scripts/agents/ (agent.ts, fleet.ts), docs/agent-simulator.md.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  startFleet,
-  type Fleet,
-  type FleetOptions,
-  type FleetStats,
-  type Refusal,
-  type SimulatedAgent,
-} from '../test/support/simulator';
+import { startFleet, type Fleet, type FleetOptions, type FleetStats } from './agents/fleet';
+import type { Refusal } from './agents/agent-state';
+import type { SimulatedAgent } from './agents/agent';
 import { classifyFailure, classifyRefusal, describeError, ErrorTally, type RunContext } from './agents/errors';
 
 /** Where `npm run dev` keeps its data, and so the agents' CA (FLEET_DEV_DATA: another checkout's). */

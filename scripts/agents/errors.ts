@@ -3,7 +3,7 @@
  * error 1,000 times a second. Errors are sorted into kinds instead: the first of each kind is
  * printed once, with a hint for the common ones, and the summary line counts them by kind.
  */
-import type { Refusal } from '../../test/support/simulator';
+import type { Refusal } from './agent-state';
 
 export interface ErrorKind {
   /** Short and stable: the key in the summary (`untrusted-certificate=12`). */

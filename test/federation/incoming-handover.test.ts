@@ -8,8 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { startTestGateway, type TestGateway } from '../support/agent-gateway';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
-import { newInstanceUid, uidToUuid } from '../support/opamp-client';
-import { SimulatedAgent } from '../support/simulator';
+import { newInstanceUid, uidToUuid } from '../../scripts/agents/opamp-client';
+import { SimulatedAgent } from '../../scripts/agents/agent';
 
 let t: TestApp;
 let gateway: TestGateway;

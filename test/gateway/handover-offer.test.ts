@@ -28,8 +28,9 @@ import { issueBootstrapToken, startTestGateway } from '../support/agent-gateway'
 import { eventually } from '../support/eventually';
 import { startInstallation, type Installation } from '../support/federation';
 import { capturedLogger } from '../support/logs';
-import { connectWs, description, newInstanceUid, uidToUuid } from '../support/opamp-client';
-import { SimulatedAgent, type SimulatedAgentOptions } from '../support/simulator';
+import { connectWs, description, newInstanceUid, uidToUuid } from '../../scripts/agents/opamp-client';
+import { SimulatedAgent } from '../../scripts/agents/agent';
+import type { SimulatedAgentOptions } from '../../scripts/agents/agent-state';
 import { freePort } from '../support/processes';
 
 let sender: Installation;

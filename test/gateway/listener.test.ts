@@ -17,7 +17,7 @@ import {
   uidToUuid,
   UpgradeRefused,
   type AgentMessage,
-} from '../support/opamp-client';
+} from '../../scripts/agents/opamp-client';
 
 let t: TestApp;
 let operator: string;

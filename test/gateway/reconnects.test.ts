@@ -13,8 +13,8 @@ import { issueBootstrapToken, startTestGateway, type TestGateway } from '../supp
 import { startTestApp, type TestApp } from '../support/app';
 import { publishConfiguration } from '../support/configurations';
 import { eventually } from '../support/eventually';
-import { connectWs, description, newInstanceUid, postHttp, uidToUuid } from '../support/opamp-client';
-import { SimulatedAgent, SIMULATOR_CAPABILITIES } from '../support/simulator';
+import { connectWs, description, newInstanceUid, postHttp, uidToUuid } from '../../scripts/agents/opamp-client';
+import { SimulatedAgent, SIMULATOR_CAPABILITIES } from '../../scripts/agents/agent';
 
 let t: TestApp;
 let operator: string;

@@ -8,9 +8,9 @@ import type { ChildProcess } from 'node:child_process';
 import { issueBootstrapToken, startTestGateway } from '../support/agent-gateway';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
-import { connectWs, description, newInstanceUid, uidToUuid } from '../support/opamp-client';
+import { connectWs, description, newInstanceUid, uidToUuid } from '../../scripts/agents/opamp-client';
 import { apiProcessEnv, freePort, startScript } from '../support/processes';
-import { SIMULATOR_CAPABILITIES, SimulatedAgent } from '../support/simulator';
+import { SIMULATOR_CAPABILITIES, SimulatedAgent } from '../../scripts/agents/agent';
 
 let t: TestApp;
 let operator: string;

@@ -10,15 +10,11 @@ import { startTestApp, type TestApp } from '../support/app';
 import { publishConfiguration } from '../support/configurations';
 import { runScript, startScript } from '../support/processes';
 import { eventually } from '../support/eventually';
-import { newInstanceUid, uidToUuid } from '../support/opamp-client';
-import {
-  generateCsr,
-  runFleet,
-  SimulatedAgent,
-  SIMULATOR_CAPABILITIES,
-  type AgentCertificate,
-  type Fleet,
-} from '../support/simulator';
+import { newInstanceUid, uidToUuid } from '../../scripts/agents/opamp-client';
+import { generateCsr } from '../../scripts/agents/csr';
+import { runFleet, type Fleet } from '../../scripts/agents/fleet';
+import { SimulatedAgent, SIMULATOR_CAPABILITIES } from '../../scripts/agents/agent';
+import type { AgentCertificate } from '../../scripts/agents/agent-state';
 
 let t: TestApp;
 let operator: string;

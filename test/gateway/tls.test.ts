@@ -26,8 +26,11 @@ import { issueBootstrapToken, startTestGateway, type TestGateway } from '../supp
 import { startTestApp, type TestApp } from '../support/app';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
 import { eventually } from '../support/eventually';
-import { description, newInstanceUid, uidToUuid, type AgentMessage } from '../support/opamp-client';
-import { generateCsr, runFleet, SimulatedAgent, type Fleet, type SimulatedAgentOptions } from '../support/simulator';
+import { description, newInstanceUid, uidToUuid, type AgentMessage } from '../../scripts/agents/opamp-client';
+import { generateCsr } from '../../scripts/agents/csr';
+import { runFleet, type Fleet } from '../../scripts/agents/fleet';
+import { SimulatedAgent } from '../../scripts/agents/agent';
+import type { SimulatedAgentOptions } from '../../scripts/agents/agent-state';
 
 let t: TestApp;
 let operator: string;

@@ -14,7 +14,7 @@ import { issueBootstrapToken, startTestGateway, type TestGateway } from './agent
 import { startTestApp, testSettings, type TestApp } from './app';
 import { eventually } from './eventually';
 import { testInfra } from './infra-env';
-import { runFleet, type Fleet, type FleetOptions } from './simulator';
+import { runFleet, type Fleet, type FleetOptions } from '../../scripts/agents/fleet';
 
 export interface RolloutEnv {
   t: TestApp;

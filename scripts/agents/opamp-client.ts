@@ -1,6 +1,7 @@
 /**
- * A minimal OpAMP client for tests, over `ws` and over `fetch`, built on the codec. Not the
- * agent simulator (issue 4 item 6): one agent, no CSR, no configuration handling.
+ * A minimal OpAMP client over `ws` and over `fetch`, built on the codec: one message at a
+ * time, no CSR, no configuration handling. Tests use it to say exactly what an agent sends;
+ * the simulator (agent.ts) reuses its identity helpers.
  */
 import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';

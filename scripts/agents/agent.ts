@@ -1,16 +1,13 @@
 /**
- * Agent simulator (issue 4 item 6): OpAMP agents in one process, over WebSocket or HTTP.
+ * A simulated OpAMP agent, over WebSocket or HTTP (docs/agent-simulator.md).
  *
- * Each `SimulatedAgent` enrolls with a bootstrap token, sends a CSR once admitted, moves to
- * mTLS when the server returns a certificate, applies remote configurations (through a hook
- * that can fail them), follows offered OpAMP connection settings (another endpoint, CA and
- * token: a handover) the way opamp-go agents do, and reports status. `runFleet` starts N of
- * them sharing one connect limiter and one keep-alive HTTP(S) agent. Used by tests
- * (test/gateway/simulator.test.ts), by `scripts/agents.ts` and by benches. docs/agent-simulator.md describes the behaviour.
+ * It enrolls with a bootstrap token, sends a CSR once admitted, moves to mTLS when the server
+ * returns a certificate, applies remote configurations (through a hook that can fail them),
+ * follows offered OpAMP connection settings (another endpoint, CA and token: a handover) the
+ * way opamp-go agents do, and reports status. `fleet.ts` runs N of them. The simulator is used
+ * by the tests, the benches and `npm run agents` alike.
  */
 import { EventEmitter } from 'node:events';
-import http from 'node:http';
-import https from 'node:https';
 import WebSocket from 'ws';
 import {
   AgentCapability,
@@ -19,7 +16,6 @@ import {
   encodeAgentToServer,
   frameWebSocket,
   hasBits,
-  OPAMP_MAX_MESSAGE_BYTES,
   ServerToAgentFlag,
   unframeWebSocket,
   type ServerToAgent,
@@ -32,8 +28,12 @@ import {
   type OpAMPConnectionSettings,
   type TLSCertificate,
 } from '../../gateway/gen/opamp_pb';
-import { webcrypto, x509 } from '../../domain/certificates/x509';
+import { x509 } from '../../domain/certificates/x509';
 import { description, newInstanceUid, uidToUuid, type AgentMessage } from './opamp-client';
+import type { AgentState, AppliedStatus, Refusal, SimulatedAgentOptions, Transport } from './agent-state';
+import { generateCsr, type GeneratedCsr } from './csr';
+import { postProtobuf } from './post-protobuf';
+import { createSharedResources, type SharedResources } from './shared-resources';
 
 export const SIMULATOR_CAPABILITIES =
   AgentCapability.ReportsStatus |
@@ -49,119 +49,6 @@ const DEFAULT_HEARTBEAT_SECONDS = 30;
 /** Close codes and HTTP statuses by which the server refuses an agent: never reconnect. */
 const REFUSAL_CLOSE = 1008;
 const REFUSAL_STATUSES = new Set([400, 401, 403]);
-
-export type Transport = 'ws' | 'http';
-export type AppliedStatus = 'APPLYING' | 'APPLIED' | 'FAILED';
-
-/** A remote configuration as the apply hook sees it. */
-export interface RemoteConfig {
-  /** config_hash, hex. */
-  hash: string;
-  /** config_map: file name → UTF-8 body and content type. */
-  files: Record<string, { body: string; contentType: string }>;
-}
-
-/** Returns undefined when the configuration applies, or the failure message. */
-export type ApplyHook = (
-  agent: SimulatedAgent,
-  config: RemoteConfig,
-) => string | undefined | Promise<string | undefined>;
-
-export interface AgentCertificate {
-  certPem: string;
-  keyPem: string;
-  /** ca_cert of the offer: the agents' CA (not used to verify the server). */
-  caPem: string;
-  serial: string;
-  notBefore: Date;
-  notAfter: Date;
-}
-
-export interface Refusal {
-  /** WebSocket close code (1008), when refused after the upgrade. */
-  code?: number;
-  /** HTTP status (upgrade or poll), when refused by HTTP. */
-  status?: number;
-  reason: string;
-}
-
-export interface AgentState {
-  id: string;
-  transport: Transport;
-  connected: boolean;
-  /** Admitted by the server at least once. */
-  enrolled: boolean;
-  /** The current connection presents a client certificate. */
-  mtls: boolean;
-  certificate?: AgentCertificate;
-  /** A CSR was sent and no certificate has answered it yet. */
-  csrPending: boolean;
-  heartbeatSeconds: number;
-  lastConfigHash?: string;
-  appliedStatus?: AppliedStatus;
-  appliedError?: string;
-  configsApplied: number;
-  configsFailed: number;
-  refused?: Refusal;
-  lastClose?: { code: number; reason: string };
-  lastHttpStatus?: number;
-  connects: number;
-  errors: number;
-  lastError?: string;
-  stopped: boolean;
-  /** Where the agent connects: `endpoint` at first, an offer's destination once it followed one. */
-  endpoint: string;
-  /** The last offer of other connection settings it tried and could not use (reported FAILED). */
-  settingsFailed?: { hash: string; error: string };
-}
-
-export interface SimulatedAgentOptions {
-  /** ws://, wss://, http:// or https:// … /v1/opamp. TLS schemes mean TLS. */
-  endpoint: string;
-  /** Default: from the endpoint's scheme; otherwise the scheme is converted (ws ↔ http). */
-  transport?: Transport;
-  /** Bootstrap token (svc-bt.…), sent until the agent has a certificate. */
-  token?: string;
-  /** Send the token as `?token=` instead of `Authorization: Bearer`. */
-  tokenInUrl?: boolean;
-  /** PEM of the CA that signed the server's certificate. */
-  ca?: string | Buffer;
-  /** Endpoint for mTLS when the enrolment endpoint is plain (default: the server's destination_endpoint, else `endpoint` when TLS). */
-  mtlsEndpoint?: string;
-  /** Ask for a client certificate once admitted (default true). */
-  csr?: boolean;
-  /** Fraction of the certificate's lifetime after which a new CSR is sent (default 2/3; 0 for tests). */
-  renewAtFraction?: number;
-  /** Overrides the server's heartbeat_interval_seconds. */
-  heartbeatSeconds?: number;
-  apply?: ApplyHook;
-  /** Probability (0..1) that a configuration fails ("simulated failure"), after `apply`. */
-  failRate?: number;
-  instanceUid?: Uint8Array;
-  serviceName?: string;
-  /** Extra non-identifying attributes (host.name defaults to sim-<id prefix>). */
-  attributes?: Record<string, string>;
-  /** Reconnect backoff: min × 2^attempt up to max, jittered to 50–100 %. */
-  reconnectMinMs?: number;
-  reconnectMaxMs?: number;
-  requestTimeoutMs?: number;
-  /** Shared by a fleet; a lone agent makes its own. */
-  shared?: SharedResources;
-  /**
-   * Behave like an agent that builds a fresh OpAMP client per connection and applies every
-   * `connection_settings` offer by reconnecting (to verify the new settings): each connection
-   * reports an empty remote config status, and each offer closes the WebSocket and opens a
-   * new one at once. Default false.
-   */
-  reconnectOnEveryOffer?: boolean;
-  /**
-   * Follow an offer of other OpAMP connection settings (destination_endpoint, headers, TLS CA)
-   * as opamp-go agents do: leave the current connection, connect with the offered settings,
-   * and keep them once that connection is admitted, else go back to the previous ones and
-   * report connection_settings_status FAILED. Default true.
-   */
-  followOffers?: boolean;
-}
 
 /** Where and how an agent connects: its options at first, a followed offer's afterwards. */
 interface Link {
@@ -181,79 +68,6 @@ interface Candidate {
   /** The offer's hash, reported back if the settings fail. */
   hash: Uint8Array;
 }
-
-// ---------------------------------------------------------------------------------------
-// Shared resources: connect limiter and keep-alive agents
-
-/** Bounds concurrent connection attempts (a reconnect storm of 10,000 agents). */
-export class ConnectLimiter {
-  private active = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(readonly limit: number) {}
-
-  async acquire(): Promise<() => void> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.active++;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.waiting.shift();
-      if (next)
-        next(); // the slot passes on
-      else this.active--;
-    };
-  }
-}
-
-export interface SharedResources {
-  limiter: ConnectLimiter;
-  httpAgent: http.Agent;
-  /** Pools are keyed by ca/cert/key, so one agent serves every client certificate. */
-  httpsAgent: https.Agent;
-  destroy(): void;
-}
-
-export function createSharedResources(connectConcurrency = 200): SharedResources {
-  const httpAgent = new http.Agent({ keepAlive: true });
-  const httpsAgent = new https.Agent({ keepAlive: true });
-  return {
-    limiter: new ConnectLimiter(connectConcurrency),
-    httpAgent,
-    httpsAgent,
-    destroy: () => {
-      httpAgent.destroy();
-      httpsAgent.destroy();
-    },
-  };
-}
-
-// ---------------------------------------------------------------------------------------
-// CSR
-
-export interface GeneratedCsr {
-  csrPem: string;
-  keyPem: string;
-  /** SubjectPublicKeyInfo DER of the key, to match the certificate that answers. */
-  spki: Buffer;
-}
-
-/** A PKCS#10 CSR `CN=<agent id>` for a fresh EC P-256 key; the key as PKCS#8 PEM. */
-export async function generateCsr(agentId: string): Promise<GeneratedCsr> {
-  const algorithm = { name: 'ECDSA', namedCurve: 'P-256' };
-  const keys = await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify']);
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
-    name: `CN=${agentId}`,
-    keys,
-    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
-  });
-  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const spki = Buffer.from(await webcrypto.subtle.exportKey('spki', keys.publicKey));
-  return { csrPem: csr.toString('pem'), keyPem: x509.PemConverter.encode(pkcs8, 'PRIVATE KEY'), spki };
-}
-
-// ---------------------------------------------------------------------------------------
-// One agent
 
 interface Pending {
   full: boolean;
@@ -977,157 +791,4 @@ export function describeState(state: AgentState): string {
     ...rest,
     certificate: certificate ? { serial: certificate.serial, notAfter: certificate.notAfter } : undefined,
   });
-}
-
-interface PostResult {
-  status: number;
-  body: Buffer;
-  encoding?: string;
-}
-
-function postProtobuf(
-  url: URL,
-  payload: Uint8Array,
-  options: {
-    headers: Record<string, string>;
-    tls: { ca?: string | Buffer; cert?: string; key?: string };
-    agent: http.Agent;
-    timeoutMs: number;
-  },
-): Promise<PostResult> {
-  const request = url.protocol === 'https:' ? https.request : http.request;
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: 'POST',
-        agent: options.agent,
-        timeout: options.timeoutMs,
-        headers: {
-          ...options.headers,
-          'content-type': 'application/x-protobuf',
-          'content-length': payload.length,
-          'accept-encoding': 'gzip',
-        },
-        ...(url.protocol === 'https:' ? options.tls : {}),
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > OPAMP_MAX_MESSAGE_BYTES) return req.destroy(new Error('reply larger than the OpAMP limit'));
-          chunks.push(chunk);
-        });
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            body: Buffer.concat(chunks),
-            encoding: res.headers['content-encoding'],
-          }),
-        );
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`no reply within ${options.timeoutMs} ms`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
-
-// ---------------------------------------------------------------------------------------
-// A fleet
-
-export interface FleetOptions extends Omit<SimulatedAgentOptions, 'instanceUid' | 'shared'> {
-  count: number;
-  /** Connection attempts in flight at once (default 200). */
-  connectConcurrency?: number;
-  /** Per-agent overrides (service name, apply hook…). */
-  agentOptions?: (index: number) => Partial<SimulatedAgentOptions>;
-}
-
-export interface FleetStats {
-  agents: number;
-  connected: number;
-  enrolled: number;
-  mtls: number;
-  certificates: number;
-  configsApplied: number;
-  configsFailed: number;
-  refused: number;
-  errors: number;
-}
-
-export interface Fleet {
-  agents: SimulatedAgent[];
-  /** Resolves once each agent's first connection attempt is settled (admitted, refused or failed). */
-  ready: Promise<void>;
-  stats(): FleetStats;
-  /** Resolves when every agent satisfies `predicate`. */
-  waitForAll(predicate: (state: AgentState) => boolean, timeoutMs?: number): Promise<void>;
-  /** agent_disconnect and a clean close for every agent (`connectConcurrency` at a time). */
-  stop(): Promise<void>;
-}
-
-/** Starts `count` agents through one connect limiter; returns at once (see `ready`). */
-export function startFleet(options: FleetOptions): Fleet {
-  const { count, connectConcurrency = 200, agentOptions, ...common } = options;
-  const shared = createSharedResources(connectConcurrency);
-  const agents = Array.from(
-    { length: count },
-    (_, index) => new SimulatedAgent({ ...common, ...agentOptions?.(index), shared }),
-  );
-  const ready = Promise.all(agents.map((agent) => agent.start())).then(() => undefined);
-  return {
-    agents,
-    ready,
-    stats: () => fleetStats(agents),
-    waitForAll: async (predicate, timeoutMs = 10_000) => {
-      await Promise.all(agents.map((agent) => agent.waitFor(predicate, timeoutMs)));
-    },
-    stop: async () => {
-      await inBatches(agents, connectConcurrency, (agent) => agent.stop());
-      shared.destroy();
-    },
-  };
-}
-
-/** `startFleet`, resolved once the fleet is ready. */
-export async function runFleet(options: FleetOptions): Promise<Fleet> {
-  const fleet = startFleet(options);
-  await fleet.ready;
-  return fleet;
-}
-
-export function fleetStats(agents: SimulatedAgent[]): FleetStats {
-  const stats: FleetStats = {
-    agents: agents.length,
-    connected: 0,
-    enrolled: 0,
-    mtls: 0,
-    certificates: 0,
-    configsApplied: 0,
-    configsFailed: 0,
-    refused: 0,
-    errors: 0,
-  };
-  for (const { state } of agents) {
-    stats.connected += Number(state.connected);
-    stats.enrolled += Number(state.enrolled);
-    stats.mtls += Number(state.mtls);
-    stats.certificates += Number(Boolean(state.certificate));
-    stats.configsApplied += state.configsApplied;
-    stats.configsFailed += state.configsFailed;
-    stats.refused += Number(Boolean(state.refused));
-    stats.errors += state.errors;
-  }
-  return stats;
-}
-
-async function inBatches<T>(items: T[], width: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) await work(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
 }
