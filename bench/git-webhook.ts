@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { ensureTenant } from '../db/repos/tenants';
-import { createTestRepository } from '../test/support/git';
+import { createTestRepository } from '../scripts/infra/git';
 import { freePort, runBench, startBenchDatabase } from './support';
 import { must, operatorApi, startRolloutStack, type Api } from './rollout';
 

@@ -17,9 +17,9 @@ import autocannon from 'autocannon';
 import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import { insertPat } from '../db/repos/pats';
 import { ensureTenant } from '../db/repos/tenants';
-import { startOidcIssuer } from '../test/support/oidc-issuer';
+import { startOidcIssuer } from '../scripts/infra/oidc-issuer';
 import { cpuSecondsOfTree, runBench, startBenchDatabase, startBenchServers } from './support';
-import { fetchToken, TEST_AUDIENCE } from '../test/support/tokens';
+import { fetchToken, TEST_AUDIENCE } from '../scripts/infra/oidc-tokens';
 
 const { values: args } = parseArgs({
   options: {

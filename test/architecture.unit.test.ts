@@ -170,6 +170,12 @@ function queriesIn(layer: string): string[] {
   );
 }
 
+test('scripts/ and bench/ are product code: they import what they run from the product, never from test/', () => {
+  const tools = ['scripts', 'bench'].flatMap((folder) => sourceFiles(path.join(root, folder)).flatMap(importsOf));
+  expect(tools.some((i) => i.target === path.join('scripts', 'agents', 'fleet'))).toBe(true); // the check sees them
+  expect(show(tools.filter((i) => i.layer === 'test'))).toEqual([]);
+});
+
 test('SQL lives in db/: api, gateway, domain and activities call repos, never knex on a table or raw SQL', () => {
   expect(queriesIn('db').length).toBeGreaterThan(0); // the repos' own, so the check sees what it judges
   // The pagination helper adds its keyset clause through the query's own client: the one exception, by design.

@@ -3,7 +3,7 @@ import { generateToken } from '../../domain/tokens/secret-token';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 import { testInfra } from '../support/infra-env';
-import { fetchToken, TEST_AUDIENCE } from '../support/tokens';
+import { fetchToken, TEST_AUDIENCE } from '../../scripts/infra/oidc-tokens';
 
 let t: TestApp;
 beforeAll(async () => {

@@ -11,7 +11,7 @@ import { HubRefusedError, LiveUpdatesClient, type CloudEvent } from '../../scrip
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 import { testInfra } from '../support/infra-env';
-import { fetchToken } from '../support/tokens';
+import { fetchToken } from '../../scripts/infra/oidc-tokens';
 
 let a: TestApp;
 let b: TestApp;

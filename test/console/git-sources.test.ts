@@ -27,7 +27,7 @@ import {
   confirmDialog,
   confirmOperation,
 } from '../support/browser';
-import { createTestRepository, type TestRepository } from '../support/git';
+import { createTestRepository, type TestRepository } from '../../scripts/infra/git';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
 
 let env: RolloutEnv;

@@ -14,7 +14,7 @@ import { insertPat } from '../../db/repos/pats';
 import { ensureTenant } from '../../db/repos/tenants';
 import { createTestDatabase, type TestDatabase } from './database';
 import { testInfra } from './infra-env';
-import { fetchToken, TEST_AUDIENCE } from './tokens';
+import { fetchToken, TEST_AUDIENCE } from '../../scripts/infra/oidc-tokens';
 
 export interface Call {
   token?: string;

@@ -6,7 +6,7 @@
  * the app's real address.
  */
 import type { TestApp } from './app';
-import { TEST_CONSOLE_REDIRECT } from './tokens';
+import { TEST_CONSOLE_REDIRECT } from '../../scripts/infra/oidc-tokens';
 
 /** The cookies one site set, sent back on every later request to it (paths ignored). */
 export class CookieJar {

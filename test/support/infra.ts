@@ -13,7 +13,7 @@ import { createDb, migrateLatest } from '../../db/connection';
 import { startPostgres } from '../../scripts/infra/postgres';
 import { ensureTemporalCli, startTemporal } from '../../scripts/infra/temporal';
 import { ensureTemporalTestServer } from '../../scripts/infra/temporal-test-server';
-import { startOidcIssuer } from './oidc-issuer';
+import { startOidcIssuer } from '../../scripts/infra/oidc-issuer';
 
 export const TEMPLATE_DATABASE = 'fleet_template';
 

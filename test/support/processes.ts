@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { testInfra } from './infra-env';
-import { TEST_AUDIENCE } from './tokens';
+import { TEST_AUDIENCE } from '../../scripts/infra/oidc-tokens';
 
 export { freePort, isRunning } from '../../scripts/infra/processes';
 

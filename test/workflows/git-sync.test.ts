@@ -20,7 +20,7 @@ import {
 import { gitSourceIdKey, tenantIdKey } from '../../workflows/search-attributes';
 import { eventually } from '../support/eventually';
 import { recordHistories } from '../support/histories';
-import { createTestRepository, startSmartHttpServer, type TestRepository } from '../support/git';
+import { createTestRepository, startSmartHttpServer, type TestRepository } from '../../scripts/infra/git';
 import { capturedLogger } from '../support/logs';
 import { testOutbound } from '../support/outbound';
 import { freePort } from '../support/processes';

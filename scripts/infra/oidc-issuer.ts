@@ -2,7 +2,7 @@ import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import Provider from 'oidc-provider';
 import { consoleSignInConfiguration } from '../../scripts/dev/demo-oidc';
-import { TEST_AUDIENCE, TEST_CONSOLE_REDIRECT } from './tokens';
+import { TEST_AUDIENCE, TEST_CONSOLE_REDIRECT } from './oidc-tokens';
 
 /**
  * A real OpenID provider on loopback for tests and benchmarks. Each client stands for an

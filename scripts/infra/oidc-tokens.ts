@@ -1,7 +1,9 @@
-/** The audience the test issuer puts in its tokens, and the one the app expects. */
+/** What the loopback OIDC issuer (oidc-issuer.ts) and the apps the tests and benches build agree on. */
+
 /** Where the console's sign-in sends people back in tests (test apps' Http:PublicBaseUrl). */
 export const TEST_CONSOLE_REDIRECT = 'http://fleet.test/api/auth/callback';
 
+/** The audience the issuer puts in its tokens, and the one the app expects. */
 export const TEST_AUDIENCE = 'https://fleet.test/api';
 
 /** Gets an access token for `<tenant>.<role>` from a running issuer. */

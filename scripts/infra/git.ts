@@ -1,5 +1,5 @@
 /**
- * Real Git repositories for tests: a bare repository on disk (served as file:// or over
+ * Real Git repositories for tests and benches: a bare repository on disk (served as file:// or over
  * smart HTTP), a working clone to commit and push from, and a loopback smart-HTTP server
  * that runs git's own `git http-backend` as CGI behind basic auth with a fixed token.
  */
