@@ -2,10 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startWorker } from '../../worker/run';
-import {
-  outboxRetentionWorkflowId,
-  peerHealthWorkflowId,
-} from '../../workflows/definitions';
+import { outboxRetentionWorkflowId, peerHealthWorkflowId } from '../../workflows/definitions';
 import { testSettings } from '../support/app';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { eventually } from '../support/eventually';
