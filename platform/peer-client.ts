@@ -91,6 +91,32 @@ export async function callPeer<T>(peer: PeerEndpoint, method: string, path: stri
   );
 }
 
+/**
+ * The peer API's paths this installation calls (docs/federation.md). Relative to the peer's
+ * base URL, except the ping, which has always been asked at the origin's root.
+ */
+export const PING_PATH = '/api/federation/ping';
+const INCOMING_ROLLOUTS_PATH = 'api/federation/incoming/rollouts';
+export const incomingEvaluatePath = () => `${INCOMING_ROLLOUTS_PATH}/evaluate`;
+export const incomingRolloutPath = (key: string) => `${INCOMING_ROLLOUTS_PATH}/${encodeURIComponent(key)}`;
+
+/** What one ping got: the peer's answer, or why there was none, with when and how long it took. */
+export type PingReply = { at: Date; latencyMs: number } & ({ answer: unknown } | { error: string });
+
+/** Asks the peer who it is. Never throws for the peer's sake, and never shows the credential. */
+export async function pingPeer(endpoint: PeerEndpoint, call: PeerCall): Promise<PingReply> {
+  const started = performance.now();
+  const at = new Date();
+  const latency = () => Math.round(performance.now() - started);
+  try {
+    const answer = await callPeer<unknown>(endpoint, 'GET', PING_PATH, call);
+    return { at, latencyMs: latency(), answer };
+  } catch (error) {
+    if (!(error instanceof PeerCallError)) throw error;
+    return { at, latencyMs: latency(), error: error.message };
+  }
+}
+
 async function readCapped(response: Response, peer: PeerEndpoint, timeout: AbortSignal): Promise<string> {
   try {
     const declared = Number(response.headers.get('content-length') ?? 0);

@@ -1,6 +1,7 @@
 import type { ActivityDeps } from '..';
 import { peersAfter, type PeerRow } from '../../db/repos/federation-peers';
-import { pingStoredPeer, recordPingAndAnnounce } from '../../domain/federation/peer-ping';
+import { openPeerEndpoint, pingColumns, recordPingAndAnnounce, unopenable } from '../../domain/federation/peer-ping';
+import { pingPeer } from '../../platform/peer-client';
 import { encryptionKey } from '../../platform/secrets';
 import { whileHeartbeating } from '../keep-alive';
 
@@ -34,7 +35,8 @@ export function createPeerActivities(deps: ActivityDeps) {
 
   /** Pings one peer and records what it found; a ping never fails the sweep. */
   async function checkPeer(peer: PeerRow, sweep: PeerSweep): Promise<void> {
-    const ping = await pingStoredPeer(encryptionKey(settings), peer, calls);
+    const endpoint = openPeerEndpoint(encryptionKey(settings), peer);
+    const ping = endpoint ? pingColumns(await pingPeer(endpoint, calls)) : unopenable();
     const recorded = await db.transaction((trx) => recordPingAndAnnounce(trx, peer, ping));
     sweep.pinged++;
     if (ping.healthy) sweep.healthy++;

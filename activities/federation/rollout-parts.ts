@@ -17,7 +17,6 @@ import { DomainError, NotFoundError, PolicyDeniedError } from '../../domain/erro
 import { createRolloutOnce } from '../../domain/federation/incoming-rollouts';
 import { peerEndpoint } from '../../domain/federation/peer-credentials';
 import {
-  incomingRolloutPath,
   incomingRolloutRequest,
   incomingRolloutStateOf,
   peerProblemOf,
@@ -25,7 +24,7 @@ import {
 } from '../../domain/federation/rollout-calls';
 import { createRollout, judgeRollout } from '../../domain/rollout-creation';
 import { ROLLOUT_TRANSITIONS, type RolloutOperation } from '../../domain/rollouts';
-import { callPeer, PeerCallError, type PeerEndpoint } from '../../platform/peer-client';
+import { callPeer, incomingRolloutPath, PeerCallError, type PeerEndpoint } from '../../platform/peer-client';
 import { encryptionKey } from '../../platform/secrets';
 import { operateRolloutUpdate, rolloutWorkflowType, type RolloutWorkflow } from '../../workflows/definitions';
 import { rolloutStartOptions } from '../../workflows/rollout-start';

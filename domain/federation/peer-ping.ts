@@ -2,7 +2,7 @@ import type { Db } from '../../db/connection';
 import { emitEvents } from '../../db/repos/events';
 import { recordPeerPing, type PeerPingColumns, type PeerRow } from '../../db/repos/federation-peers';
 import { isUuid } from '../../db/uuid';
-import { callPeer, PeerCallError, type PeerCall, type PeerEndpoint } from '../../platform/peer-client';
+import type { PeerEndpoint, PingReply } from '../../platform/peer-client';
 import { DecryptionError } from '../../platform/secrets';
 import { peerEndpoint } from './peer-credentials';
 
@@ -13,8 +13,6 @@ export interface PingAnswer {
   version: string;
   agentEndpoint: string;
 }
-
-export const PING_PATH = '/api/federation/ping';
 
 /** A peer's error is its own text: kept short, so a peer cannot fill our rows (or our events). */
 const MAX_ERROR_CHARS = 1000;
@@ -47,33 +45,26 @@ function pingAnswerOf(body: unknown): PingAnswer | undefined {
 const clip = (text: string) => (text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS - 1)}…` : text);
 
 /**
- * Pings the peer and says what to record: a peer that answers is healthy and seen now,
- * with what it said of itself; one that does not is unhealthy with why (its problem's
- * status and title for a refusal, e.g. a 401 for a wrong credential), and keeps what it
- * said last time. Never throws for the peer's sake, and never shows the credential.
+ * What to record of a ping: a peer that answered is healthy and seen now, with what it said
+ * of itself; one that did not is unhealthy with why (its problem's status and title for a
+ * refusal, e.g. a 401 for a wrong credential), and keeps what it said last time.
  */
-export async function pingPeer(endpoint: PeerEndpoint, calls: PeerCall): Promise<PeerPingColumns> {
-  const started = performance.now();
-  const at = new Date();
-  const latency = () => Math.round(performance.now() - started);
-  try {
-    const answer = pingAnswerOf(await callPeer<unknown>(endpoint, 'GET', PING_PATH, calls));
-    if (!answer) return unhealthy(at, latency(), `${PING_PATH} answered with something that is not a ping answer`);
-    return {
-      healthy: true,
-      last_ping_at: at,
-      last_seen_at: at,
-      last_latency_ms: latency(),
-      last_error: null,
-      remote_installation_id: answer.installationId,
-      remote_name: answer.name,
-      remote_version: answer.version,
-      remote_agent_endpoint: answer.agentEndpoint,
-    };
-  } catch (error) {
-    if (!(error instanceof PeerCallError)) throw error;
-    return unhealthy(at, latency(), error.message);
-  }
+export function pingColumns(reply: PingReply): PeerPingColumns {
+  if ('error' in reply) return unhealthy(reply.at, reply.latencyMs, reply.error);
+  const answer = pingAnswerOf(reply.answer);
+  if (!answer)
+    return unhealthy(reply.at, reply.latencyMs, 'the ping answered with something that is not a ping answer');
+  return {
+    healthy: true,
+    last_ping_at: reply.at,
+    last_seen_at: reply.at,
+    last_latency_ms: reply.latencyMs,
+    last_error: null,
+    remote_installation_id: answer.installationId,
+    remote_name: answer.name,
+    remote_version: answer.version,
+    remote_agent_endpoint: answer.agentEndpoint,
+  };
 }
 
 export const UNOPENABLE_CREDENTIAL =
@@ -92,11 +83,8 @@ export function openPeerEndpoint(key: Buffer, row: PeerRow): PeerEndpoint | unde
   }
 }
 
-/** Pings a stored peer with its stored credential (unhealthy, saying why, when it does not open). */
-export async function pingStoredPeer(key: Buffer, row: PeerRow, calls: PeerCall): Promise<PeerPingColumns> {
-  const endpoint = openPeerEndpoint(key, row);
-  return endpoint ? pingPeer(endpoint, calls) : unhealthy(new Date(), 0, UNOPENABLE_CREDENTIAL);
-}
+/** A stored peer whose credential no longer opens: unhealthy, saying why, without a call. */
+export const unopenable = (): PeerPingColumns => unhealthy(new Date(), 0, UNOPENABLE_CREDENTIAL);
 
 /** The remote_* columns are left out: a peer that does not answer is still who it said it was. */
 function unhealthy(at: Date, latencyMs: number, error: string): PeerPingColumns {

@@ -1,6 +1,6 @@
 /**
  * What one installation asks of another for a federated rollout (docs/federation.md): the
- * receiver's paths, and the key that makes every call idempotent, chosen by the caller.
+ * key that makes every call idempotent, chosen by the caller.
  */
 import type { InstallationRow } from '../../db/repos/federated-rollouts';
 import { isUuid } from '../../db/uuid';
@@ -11,11 +11,7 @@ import type { IncomingRollout } from './incoming-rollouts';
 export const federationKey = (originInstallationId: string, federatedRolloutId: string, position: number) =>
   `${originInstallationId}:${federatedRolloutId}:${position}`;
 
-export const INCOMING_ROLLOUTS_PATH = 'api/federation/incoming/rollouts';
-export const incomingEvaluatePath = () => `${INCOMING_ROLLOUTS_PATH}/evaluate`;
-export const incomingRolloutPath = (key: string) => `${INCOMING_ROLLOUTS_PATH}/${encodeURIComponent(key)}`;
-
-/** What the receiver answers about its rollout (PUT and GET of incomingRolloutPath). */
+/** What the receiver answers about its rollout (PUT and GET of the incoming rollout). */
 export interface IncomingRolloutState {
   rolloutId: string;
   configurationId: string;

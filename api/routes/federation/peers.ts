@@ -16,9 +16,10 @@ import { sealPeerCredential } from '../../../domain/federation/peer-credentials'
 import {
   announceHealthChange,
   openPeerEndpoint,
-  pingPeer,
+  pingColumns,
   UNOPENABLE_CREDENTIAL,
 } from '../../../domain/federation/peer-ping';
+import { pingPeer } from '../../../platform/peer-client';
 import { encryptionKey } from '../../../platform/secrets';
 import { SERVICE_VERSION } from '../../../platform/version';
 import type { AppContext } from '../../http/context';
@@ -104,7 +105,7 @@ export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
    * the same (it may be down for now); one that answers with our own id is this installation.
    */
   async function pingNewAddress(db: Db, url: string, token: string, name: string): Promise<PeerPingColumns> {
-    const ping = await pingPeer({ name, baseUrl: url, token }, { timeoutMs, outbound });
+    const ping = pingColumns(await pingPeer({ name, baseUrl: url, token }, { timeoutMs, outbound }));
     if (ping.remote_installation_id && ping.remote_installation_id === (await installationId(db))) {
       throw problems.validation([
         {

@@ -12,9 +12,9 @@ import type { RolloutStrategy, RolloutTarget } from '../../../db/repos/rollouts'
 import { DomainError } from '../../../domain/errors';
 import { dryRunRollout, type CopiedConfiguration } from '../../../domain/federation/incoming-rollouts';
 import { peerEndpoint } from '../../../domain/federation/peer-credentials';
-import { incomingEvaluatePath, incomingRolloutRequest, peerProblemOf } from '../../../domain/federation/rollout-calls';
+import { incomingRolloutRequest, peerProblemOf } from '../../../domain/federation/rollout-calls';
 import { createRollout } from '../../../domain/rollout-creation';
-import { callPeer, PeerCallError } from '../../../platform/peer-client';
+import { callPeer, incomingEvaluatePath, PeerCallError } from '../../../platform/peer-client';
 import { encryptionKey } from '../../../platform/secrets';
 import type { Outbound } from '../../../platform/outbound';
 import type { Settings } from '../../../platform/settings';
