@@ -11,14 +11,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { emitEvents, type EventType } from '../db/repos/events';
 import { findGitSourceById, markGitSourceSynced, touchGitSource, type GitSourceRow } from '../db/repos/git-sources';
-import {
-  findSyncRun,
-  finishSyncRun,
-  insertSyncRun,
-  latestSyncRun,
-  type GitSyncTrigger,
-  type SyncRunRow,
-} from '../db/repos/git-sync-runs';
+import { findSyncRun, finishSyncRun, insertSyncRun, latestSyncRun, type SyncRunRow } from '../db/repos/git-sync-runs';
 import { CONTENT_LIMIT_BYTES } from '../domain/configurations/content';
 import { openCredentials } from '../domain/git/credentials';
 import { MAX_SOURCE_FILES, normalizeSourcePath, sourceFileOf, type SourceFile } from '../domain/git/files';
@@ -38,6 +31,7 @@ import {
 import { createTemplateRollouts, resumeTemplateRollouts, templateOf, type TemplateRollout } from './git/rollouts';
 import { whileHeartbeating } from './keep-alive';
 import { createRolloutActivities } from './rollouts';
+import type { GitSyncTrigger } from '../domain/git/sync-trigger';
 
 export interface GitSyncDeps {
   db: Knex;

@@ -37,8 +37,9 @@ import {
   setRolloutState,
   type RolloutRow,
 } from '../db/repos/rollouts';
-import { NEVER_PUSHED, ROLLOUT_STATE_EVENTS, describeRollout, type RolloutState } from '../domain/rollouts';
+import { NEVER_PUSHED, ROLLOUT_STATE_EVENTS, type RolloutState } from '../domain/rollouts';
 import type { BatchOutcome, RolloutCounts } from '../workflows/definitions';
+import { describeRollout } from '../workflows/rollout-start';
 import { whileHeartbeating } from './keep-alive';
 
 /** How often a waiting activity looks for agents' reports (and heartbeats). */

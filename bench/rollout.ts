@@ -28,11 +28,11 @@ import { loadSettings } from '../platform/settings';
 import { createTemporal } from '../platform/temporal';
 import { createDb } from '../db/connection';
 import { insertPat } from '../db/repos/pats';
-import type { Progress } from '../db/repos/rollout-agents';
 import { ensureTemporalCli, startTemporal, type RunningTemporal } from '../scripts/infra/temporal';
 import type { Fleet } from '../scripts/agents/fleet';
 import { rolloutWorkflowId } from '../workflows/definitions';
 import { cpuSecondsOf, freePort } from './support';
+import type { Progress } from '../domain/rollouts';
 
 const TENANT = 'default';
 /** Where the bench stops polling: a final state, or a pause (an agent failed). */

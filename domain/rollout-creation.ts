@@ -12,10 +12,11 @@ import { findConfiguration, type ConfigurationRow } from '../db/repos/configurat
 import { findVersion } from '../db/repos/configuration-versions';
 import { emitEvents } from '../db/repos/events';
 import { activeRolloutInTarget, addTargetAgents } from '../db/repos/rollout-agents';
-import { insertRollout, type RolloutRow, type RolloutStrategy, type RolloutTarget } from '../db/repos/rollouts';
+import { insertRollout, type RolloutRow } from '../db/repos/rollouts';
 import { DomainError, NotFoundError } from './errors';
 import { assertPolicies, checkTarget, type Evaluation } from './policies/evaluate';
 import { rolloutView, type RolloutView } from './rollout-view';
+import type { RolloutStrategy, RolloutTarget } from './rollouts';
 
 /** A target agent is already in another active rollout (the rollouts API's 409). */
 export class TargetBusyError extends DomainError {

@@ -4,8 +4,16 @@
  * federation peer). api/routes/rollouts/schema.ts types these against its response schemas.
  */
 import type { Db } from '../db/connection';
-import { rolloutProgress, type BatchProgress, type Progress, type RollbackProgress } from '../db/repos/rollout-agents';
-import type { RolloutRow, RolloutState, RolloutStrategy, RolloutTarget } from '../db/repos/rollouts';
+import { rolloutProgress } from '../db/repos/rollout-agents';
+import type { RolloutRow } from '../db/repos/rollouts';
+import type {
+  BatchProgress,
+  Progress,
+  RollbackProgress,
+  RolloutState,
+  RolloutStrategy,
+  RolloutTarget,
+} from './rollouts';
 
 export interface RolloutSummaryView {
   id: string;

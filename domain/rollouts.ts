@@ -4,10 +4,68 @@
  * rollout workflow applies these rules; the api uses them to answer a plain refusal early.
  */
 import type { EventType } from '../db/repos/events';
-import type { FederatedRolloutState } from '../db/repos/federated-rollouts';
-import type { RolloutRow, RolloutState } from '../db/repos/rollouts';
 
-export type { RolloutState } from '../db/repos/rollouts';
+// ---------------------------------------------------------------------------------------
+// The vocabulary: what a rollout is made of, the states it and its agents pass through, and
+// how progress is counted. db/ stores these, workflows/ and api/ speak them.
+
+/** The values of `rollouts.state`; the transitions between them are below. */
+export const ROLLOUT_STATES = [
+  'pending',
+  'running',
+  'paused',
+  'completed',
+  'failed',
+  'aborted',
+  'rolling-back',
+  'rolled-back',
+] as const;
+export type RolloutState = (typeof ROLLOUT_STATES)[number];
+
+export interface RolloutTarget {
+  groupIds: string[];
+  agentIds: string[];
+  /** Every pair must match the agent's labels; null: no label selection. */
+  labelSelector: Record<string, string> | null;
+}
+
+export interface RolloutStrategy {
+  batchSize?: number;
+  batchPercent?: number;
+  bakeSeconds: number;
+  applyTimeoutSeconds: number;
+  maxFailurePercent: number;
+  onFailure: 'pause' | 'rollback';
+}
+
+/** An agent's part in a rollout, and in its rollback (`rollout_agents.state`, `rollback_state`). */
+export type AgentRolloutState = 'pending' | 'applying' | 'succeeded' | 'failed' | 'skipped';
+export type RollbackState = 'pending' | 'applying' | 'succeeded' | 'failed' | 'skipped';
+
+/** Agents by state: the rollout's `progress`, overall and per batch. */
+export interface Progress {
+  total: number;
+  pending: number;
+  applying: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+}
+
+export interface BatchProgress extends Progress {
+  batch: number;
+}
+
+export interface RollbackProgress {
+  pending: number;
+  applying: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+}
+
+// ---------------------------------------------------------------------------------------
+// The operations and the states they lead to.
 
 export const ROLLOUT_OPERATIONS = ['start', 'pause', 'resume', 'abort', 'rollback'] as const;
 export type RolloutOperation = (typeof ROLLOUT_OPERATIONS)[number];
@@ -60,63 +118,39 @@ export const NEVER_PUSHED: Partial<Record<RolloutState, string>> = {
   'rolled-back': 'the rollout was rolled back before the agent was pushed',
 };
 
-type Described = Pick<
-  RolloutRow,
-  'id' | 'name' | 'description' | 'version' | 'target' | 'strategy' | 'created_by' | 'configuration_id'
->;
-
-/** "2 groups, 3 agents, labels env=prod": what a target names, in a few words. */
-export function describeTarget(target: RolloutRow['target']): string {
-  const parts = [];
-  const count = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`;
-  if (target.groupIds.length) parts.push(count(target.groupIds.length, 'group'));
-  if (target.agentIds.length) parts.push(count(target.agentIds.length, 'agent'));
-  if (target.labelSelector)
-    parts.push(
-      `labels ${Object.entries(target.labelSelector)
-        .map(([key, value]) => `${key}=${value}`)
-        .join(',')}`,
-    );
-  return parts.join(', ');
-}
-
-/** "batches of 10 %, bake 60 s, apply timeout 300 s, max failures 0 %, on failure pause" */
-export function describeStrategy(strategy: RolloutRow['strategy']): string {
-  const batches =
-    strategy.batchSize !== undefined ? `batches of ${strategy.batchSize}` : `batches of ${strategy.batchPercent} %`;
-  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}`;
-}
-
-/** The Temporal UI shows about a line of summary; longer names are cut there (in full in the details). */
-const SUMMARY_CHARS = 200;
-
-/**
- * How a rollout reads where operators meet its workflow (the Temporal UI's summary and
- * details): its name, the configuration and version, the target and the strategy, instead
- * of a bare id.
- */
-export function describeRollout(rollout: Described, configurationName: string): { summary: string; details: string } {
-  const what = `${configurationName} v${rollout.version} → ${describeTarget(rollout.target)}`;
-  const full = rollout.name ? `${rollout.name}: ${what}` : `Rollout of ${what}`;
-  const summary = full.length > SUMMARY_CHARS ? `${full.slice(0, SUMMARY_CHARS - 1)}…` : full;
-  const target = rollout.target;
-  const details = [
-    `**${rollout.name ?? 'Rollout'}** (${rollout.id}, created by ${rollout.created_by})`,
-    ...(rollout.description ? ['', rollout.description, ''] : []),
-    `- Configuration: ${configurationName} (${rollout.configuration_id}), version ${rollout.version}`,
-    `- Target: ${describeTarget(target)}`,
-    ...(target.groupIds.length ? [`  - groups: ${target.groupIds.join(', ')}`] : []),
-    ...(target.agentIds.length && target.agentIds.length <= 20 ? [`  - agents: ${target.agentIds.join(', ')}`] : []),
-    `- Strategy: ${describeStrategy(rollout.strategy)}`,
-    `- REST: GET /api/rollouts/${rollout.id} (live progress), /api/rollouts/${rollout.id}/agents`,
-  ].join('\n');
-  return { summary, details };
-}
-
 // ---------------------------------------------------------------------------------------
 // Federated rollouts (docs/federation.md): one rollout per installation, operated together.
 
-export type { FederatedRolloutState } from '../db/repos/federated-rollouts';
+/** The values of `federated_rollouts.state`; the transitions are below. */
+export const FEDERATED_ROLLOUT_STATES = [
+  'running',
+  'paused',
+  'completed',
+  'failed',
+  'aborted',
+  'rolling-back',
+  'rolled-back',
+] as const;
+export type FederatedRolloutState = (typeof FEDERATED_ROLLOUT_STATES)[number];
+
+/**
+ * One installation's part: its rollout's state there, or `pending` (not created yet),
+ * `denied` (a policy there refused it), `unreachable` (the peer stopped answering).
+ */
+export const INSTALLATION_STATES = [
+  'pending',
+  'running',
+  'paused',
+  'completed',
+  'failed',
+  'aborted',
+  'rolling-back',
+  'rolled-back',
+  'denied',
+  'unreachable',
+] as const;
+export type InstallationState = (typeof INSTALLATION_STATES)[number];
+
 export const FEDERATED_ROLLOUT_OPERATIONS = ['pause', 'resume', 'abort', 'rollback'] as const;
 export type FederatedRolloutOperation = (typeof FEDERATED_ROLLOUT_OPERATIONS)[number];
 

@@ -90,8 +90,9 @@ test('the check sees the imports it judges (it would pass vacuously otherwise)',
   expect(from('worker').some((i) => i.target === 'workflows' && !i.typeOnly)).toBe(true); // require.resolve('../workflows')
 });
 
-test('db/ imports nothing of ours above it', () => {
-  expect(show(from('db').filter((i) => ours(i) && i.layer !== 'db'))).toEqual([]);
+test('db/ imports nothing of ours above it, but the domain vocabulary it stores, by type', () => {
+  const found = from('db').filter((i) => ours(i) && i.layer !== 'db' && !(i.layer === 'domain' && i.typeOnly));
+  expect(show(found)).toEqual([]);
 });
 
 test('platform/ is plumbing: it imports nothing of ours', () => {
@@ -104,6 +105,61 @@ test('domain/ imports only db/ and platform/: no api, gateway, process or Tempor
   expect(
     show(from('domain').filter((i) => (ours(i) ? !allowed.has(i.layer!) : forbiddenPackage.test(i.specifier)))),
   ).toEqual([]);
+});
+
+/**
+ * What reaches the network: a domain rule that needs an answer from elsewhere gets it as an
+ * argument. (node:net is allowed for isIP, a pure check; what opens a socket is not.)
+ */
+const NETWORK = /^(node:)?(http|https|http2|tls|dgram|dns)$|^(undici|ws|simple-git)$/;
+const NETWORK_MODULES = new Set(['platform/peer-client', 'platform/outbound', 'platform/outbound-proxy']);
+
+test('domain/ makes no network call: no network module, no peer client or outbound policy but by type, no fetch', () => {
+  const found = from('domain').filter(
+    (i) => NETWORK.test(i.specifier) || (NETWORK_MODULES.has(i.target) && !i.typeOnly),
+  );
+  expect(show(found)).toEqual([]);
+  expect(linesIn('domain', /\b(fetch|connect|createConnection|createServer)\(|\bnew Socket\b/)).toEqual([]);
+});
+
+/**
+ * String literals in domain/ that name an API path. The one kind allowed is an event's
+ * CloudEvents `source` (docs/events.md): the event contract names the resource by its path.
+ */
+function apiPathsIn(layer: string): string[] {
+  return sourceFiles(path.join(root, layer)).flatMap((file) => {
+    const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+    const found: string[] = [];
+    const isEventSource = (node: ts.Node): boolean => {
+      const parent = node.parent;
+      if (ts.isPropertyAssignment(parent)) return parent.name.getText() === 'source';
+      if (ts.isVariableDeclaration(parent)) return parent.name.getText() === 'SOURCE';
+      return false;
+    };
+    const visit = (node: ts.Node) => {
+      if (
+        (ts.isStringLiteral(node) || ts.isTemplateExpression(node) || ts.isNoSubstitutionTemplateLiteral(node)) &&
+        /\/api\//.test(node.getText()) &&
+        !isEventSource(node)
+      ) {
+        const line = source.getLineAndCharacterOfPosition(node.getStart()).line + 1;
+        found.push(`${path.relative(root, file)}:${line}: ${node.getText()}`);
+        return;
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+    return found;
+  });
+}
+
+test('domain/ knows no URL path (an event names its source, nothing else does)', () => {
+  expect(apiPathsIn('api').length).toBeGreaterThan(0); // the check sees paths where there are some
+  expect(apiPathsIn('domain')).toEqual([]);
+});
+
+test('workflows/ import nothing from db/, not even a type: they speak the domain vocabulary', () => {
+  expect(show(from('workflows').filter((i) => i.layer === 'db'))).toEqual([]);
 });
 
 test('worker/, activities/ and workflows/ never load api/ or gateway/ (another process)', () => {
@@ -158,17 +214,19 @@ test('console/ is a client of the public API only: it loads no server code (its 
   expect(show(found.filter((i) => ours(i) && i.layer !== 'console'))).toEqual([]);
 });
 
-/** Lines that query the database with knex themselves: `db('agents')`, `trx('events')`, `db.raw(…)`. */
-function queriesIn(layer: string): string[] {
-  const query = /\b(db|trx|knex|database)(\(\s*['"`]|\.raw\()/;
+/** The lines of a layer's files that match `pattern`, as `file:line: text`. */
+function linesIn(layer: string, pattern: RegExp): string[] {
   return sourceFiles(path.join(root, layer)).flatMap((file) =>
     readFileSync(file, 'utf8')
       .split('\n')
       .flatMap((text, index) =>
-        query.test(text) ? [`${path.relative(root, file)}:${index + 1}: ${text.trim()}`] : [],
+        pattern.test(text) ? [`${path.relative(root, file)}:${index + 1}: ${text.trim()}`] : [],
       ),
   );
 }
+
+/** Lines that query the database with knex themselves: `db('agents')`, `trx('events')`, `db.raw(…)`. */
+const queriesIn = (layer: string) => linesIn(layer, /\b(db|trx|knex|database)(\(\s*['"`]|\.raw\()/);
 
 test('scripts/ and bench/ are product code: they import what they run from the product, never from test/', () => {
   const tools = ['scripts', 'bench'].flatMap((folder) => sourceFiles(path.join(root, folder)).flatMap(importsOf));

@@ -5,8 +5,13 @@
  * at compile time that each workflow it registers has the signature declared here.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { Progress, RollbackProgress } from '../db/repos/rollout-agents';
-import type { FederatedRolloutOperation, RolloutOperation, RolloutState } from '../domain/rollouts';
+import type {
+  FederatedRolloutOperation,
+  Progress,
+  RollbackProgress,
+  RolloutOperation,
+  RolloutState,
+} from '../domain/rollouts';
 
 // ---------------------------------------------------------------------------------------
 // Outbox retention

@@ -19,12 +19,12 @@ import {
   setHandler,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { FederatedRolloutState } from '../db/repos/federated-rollouts';
 import {
   FEDERATED_TRANSITIONS,
+  type FederatedRolloutState,
   FINAL_FEDERATED_STATES,
-  ROLLOUT_OPERATION_PAST,
   refusedFederatedOperation,
+  ROLLOUT_OPERATION_PAST,
 } from '../domain/rollouts';
 import {
   ROLLOUT_FAILURES,

@@ -22,7 +22,6 @@ import {
 import type { Activities } from '../activities';
 import type { GitSourceState } from '../activities/git-sync';
 import type { TemplateRollout } from '../activities/git/rollouts';
-import type { GitSyncTrigger } from '../db/repos/git-sync-runs';
 import {
   gitSyncWakeSignal,
   rolloutWorkflowId,
@@ -32,6 +31,7 @@ import {
   type RolloutWorkflow,
 } from './definitions';
 import { configurationIdKey, rolloutIdKey, rolloutStateKey, tenantIdKey } from './search-attributes';
+import type { GitSyncTrigger } from '../domain/git/sync-trigger';
 
 const retry = { initialInterval: '1 second', maximumInterval: '30 seconds' } as const;
 

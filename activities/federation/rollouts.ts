@@ -16,15 +16,15 @@ import {
   setFederatedRolloutState,
   touchFederatedRollout,
   updateInstallation,
-  type FederatedRolloutState,
   type InstallationChanges,
-  type InstallationState,
 } from '../../db/repos/federated-rollouts';
 import { installationId } from '../../db/repos/installation';
 import { federationKey } from '../../domain/federation/rollout-calls';
 import {
   FEDERATED_STATE_EVENTS,
+  type FederatedRolloutState,
   FINAL_ROLLOUT_STATES,
+  type InstallationState,
   ROLLOUT_TRANSITIONS,
   type RolloutOperation,
   type RolloutState,

@@ -13,10 +13,11 @@ import {
   type SyncRunFileError,
   type SyncRunRow,
 } from '../../db/repos/git-sync-runs';
-import { findRolloutById, type RolloutStrategy, type RolloutTarget } from '../../db/repos/rollouts';
+import { findRolloutById } from '../../db/repos/rollouts';
 import { DomainError } from '../../domain/errors';
 import { createRollout, STRATEGY_DEFAULTS } from '../../domain/rollout-creation';
 import type { FetchedCommit } from './repository';
+import type { RolloutStrategy, RolloutTarget } from '../../domain/rollouts';
 
 export interface RolloutTemplate {
   target: Partial<RolloutTarget>;

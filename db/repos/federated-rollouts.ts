@@ -2,37 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
 import { updateVersioned } from '../versioned';
-import type { RolloutStrategy, RolloutTarget } from './rollouts';
-
-/** The values of `federated_rollouts.state`; the transitions are domain/rollouts.ts. */
-export const FEDERATED_ROLLOUT_STATES = [
-  'running',
-  'paused',
-  'completed',
-  'failed',
-  'aborted',
-  'rolling-back',
-  'rolled-back',
-] as const;
-export type FederatedRolloutState = (typeof FEDERATED_ROLLOUT_STATES)[number];
-
-/**
- * One installation's part: its rollout's state there, or `pending` (not created yet),
- * `denied` (a policy there refused it), `unreachable` (the peer stopped answering).
- */
-export const INSTALLATION_STATES = [
-  'pending',
-  'running',
-  'paused',
-  'completed',
-  'failed',
-  'aborted',
-  'rolling-back',
-  'rolled-back',
-  'denied',
-  'unreachable',
-] as const;
-export type InstallationState = (typeof INSTALLATION_STATES)[number];
+import type { FederatedRolloutState, InstallationState, RolloutStrategy, RolloutTarget } from '../../domain/rollouts';
 
 export interface FederatedRolloutRow {
   id: string;

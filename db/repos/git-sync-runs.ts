@@ -1,8 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
-
-/** What made a run happen: the inbound webhook, the poll timer, or a forced sweep through the API. */
-export type GitSyncTrigger = 'webhook' | 'poll' | 'manual';
+import type { GitSyncTrigger } from '../../domain/git/sync-trigger';
 
 export type SyncRunStatus = 'running' | 'succeeded' | 'failed';
 

@@ -1,9 +1,13 @@
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
 import type { RolloutRow } from './rollouts';
-
-export type AgentRolloutState = 'pending' | 'applying' | 'succeeded' | 'failed' | 'skipped';
-export type RollbackState = 'pending' | 'applying' | 'succeeded' | 'failed' | 'skipped';
+import type {
+  AgentRolloutState,
+  BatchProgress,
+  Progress,
+  RollbackProgress,
+  RollbackState,
+} from '../../domain/rollouts';
 
 export interface RolloutAgentRow {
   rollout_id: string;
@@ -118,27 +122,6 @@ export function rolloutAgentsQuery(
 
 // ---------------------------------------------------------------------------------------
 // Progress
-
-export interface Progress {
-  total: number;
-  pending: number;
-  applying: number;
-  succeeded: number;
-  failed: number;
-  skipped: number;
-}
-
-export interface BatchProgress extends Progress {
-  batch: number;
-}
-
-export interface RollbackProgress {
-  pending: number;
-  applying: number;
-  succeeded: number;
-  failed: number;
-  skipped: number;
-}
 
 const emptyProgress = (): Progress => ({ total: 0, pending: 0, applying: 0, succeeded: 0, failed: 0, skipped: 0 });
 

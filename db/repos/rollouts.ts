@@ -2,35 +2,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../connection';
 import { escapeLike } from './configurations';
 import { releaseRolloutAgents, retakeTouchedAgents } from './rollout-agents';
-
-/** The values of `rollouts.state`; the transitions between them are domain/rollouts.ts. */
-export const ROLLOUT_STATES = [
-  'pending',
-  'running',
-  'paused',
-  'completed',
-  'failed',
-  'aborted',
-  'rolling-back',
-  'rolled-back',
-] as const;
-export type RolloutState = (typeof ROLLOUT_STATES)[number];
-
-export interface RolloutTarget {
-  groupIds: string[];
-  agentIds: string[];
-  /** Every pair must match the agent's labels; null: no label selection. */
-  labelSelector: Record<string, string> | null;
-}
-
-export interface RolloutStrategy {
-  batchSize?: number;
-  batchPercent?: number;
-  bakeSeconds: number;
-  applyTimeoutSeconds: number;
-  maxFailurePercent: number;
-  onFailure: 'pause' | 'rollback';
-}
+import type { RolloutState, RolloutStrategy, RolloutTarget } from '../../domain/rollouts';
 
 export interface RolloutRow {
   id: string;

@@ -15,16 +15,12 @@ import {
 } from '../../db/repos/configurations';
 import { emitEvents } from '../../db/repos/events';
 import { countRolloutAgents } from '../../db/repos/rollout-agents';
-import {
-  findRolloutByFederationKey,
-  type RolloutRow,
-  type RolloutStrategy,
-  type RolloutTarget,
-} from '../../db/repos/rollouts';
+import { findRolloutByFederationKey, type RolloutRow } from '../../db/repos/rollouts';
 import { contentHash, type Format } from '../configurations/content';
 import { publishVersion, saveVersion } from '../configurations/versions';
 import { DomainError, ManagedByGitError } from '../errors';
 import { createRollout } from '../rollout-creation';
+import type { RolloutStrategy, RolloutTarget } from '../rollouts';
 
 export interface CopiedConfiguration {
   name: string;

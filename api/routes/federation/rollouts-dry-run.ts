@@ -8,7 +8,6 @@
  */
 import type { Knex } from 'knex';
 import type { PeerRow } from '../../../db/repos/federation-peers';
-import type { RolloutStrategy, RolloutTarget } from '../../../db/repos/rollouts';
 import { DomainError } from '../../../domain/errors';
 import { dryRunRollout, type CopiedConfiguration } from '../../../domain/federation/incoming-rollouts';
 import { peerEndpoint } from '../../../domain/federation/peer-credentials';
@@ -19,6 +18,7 @@ import { encryptionKey } from '../../../platform/secrets';
 import type { Outbound } from '../../../platform/outbound';
 import type { Settings } from '../../../platform/settings';
 import { Problem, problemOf } from '../../problems';
+import type { RolloutStrategy, RolloutTarget } from '../../../domain/rollouts';
 
 export interface PlannedInstallation {
   /** null: this installation. */

@@ -1,16 +1,10 @@
 import { CONTENT_LIMIT_BYTES, contentBytes } from '../../../domain/configurations/content';
-import {
-  FEDERATED_ROLLOUT_STATES,
-  INSTALLATION_STATES,
-  type FederatedRolloutRow,
-  type InstallationRow,
-} from '../../../db/repos/federated-rollouts';
+import { type FederatedRolloutRow, type InstallationRow } from '../../../db/repos/federated-rollouts';
 import type { RolloutRow } from '../../../db/repos/rollouts';
-import type { Progress } from '../../../db/repos/rollout-agents';
-import { ROLLOUT_STATES } from '../../../db/repos/rollouts';
 import { z } from '../../http/zod';
 import { createConfigurationBody } from '../configurations/schema';
 import { createRolloutBody, strategySchema, targetSchema } from '../rollouts/schema';
+import { FEDERATED_ROLLOUT_STATES, INSTALLATION_STATES, ROLLOUT_STATES, type Progress } from '../../../domain/rollouts';
 
 /** A federated rollout spans at most this many installations. */
 export const MAX_INSTALLATIONS = 20;

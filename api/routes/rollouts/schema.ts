@@ -1,10 +1,11 @@
 import type { Db } from '../../../db/connection';
 import type { RolloutAgentListRow } from '../../../db/repos/rollout-agents';
-import { ROLLOUT_STATES, type RolloutRow } from '../../../db/repos/rollouts';
+import { type RolloutRow } from '../../../db/repos/rollouts';
 import { labelsSchema } from '../../http/labels';
 import { plainText } from '../../http/text';
 import { rolloutSummaryView, rolloutView } from '../../../domain/rollout-view';
 import { decimalQuery, exactlyOneOf, notAllEmpty, z } from '../../http/zod';
+import { ROLLOUT_STATES } from '../../../domain/rollouts';
 
 const MAX_TARGET_IDS = 10_000;
 
