@@ -1,5 +1,12 @@
 import { isUniqueViolation } from '../db/errors';
-import { DomainError, ManagedByGitError, NotFoundError, PolicyDeniedError } from '../domain/errors';
+import {
+  ContentTooLargeError,
+  DomainError,
+  InvalidContentError,
+  ManagedByGitError,
+  NotFoundError,
+  PolicyDeniedError,
+} from '../domain/errors';
 
 /**
  * RFC 9457 problem details. Code throws a `Problem` made by one of the factories below;
@@ -168,6 +175,20 @@ export function problemOf(error: DomainError): Problem {
   if (error instanceof PolicyDeniedError) return new Problem('policy-denied', error.message, { ...error.facts });
   if (error instanceof ManagedByGitError) return new Problem('managed-by-git', error.message);
   return new Problem('conflict', error.message);
+}
+
+/**
+ * For `.catch(...)` on checkVersionContent: a content over the limit is 413 with the limit
+ * and its size, one that does not parse is 400 on the body member at `path`.
+ */
+export function contentProblemAt(path: string) {
+  return (error: unknown): never => {
+    if (error instanceof ContentTooLargeError) {
+      throw new Problem('payload-too-large', `${path} is ${error.message}.`, { limit: error.limit, size: error.size });
+    }
+    if (error instanceof InvalidContentError) throw problems.validation([{ path, message: error.message }]);
+    throw error;
+  };
 }
 
 export const problems = {

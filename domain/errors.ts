@@ -42,3 +42,19 @@ export class PolicyDeniedError extends DomainError {
 export class ManagedByGitError extends DomainError {
   override readonly name = 'ManagedByGitError';
 }
+
+/** A version's content over the size limit (CONTENT_LIMIT_BYTES), measured in UTF-8 bytes. */
+export class ContentTooLargeError extends DomainError {
+  override readonly name = 'ContentTooLargeError';
+  constructor(
+    readonly size: number,
+    readonly limit: number,
+  ) {
+    super(`${size} bytes of UTF-8; a configuration version holds at most ${limit} bytes (1 MiB)`);
+  }
+}
+
+/** A version's content that does not parse in its configuration's format; the message says where and why. */
+export class InvalidContentError extends DomainError {
+  override readonly name = 'InvalidContentError';
+}

@@ -18,8 +18,14 @@ import { emitEvents } from '../../db/repos/events';
 import { holdGitSource, type GitSourceRow } from '../../db/repos/git-sources';
 import type { SyncRunChange, SyncRunFileError } from '../../db/repos/git-sync-runs';
 import { CONTENT_LIMIT_BYTES, contentHash } from '../../domain/configurations/content';
-import { checkContent } from '../../domain/configurations/content-check';
-import { publishVersion, saveVersion } from '../../domain/configurations/versions';
+import {
+  checkVersionContent,
+  publishVersion,
+  refuseOtherFormat,
+  saveVersion,
+  type CheckedContent,
+} from '../../domain/configurations/versions';
+import { DomainError } from '../../domain/errors';
 import type { SourceFile } from '../../domain/git/files';
 import type { FetchedCommit } from './repository';
 
@@ -52,11 +58,14 @@ export async function applyFiles(
   const seen = new Set<string>();
   for (const file of files) {
     try {
-      await checkFile(file);
-      const change = await db.transaction((trx) => applyFile(trx, source, commit, file, managed.get(file.path), seen));
+      const content = await checkFile(file);
+      const change = await db.transaction((trx) =>
+        applyFile(trx, source, commit, file, content, managed.get(file.path), seen),
+      );
       if (change) out.changes.push(change);
     } catch (error) {
-      if (!(error instanceof FileRefused)) throw error; // SourceDeleted ends the sweep
+      // A domain refusal (the configuration's format) is that file's error too; SourceDeleted ends the sweep.
+      if (!(error instanceof FileRefused || error instanceof DomainError)) throw error;
       const known = managed.get(file.path);
       if (known) seen.add(known.id); // a broken file is still there: its configuration is not removed
       out.fileErrors.push({ path: file.path, error: error.message });
@@ -75,11 +84,12 @@ export async function applyFiles(
   return out;
 }
 
-async function checkFile(file: FileAtTip): Promise<void> {
+/** The file's content as a version (its error otherwise): checked before the file's transaction opens. */
+async function checkFile(file: FileAtTip): Promise<CheckedContent> {
+  // A blob over the limit is not even read: its size is known from the tree.
   if (file.content === undefined)
     throw new FileRefused(`${file.size} bytes; a configuration holds at most ${CONTENT_LIMIT_BYTES} bytes (1 MiB)`);
-  const problem = await checkContent(file.format, file.content);
-  if (problem) throw new FileRefused(problem);
+  return checkVersionContent(file.format, file.content);
 }
 
 async function applyFile(
@@ -87,23 +97,22 @@ async function applyFile(
   source: GitSourceRow,
   commit: FetchedCommit,
   file: FileAtTip,
+  content: CheckedContent,
   known: ConfigurationRow | undefined,
   seen: Set<string>,
 ): Promise<SyncRunChange | undefined> {
   // A configuration claimed after the source's deletion released the others would stay managed by nothing.
   if (!(await holdGitSource(trx, source.id))) throw new SourceDeleted();
-  const content = file.content!;
   const found = known ?? (await adoptOrCreate(trx, source, file));
   const row = (await lockConfiguration(trx, source.tenant_id, found.id))!;
-  if (row.format !== file.format)
-    throw new FileRefused(`configuration '${row.name}' is ${row.format}; a ${file.format} file cannot replace it`);
+  refuseOtherFormat(row, file.format);
   seen.add(row.id);
   const restored = row.source_removed_at !== null;
   if (restored || row.source_path !== file.path) await setSourceFile(trx, row.id, { path: file.path, removed: false });
   const latest = row.latest_version > 0 ? await findVersion(trx, row.id, row.latest_version) : undefined;
   const change = row.latest_version === 0 ? 'created' : 'updated';
   const base = { path: file.path, configurationId: row.id, name: row.name };
-  if (latest?.content_hash === contentHash(content))
+  if (latest?.content_hash === contentHash(content.text))
     return restored ? { ...base, change: 'restored', version: latest.version } : undefined;
   const provenance: VersionProvenance = {
     sourceId: source.id,
@@ -112,11 +121,7 @@ async function applyFile(
     author: commit.author,
     message: commit.message,
   };
-  const saved = await saveVersion(trx, source.tenant_id, row.id, {
-    content,
-    author: `git:${commit.author}`,
-    provenance,
-  });
+  const saved = await saveVersion(trx, row, { content, author: `git:${commit.author}`, provenance });
   const version = saved.version.version;
   if (source.auto_publish) await publishVersion(trx, source.tenant_id, row.id, version, `git:${source.name}`);
   return { ...base, change, version, published: source.auto_publish };

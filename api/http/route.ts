@@ -14,7 +14,7 @@ export type Method = 'get' | 'post' | 'put' | 'delete';
 type Schema = z.ZodType;
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
 
-export interface RouteInput<P, Q, B> {
+export interface RouteInput<P, Q, B, R = undefined> {
   params: P;
   query: Q;
   body: B;
@@ -27,6 +27,8 @@ export interface RouteInput<P, Q, B> {
    * sent: work that must not hold a database connection, such as a call to Temporal.
    */
   afterCommit: (callback: () => void | Promise<void>) => void;
+  /** What `prepare` returned (a content checked before the transaction); undefined without one. */
+  prepared: R;
 }
 
 export interface RouteResult {
@@ -43,6 +45,7 @@ export interface RouteDef<
   P extends Schema | undefined = Schema | undefined,
   Q extends Schema | undefined = Schema | undefined,
   B extends Schema | undefined = Schema | undefined,
+  R = unknown,
 > {
   method: Method;
   /** OpenAPI spelling: `/api/pats/{id}`. */
@@ -87,16 +90,20 @@ export interface RouteDef<
   /**
    * Checks of the input that take time but no transaction (parsing a 1 MiB document), run
    * before the route's transaction opens, so a slow check never holds a connection of the
-   * pool; `db` is the pool. Throws a problem to refuse.
+   * pool; `db` is the pool. Throws a problem to refuse. What it returns is the handler's
+   * `prepared` (so what was checked is what is written).
    */
-  prepare?(input: Omit<RouteInput<Out<P>, Out<Q>, Out<B>>, 'afterCommit'>): Promise<void>;
-  handler(input: RouteInput<Out<P>, Out<Q>, Out<B>>): Promise<RouteResult>;
+  prepare?(input: Omit<RouteInput<Out<P>, Out<Q>, Out<B>>, 'afterCommit' | 'prepared'>): Promise<R>;
+  handler(input: RouteInput<Out<P>, Out<Q>, Out<B>, R>): Promise<RouteResult>;
 }
 
 /** Identity function that keeps the handler's input types tied to the schemas. */
-export function route<P extends Schema | undefined, Q extends Schema | undefined, B extends Schema | undefined>(
-  def: RouteDef<P, Q, B>,
-): RouteDef {
+export function route<
+  P extends Schema | undefined,
+  Q extends Schema | undefined,
+  B extends Schema | undefined,
+  R = undefined,
+>(def: RouteDef<P, Q, B, R>): RouteDef {
   return def;
 }
 
@@ -201,6 +208,7 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
 
     const committed: Array<() => void | Promise<void>> = [];
     const afterCommit = (callback: () => void | Promise<void>) => committed.push(callback);
+    let prepared: unknown;
     // Each member named: spreading `input` here cost ~7 µs a call in CPU profiles.
     const run = (db: Knex | Knex.Transaction) =>
       def.handler({
@@ -211,11 +219,12 @@ export function routeMiddleware(def: RouteDef, services: RouteServices) {
         db,
         ctx,
         afterCommit,
+        prepared,
       });
 
     if (def.prepare) {
       const principal = ctx.state.principal!;
-      await def.prepare({
+      prepared = await def.prepare({
         params: input.params,
         query: input.query,
         body: input.body,

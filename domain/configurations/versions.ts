@@ -7,13 +7,63 @@ import {
   type VersionRow,
 } from '../../db/repos/configuration-versions';
 import { emitEvents, type EventType, type NewEvent } from '../../db/repos/events';
-import { contentHash } from './content';
+import { ContentTooLargeError, DomainError, InvalidContentError, ManagedByGitError } from '../errors';
+import { CONTENT_LIMIT_BYTES, contentBytes, contentHash, type Format } from './content';
+import { checkContent } from './content-check';
 
 /**
  * Saving and publishing versions, with their `configuration.version-*` events: one code path
- * for the configurations API and the Git sweep, so a version looks and announces itself the
- * same whichever way it came.
+ * for the configurations API, the Git sweep and federated copies, so a version is held to
+ * the same rules, looks and announces itself the same whichever way it came.
  */
+
+declare const checked: unique symbol;
+
+/**
+ * A content that fits the size limit and parses in its format. Only checkVersionContent
+ * makes one, and saveVersion takes nothing else: no version is written unchecked.
+ */
+export interface CheckedContent {
+  readonly format: Format;
+  readonly text: string;
+  readonly [checked]: true;
+}
+
+/**
+ * Checks a would-be version's content: its size first (cheap), then that it parses in
+ * `format` (on a parsing thread when large). Run it before the transaction that saves the
+ * version: parsing 1 MiB must hold neither a connection nor a lock. Throws
+ * ContentTooLargeError or InvalidContentError (and ThreadPoolBusy when every parsing thread
+ * is taken).
+ */
+export async function checkVersionContent(format: Format, text: string): Promise<CheckedContent> {
+  const size = contentBytes(text);
+  if (size > CONTENT_LIMIT_BYTES) throw new ContentTooLargeError(size, CONTENT_LIMIT_BYTES);
+  const problem = await checkContent(format, text);
+  if (problem) throw new InvalidContentError(problem);
+  return { format, text } as CheckedContent;
+}
+
+/**
+ * A configuration managed by a Git source takes versions from that source alone (its sweep
+ * says so with the version's provenance); everyone else changes it in the repository.
+ */
+export function refuseManagedByGit(configuration: ConfigurationRow, gitSourceId?: string): void {
+  if (configuration.managed_by && configuration.managed_by !== gitSourceId) {
+    throw new ManagedByGitError(
+      `Configuration '${configuration.name}' is managed by Git source '${configuration.managed_by}'; change it in the repository.`,
+    );
+  }
+}
+
+/** A configuration's format is fixed: a version in another format is refused. */
+export function refuseOtherFormat(configuration: ConfigurationRow, format: Format): void {
+  if (configuration.format !== format) {
+    throw new DomainError(
+      `Configuration '${configuration.name}' is ${configuration.format}; a ${format} version cannot be saved in it.`,
+    );
+  }
+}
 
 const SOURCE = '/api/configurations';
 
@@ -44,14 +94,26 @@ export function versionEvent(
   };
 }
 
-/** Saves a draft of a locked configuration (content already validated) and announces it. */
+/**
+ * Saves a draft of a configuration the caller locked, and announces it: the configuration
+ * must take versions from this writer (refuseManagedByGit: a Git source's sweep names itself
+ * in `provenance`) and in its content's format.
+ */
 export async function saveVersion(
   trx: Knex.Transaction,
-  tenantId: string,
-  configurationId: string,
-  draft: { content: string; author: string; provenance?: VersionProvenance },
+  configuration: ConfigurationRow,
+  draft: { content: CheckedContent; author: string; provenance?: VersionProvenance },
 ): Promise<{ configuration: ConfigurationRow; version: VersionRow }> {
-  const saved = await insertDraft(trx, configurationId, { ...draft, content_hash: contentHash(draft.content) });
+  refuseManagedByGit(configuration, draft.provenance?.sourceId);
+  refuseOtherFormat(configuration, draft.content.format);
+  const { text } = draft.content;
+  const saved = await insertDraft(trx, configuration.id, {
+    content: text,
+    content_hash: contentHash(text),
+    author: draft.author,
+    provenance: draft.provenance,
+  });
+  const tenantId = configuration.tenant_id;
   await emitEvents(trx, [versionEvent(tenantId, 'configuration.version-saved', saved.configuration, saved.version)]);
   return saved;
 }

@@ -17,15 +17,20 @@ import { emitEvents } from '../../db/repos/events';
 import { countRolloutAgents } from '../../db/repos/rollout-agents';
 import { findRolloutByFederationKey, type RolloutRow } from '../../db/repos/rollouts';
 import { contentHash, type Format } from '../configurations/content';
-import { publishVersion, saveVersion } from '../configurations/versions';
-import { DomainError, ManagedByGitError } from '../errors';
+import {
+  publishVersion,
+  refuseManagedByGit,
+  refuseOtherFormat,
+  saveVersion,
+  type CheckedContent,
+} from '../configurations/versions';
 import { createRollout } from '../rollout-creation';
 import type { RolloutStrategy, RolloutTarget } from '../rollouts';
 
 export interface CopiedConfiguration {
   name: string;
   format: Format;
-  /** Validated by the caller (size, parses as its format). */
+  /** Checked by the receiver (checkVersionContent) before it copies. */
   content: string;
 }
 
@@ -45,35 +50,30 @@ export interface IncomingRollout {
 export async function copyVersion(
   trx: Knex.Transaction,
   tenantId: string,
-  copy: CopiedConfiguration,
+  name: string,
+  content: CheckedContent,
   actor: string,
 ): Promise<{ configuration: ConfigurationRow; version: VersionRow }> {
-  const found = (await findConfigurationByName(trx, tenantId, copy.name)) ?? (await createNamed(trx, tenantId, copy));
+  const found =
+    (await findConfigurationByName(trx, tenantId, name)) ?? (await createNamed(trx, tenantId, name, content.format));
   const configuration = (await lockConfiguration(trx, tenantId, found.id))!;
-  if (configuration.managed_by)
-    throw new ManagedByGitError(
-      `Configuration '${configuration.name}' is managed by Git source '${configuration.managed_by}' here; a federated rollout cannot add a version to it.`,
-    );
-  if (configuration.format !== copy.format)
-    throw new DomainError(
-      `Configuration '${configuration.name}' is ${configuration.format} here; a ${copy.format} version cannot be copied into it.`,
-    );
-  const same = await findVersionByHash(trx, configuration.id, contentHash(copy.content));
+  refuseManagedByGit(configuration);
+  refuseOtherFormat(configuration, content.format);
+  const same = await findVersionByHash(trx, configuration.id, contentHash(content.text));
   if (same?.state === 'published') return { configuration, version: same };
-  const draft =
-    same ?? (await saveVersion(trx, tenantId, configuration.id, { content: copy.content, author: actor })).version;
+  const draft = same ?? (await saveVersion(trx, configuration, { content, author: actor })).version;
   return publishVersion(trx, tenantId, configuration.id, draft.version, actor);
 }
 
 /** A configuration created for the copy; a concurrent copy that created it first is used instead. */
-async function createNamed(trx: Knex.Transaction, tenantId: string, copy: CopiedConfiguration) {
+async function createNamed(trx: Knex.Transaction, tenantId: string, name: string, format: Format) {
   try {
     const row = await trx.transaction((savepoint) =>
       insertConfiguration(savepoint, {
         tenant_id: tenantId,
-        name: copy.name,
+        name,
         description: '',
-        format: copy.format,
+        format,
         labels: {},
       }),
     );
@@ -89,19 +89,23 @@ async function createNamed(trx: Knex.Transaction, tenantId: string, copy: Copied
     return row;
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
-    return (await findConfigurationByName(trx, tenantId, copy.name))!;
+    return (await findConfigurationByName(trx, tenantId, name))!;
   }
 }
 
-/** Copies the version and creates the rollout (pending) under the peer's key, in the caller's transaction. */
+/**
+ * Copies the version (its content checked before the transaction) and creates the rollout
+ * (pending) under the peer's key, in the caller's transaction.
+ */
 export async function createIncomingRollout(
   trx: Knex.Transaction,
   tenantId: string,
   key: string | undefined,
   request: IncomingRollout,
+  content: CheckedContent,
   actor: string,
 ): Promise<RolloutRow> {
-  const { configuration, version } = await copyVersion(trx, tenantId, request.configuration, actor);
+  const { configuration, version } = await copyVersion(trx, tenantId, request.configuration.name, content, actor);
   const { row } = await createRollout(trx, {
     tenantId,
     name: request.name ?? null,

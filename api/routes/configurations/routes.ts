@@ -14,16 +14,20 @@ import {
   type VersionRow,
 } from '../../../db/repos/configuration-versions';
 import { emitEvents } from '../../../db/repos/events';
-import { publishVersion, saveVersion } from '../../../domain/configurations/versions';
+import {
+  checkVersionContent,
+  publishVersion,
+  refuseManagedByGit,
+  saveVersion,
+} from '../../../domain/configurations/versions';
 import type { Principal } from '../../auth/principal';
-import { CONTENT_LIMIT_BYTES, contentBytes } from '../../../domain/configurations/content';
-import { checkContent, compareVersions } from '../../../domain/configurations/content-check';
+import { compareVersions } from '../../../domain/configurations/content-check';
 import type { AppContext } from '../../http/context';
 import { ifMatchVersions } from '../../http/etag';
 import { labelFilter } from '../../http/labels';
 import { pageOf, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
-import { Problem, conflictOnDuplicate, problems } from '../../problems';
+import { conflictOnDuplicate, contentProblemAt, problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 import {
   compareQuery,
@@ -54,15 +58,6 @@ async function mustFind(db: Knex | Knex.Transaction, principal: Principal, id: s
   return row;
 }
 
-const refuseManaged = (row: ConfigurationRow) => {
-  if (row.managed_by) {
-    throw new Problem(
-      'managed-by-git',
-      `Configuration '${row.name}' is managed by Git source '${row.managed_by}'; change it in the repository.`,
-    );
-  }
-};
-
 const checkIfMatch = (row: ConfigurationRow, ctx: AppContext) => {
   const versions = ifMatchVersions(ctx);
   if (versions && !versions.includes(row.row_version)) throw problems.preconditionFailed('configuration', row.id);
@@ -72,26 +67,9 @@ const checkIfMatch = (row: ConfigurationRow, ctx: AppContext) => {
 async function lockForChange(db: Knex | Knex.Transaction, principal: Principal, id: string, ctx: AppContext) {
   const row = await lockConfiguration(db as Knex.Transaction, principal.tenantId, id);
   if (!row) throw problems.notFound('configuration', id);
-  refuseManaged(row);
+  refuseManagedByGit(row);
   checkIfMatch(row, ctx);
   return row;
-}
-
-/** The content fits the limit (413) and parses in the configuration's format (400), on a parsing thread when large. */
-async function checkVersionContent(row: ConfigurationRow, content: string): Promise<void> {
-  const bytes = contentBytes(content);
-  if (bytes > CONTENT_LIMIT_BYTES) {
-    throw new Problem(
-      'payload-too-large',
-      `body.content is ${bytes} bytes of UTF-8; the limit is ${CONTENT_LIMIT_BYTES} bytes (1 MiB).`,
-      {
-        limit: CONTENT_LIMIT_BYTES,
-        size: bytes,
-      },
-    );
-  }
-  const problem = await checkContent(row.format, content);
-  if (problem) throw problems.validation([{ path: 'body.content', message: problem }]);
 }
 
 export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] {
@@ -213,15 +191,12 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
       // Before the transaction: parsing 1 MiB must hold neither a connection nor the lock.
       prepare: async ({ db, principal, params, body }) => {
         const found = await mustFind(db, principal, params.id);
-        refuseManaged(found);
-        await checkVersionContent(found, body.content);
+        refuseManagedByGit(found);
+        return checkVersionContent(found.format, body.content).catch(contentProblemAt('body.content'));
       },
-      handler: async ({ db, principal, params, body, ctx }) => {
-        await lockForChange(db, principal, params.id, ctx);
-        const saved = await saveVersion(db as Knex.Transaction, principal.tenantId, params.id, {
-          content: body.content,
-          author: principal.name,
-        });
+      handler: async ({ db, principal, params, ctx, prepared }) => {
+        const row = await lockForChange(db, principal, params.id, ctx);
+        const saved = await saveVersion(db as Knex.Transaction, row, { content: prepared, author: principal.name });
         return {
           status: 201,
           body: presentVersionSummary(saved.version),

@@ -6,14 +6,14 @@
 import type { Knex } from 'knex';
 import { findConfiguration } from '../../../db/repos/configurations';
 import type { Format } from '../../../domain/configurations/content';
-import { checkContent } from '../../../domain/configurations/content-check';
+import { checkVersionContent } from '../../../domain/configurations/versions';
 import { rolloutProgress } from '../../../db/repos/rollout-agents';
 import { findRolloutByFederationKey, type RolloutRow } from '../../../db/repos/rollouts';
 import { createIncomingRollout, createRolloutOnce, dryRunRollout } from '../../../domain/federation/incoming-rollouts';
 import { judgeRollout } from '../../../domain/rollout-creation';
 import { FEDERATED_ROLLOUT_OPERATIONS, ROLLOUT_TRANSITIONS, refusedOperation } from '../../../domain/rollouts';
 import { route, type RouteDef } from '../../http/route';
-import { Problem, problems } from '../../problems';
+import { contentProblemAt, Problem, problems } from '../../problems';
 import { RolloutWorkflows } from '../rollouts/workflow-client';
 import type { FederationRouteOptions } from '.';
 import {
@@ -27,11 +27,9 @@ import {
 const INCOMING = '/api/federation/incoming/rollouts';
 const tag = 'federation';
 
-/** The copy's content parses in its format (400 naming it otherwise), on a parsing thread when large. */
-async function checkCopiedContent(copy: { format: Format; content: string }): Promise<void> {
-  const problem = await checkContent(copy.format, copy.content);
-  if (problem) throw problems.validation([{ path: 'body.configuration.content', message: problem }]);
-}
+/** The copy's content as a version: 413 over the limit, 400 naming why it does not parse in its format. */
+const checkCopiedContent = (copy: { format: Format; content: string }) =>
+  checkVersionContent(copy.format, copy.content).catch(contentProblemAt('body.configuration.content'));
 
 export function incomingRolloutRoutes(options: FederationRouteOptions): RouteDef[] {
   const workflows = new RolloutWorkflows(options.temporal, options.settings);
@@ -87,9 +85,9 @@ export function incomingRolloutRoutes(options: FederationRouteOptions): RouteDef
           'Allowed: the version would be copied and the rollout created (nothing is kept). A policy deny is 422 `policy-denied`, as the rollouts API answers it.',
         schema: incomingEvaluationSchema,
       },
-      handler: async ({ db, principal, body }) => ({
+      handler: async ({ db, principal, body, prepared }) => ({
         body: await dryRunRollout(db as Knex, (trx) =>
-          createIncomingRollout(trx, principal.tenantId, undefined, body, principal.name),
+          createIncomingRollout(trx, principal.tenantId, undefined, body, prepared, principal.name),
         ),
       }),
     }),
@@ -111,9 +109,9 @@ export function incomingRolloutRoutes(options: FederationRouteOptions): RouteDef
           'The rollout, started: the version copied (same content hash, same version), the rollout created with the same checks as POST /api/rollouts. A repeat answers the same rollout.',
         schema: incomingRolloutSchema,
       },
-      handler: async ({ db, principal, params, body }) => {
+      handler: async ({ db, principal, params, body, prepared }) => {
         const { row, created } = await createRolloutOnce(db as Knex, principal.tenantId, params.key, (trx) =>
-          createIncomingRollout(trx, principal.tenantId, params.key, body, principal.name),
+          createIncomingRollout(trx, principal.tenantId, params.key, body, prepared, principal.name),
         );
         if (row.state === 'pending') {
           // A retry may come long after the call that created it: judged again, as a start is.

@@ -1,4 +1,3 @@
-import { CONTENT_LIMIT_BYTES, contentBytes } from '../../../domain/configurations/content';
 import { type FederatedRolloutRow, type InstallationRow } from '../../../db/repos/federated-rollouts';
 import type { RolloutRow } from '../../../db/repos/rollouts';
 import { z } from '../../http/zod';
@@ -183,11 +182,6 @@ const copiedConfiguration = z
     content: z.string().openapi({ format: 'configuration-content', description: 'A document in `format`.' }),
   })
   .strict()
-  .superRefine((copy, ctx) => {
-    if (contentBytes(copy.content) > CONTENT_LIMIT_BYTES) {
-      ctx.addIssue({ code: 'custom', path: ['content'], message: `is over ${CONTENT_LIMIT_BYTES} bytes (1 MiB)` });
-    }
-  })
   .openapi('FederatedConfigurationCopy', {
     description: 'The version to roll out: copied into the configuration of this name (created when missing).',
   });
