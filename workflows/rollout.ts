@@ -24,19 +24,26 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { FINAL_ROLLOUT_STATES, ROLLOUT_TRANSITIONS, refusedOperation, type RolloutState } from '../domain/rollouts';
+import {
+  FINAL_ROLLOUT_STATES,
+  ROLLOUT_TRANSITIONS,
+  refusedOperation,
+  type RolloutState,
+  type RolloutStrategy,
+} from '../domain/rollouts';
 import {
   ROLLOUT_FAILURES,
   operateRolloutUpdate,
   rolloutStatusQuery,
   type BatchOutcome,
-  type RolloutCounts,
   type RolloutOperationRequest,
+  type RolloutOperationResult,
   type RolloutOutcome,
+  type RolloutStatus,
   type RolloutWorkflowInput,
 } from './definitions';
 import { oneAtATime } from './one-at-a-time';
-import { currentDetails, outcomeLine } from './rollout-details';
+import { currentDetails, outcomeLine, type RolloutView } from './rollout-details';
 import { rolloutStateKey } from './search-attributes';
 
 const quick = proxyActivities<Activities>({
@@ -54,226 +61,310 @@ const waiting = proxyActivities<Activities>({
 /** Continue as new after this many events even when the server does not suggest it yet. */
 const HISTORY_LIMIT = 1000;
 
-export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<RolloutOutcome> {
-  let state: RolloutState | 'loading' = 'loading';
-  let rowVersion = 0;
-  let currentBatch = 0;
-  let lastBatch: BatchOutcome | undefined;
-  let reason: string | null | undefined;
-  let counts: RolloutCounts | undefined;
+/** What one run knows of its rollout, shared by the main loop, the update handler and the query. */
+interface RolloutRun extends RolloutView {
+  input: RolloutWorkflowInput;
+  rowVersion: number;
   /** The rollout in one line (absent from activity results recorded by an older worker). */
-  let summary: string | undefined = undefined;
+  summary?: string;
   /** Workflow time until which the last batch bakes (an absolute deadline, also across a pause). */
-  let bakeUntil = input.bakeUntil ?? 0;
+  bakeUntil: number;
   /** The wait for the batch in flight; an abort or a rollback cancels it. */
-  let batchWait: CancellationScope | undefined;
-
-  setHandler(rolloutStatusQuery, () => ({ state, currentBatch, rowVersion, reason, counts, lastBatch }));
-  /** The Temporal UI's view of the rollout now (metadata, not a command: replay is unaffected). */
-  const showDetails = () =>
-    setCurrentDetails(currentDetails({ summary, state, currentBatch, reason, counts, lastBatch }));
-  /** The state now (handlers change it while the main loop awaits; TypeScript's narrowing cannot know). */
-  const stateNow = (): RolloutState | 'loading' => state;
-
+  batchWait?: CancellationScope;
   /** One transition at a time: the main loop and operators' updates never interleave. */
-  const transitions = oneAtATime(() => state !== 'loading');
-  const exclusively = transitions.run;
+  transitions: ReturnType<typeof oneAtATime>;
+  /** A run that starts mid-rollout first finishes the batch it finds (push and wait are idempotent). */
+  unfinishedBatch: boolean;
+}
 
-  async function transition(
-    to: RolloutState,
-    options: { from: RolloutState[]; versions?: number[]; reason?: string | null; actor?: string },
-  ) {
-    const result = await quick.transitionRollout({ rolloutId: input.rolloutId, to, ...options });
-    if (result.ok) {
-      state = result.state;
-      rowVersion = result.rowVersion;
-      if (options.reason !== undefined) reason = options.reason;
-      counts = result.counts ?? counts;
-      showDetails();
-      upsertSearchAttributes([{ key: rolloutStateKey, value: state }]);
-      if (state === 'aborted' || state === 'rolling-back') batchWait?.cancel();
-    } else if (result.state) {
-      state = result.state;
-      rowVersion = result.rowVersion ?? rowVersion;
-    }
-    return result;
-  }
-
-  /** The workflow's own transitions: only from where it believes the rollout is. */
-  const move = (to: RolloutState, from: RolloutState[], reason?: string) =>
-    exclusively(() =>
-      from.includes(state as RolloutState) ? transition(to, { from, reason }) : Promise.resolve(undefined),
-    );
-
-  setHandler(
-    operateRolloutUpdate,
-    (request) =>
-      exclusively(async () => {
-        const rule = ROLLOUT_TRANSITIONS[request.operation];
-        const current = state as RolloutState;
-        if (!rule.from.includes(current)) {
-          throw ApplicationFailure.nonRetryable(
-            refusedOperation(current, request.operation),
-            ROLLOUT_FAILURES.invalidTransition,
-            { state: current },
-          );
-        }
-        const reason =
-          request.operation === 'rollback'
-            ? `rolled back by ${request.actor}`
-            : request.operation === 'abort'
-              ? `aborted by ${request.actor}`
-              : null;
-        const result = await transition(rule.to, {
-          from: [current],
-          versions: request.versions,
-          reason,
-          actor: request.actor,
-        });
-        if (!result.ok) {
-          const type =
-            result.why === 'precondition' ? ROLLOUT_FAILURES.preconditionFailed : ROLLOUT_FAILURES.invalidTransition;
-          throw ApplicationFailure.nonRetryable(
-            `The rollout is ${state}; the ${request.operation} was not applied.`,
-            type,
-            { state },
-          );
-        }
-        return { state: result.state, rowVersion: result.rowVersion };
-      }),
-    {
-      // Refused before it enters history: an operation that does not exist.
-      // The payload comes off the wire: typed as the contract says, checked as if it were not.
-      validator: (request: RolloutOperationRequest | undefined) => {
-        if (!request || !Object.hasOwn(ROLLOUT_TRANSITIONS, request.operation))
-          throw new Error(`unknown operation ${String(request?.operation)}`);
-      },
-    },
-  );
+export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<RolloutOutcome> {
+  const run = newRun(input);
+  setHandler(rolloutStatusQuery, () => statusOf(run));
+  setHandler(operateRolloutUpdate, (request) => run.transitions.run(() => operate(run, request)), {
+    validator: validateOperation,
+  });
 
   // The api starts the workflow once the rollout's row is committed.
-  const loaded = await quick.loadRollout(input.rolloutId);
-  state = loaded.state;
-  rowVersion = loaded.rowVersion;
-  currentBatch = loaded.currentBatch;
-  reason = loaded.reason;
-  counts = loaded.counts;
-  summary = loaded.summary;
-  showDetails();
-  const strategy = loaded.strategy;
-  /** A run that starts mid-rollout first finishes the batch it finds (push and wait are idempotent). */
-  let unfinishedBatch = currentBatch > 0;
+  const strategy = await load(run);
 
   for (;;) {
-    switch (state) {
+    switch (run.state) {
       case 'pending':
       case 'paused':
-        await condition(() => state !== 'pending' && state !== 'paused');
+        await condition(() => run.state !== 'pending' && run.state !== 'paused');
         break;
       case 'running':
-        try {
-          await runNextBatch();
-        } catch (error) {
-          // An activity that cannot succeed by retrying (e.g. the version is no longer
-          // pushable): the rollout fails with the reason rather than retrying for ever.
-          if (!(
-            error instanceof ActivityFailure &&
-            error.cause instanceof ApplicationFailure &&
-            error.cause.nonRetryable
-          ))
-            throw error;
-          await move('failed', ['running'], error.cause.message);
-        }
+        await runOrFail(run, strategy);
         break;
       case 'rolling-back':
-        await waiting.startRollback({ rolloutId: input.rolloutId });
-        await waiting.awaitRollback({ rolloutId: input.rolloutId });
-        await move('rolled-back', ['rolling-back']);
+        await rollBack(run);
         break;
-      default:
+      default: {
         // A final state: let an operation that is still running (e.g. a rollback that
         // arrived with this run's start) finish, then end unless it moved us on.
         await condition(allHandlersFinished);
-        if (FINAL_ROLLOUT_STATES.includes(state)) {
-          const final = { state, reason: reason ?? null, counts, lastBatch };
-          return { ...final, outcome: outcomeLine(final) };
-        }
+        const outcome = finalOutcome(run);
+        if (outcome) return outcome;
+      }
     }
-    if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT)) {
-      await condition(() => allHandlersFinished() && !transitions.busy());
-      await continueAsNew<typeof rolloutWorkflow>({
-        rolloutId: input.rolloutId,
-        tenantId: input.tenantId,
-        bakeUntil,
-        historyLimit: input.historyLimit,
+    await continueAsNewWhenLong(run);
+  }
+}
+
+/** A run that has not loaded its rollout yet (`loading`: updates wait for the load). */
+function newRun(input: RolloutWorkflowInput): RolloutRun {
+  const run: RolloutRun = {
+    input,
+    state: 'loading',
+    rowVersion: 0,
+    currentBatch: 0,
+    lastBatch: undefined,
+    reason: undefined,
+    counts: undefined,
+    summary: undefined,
+    bakeUntil: input.bakeUntil ?? 0,
+    batchWait: undefined,
+    transitions: oneAtATime(() => run.state !== 'loading'),
+    unfinishedBatch: false,
+  };
+  return run;
+}
+
+/** The answer to `rolloutStatusQuery`. */
+function statusOf(run: RolloutRun): RolloutStatus {
+  const { state, currentBatch, rowVersion, reason, counts, lastBatch } = run;
+  return { state, currentBatch, rowVersion, reason, counts, lastBatch };
+}
+
+/** The Temporal UI's view of the rollout now (metadata, not a command: replay is unaffected). */
+function showDetails(run: RolloutRun) {
+  setCurrentDetails(currentDetails(run));
+}
+
+/** The state now (handlers change it while the main loop awaits; TypeScript's narrowing cannot know). */
+const stateNow = (run: RolloutRun): RolloutState | 'loading' => run.state;
+
+/** Reads the rollout from the database into the run; answers its strategy. */
+async function load(run: RolloutRun): Promise<RolloutStrategy> {
+  const loaded = await quick.loadRollout(run.input.rolloutId);
+  run.state = loaded.state;
+  run.rowVersion = loaded.rowVersion;
+  run.currentBatch = loaded.currentBatch;
+  run.reason = loaded.reason;
+  run.counts = loaded.counts;
+  run.summary = loaded.summary;
+  showDetails(run);
+  run.unfinishedBatch = run.currentBatch > 0;
+  return loaded.strategy;
+}
+
+/**
+ * A transition through the `transitionRollout` activity; the run takes in the state it
+ * answers (the new one, or the one that refused it).
+ */
+async function transition(
+  run: RolloutRun,
+  to: RolloutState,
+  options: { from: RolloutState[]; versions?: number[]; reason?: string | null; actor?: string },
+) {
+  const result = await quick.transitionRollout({ rolloutId: run.input.rolloutId, to, ...options });
+  if (result.ok) {
+    run.state = result.state;
+    run.rowVersion = result.rowVersion;
+    if (options.reason !== undefined) run.reason = options.reason;
+    run.counts = result.counts ?? run.counts;
+    showDetails(run);
+    upsertSearchAttributes([{ key: rolloutStateKey, value: run.state }]);
+    if (run.state === 'aborted' || run.state === 'rolling-back') run.batchWait?.cancel();
+  } else if (result.state) {
+    run.state = result.state;
+    run.rowVersion = result.rowVersion ?? run.rowVersion;
+  }
+  return result;
+}
+
+/** The workflow's own transitions: only from where it believes the rollout is. */
+function move(run: RolloutRun, to: RolloutState, from: RolloutState[], reason?: string) {
+  return run.transitions.run(() =>
+    from.includes(run.state as RolloutState) ? transition(run, to, { from, reason }) : Promise.resolve(undefined),
+  );
+}
+
+/**
+ * An operator's operation (`operateRolloutUpdate`, run one at a time): refused unless the
+ * rollout is in a state it may start from, or when its transition is not applied.
+ */
+async function operate(run: RolloutRun, request: RolloutOperationRequest): Promise<RolloutOperationResult> {
+  const rule = ROLLOUT_TRANSITIONS[request.operation];
+  const current = run.state as RolloutState;
+  if (!rule.from.includes(current)) {
+    throw ApplicationFailure.nonRetryable(
+      refusedOperation(current, request.operation),
+      ROLLOUT_FAILURES.invalidTransition,
+      {
+        state: current,
+      },
+    );
+  }
+  const reason =
+    request.operation === 'rollback'
+      ? `rolled back by ${request.actor}`
+      : request.operation === 'abort'
+        ? `aborted by ${request.actor}`
+        : null;
+  const result = await transition(run, rule.to, {
+    from: [current],
+    versions: request.versions,
+    reason,
+    actor: request.actor,
+  });
+  if (!result.ok) {
+    const type =
+      result.why === 'precondition' ? ROLLOUT_FAILURES.preconditionFailed : ROLLOUT_FAILURES.invalidTransition;
+    throw ApplicationFailure.nonRetryable(
+      `The rollout is ${run.state}; the ${request.operation} was not applied.`,
+      type,
+      {
+        state: run.state,
+      },
+    );
+  }
+  return { state: result.state, rowVersion: result.rowVersion };
+}
+
+/**
+ * Refused before it enters history: an operation that does not exist.
+ * The payload comes off the wire: typed as the contract says, checked as if it were not.
+ */
+function validateOperation(request: RolloutOperationRequest | undefined) {
+  if (!request || !Object.hasOwn(ROLLOUT_TRANSITIONS, request.operation))
+    throw new Error(`unknown operation ${String(request?.operation)}`);
+}
+
+/** The next step of a running rollout; an activity that fails for good fails the rollout. */
+async function runOrFail(run: RolloutRun, strategy: RolloutStrategy) {
+  try {
+    await runNextBatch(run, strategy);
+  } catch (error) {
+    // An activity that cannot succeed by retrying (e.g. the version is no longer
+    // pushable): the rollout fails with the reason rather than retrying for ever.
+    if (!(error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.nonRetryable))
+      throw error;
+    await move(run, 'failed', ['running'], error.cause.message);
+  }
+}
+
+/** Pushes every touched agent its version from before, waits for their reports, and ends rolled back. */
+async function rollBack(run: RolloutRun) {
+  await waiting.startRollback({ rolloutId: run.input.rolloutId });
+  await waiting.awaitRollback({ rolloutId: run.input.rolloutId });
+  await move(run, 'rolled-back', ['rolling-back']);
+}
+
+/** The run's result once the rollout is in a final state; undefined while it is not. */
+function finalOutcome(run: RolloutRun): RolloutOutcome | undefined {
+  const { state } = run;
+  if (state === 'loading' || !FINAL_ROLLOUT_STATES.includes(state)) return undefined;
+  const final = { state, reason: run.reason ?? null, counts: run.counts, lastBatch: run.lastBatch };
+  return { ...final, outcome: outcomeLine(final) };
+}
+
+/** Continues as new (carrying the bake) once the history is long, after operations in flight finish. */
+async function continueAsNewWhenLong(run: RolloutRun) {
+  const { input } = run;
+  if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT)) {
+    await condition(() => allHandlersFinished() && !run.transitions.busy());
+    await continueAsNew<typeof rolloutWorkflow>({
+      rolloutId: input.rolloutId,
+      tenantId: input.tenantId,
+      bakeUntil: run.bakeUntil,
+      historyLimit: input.historyLimit,
+    });
+  }
+}
+
+/**
+ * Finishes the batch a run started mid-rollout found, or (once the last batch has baked)
+ * prepares and pushes the next one; with no agent left, the rollout is completed.
+ */
+async function runNextBatch(run: RolloutRun, strategy: RolloutStrategy) {
+  if (run.unfinishedBatch) {
+    run.unfinishedBatch = false;
+    await pushAndAwait(run, strategy, run.currentBatch, { resumed: true });
+    return;
+  }
+  if (run.bakeUntil > Date.now()) {
+    await condition(() => run.state !== 'running', run.bakeUntil - Date.now());
+    if (stateNow(run) !== 'running') return;
+  }
+  run.bakeUntil = 0;
+  const batch = run.currentBatch + 1;
+  const prepared = await quick.prepareBatch({ rolloutId: run.input.rolloutId, batch });
+  if (!prepared.running) return; // an operator moved it meanwhile; the loop follows the new state
+  if (prepared.agents === 0) {
+    // No agent left: there is no batch `batch`, and the rollout is done.
+    await move(run, 'completed', ['running']);
+    return;
+  }
+  run.currentBatch = batch;
+  showDetails(run);
+  await pushAndAwait(run, strategy, batch);
+}
+
+/** Pushes batch `batch`, waits for its agents' reports and judges it (`resumed`: a previous run pushed it). */
+async function pushAndAwait(
+  run: RolloutRun,
+  strategy: RolloutStrategy,
+  batch: number,
+  options: { resumed?: boolean } = {},
+) {
+  const { pushed } = await waiting.pushBatch({ rolloutId: run.input.rolloutId, batch });
+  if (stateNow(run) !== 'running') return;
+  let outcome;
+  try {
+    run.batchWait = new CancellationScope();
+    outcome = await run.batchWait.run(() => waiting.awaitBatch({ rolloutId: run.input.rolloutId, batch }));
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+    // Aborted: the agents that have not answered are given up. Rolling back: they are rolled back.
+    if (stateNow(run) === 'aborted')
+      await quick.abandonBatch({
+        rolloutId: run.input.rolloutId,
+        batch,
+        reason: 'the rollout was aborted before the agent reported',
       });
-    }
+    return;
+  } finally {
+    run.batchWait = undefined;
   }
+  const lastBatch: BatchOutcome = {
+    batch,
+    pushed: outcome.pushed,
+    succeeded: outcome.succeeded,
+    failed: outcome.failed,
+    skipped: outcome.skipped,
+  };
+  run.lastBatch = lastBatch;
+  run.counts = outcome.counts ?? run.counts;
+  showDetails(run);
+  // A batch a previous run had already judged is not judged again (a resume would re-pause).
+  if (options.resumed && pushed === 0 && outcome.awaited === 0) return;
+  await judgeBatch(run, strategy, lastBatch);
+}
 
-  async function runNextBatch() {
-    if (unfinishedBatch) {
-      unfinishedBatch = false;
-      await pushAndAwait(currentBatch, { resumed: true });
-      return;
-    }
-    if (bakeUntil > Date.now()) {
-      await condition(() => state !== 'running', bakeUntil - Date.now());
-      if (state !== 'running') return;
-    }
-    bakeUntil = 0;
-    const batch = currentBatch + 1;
-    const prepared = await quick.prepareBatch({ rolloutId: input.rolloutId, batch });
-    if (!prepared.running) return; // an operator moved it meanwhile; the loop follows the new state
-    if (prepared.agents === 0) {
-      // No agent left: there is no batch `batch`, and the rollout is done.
-      await move('completed', ['running']);
-      return;
-    }
-    currentBatch = batch;
-    showDetails();
-    await pushAndAwait(batch);
+/**
+ * Too many failures (over `maxFailurePercent` of the agents that answered) pause or roll
+ * back the rollout; otherwise the batch bakes before the next one.
+ */
+async function judgeBatch(run: RolloutRun, strategy: RolloutStrategy, outcome: BatchOutcome) {
+  const { batch, failed } = outcome;
+  const done = outcome.succeeded + outcome.failed;
+  const failedPercent = done === 0 ? 0 : (failed * 100) / done;
+  if (failed > 0 && failedPercent > strategy.maxFailurePercent) {
+    const reason = `${failed} of ${done} agents of batch ${batch} failed (${failedPercent.toFixed(1)}% > maxFailurePercent ${strategy.maxFailurePercent})`;
+    // Only a rollout still running reacts: an operator may have paused or aborted it meanwhile.
+    await move(run, strategy.onFailure === 'rollback' ? 'rolling-back' : 'paused', ['running'], reason);
+    return;
   }
-
-  async function pushAndAwait(batch: number, options: { resumed?: boolean } = {}) {
-    const { pushed } = await waiting.pushBatch({ rolloutId: input.rolloutId, batch });
-    if (stateNow() !== 'running') return;
-    let outcome;
-    try {
-      batchWait = new CancellationScope();
-      outcome = await batchWait.run(() => waiting.awaitBatch({ rolloutId: input.rolloutId, batch }));
-    } catch (error) {
-      if (!isCancellation(error)) throw error;
-      // Aborted: the agents that have not answered are given up. Rolling back: they are rolled back.
-      if (stateNow() === 'aborted')
-        await quick.abandonBatch({
-          rolloutId: input.rolloutId,
-          batch,
-          reason: 'the rollout was aborted before the agent reported',
-        });
-      return;
-    } finally {
-      batchWait = undefined;
-    }
-    lastBatch = {
-      batch,
-      pushed: outcome.pushed,
-      succeeded: outcome.succeeded,
-      failed: outcome.failed,
-      skipped: outcome.skipped,
-    };
-    counts = outcome.counts ?? counts;
-    showDetails();
-    // A batch a previous run had already judged is not judged again (a resume would re-pause).
-    if (options.resumed && pushed === 0 && outcome.awaited === 0) return;
-    const { failed } = outcome;
-    const done = outcome.succeeded + outcome.failed;
-    const failedPercent = done === 0 ? 0 : (failed * 100) / done;
-    if (failed > 0 && failedPercent > strategy.maxFailurePercent) {
-      const reason = `${failed} of ${done} agents of batch ${batch} failed (${failedPercent.toFixed(1)}% > maxFailurePercent ${strategy.maxFailurePercent})`;
-      // Only a rollout still running reacts: an operator may have paused or aborted it meanwhile.
-      await move(strategy.onFailure === 'rollback' ? 'rolling-back' : 'paused', ['running'], reason);
-      return;
-    }
-    bakeUntil = Date.now() + strategy.bakeSeconds * 1000;
-  }
+  run.bakeUntil = Date.now() + strategy.bakeSeconds * 1000;
 }

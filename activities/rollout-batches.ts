@@ -1,0 +1,116 @@
+/**
+ * Choosing a rollout's next batch (its agents, judged again by the policies) and pushing
+ * the configuration to it.
+ */
+import type { Knex } from 'knex';
+import { emitEvents } from '../db/repos/events';
+import {
+  addTargetAgents,
+  assignBatch,
+  claimBatchForPush,
+  countRolloutAgents,
+  finishAgents,
+} from '../db/repos/rollout-agents';
+import { lockRolloutState, setCurrentBatch } from '../db/repos/rollouts';
+import { evaluatePolicies, violationsOf } from '../domain/policies/evaluate';
+import { pushConfiguration } from '../domain/pushes';
+import { whileHeartbeating } from './keep-alive';
+import { agentEvents, loadRolloutRow } from './rollout-shared';
+
+/** `prepareBatch` and `pushBatch`: a batch's agents, then the push to them. */
+export function createRolloutBatchActivities(db: Knex) {
+  return {
+    /**
+     * Batch `batch`: first the agents that joined the target since (a later batch includes
+     * them), then the next agents by id, `batchSize` or `batchPercent` of the current total;
+     * then the policies judge the batch again (with the rollout's batch facts), and denied
+     * agents fail with the policy's name. Nothing happens unless the rollout is running: the
+     * row is locked against transitions meanwhile, so an abort cannot leave joined agents
+     * behind in an aborted rollout.
+     */
+    async prepareBatch(input: {
+      rolloutId: string;
+      batch: number;
+    }): Promise<{ running: boolean; agents: number; denied: number }> {
+      const rollout = await loadRolloutRow(db, input.rolloutId);
+      const prepared = await db.transaction(async (trx) => {
+        if ((await lockRolloutState(trx, rollout.id)) !== 'running') return undefined;
+        await addTargetAgents(trx, rollout, { joining: true });
+        const total = await countRolloutAgents(trx, rollout.id);
+        const { batchSize, batchPercent } = rollout.strategy;
+        const size = batchSize ?? Math.max(1, Math.ceil((total * (batchPercent ?? 100)) / 100));
+        const agentIds = await assignBatch(trx, rollout.id, input.batch, size);
+        // An empty batch means the rollout is done; it is not a batch (currentBatch stays).
+        if (agentIds.length > 0) await setCurrentBatch(trx, rollout.id, input.batch);
+        return { total, agentIds };
+      });
+      if (!prepared) return { running: false, agents: 0, denied: 0 };
+      const { total, agentIds } = prepared;
+      if (agentIds.length === 0) return { running: true, agents: 0, denied: 0 };
+      const evaluation = await evaluatePolicies(db, rollout.tenant_id, {
+        configurationId: rollout.configuration_id,
+        version: rollout.version,
+        target: { agentIds },
+        rollout: { batchSize: rollout.strategy.batchSize, batchPercent: rollout.strategy.batchPercent },
+        totalTargetCount: total,
+      });
+      // Agents denied for the same reason fail in one statement.
+      const byReason = new Map<string, Set<string>>();
+      for (const violation of violationsOf(evaluation)) {
+        const error = `policy '${violation.name}' denied the push${violation.error ? `: ${violation.error}` : ''}`;
+        if ([...byReason.values()].some((ids) => ids.has(violation.agentId))) continue;
+        if (!byReason.has(error)) byReason.set(error, new Set());
+        byReason.get(error)!.add(violation.agentId);
+      }
+      let denied = 0;
+      await db.transaction(async (trx) => {
+        for (const [error, ids] of byReason) {
+          const done = await finishAgents(trx, rollout.id, [...ids], 'failed', error);
+          denied += done.length;
+          await emitEvents(
+            trx,
+            agentEvents(
+              rollout,
+              done.map((id) => ({ agent_id: id, state: 'failed' as const, error })),
+              { batch: input.batch },
+            ),
+          );
+        }
+      });
+      return { running: true, agents: agentIds.length, denied };
+    },
+
+    /**
+     * Pushes the batch's pending agents (claimed and pushed in one transaction), unless the
+     * rollout is no longer running (then nothing).
+     */
+    async pushBatch(input: { rolloutId: string; batch: number }): Promise<{ pushed: number; skipped: number }> {
+      const rollout = await loadRolloutRow(db, input.rolloutId);
+      return whileHeartbeating(() =>
+        db.transaction(async (trx) => {
+          if ((await lockRolloutState(trx, rollout.id)) !== 'running') return { pushed: 0, skipped: 0 };
+          const { push, skipped } = await claimBatchForPush(trx, rollout.id, input.batch);
+          const unreachable = 'the agent can no longer receive configurations';
+          await emitEvents(
+            trx,
+            agentEvents(
+              rollout,
+              skipped.map((id) => ({ agent_id: id, state: 'skipped' as const, error: unreachable })),
+              { batch: input.batch },
+            ),
+          );
+          if (push.length > 0) {
+            // A PushError (the version is gone or unpublished) fails the activity for good.
+            await pushConfiguration(trx, {
+              tenantId: rollout.tenant_id,
+              agentIds: push,
+              configurationId: rollout.configuration_id,
+              version: rollout.version,
+            });
+          }
+          return { pushed: push.length, skipped: skipped.length };
+        }),
+      );
+    },
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * A rollout's rollback: every touched agent gets back the configuration version it had
+ * before, and the rollback waits for their reports.
+ */
+import { heartbeat, sleep } from '@temporalio/activity';
+import type { Knex } from 'knex';
+import { lockAgentRows } from '../db/repos/agents';
+import { emitEvents } from '../db/repos/events';
+import { claimRollback, failRollbackAgents, rollbackWaiting, settleRollback } from '../db/repos/rollout-agents';
+import { pushConfiguration, PushError } from '../domain/pushes';
+import { whileHeartbeating } from './keep-alive';
+import { agentEvents, loadRolloutRow, POLL_MS } from './rollout-shared';
+
+/** `startRollback` and `awaitRollback`: the pushes back, then the wait for their reports. */
+export function createRolloutRollbackActivities(db: Knex) {
+  return {
+    /** Pushes to every touched agent the configuration version it had before. */
+    async startRollback(input: { rolloutId: string }): Promise<{ pushed: number }> {
+      const rollout = await loadRolloutRow(db, input.rolloutId);
+      return whileHeartbeating(() =>
+        db.transaction(async (trx) => {
+          let pushed = 0;
+          const groups = await claimRollback(trx, rollout.id, rollout.content_hash);
+          await lockAgentRows(
+            trx,
+            rollout.tenant_id,
+            groups.flatMap((group) => group.agentIds),
+          );
+          for (const group of groups) {
+            try {
+              const result = await pushConfiguration(trx, {
+                tenantId: rollout.tenant_id,
+                agentIds: group.agentIds,
+                configurationId: group.configurationId,
+                version: group.version,
+              });
+              pushed += result.agentIds.length;
+              const reached = new Set(result.agentIds);
+              const unreachable = group.agentIds.filter((id) => !reached.has(id));
+              await failRollbackAgents(trx, rollout.id, unreachable, 'the agent can no longer receive configurations');
+            } catch (error) {
+              if (!(error instanceof PushError)) throw error;
+              await failRollbackAgents(trx, rollout.id, group.agentIds, error.message);
+            }
+          }
+          return { pushed };
+        }),
+      );
+    },
+
+    /** Waits for the rollback's reports, like awaitBatch (timeout from the rollback's start). */
+    async awaitRollback(input: { rolloutId: string }): Promise<{ waitingAfterTimeout: number }> {
+      const rollout = await loadRolloutRow(db, input.rolloutId);
+      const started = Date.now();
+      const timeoutMs = rollout.strategy.applyTimeoutSeconds * 1000;
+      for (;;) {
+        await whileHeartbeating(() =>
+          db.transaction(async (trx) => {
+            const settled = await settleRollback(trx, rollout.id);
+            await emitEvents(trx, agentEvents(rollout, settled, { rollback: true }));
+          }),
+        );
+        const waiting = await rollbackWaiting(db, rollout.id);
+        if (waiting.length === 0) return { waitingAfterTimeout: 0 };
+        if (Date.now() - started >= timeoutMs) {
+          await failRollbackAgents(
+            db,
+            rollout.id,
+            waiting,
+            `no report within ${rollout.strategy.applyTimeoutSeconds} s`,
+          );
+          return { waitingAfterTimeout: waiting.length };
+        }
+        heartbeat(waiting.length);
+        await sleep(POLL_MS);
+      }
+    },
+  };
+}
