@@ -73,6 +73,11 @@ async function lockForChange(db: Knex | Knex.Transaction, principal: Principal, 
 }
 
 export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] {
+  return [...containerRoutes(options), ...versionRoutes(options)];
+}
+
+/** The configuration containers: list, create, read, rename and relabel. */
+function containerRoutes(options: ResourceRouteOptions): RouteDef[] {
   return [
     route({
       method: 'get',
@@ -173,6 +178,12 @@ export function configurationsRoutes(options: ResourceRouteOptions): RouteDef[] 
         return { body: configuration, rowVersion: row.row_version };
       },
     }),
+  ];
+}
+
+/** A configuration's versions: save a draft, list, compare, read, publish. */
+function versionRoutes(options: ResourceRouteOptions): RouteDef[] {
+  return [
     route({
       method: 'post',
       path: '/api/configurations/{id}/versions',

@@ -86,8 +86,11 @@ function credentialFor(key: Buffer, current: PeerRow, baseUrl: string, sent: str
   return stored.token;
 }
 
-export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
-  const { settings, baseUrl, outbound } = options;
+type PeerRouteKit = ReturnType<typeof peerRouteKit>;
+
+/** What the routes of peers share: the key credentials are sealed with, the event, the checks of a new address. */
+function peerRouteKit(options: FederationRouteOptions) {
+  const { settings, outbound } = options;
   const key = () => encryptionKey(settings);
   const timeoutMs = settings.federation.peerTimeoutSeconds * 1000;
 
@@ -117,6 +120,17 @@ export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
     return ping;
   }
 
+  return { key, timeoutMs, announce, checkPlainHttp, pingNewAddress };
+}
+
+export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
+  const kit = peerRouteKit(options);
+  return [...readRoutes(options), ...pairingRoutes(kit), ...changeRoutes(kit)];
+}
+
+/** Who this installation is (a peer's ping), and the list of peers. */
+function readRoutes(options: FederationRouteOptions): RouteDef[] {
+  const { settings, baseUrl } = options;
   return [
     route({
       method: 'get',
@@ -157,6 +171,13 @@ export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
         return { body: respondPage(ctx, baseUrl, page, presentPeer) };
       },
     }),
+  ];
+}
+
+/** Pairing with a peer (pinged first), and one peer. */
+function pairingRoutes(kit: PeerRouteKit): RouteDef[] {
+  const { key, announce, checkPlainHttp, pingNewAddress } = kit;
+  return [
     route({
       method: 'post',
       path: PEERS,
@@ -213,6 +234,13 @@ export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
         return { body: presentPeer(row), rowVersion: row.row_version };
       },
     }),
+  ];
+}
+
+/** Changing a peer's address, name or credential, and unpairing. */
+function changeRoutes(kit: PeerRouteKit): RouteDef[] {
+  const { key, announce, checkPlainHttp, pingNewAddress } = kit;
+  return [
     route({
       method: 'put',
       path: `${PEERS}/{id}`,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { Logger } from 'pino';
 import { findConfiguration } from '../../../db/repos/configurations';
 import { findVersionWithContent } from '../../../db/repos/configuration-versions';
 import { emitEvents } from '../../../db/repos/events';
@@ -51,99 +52,106 @@ const DESCRIPTIONS: Record<FederatedRolloutOperation, string> = {
 
 type CreateBody = z.output<typeof createFederatedRolloutBody>;
 
+/** Temporal did not take the workflow: the federated rollout ends failed at once (503). */
+async function giveUp(db: Knex, logger: Logger, row: FederatedRolloutRow, error: unknown): Promise<never> {
+  const reason = `its workflow could not be started (${(error as Error).message}); nothing was rolled out`;
+  logger.warn({ err: error, federatedRolloutId: row.id }, 'federated rollout not started');
+  await db.transaction(async (trx) => {
+    const failed = await setFederatedRolloutState(trx, { id: row.id, from: ['running'], to: 'failed', reason });
+    if (!failed) return;
+    await emitEvents(trx, [
+      {
+        tenantId: row.tenant_id,
+        type: 'federation.rollout.failed',
+        source: `${SOURCE}/${row.id}`,
+        subject: row.id,
+        data: { federatedRolloutId: row.id, name: row.name, from: 'running', state: 'failed', reason },
+      },
+    ]);
+  });
+  throw problems.unavailable(`Temporal did not take the federated rollout (${(error as Error).message}). Retry.`);
+}
+
+/** What a body asks for, checked here: a published version of one of this tenant's configurations, known peers. */
+async function plan(db: Knex, installationName: string, tenantId: string, body: CreateBody, actor: string) {
+  const configuration = await findConfiguration(db, tenantId, body.configurationId);
+  if (!configuration) throw problems.notFound('configuration', body.configurationId);
+  const version = await findVersionWithContent(db, configuration.id, body.version);
+  if (!version) throw problems.notFound('configuration version', `${configuration.id}/${body.version}`);
+  if (version.state !== 'published')
+    throw problems.conflict(
+      `Version ${body.version} of configuration '${configuration.name}' is a draft; publish it before rolling it out.`,
+    );
+  const planned: PlannedVersion = {
+    tenantId,
+    configurationId: configuration.id,
+    version: version.version,
+    contentHash: version.content_hash,
+    copy: { name: configuration.name, format: configuration.format, content: version.content },
+    actor,
+  };
+  return { planned, installations: await plannedInstallations(db, installationName, tenantId, body) };
+}
+
+async function detail(db: Knex, row: FederatedRolloutRow) {
+  return presentFederatedRollout(row, await listInstallations(db, row.id));
+}
+
+/** Each installation of the body with its peer (404 for one that is not this tenant's). */
+async function plannedInstallations(
+  db: Knex,
+  installationName: string,
+  tenantId: string,
+  body: CreateBody,
+): Promise<PlannedInstallation[]> {
+  return Promise.all(
+    body.installations.map(async (installation) => {
+      if (installation.peerId === 'local') return { peer: null, name: installationName, ...installation };
+      const peer = await findPeer(db, tenantId, installation.peerId.toLowerCase());
+      if (!peer) throw problems.notFound('federation peer', installation.peerId);
+      return { peer, name: peer.name, ...installation };
+    }),
+  );
+}
+
+/** POST …/{id}/{operation}: the workflow makes the change and passes it on to every installation. */
+function operationRoute(workflows: FederatedRolloutWorkflows, operation: FederatedRolloutOperation): RouteDef {
+  return route({
+    method: 'post',
+    path: `${SOURCE}/{id}/${operation}`,
+    summary: `${operation[0]!.toUpperCase()}${operation.slice(1)} the federated rollout on every installation`,
+    tag,
+    permission: 'operate',
+    resource: 'federated-rollout',
+    etag: 'live',
+    // The workflow makes the change and passes it on; no connection waits on it here.
+    transactional: false,
+    params: federatedRolloutId,
+    response: {
+      status: 200,
+      description: `${DESCRIPTIONS[operation]} Answers the federated rollout in its new state, with its new ETag.`,
+      schema: federatedRolloutSchema,
+    },
+    handler: async ({ db, principal, params, ctx }) => {
+      const row = await findFederatedRollout(db, principal.tenantId, params.id);
+      if (!row) throw problems.notFound('federated rollout', params.id);
+      const versions = ifMatchVersions(ctx);
+      if (versions && !versions.includes(Number(row.row_version)))
+        throw problems.preconditionFailed('federated rollout', row.id);
+      if (!FEDERATED_TRANSITIONS[operation].from.includes(row.state))
+        throw problems.invalidTransition(refusedFederatedOperation(row.state, operation));
+      await workflows.operate(row, { operation, versions, actor: principal.name });
+      const updated = (await findFederatedRollout(db, principal.tenantId, row.id))!;
+      return { body: await detail(db as Knex, updated), rowVersion: Number(updated.row_version) };
+    },
+  });
+}
+
 /** Federation: federated rollouts, and the receiver side a peer calls (docs/federation.md). */
 export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDef[] {
   const workflows = new FederatedRolloutWorkflows(options.temporal, options.settings);
-
-  /** Temporal did not take the workflow: the federated rollout ends failed at once (503). */
-  async function giveUp(db: Knex, row: FederatedRolloutRow, error: unknown): Promise<never> {
-    const reason = `its workflow could not be started (${(error as Error).message}); nothing was rolled out`;
-    options.logger.warn({ err: error, federatedRolloutId: row.id }, 'federated rollout not started');
-    await db.transaction(async (trx) => {
-      const failed = await setFederatedRolloutState(trx, { id: row.id, from: ['running'], to: 'failed', reason });
-      if (!failed) return;
-      await emitEvents(trx, [
-        {
-          tenantId: row.tenant_id,
-          type: 'federation.rollout.failed',
-          source: `${SOURCE}/${row.id}`,
-          subject: row.id,
-          data: { federatedRolloutId: row.id, name: row.name, from: 'running', state: 'failed', reason },
-        },
-      ]);
-    });
-    throw problems.unavailable(`Temporal did not take the federated rollout (${(error as Error).message}). Retry.`);
-  }
-
-  /** What a body asks for, checked here: a published version of one of this tenant's configurations, known peers. */
-  async function plan(db: Knex, tenantId: string, body: CreateBody, actor: string) {
-    const configuration = await findConfiguration(db, tenantId, body.configurationId);
-    if (!configuration) throw problems.notFound('configuration', body.configurationId);
-    const version = await findVersionWithContent(db, configuration.id, body.version);
-    if (!version) throw problems.notFound('configuration version', `${configuration.id}/${body.version}`);
-    if (version.state !== 'published')
-      throw problems.conflict(
-        `Version ${body.version} of configuration '${configuration.name}' is a draft; publish it before rolling it out.`,
-      );
-    const planned: PlannedVersion = {
-      tenantId,
-      configurationId: configuration.id,
-      version: version.version,
-      contentHash: version.content_hash,
-      copy: { name: configuration.name, format: configuration.format, content: version.content },
-      actor,
-    };
-    return { planned, installations: await plannedInstallations(db, tenantId, body) };
-  }
-
-  async function detail(db: Knex, row: FederatedRolloutRow) {
-    return presentFederatedRollout(row, await listInstallations(db, row.id));
-  }
-
-  /** Each installation of the body with its peer (404 for one that is not this tenant's). */
-  async function plannedInstallations(db: Knex, tenantId: string, body: CreateBody): Promise<PlannedInstallation[]> {
-    return Promise.all(
-      body.installations.map(async (installation) => {
-        if (installation.peerId === 'local')
-          return { peer: null, name: options.settings.federation.installationName, ...installation };
-        const peer = await findPeer(db, tenantId, installation.peerId.toLowerCase());
-        if (!peer) throw problems.notFound('federation peer', installation.peerId);
-        return { peer, name: peer.name, ...installation };
-      }),
-    );
-  }
-
-  const operations = FEDERATED_ROLLOUT_OPERATIONS.map((operation) =>
-    route({
-      method: 'post',
-      path: `${SOURCE}/{id}/${operation}`,
-      summary: `${operation[0]!.toUpperCase()}${operation.slice(1)} the federated rollout on every installation`,
-      tag,
-      permission: 'operate',
-      resource: 'federated-rollout',
-      etag: 'live',
-      // The workflow makes the change and passes it on; no connection waits on it here.
-      transactional: false,
-      params: federatedRolloutId,
-      response: {
-        status: 200,
-        description: `${DESCRIPTIONS[operation]} Answers the federated rollout in its new state, with its new ETag.`,
-        schema: federatedRolloutSchema,
-      },
-      handler: async ({ db, principal, params, ctx }) => {
-        const row = await findFederatedRollout(db, principal.tenantId, params.id);
-        if (!row) throw problems.notFound('federated rollout', params.id);
-        const versions = ifMatchVersions(ctx);
-        if (versions && !versions.includes(Number(row.row_version)))
-          throw problems.preconditionFailed('federated rollout', row.id);
-        if (!FEDERATED_TRANSITIONS[operation].from.includes(row.state))
-          throw problems.invalidTransition(refusedFederatedOperation(row.state, operation));
-        await workflows.operate(row, { operation, versions, actor: principal.name });
-        const updated = (await findFederatedRollout(db, principal.tenantId, row.id))!;
-        return { body: await detail(db as Knex, updated), rowVersion: Number(updated.row_version) };
-      },
-    }),
-  );
+  const installationName = options.settings.federation.installationName;
+  const operations = FEDERATED_ROLLOUT_OPERATIONS.map((operation) => operationRoute(workflows, operation));
 
   return [
     route({
@@ -189,7 +197,13 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
         schema: federatedDryRunSchema,
       },
       handler: async ({ db, principal, body, ctx }) => {
-        const { planned, installations } = await plan(db as Knex, principal.tenantId, body, principal.name);
+        const { planned, installations } = await plan(
+          db as Knex,
+          installationName,
+          principal.tenantId,
+          body,
+          principal.name,
+        );
         const verdicts = await askEverywhere(db as Knex, options, planned, installations);
         const answers = installations.map((installation, position) => {
           const verdict = verdicts[position]!;
@@ -222,7 +236,7 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
       },
       handler: async ({ db, principal, body }) => {
         const tenantId = principal.tenantId;
-        const { planned, installations } = await plan(db as Knex, tenantId, body, principal.name);
+        const { planned, installations } = await plan(db as Knex, installationName, tenantId, body, principal.name);
         await dryRunEverywhere(db as Knex, options, planned, installations);
         const row = await (db as Knex).transaction(async (trx) => {
           const created = await insertFederatedRollout(
@@ -255,7 +269,7 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
         // Committed first, so no connection waits on Temporal. One that does not take the
         // workflow leaves a federated rollout nothing drives: it ends failed at once, and the
         // answer says so (nothing was rolled out anywhere yet).
-        await workflows.start(row).catch((error: unknown) => giveUp(db as Knex, row, error));
+        await workflows.start(row).catch((error: unknown) => giveUp(db as Knex, options.logger, row, error));
         return {
           status: 201,
           body: await detail(db as Knex, row),

@@ -122,7 +122,11 @@ function movedSource(current: GitSourceRow, settings: GitSourceSettings) {
   return moved ? { last_synced_sha: null, last_synced_at: null } : {};
 }
 
-export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: GitSyncWorkflows }): RouteDef[] {
+type GitSourceRouteOptions = ResourceRouteOptions & { workflows: GitSyncWorkflows };
+type SourceRouteKit = ReturnType<typeof sourceRouteKit>;
+
+/** What the routes of Git sources share: how a source reads, and what a change does next. */
+function sourceRouteKit(options: GitSourceRouteOptions) {
   const { settings, baseUrl, workflows, logger } = options;
   const present = (row: GitSourceView) => presentSource(row, baseUrl);
   const key = () => encryptionKey(settings);
@@ -135,33 +139,18 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
   const wakeAfterCommit = (input: Pick<RouteInput<unknown, unknown, unknown>, 'afterCommit'>, source: SourceRef) =>
     input.afterCommit(() => wakeOrWarn(workflows, logger, source, { reason: 'source-changed' }));
 
-  /** Pause and resume: idempotent, 200 with the source either way. */
-  function setPaused(paused: boolean) {
-    return route({
-      method: 'post',
-      path: `/api/git-sources/{id}/${paused ? 'pause' : 'resume'}`,
-      summary: paused
-        ? 'Pause a source: no poll or webhook makes a sync run (idempotent)'
-        : 'Resume a paused source (idempotent)',
-      tag,
-      permission: 'operate',
-      resource: 'git-source',
-      etag: 'live',
-      params: sourceId,
-      response: { status: 200, description: 'The source.', schema: sourceSchema },
-      handler: async (input) => {
-        const { db, principal, params, ctx } = input;
-        const current = await lockForChange(db, principal.tenantId, params.id, ctx);
-        const changed = current.paused !== paused;
-        if (changed) await updateGitSource(db, principal.tenantId, params.id, { paused });
-        const row = await mustFind(db, principal.tenantId, params.id);
-        if (changed) await announce(db, row, paused ? 'git-source.paused' : 'git-source.resumed');
-        wakeAfterCommit(input, row); // unchanged too: it restarts a loop that was lost
-        return { body: present(row), rowVersion: row.row_version };
-      },
-    });
-  }
+  return { present, key, announce, wakeAfterCommit };
+}
 
+export function gitSourcesRoutes(options: GitSourceRouteOptions): RouteDef[] {
+  const kit = sourceRouteKit(options);
+  return [...sourceRoutes(options, kit), setPaused(kit, true), setPaused(kit, false), ...syncRoutes(options)];
+}
+
+/** Sources themselves: list, register, read, change and delete. */
+function sourceRoutes(options: GitSourceRouteOptions, kit: SourceRouteKit): RouteDef[] {
+  const { settings, baseUrl, workflows, logger } = options;
+  const { present, key, announce, wakeAfterCommit } = kit;
   return [
     route({
       method: 'get',
@@ -297,8 +286,40 @@ export function gitSourcesRoutes(options: ResourceRouteOptions & { workflows: Gi
         return { status: 204 };
       },
     }),
-    setPaused(true),
-    setPaused(false),
+  ];
+}
+
+/** Pause and resume: idempotent, 200 with the source either way. */
+function setPaused({ present, announce, wakeAfterCommit }: SourceRouteKit, paused: boolean): RouteDef {
+  return route({
+    method: 'post',
+    path: `/api/git-sources/{id}/${paused ? 'pause' : 'resume'}`,
+    summary: paused
+      ? 'Pause a source: no poll or webhook makes a sync run (idempotent)'
+      : 'Resume a paused source (idempotent)',
+    tag,
+    permission: 'operate',
+    resource: 'git-source',
+    etag: 'live',
+    params: sourceId,
+    response: { status: 200, description: 'The source.', schema: sourceSchema },
+    handler: async (input) => {
+      const { db, principal, params, ctx } = input;
+      const current = await lockForChange(db, principal.tenantId, params.id, ctx);
+      const changed = current.paused !== paused;
+      if (changed) await updateGitSource(db, principal.tenantId, params.id, { paused });
+      const row = await mustFind(db, principal.tenantId, params.id);
+      if (changed) await announce(db, row, paused ? 'git-source.paused' : 'git-source.resumed');
+      wakeAfterCommit(input, row); // unchanged too: it restarts a loop that was lost
+      return { body: present(row), rowVersion: row.row_version };
+    },
+  });
+}
+
+/** A source's syncing: sync now, its webhook token, its sync runs. */
+function syncRoutes(options: GitSourceRouteOptions): RouteDef[] {
+  const { baseUrl, workflows } = options;
+  return [
     route({
       method: 'post',
       path: `${SOURCE}/{id}/sync`,

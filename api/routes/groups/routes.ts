@@ -38,6 +38,11 @@ function orNameTaken(name: string) {
 }
 
 export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
+  return [...groupReadRoutes(options), ...groupChangeRoutes(), ...memberRoutes(options)];
+}
+
+/** Groups: list (creating the default group on first sight), create, read. */
+function groupReadRoutes(options: ResourceRouteOptions): RouteDef[] {
   const withDefault = new Set<string>();
   return [
     route({
@@ -110,6 +115,12 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
         return { body: presentGroupView(row), rowVersion: row.row_version };
       },
     }),
+  ];
+}
+
+/** Changing a group: update, delete (members move to the default group) and restore. */
+function groupChangeRoutes(): RouteDef[] {
+  return [
     route({
       method: 'put',
       path: '/api/groups/{id}',
@@ -201,6 +212,12 @@ export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
         return { body: group, rowVersion: row.row_version };
       },
     }),
+  ];
+}
+
+/** A group's static members: add or remove, and list. */
+function memberRoutes(options: ResourceRouteOptions): RouteDef[] {
+  return [
     route({
       method: 'post',
       path: '/api/groups/{id}/members',

@@ -151,6 +151,11 @@ async function refuseSelfApproval(db: Db, principal: Principal, row: PolicyRow, 
 }
 
 export function policiesRoutes(options: ResourceRouteOptions): RouteDef[] {
+  return [...policyRoutes(options), ...evaluationRoutes()];
+}
+
+/** Policies: list, read, create, update, approve. */
+function policyRoutes(options: ResourceRouteOptions): RouteDef[] {
   const seeded = new Set<string>();
   return [
     route({
@@ -282,6 +287,12 @@ export function policiesRoutes(options: ResourceRouteOptions): RouteDef[] {
     }),
     switchRoute(true),
     switchRoute(false),
+  ];
+}
+
+/** Checking a CEL expression, and evaluating the enforced policies against a would-be push. */
+function evaluationRoutes(): RouteDef[] {
+  return [
     route({
       method: 'post',
       path: '/api/policies/check',

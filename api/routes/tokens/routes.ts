@@ -174,6 +174,11 @@ async function issue(
 const idParams = z.object({ id: z.uuid() });
 
 export function tokensRoutes(options: ResourceRouteOptions): RouteDef[] {
+  return [...poolRoutes(options), ...tokenRoutes(options)];
+}
+
+/** Bootstrap-token pools: list, create, read, and issue a token from one. */
+function poolRoutes(options: ResourceRouteOptions): RouteDef[] {
   return [
     // Pools first: `/api/tokens/pools` must not be read as a token id.
     route({
@@ -278,6 +283,12 @@ export function tokensRoutes(options: ResourceRouteOptions): RouteDef[] {
         });
       },
     }),
+  ];
+}
+
+/** Bootstrap tokens: list, create, read, revoke. */
+function tokenRoutes(options: ResourceRouteOptions): RouteDef[] {
+  return [
     route({
       method: 'get',
       path: '/api/tokens',
