@@ -1,0 +1,54 @@
+/**
+ * Who is speaking on a connection: the client certificate checked once at the TLS handshake,
+ * else the bootstrap token of each request or upgrade.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import { verifyAgentCertificate, verifyAuthorizedPeer } from '../domain/certificates';
+import { checkCredential, tokenFromRequest, type Credential } from './enrollment';
+import type { ListenerContext } from './listener-context';
+
+/** A client certificate wins over a token; no credential at all is for approval mode. */
+export async function credentialOf(
+  ctx: ListenerContext,
+  req: IncomingMessage,
+): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string; tokenId?: string }> {
+  const identity = await ctx.certificateIdentity.get(req.socket as TLSSocket);
+  if (identity) return { ok: true, credential: { kind: 'certificate', identity } };
+  if (req.socket.destroyed) return { ok: false, reason: 'certificate refused' };
+  const token = tokenFromRequest(req);
+  if (token === undefined && ctx.approval) return { ok: true, credential: { kind: 'none' } };
+  return checkCredential(ctx.db, token);
+}
+
+/** At the handshake: a certificate of another CA closes the connection; ours is mapped to its agent. */
+export function checkClientCertificate(ctx: ListenerContext, socket: TLSSocket): void {
+  const { db, ca, logger, sessions } = ctx;
+  const peer = socket.getPeerCertificate();
+  if (!peer?.raw) return;
+  // Our leaves name their agent in the CN; another CA's name only its holder's claim.
+  const claimed = { agentId: peer.subject?.CN, serial: peer.serialNumber };
+  if (!socket.authorized) {
+    logger.info({ ...claimed, reason: socket.authorizationError }, 'agent certificate refused at the handshake');
+    socket.destroy();
+    return;
+  }
+  // OpenSSL has checked chain and validity; the full check runs only for what the fast one cannot read.
+  const identity = verifyAuthorizedPeer(db, peer)
+    .then((found) => found ?? verifyAgentCertificate(db, ca, peer.raw))
+    .then(
+      (found) => {
+        sessions.trackCertificateSocket(found.agentId, socket);
+        return found;
+      },
+      (error: Error) => {
+        logger.info(
+          { ...claimed, reason: (error as { reason?: string }).reason ?? error.message },
+          'agent certificate refused',
+        );
+        socket.destroy();
+        return undefined;
+      },
+    );
+  ctx.certificateIdentity.set(socket, identity);
+}
