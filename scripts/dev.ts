@@ -12,11 +12,10 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { generateToken, hashToken } from '../domain/tokens/secret-token';
 import { createDb, migrateLatest } from '../db/connection';
 import { findActiveAgentCa } from '../db/repos/agent-ca';
-import { countPats, insertPat } from '../db/repos/pats';
-import { ensureTenant } from '../db/repos/tenants';
+import { countPats } from '../db/repos/pats';
+import { issuePat } from '../domain/tokens/pats';
 import { postgresUrl } from './infra/postgres-url';
 import { ensureTemporalCli, MissingToolError, startTemporal } from './infra/temporal';
 import { formatLogLine } from './dev/pretty-log';
@@ -125,18 +124,15 @@ async function firstAdminToken(databaseUrl: string): Promise<string | undefined>
   try {
     await migrateLatest(db);
     if ((await countPats(db)) > 0) return undefined;
-    await ensureTenant(db, 'default');
-    const token = generateToken('svc-pat');
-    await insertPat(db, {
-      tenant_id: 'default',
+    const request = {
+      tenantId: 'default',
       name: 'dev-admin',
-      token_hash: hashToken(token),
       role: 'admin',
-      allowed_endpoints: null,
-      expires_at: new Date(Date.now() + 90 * 86_400_000),
-      created_by: 'npm run dev',
-    });
-    return token;
+      allowedEndpoints: null,
+      expiresInDays: 90,
+      createdBy: 'npm run dev',
+    };
+    return (await db.transaction((trx) => issuePat(trx, request, 90))).token;
   } finally {
     await db.destroy();
   }

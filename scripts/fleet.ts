@@ -7,13 +7,12 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { TENANT_ID } from '../api/auth/principal';
 import { isRole, ROLES } from '../api/auth/roles';
-import { generateToken, hashToken } from '../domain/tokens/secret-token';
+import { DomainError } from '../domain/errors';
+import { issuePat } from '../domain/tokens/pats';
 import { parseEndpoint } from '../api/http/endpoints';
 import { loadSettingsOrExit } from '../platform/settings';
 import { createDb, migrateLatest } from '../db/connection';
 import { verifyAuditChain } from '../db/repos/audit';
-import { insertPat } from '../db/repos/pats';
-import { ensureTenant } from '../db/repos/tenants';
 
 const USAGE = `usage: npm run fleet -- <command>
   migrate                                   apply database migrations
@@ -67,24 +66,23 @@ async function main(argv: string[]): Promise<number> {
         if (!TENANT_ID.test(tenant)) throw new UsageError('--tenant must be lower-case letters, digits and dashes');
         const badEntry = values.allow?.find((entry) => !parseEndpoint(entry));
         if (badEntry) throw new UsageError(`--allow '${badEntry}' must look like "POST /api/rollouts/{id}/start"`);
-        const days = Number(values['expires-in-days'] ?? settings.pat.defaultTtlDays);
-        if (!Number.isInteger(days) || days < 1 || days > 3650)
+        const days = values['expires-in-days'] === undefined ? undefined : Number(values['expires-in-days']);
+        if (days !== undefined && (!Number.isInteger(days) || days < 1 || days > 3650))
           throw new UsageError('--expires-in-days must be 1-3650');
-        await ensureTenant(db, tenant);
-        const token = generateToken('svc-pat');
-        const row = await insertPat(db, {
-          tenant_id: tenant,
+        const request = {
+          tenantId: tenant,
           name,
-          token_hash: hashToken(token),
           role,
-          allowed_endpoints: values.allow ?? null,
-          expires_at: new Date(Date.now() + days * 86_400_000),
-          created_by: 'cli',
-        }).catch((error: { code?: string }) => {
-          if (error.code === '23505')
-            throw new UsageError(`a PAT named '${name}' already exists in tenant '${tenant}'`);
-          throw error;
-        });
+          allowedEndpoints: values.allow ?? null,
+          expiresInDays: days,
+          createdBy: 'cli',
+        };
+        const { row, token } = await db
+          .transaction((trx) => issuePat(trx, request, settings.pat.defaultTtlDays))
+          .catch((error: unknown) => {
+            if (error instanceof DomainError) throw new UsageError(`${error.message} (tenant '${tenant}')`);
+            throw error;
+          });
         process.stderr.write(
           `PAT '${row.name}' (${row.role}, tenant ${tenant}, expires ${row.expires_at.toISOString()}). It is shown once:\n`,
         );

@@ -30,6 +30,17 @@ describe('npm run fleet', () => {
     expect(list.status).toBe(200);
     expect(list.body.items[0]).toMatchObject({ name: 'break-glass', createdBy: 'cli' });
     expect(JSON.stringify(list.body)).not.toContain(token);
+
+    // Announced as a PAT issued through the API is: the same event, the PAT as GET shows it.
+    const shown = list.body.items[0];
+    const events = await t.call('GET', `/api/events?type=pat.created&subject=${shown.id}`, { token });
+    expect(events.body.items).toHaveLength(1);
+    const [{ source, data }] = events.body.items;
+    expect(source).toBe('/api/pats');
+    expect(Object.keys(data).sort()).toEqual(Object.keys(shown).sort());
+    const { lastUsedAt: _used, ...issued } = shown; // the list call above used the token
+    expect(data).toMatchObject({ ...issued, lastUsedAt: null });
+    expect(JSON.stringify(events.body)).not.toContain(token);
   });
 
   test('bad arguments stop with a clear line and the usage', async () => {

@@ -1,19 +1,14 @@
-import type { Knex } from 'knex';
 import { notify } from '../../../db/notify';
-import { emitEvents } from '../../../db/repos/events';
-import { findPat, insertPat, listPatsQuery, revokePat, type PatRow } from '../../../db/repos/pats';
-import { findTenant } from '../../../db/repos/tenants';
+import { findPat, listPatsQuery, type PatRow } from '../../../db/repos/pats';
+import { issuePat, patView, revokePat } from '../../../domain/tokens/pats';
 import { PAT_CHANGES_CHANNEL } from '../../auth/pat-auth';
 import type { Principal } from '../../auth/principal';
 import { ROLES, withinCeiling, type Role } from '../../auth/roles';
-import { generateToken, hashToken } from '../../../domain/tokens/secret-token';
 import { endpointOverlapsRoute, HUB_ENDPOINT, parseEndpoint } from '../../http/endpoints';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
-import { conflictOnDuplicate, problems, type FieldError } from '../../problems';
-
-const DAY_MS = 86_400_000;
+import { problems, type FieldError } from '../../problems';
 
 export const createPatBody = z
   .object({
@@ -69,21 +64,8 @@ const createdPatSchema = patSchema
   })
   .openapi('PatCreated');
 
-function presentPat(row: PatRow): z.infer<typeof patSchema> {
-  const state = row.revoked_at ? 'revoked' : row.expires_at.getTime() <= Date.now() ? 'expired' : 'active';
-  return {
-    id: row.id,
-    name: row.name,
-    role: row.role as Role,
-    allowedEndpoints: row.allowed_endpoints,
-    state,
-    expiresAt: row.expires_at.toISOString(),
-    revokedAt: row.revoked_at?.toISOString() ?? null,
-    lastUsedAt: row.last_used_at?.toISOString() ?? null,
-    createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
-  };
-}
+/** The PAT as the API shows it: the same view its events carry. */
+const presentPat = (row: PatRow): z.infer<typeof patSchema> => ({ ...patView(row), role: row.role as Role });
 
 /**
  * Each entry must name a route that exists; a PAT that is itself limited may only hand
@@ -108,11 +90,6 @@ function checkEndpoints(entries: string[], routes: RouteDef[], issuer: Principal
     errors.push({ path: 'body.allowedEndpoints', message: 'is required when your own token is limited to endpoints' });
   }
   return errors;
-}
-
-async function defaultTtlDays(db: Knex | Knex.Transaction, tenantId: string, fallback: number): Promise<number> {
-  const tenant = await findTenant(db, tenantId);
-  return tenant?.settings.patDefaultTtlDays ?? fallback;
 }
 
 const patId = z.object({ id: z.uuid() });
@@ -179,24 +156,18 @@ export function patRoutes(options: PatRouteOptions): RouteDef[] {
         }
         const errors = checkEndpoints(body.allowedEndpoints ?? [], options.routes(), principal);
         if (errors.length > 0) throw problems.validation(errors);
-        const days = body.expiresInDays ?? (await defaultTtlDays(db, principal.tenantId, options.defaultTtlDays));
-        const token = generateToken('svc-pat');
-        const row = await insertPat(db, {
-          tenant_id: principal.tenantId,
+        const request = {
+          tenantId: principal.tenantId,
           name: body.name,
-          token_hash: hashToken(token),
           role: body.role,
-          allowed_endpoints: body.allowedEndpoints ?? null,
-          expires_at: new Date(Date.now() + days * DAY_MS),
-          created_by: principal.name,
-        }).catch(conflictOnDuplicate(`A PAT named '${body.name}' already exists.`));
-        const pat = presentPat(row);
-        await emitEvents(db, [
-          { tenantId: principal.tenantId, type: 'pat.created', source: '/api/pats', subject: row.id, data: pat },
-        ]);
+          allowedEndpoints: body.allowedEndpoints ?? null,
+          expiresInDays: body.expiresInDays,
+          createdBy: principal.name,
+        };
+        const { row, token } = await issuePat(db, request, options.defaultTtlDays);
         return {
           status: 201,
-          body: { ...pat, token },
+          body: { ...presentPat(row), token },
           resourceId: row.id,
           headers: { Location: `/api/pats/${row.id}` },
         };
@@ -213,14 +184,9 @@ export function patRoutes(options: PatRouteOptions): RouteDef[] {
       response: { status: 200, description: 'The revoked PAT.', schema: patSchema },
       handler: async ({ db, principal, params, afterCommit }) => {
         const row = await revokePat(db, principal.tenantId, params.id);
-        if (!row) throw problems.notFound('PAT', params.id);
-        const pat = presentPat(row);
-        await emitEvents(db, [
-          { tenantId: principal.tenantId, type: 'pat.revoked', source: '/api/pats', subject: row.id, data: pat },
-        ]);
         await notify(db, PAT_CHANGES_CHANNEL, row.id);
         afterCommit(() => options.evict(row.id));
-        return { body: pat };
+        return { body: presentPat(row) };
       },
     }),
   ];
