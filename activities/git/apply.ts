@@ -7,16 +7,15 @@
 import type { Knex } from 'knex';
 import {
   findConfigurationByName,
-  insertConfiguration,
   listManagedConfigurations,
   lockConfiguration,
   setSourceFile,
   type ConfigurationRow,
 } from '../../db/repos/configurations';
 import { findVersion, type VersionProvenance } from '../../db/repos/configuration-versions';
-import { emitEvents } from '../../db/repos/events';
 import { holdGitSource, type GitSourceRow } from '../../db/repos/git-sources';
 import type { SyncRunChange, SyncRunFileError } from '../../db/repos/git-sync-runs';
+import { createConfiguration } from '../../domain/configurations/configurations';
 import { CONTENT_LIMIT_BYTES, contentHash } from '../../domain/configurations/content';
 import {
   checkVersionContent,
@@ -139,7 +138,7 @@ async function adoptOrCreate(trx: Knex.Transaction, source: GitSourceRow, file: 
       `a configuration named '${file.name}' already exists and is not managed by this source; rename the file or the configuration`,
     );
   if (existing) return existing;
-  const row = await insertConfiguration(trx, {
+  return createConfiguration(trx, {
     tenant_id: source.tenant_id,
     name: file.name,
     description: '',
@@ -148,14 +147,4 @@ async function adoptOrCreate(trx: Knex.Transaction, source: GitSourceRow, file: 
     managed_by: source.id,
     source_path: file.path,
   });
-  await emitEvents(trx, [
-    {
-      tenantId: source.tenant_id,
-      type: 'configuration.created',
-      source: '/api/configurations',
-      subject: row.id,
-      data: { id: row.id, name: row.name, format: row.format, managedBy: source.id, sourcePath: file.path },
-    },
-  ]);
-  return row;
 }

@@ -7,15 +7,10 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation } from '../../db/errors';
 import { findVersionByHash, type VersionRow } from '../../db/repos/configuration-versions';
-import {
-  findConfigurationByName,
-  insertConfiguration,
-  lockConfiguration,
-  type ConfigurationRow,
-} from '../../db/repos/configurations';
-import { emitEvents } from '../../db/repos/events';
+import { findConfigurationByName, lockConfiguration, type ConfigurationRow } from '../../db/repos/configurations';
 import { countRolloutAgents } from '../../db/repos/rollout-agents';
 import { findRolloutByFederationKey, type RolloutRow } from '../../db/repos/rollouts';
+import { ConfigurationNameTakenError, createConfiguration } from '../configurations/configurations';
 import { contentHash, type Format } from '../configurations/content';
 import {
   publishVersion,
@@ -67,30 +62,11 @@ export async function copyVersion(
 
 /** A configuration created for the copy; a concurrent copy that created it first is used instead. */
 async function createNamed(trx: Knex.Transaction, tenantId: string, name: string, format: Format) {
-  try {
-    const row = await trx.transaction((savepoint) =>
-      insertConfiguration(savepoint, {
-        tenant_id: tenantId,
-        name,
-        description: '',
-        format,
-        labels: {},
-      }),
-    );
-    await emitEvents(trx, [
-      {
-        tenantId,
-        type: 'configuration.created',
-        source: '/api/configurations',
-        subject: row.id,
-        data: { id: row.id, name: row.name, format: row.format },
-      },
-    ]);
-    return row;
-  } catch (error) {
-    if (!isUniqueViolation(error)) throw error;
+  const fields = { tenant_id: tenantId, name, description: '', format, labels: {} };
+  return createConfiguration(trx, fields).catch(async (error: unknown) => {
+    if (!(error instanceof ConfigurationNameTakenError)) throw error;
     return (await findConfigurationByName(trx, tenantId, name))!;
-  }
+  });
 }
 
 /**

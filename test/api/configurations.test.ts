@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/app';
+import { expectConfigurationCreatedAsShown } from '../support/events';
 
 let t: TestApp;
 let operator: string;
@@ -55,6 +56,7 @@ describe('configuration containers', () => {
     expect(detail.status).toBe(200);
     expect(detail.body).toEqual(res.body);
     expect(detail.headers.get('etag')).toBe(res.headers.get('etag'));
+    await expectConfigurationCreatedAsShown(t.database.db, res.body.id, detail.body);
     const again = await t.call('GET', `/api/configurations/${res.body.id}`, {
       token: viewer,
       headers: { 'if-none-match': detail.headers.get('etag')! },

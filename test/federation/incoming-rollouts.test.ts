@@ -3,6 +3,7 @@
  * a `peer` PAT): the dry run, the idempotent creation by key, following and operating it.
  */
 import { randomUUID } from 'node:crypto';
+import { expectConfigurationCreatedAsShown } from '../support/events';
 import { eventually } from '../support/eventually';
 import { startInstallation, type Installation } from '../support/federation';
 
@@ -44,6 +45,8 @@ test('a retried PUT creates one version and one rollout; the same content is the
   expect(await db('configuration_versions').where({ configuration_id: first.body.configurationId })).toHaveLength(1);
   const rollout = await b.t.call('GET', `/api/rollouts/${first.body.rolloutId}`, { token: b.operator });
   expect(rollout.body).toMatchObject({ name: 'from a', createdBy: 'peer-a' });
+  const copied = await b.t.call('GET', `/api/configurations/${first.body.configurationId}`, { token: b.operator });
+  await expectConfigurationCreatedAsShown(db, first.body.configurationId, copied.body);
 
   const followed = await eventually(async () => {
     const res = await call('GET', `${PATH}/${key}`);

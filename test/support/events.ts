@@ -28,3 +28,30 @@ export async function expectRolloutCreatedAsShown(
     createdAt: shown.createdAt,
   });
 }
+
+/**
+ * A configuration's `configuration.created` has one shape whoever created it (an operator,
+ * a Git source's new file, a federated copy): as data the configuration as
+ * `GET /api/configurations/{id}` shows it (`shown`) when it was created.
+ */
+export async function expectConfigurationCreatedAsShown(
+  db: Knex,
+  configurationId: string,
+  shown: Record<string, unknown>,
+): Promise<void> {
+  const events = await db('events')
+    .where({ subject: configurationId, type: 'configuration.created' })
+    .select('source', 'data');
+  expect(events).toHaveLength(1);
+  const [{ source, data }] = events;
+  expect(source).toBe('/api/configurations');
+  expect(Object.keys(data).sort()).toEqual(Object.keys(shown).sort());
+  expect(data).toMatchObject({
+    id: configurationId,
+    name: shown.name,
+    format: shown.format,
+    managedBy: shown.managedBy,
+    sourcePath: shown.sourcePath,
+    createdAt: shown.createdAt,
+  });
+}

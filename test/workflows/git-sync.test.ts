@@ -26,7 +26,7 @@ import { testOutbound } from '../support/outbound';
 import { freePort } from '../support/processes';
 import { testInfra } from '../support/infra-env';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
-import { expectRolloutCreatedAsShown } from '../support/events';
+import { expectConfigurationCreatedAsShown, expectRolloutCreatedAsShown } from '../support/events';
 
 const { logger: workerLogger, lines: logLines } = capturedLogger('info');
 
@@ -109,7 +109,14 @@ interface ApiRun {
   trigger: string;
   status: string;
   commitSha: string | null;
-  changes: Array<{ path: string; name: string; change: string; version?: number; rolloutId?: string }>;
+  changes: Array<{
+    path: string;
+    configurationId: string;
+    name: string;
+    change: string;
+    version?: number;
+    rolloutId?: string;
+  }>;
   fileErrors: Array<{ path: string; error: string }>;
   rolloutId: string | null;
 }
@@ -662,6 +669,9 @@ test('the pipeline: a commit reaches simulated agents as APPLIED through the rol
     expect(rollout.body).toMatchObject({ state: 'completed', createdBy: `git:${name}`, version: 2 });
   }, 20_000);
   await expectRolloutCreatedAsShown(db(), rolloutId, (await call('GET', `/api/rollouts/${rolloutId}`)).body);
+  const configurationId = runs[1]!.changes[0]!.configurationId;
+  const imported = await call('GET', `/api/configurations/${configurationId}`);
+  await expectConfigurationCreatedAsShown(db(), configurationId, imported.body);
   await idle(source.id);
   await recordHistories(env.client, gitSyncWorkflowId(source.id), 'git-sync-rollout-template');
 });

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import {
   findConfiguration,
-  insertConfiguration,
   listConfigurationsQuery,
   lockConfiguration,
   updateConfiguration,
@@ -14,6 +13,7 @@ import {
   type VersionRow,
 } from '../../../db/repos/configuration-versions';
 import { emitEvents } from '../../../db/repos/events';
+import { createConfiguration } from '../../../domain/configurations/configurations';
 import {
   checkVersionContent,
   publishVersion,
@@ -114,19 +114,8 @@ function containerRoutes(options: ResourceRouteOptions): RouteDef[] {
       body: createConfigurationBody,
       response: { status: 201, description: 'The configuration.', schema: configurationSchema },
       handler: async ({ db, principal, body }) => {
-        const row = await insertConfiguration(db, { tenant_id: principal.tenantId, ...body }).catch(
-          uniqueName(body.name),
-        );
+        const row = await createConfiguration(db as Knex.Transaction, { tenant_id: principal.tenantId, ...body });
         const configuration = presentConfiguration(row);
-        await emitEvents(db, [
-          {
-            tenantId: principal.tenantId,
-            type: 'configuration.created',
-            source: SOURCE,
-            subject: row.id,
-            data: configuration,
-          },
-        ]);
         return {
           status: 201,
           body: configuration,

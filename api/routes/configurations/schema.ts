@@ -1,3 +1,4 @@
+import { configurationView } from '../../../domain/configurations/configurations';
 import type { ConfigurationRow } from '../../../db/repos/configurations';
 import type { VersionRow, VersionWithContent } from '../../../db/repos/configuration-versions';
 import { FORMATS } from '../../../domain/configurations/content';
@@ -137,22 +138,8 @@ export const compareSchema = z
   })
   .openapi('ConfigurationComparison');
 
-export function presentConfiguration(row: ConfigurationRow): z.infer<typeof configurationSchema> {
-  return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    format: row.format,
-    labels: row.labels,
-    latestVersion: row.latest_version,
-    publishedVersion: row.published_version,
-    managedBy: row.managed_by,
-    sourcePath: row.source_path,
-    sourceRemovedAt: row.source_removed_at?.toISOString() ?? null,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
-}
+/** The configuration as the API shows it: the same view its events carry. */
+export const presentConfiguration: (row: ConfigurationRow) => z.infer<typeof configurationSchema> = configurationView;
 
 export function presentVersionSummary(row: VersionRow): z.infer<typeof versionSummarySchema> {
   return {
