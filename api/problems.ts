@@ -3,9 +3,11 @@ import {
   ContentTooLargeError,
   DomainError,
   InvalidContentError,
+  InvalidTransitionError,
   ManagedByGitError,
   NotFoundError,
   PolicyDeniedError,
+  StaleVersionError,
 } from '../domain/errors';
 
 /**
@@ -174,6 +176,10 @@ export function problemOf(error: DomainError): Problem {
   if (error instanceof NotFoundError) return new Problem('not-found', error.message);
   if (error instanceof PolicyDeniedError) return new Problem('policy-denied', error.message, { ...error.facts });
   if (error instanceof ManagedByGitError) return new Problem('managed-by-git', error.message);
+  if (error instanceof InvalidTransitionError) return new Problem('invalid-state-transition', error.message);
+  if (error instanceof StaleVersionError) return new Problem('precondition-failed', error.message);
+  if (error instanceof ContentTooLargeError)
+    return new Problem('payload-too-large', error.message, { limit: error.limit, size: error.size });
   return new Problem('conflict', error.message);
 }
 

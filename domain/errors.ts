@@ -58,3 +58,19 @@ export class ContentTooLargeError extends DomainError {
 export class InvalidContentError extends DomainError {
   override readonly name = 'InvalidContentError';
 }
+
+/** The object's state does not allow the operation (a pending-only decision on another status). */
+export class InvalidTransitionError extends DomainError {
+  override readonly name = 'InvalidTransitionError';
+}
+
+/** The caller's If-Match names a version the object no longer has. */
+export class StaleVersionError extends DomainError {
+  override readonly name = 'StaleVersionError';
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+  ) {
+    super(`If-Match does not match the current ETag of ${kind} '${id}'.`);
+  }
+}

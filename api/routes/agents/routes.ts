@@ -1,132 +1,15 @@
-import {
-  decidePendingAgent,
-  findAgent,
-  listAgentsQuery,
-  moveAgent,
-  revokeAgent,
-  type AgentRow,
-  type MoveOutcome,
-} from '../../../db/repos/agents';
-import type { Db } from '../../../db/connection';
-import { notifyAgentCutoff } from '../../../db/notify';
-import { emitEvents } from '../../../db/repos/events';
-import type { GroupRow } from '../../../db/repos/groups';
+import { findAgent, listAgentsQuery, type AgentRow } from '../../../db/repos/agents';
+import { decideAgent, moveAgentToGroup, revokeAgentAccess } from '../../../domain/agents';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
 import { problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
-import type { Principal } from '../../auth/principal';
 import { labelFilter } from '../../http/labels';
 import { AGENT_QUERY_RULES, agentListQuery, agentSchema, moveBody, presentAgent } from './schema';
 
 // An agent's id is its OpAMP instance uid: any 16 bytes, so any 8-4-4-4-12 hex, not only RFC UUIDs.
 const agentId = z.object({ id: z.guid() });
-
-/**
- * Both ways of moving an agent (`POST /api/agents/{id}/move`, `POST /api/groups/{id}/members`)
- * answer alike: an agent or group the tenant does not have is 404 naming it, a
- * soft-deleted group 409. A move into the agent's own group changes nothing and emits nothing.
- */
-export async function moveAndAnnounce(
-  db: Db,
-  tenantId: string,
-  ids: { agentId: string; groupId: string },
-  source: string,
-  groupVersions?: number[],
-): Promise<{ agent: AgentRow; group: GroupRow }> {
-  const outcome: MoveOutcome = await moveAgent(db, tenantId, ids.agentId, ids.groupId, groupVersions);
-  switch (outcome.kind) {
-    case 'no-agent':
-      throw problems.notFound('agent', ids.agentId);
-    case 'no-group':
-      throw problems.notFound('group', ids.groupId);
-    case 'group-deleted':
-      throw problems.conflict(
-        `Group '${outcome.group.name}' (${ids.groupId}) is deleted; restore it before moving agents into it.`,
-      );
-    case 'precondition-failed':
-      throw problems.preconditionFailed('group', ids.groupId);
-    case 'unchanged':
-      return outcome;
-    case 'moved':
-      await emitEvents(db, [
-        {
-          tenantId,
-          type: 'agent.moved',
-          source,
-          subject: ids.agentId,
-          data: { agentId: ids.agentId, fromGroupId: outcome.fromGroupId, toGroupId: ids.groupId },
-        },
-      ]);
-      return outcome;
-  }
-}
-
-/**
- * Revokes the agent's certificates and its token binding (see revokeAgent), announces it
- * and closes its live sessions on every replica at commit. A repeat changes nothing and
- * emits nothing, but still sends the cut-off.
- */
-async function revokeAndAnnounce(db: Db, tenantId: string, agentId: string): Promise<AgentRow> {
-  const outcome = await revokeAgent(db, tenantId, agentId);
-  if (outcome.kind === 'no-agent') throw problems.notFound('agent', agentId);
-  if (outcome.kind === 'handed-over') {
-    throw problems.invalidTransition(
-      `Agent '${agentId}' is handed-over to another installation; it is no longer this one's to revoke.`,
-    );
-  }
-  if (outcome.changed) {
-    await emitEvents(db, [
-      {
-        tenantId,
-        type: 'agent.cert-revoked',
-        source: '/api/agents',
-        subject: agentId,
-        data: { agentId, serials: outcome.serials },
-      },
-    ]);
-  }
-  await notifyAgentCutoff(db, { action: 'revoke', agentId });
-  return outcome.agent;
-}
-
-const decisions = {
-  approve: { status: 'enrolling', event: 'agent.approved', by: 'approvedBy' },
-  reject: { status: 'revoked', event: 'agent.rejected', by: 'rejectedBy' },
-} as const;
-
-/**
- * Approves or rejects an agent held as `pending-approval`; any other status is 409
- * `invalid-state-transition`. Either way the held session is closed at commit: an approved
- * agent reconnects and is admitted, a rejected one is refused.
- */
-async function decideAndAnnounce(
-  db: Db,
-  principal: Principal,
-  agentId: string,
-  decision: keyof typeof decisions,
-): Promise<AgentRow> {
-  const { status, event, by } = decisions[decision];
-  const outcome = await decidePendingAgent(db, principal.tenantId, agentId, status);
-  if (outcome.kind === 'no-agent') throw problems.notFound('agent', agentId);
-  if (outcome.kind === 'not-pending') {
-    throw problems.invalidTransition(
-      `Agent '${agentId}' is ${outcome.agent.status}; only a pending-approval agent can be ${decision}d.`,
-    );
-  }
-  await emitEvents(db, [
-    {
-      tenantId: principal.tenantId,
-      type: event,
-      source: '/api/agents',
-      subject: agentId,
-      data: { agentId, [by]: principal.name },
-    },
-  ]);
-  await notifyAgentCutoff(db, { action: decision, agentId });
-  return outcome.agent;
-}
 
 export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
   return [
@@ -174,12 +57,7 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
       body: moveBody,
       response: { status: 200, description: 'The agent, in its new group.', schema: agentSchema },
       handler: async ({ db, principal, params, body }) => {
-        const { agent } = await moveAndAnnounce(
-          db,
-          principal.tenantId,
-          { agentId: params.id, groupId: body.groupId },
-          '/api/agents',
-        );
+        const { agent } = await moveAgentToGroup(db, principal.tenantId, { agentId: params.id, groupId: body.groupId });
         return { body: presentAgent(agent) };
       },
     }),
@@ -199,7 +77,7 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
         schema: agentSchema,
       },
       handler: async ({ db, principal, params }) => ({
-        body: presentAgent(await revokeAndAnnounce(db, principal.tenantId, params.id)),
+        body: presentAgent(await revokeAgentAccess(db, principal.tenantId, params.id)),
       }),
     }),
     route({
@@ -217,7 +95,7 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
         schema: agentSchema,
       },
       handler: async ({ db, principal, params }) => ({
-        body: presentAgent(await decideAndAnnounce(db, principal, params.id, 'approve')),
+        body: presentAgent(await decideAgent(db, principal.tenantId, params.id, 'approve', principal.name)),
       }),
     }),
     route({
@@ -235,7 +113,7 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
         schema: agentSchema,
       },
       handler: async ({ db, principal, params }) => ({
-        body: presentAgent(await decideAndAnnounce(db, principal, params.id, 'reject')),
+        body: presentAgent(await decideAgent(db, principal.tenantId, params.id, 'reject', principal.name)),
       }),
     }),
   ];

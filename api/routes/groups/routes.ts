@@ -19,7 +19,7 @@ import { route, type RouteDef } from '../../http/route';
 import { labelFilter } from '../../http/labels';
 import { z } from '../../http/zod';
 import { problems } from '../../problems';
-import { moveAndAnnounce } from '../agents/routes';
+import { moveAgentToGroup } from '../../../domain/agents';
 import { agentSchema, presentAgent } from '../agents/schema';
 import type { ResourceRouteOptions } from '../options';
 import { groupBody, groupListQuery, groupSchema, memberBody, presentGroup, presentGroupView } from './schema';
@@ -231,13 +231,7 @@ function memberRoutes(options: ResourceRouteOptions): RouteDef[] {
       response: { status: 200, description: 'The group, with the new member counted.', schema: groupSchema },
       handler: async ({ db, principal, params, body, ctx }) => {
         const tenantId = principal.tenantId;
-        await moveAndAnnounce(
-          db,
-          tenantId,
-          { agentId: body.agentId, groupId: params.id },
-          SOURCE,
-          ifMatchVersions(ctx),
-        );
+        await moveAgentToGroup(db, tenantId, { agentId: body.agentId, groupId: params.id }, ifMatchVersions(ctx));
         const row = (await findGroup(db, tenantId, params.id))!;
         return { body: presentGroupView(row), rowVersion: row.row_version };
       },
