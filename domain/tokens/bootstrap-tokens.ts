@@ -1,6 +1,60 @@
 import type { Db } from '../../db/connection';
-import { redeemBootstrapTokenHash, type Redemption } from '../../db/repos/bootstrap-tokens';
-import { hashToken, isWellFormed } from './secret-token';
+import {
+  insertBootstrapToken,
+  redeemBootstrapTokenHash,
+  type BootstrapTokenRow,
+  type NewBootstrapToken,
+  type Redemption,
+  type TokenState,
+} from '../../db/repos/bootstrap-tokens';
+import { emitEvents } from '../../db/repos/events';
+import { generateToken, hashToken, isWellFormed } from './secret-token';
+
+function stateOf(row: BootstrapTokenRow): TokenState {
+  if (row.revoked_at) return 'revoked';
+  if (row.expires_at.getTime() <= Date.now()) return 'expired';
+  return row.uses >= row.max_uses ? 'exhausted' : 'active';
+}
+
+/** How a bootstrap token reads, in the API and in its events (never the token itself). */
+export function bootstrapTokenView(row: BootstrapTokenRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    groupId: row.group_id,
+    poolId: row.pool_id,
+    state: stateOf(row),
+    expiresAt: row.expires_at.toISOString(),
+    maxUses: row.max_uses,
+    uses: row.uses,
+    revokedAt: row.revoked_at?.toISOString() ?? null,
+    createdBy: row.created_by,
+    createdAt: row.created_at.toISOString(),
+  };
+}
+
+/**
+ * Issues a bootstrap token and announces it (`bootstrap-token.issued`), the same for the
+ * tokens API, a pool and a handover's receiver (whose token admits only the handed-over
+ * agents). The token is returned once; only its hash is stored.
+ */
+export async function issueBootstrapToken(
+  db: Db,
+  fields: Omit<NewBootstrapToken, 'token_hash'>,
+): Promise<{ row: BootstrapTokenRow; token: string }> {
+  const token = generateToken('svc-bt');
+  const row = await insertBootstrapToken(db, { ...fields, token_hash: hashToken(token) });
+  await emitEvents(db, [
+    {
+      tenantId: row.tenant_id,
+      type: 'bootstrap-token.issued',
+      source: '/api/tokens',
+      subject: row.id,
+      data: bootstrapTokenView(row),
+    },
+  ]);
+  return { row, token };
+}
 
 export type BootstrapRedemption = Redemption | { ok: false; reason: 'malformed' };
 

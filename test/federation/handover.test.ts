@@ -203,6 +203,12 @@ describe('a handover the receiver never completes', () => {
     const token = await c.t.database.db('bootstrap_tokens').where({ id: incoming.bootstrap_token_id }).first();
     expect(token.agent_ids).toEqual([]);
     expect(token.revoked_at).not.toBeNull();
+    // Its token was announced as one issued through the tokens API is (the token itself in no event).
+    const [issued] = await c.t.database.db('events').where({ type: 'bootstrap-token.issued', subject: token.id });
+    expect(issued.data).toMatchObject({ id: token.id, name: `handover ${created.id}`, maxUses: 2, poolId: null });
+    const listed = await c.t.call('GET', '/api/tokens', { token: c.admin });
+    const shown = listed.body.items.find((item: { id: string }) => item.id === token.id);
+    expect(Object.keys(issued.data).sort()).toEqual(Object.keys(shown).sort());
   }, 90_000);
 
   test('a receiver that stops answering while agents are offered: retried until the deadline, then compensated', async () => {

@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import type { Db } from '../../../db/connection';
 import { findActiveAgentCa } from '../../../db/repos/agent-ca';
-import { insertBootstrapToken, revokeBootstrapToken } from '../../../db/repos/bootstrap-tokens';
+import { revokeBootstrapToken } from '../../../db/repos/bootstrap-tokens';
+import { issueBootstrapToken } from '../../../domain/tokens/bootstrap-tokens';
 import { emitEvents } from '../../../db/repos/events';
 import { ensureDefaultGroup } from '../../../db/repos/groups';
 import {
@@ -185,12 +186,10 @@ export function incomingHandoverRoutes(options: FederationRouteOptions): RouteDe
             );
           throw unknownToken();
         }
-        const bootstrapToken = generateToken('svc-bt');
         const expiresAt = row.deadline_at ?? row.token_expires_at!;
-        const issued = await insertBootstrapToken(db, {
+        const { row: issued, token: bootstrapToken } = await issueBootstrapToken(db, {
           tenant_id: row.tenant_id,
           name: `handover ${row.id}`,
-          token_hash: hashToken(bootstrapToken),
           group_id: (await ensureDefaultGroup(db, row.tenant_id)).id,
           pool_id: null,
           expires_at: expiresAt,

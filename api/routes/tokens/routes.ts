@@ -5,7 +5,6 @@ import {
   countActivePoolTokens,
   countIssuedPoolTokens,
   findBootstrapToken,
-  insertBootstrapToken,
   listBootstrapTokensQuery,
   revokeBootstrapToken,
   type BootstrapTokenRow,
@@ -17,7 +16,7 @@ import {
   lockTokenPool,
   type TokenPoolRow,
 } from '../../../db/repos/token-pools';
-import { generateToken, hashToken } from '../../../domain/tokens/secret-token';
+import { bootstrapTokenView, issueBootstrapToken } from '../../../domain/tokens/bootstrap-tokens';
 import type { Db } from '../../../db/connection';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
@@ -92,27 +91,8 @@ export const poolSchema = z
   })
   .openapi('TokenPool');
 
-function stateOf(row: BootstrapTokenRow): z.infer<typeof tokenSchema>['state'] {
-  if (row.revoked_at) return 'revoked';
-  if (row.expires_at.getTime() <= Date.now()) return 'expired';
-  return row.uses >= row.max_uses ? 'exhausted' : 'active';
-}
-
-function presentToken(row: BootstrapTokenRow): z.infer<typeof tokenSchema> {
-  return {
-    id: row.id,
-    name: row.name,
-    groupId: row.group_id,
-    poolId: row.pool_id,
-    state: stateOf(row),
-    expiresAt: row.expires_at.toISOString(),
-    maxUses: row.max_uses,
-    uses: row.uses,
-    revokedAt: row.revoked_at?.toISOString() ?? null,
-    createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
-  };
-}
+/** The token as the API shows it: the same view its events carry. */
+const presentToken: (row: BootstrapTokenRow) => z.infer<typeof tokenSchema> = bootstrapTokenView;
 
 function presentPool(row: TokenPoolRow & { active_tokens?: number }, activeTokens = row.active_tokens ?? 0) {
   return {
@@ -148,24 +128,18 @@ async function issue(
     createdBy: string;
   },
 ) {
-  const token = generateToken('svc-bt');
-  const row = await insertBootstrapToken(db, {
+  const { row, token } = await issueBootstrapToken(db, {
     tenant_id: tenantId,
     name: fields.name,
-    token_hash: hashToken(token),
     group_id: fields.groupId,
     pool_id: fields.poolId,
     expires_at: new Date(Date.now() + fields.ttlSeconds * 1000),
     max_uses: fields.maxUses,
     created_by: fields.createdBy,
   });
-  const presented = presentToken(row);
-  await emitEvents(db, [
-    { tenantId, type: 'bootstrap-token.issued', source: '/api/tokens', subject: row.id, data: presented },
-  ]);
   return {
     status: 201,
-    body: { ...presented, token },
+    body: { ...presentToken(row), token },
     resourceId: row.id,
     headers: { Location: `/api/tokens/${row.id}` },
   };
