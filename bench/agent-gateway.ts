@@ -34,7 +34,7 @@ import { insertConfiguration } from '../db/repos/configurations';
 import { insertGroup } from '../db/repos/groups';
 import { ensureTenant } from '../db/repos/tenants';
 import { insertBootstrapToken } from '../db/repos/bootstrap-tokens';
-import { startFleet, type Fleet } from '../scripts/agents/fleet';
+import { startFleet, type Fleet, type FleetStats } from '../scripts/agents/fleet';
 import type { SimulatedAgent } from '../scripts/agents/agent';
 import type { AgentMessage } from '../scripts/agents/opamp-client';
 import type { GatewayStats } from './agent-gateway-server';
@@ -204,7 +204,7 @@ interface PhaseCpu {
   ms: number;
 }
 
-async function cpuOf<T>(gateway: Gateway, work: () => Promise<T>): Promise<{ result: T; cpu: PhaseCpu }> {
+async function cpuOf<T>(gateway: Gateway, work: () => Promise<T>): Promise<Measured<T>> {
   const before = {
     gateway: (await gateway.stats()).cpuSeconds,
     postgres: postgresCpuSeconds(),
@@ -393,195 +393,331 @@ async function stopReplica(gw: Gateway, f: Fleet, db: Knex): Promise<string> {
 }
 
 // ---------------------------------------------------------------------------------------
+// The phases
 
-async function main() {
+/** What the bench has started so far, so that the clean-up stops whatever a failed phase left running. */
+interface Running {
+  gateway?: Gateway;
+  fleet?: Fleet;
+}
+
+/** A phase's result and the CPU each party spent on it. */
+interface Measured<T> {
+  result: T;
+  cpu: PhaseCpu;
+}
+
+/** The seeded database and the idle gateway, with what an agent needs to reach it. */
+interface SetUp {
+  db: Knex;
+  databaseUrl: string;
+  gw: Gateway;
+  tokens: string[];
+  groupId: string;
+  idle: GatewayStats;
+  ca: string;
+  endpoint: string;
+}
+
+/** The open files limit, which must hold every agent's socket (and some): refused before anything starts. */
+function checkOpenFiles(): number {
   const fds = openFilesLimit();
   if (fds < count + 1000)
     throw new Error(
       `open files limit ${fds} is too low for ${count} agents: raise it (ulimit -n ${count + 2000}) in the shell that runs the bench`,
     );
-  const database = await startBenchDatabase(55438);
-  let gateway: Gateway | undefined;
-  let fleet: Fleet | undefined;
-  try {
-    const db = database.db;
-    const { tokens, groupId } = await seedTokens(db);
-    gateway = await startGateway(database.url);
-    const gw = gateway;
-    const idle = await gw.stats(true);
-    const ca = (
-      (await db('agent_ca').select('certificate_pem').where({ active: true }).first()) as { certificate_pem: string }
-    ).certificate_pem;
-    const endpoint = `wss://127.0.0.1:${gw.port}/v1/opamp`;
-    progress(
-      `gateway on ${endpoint}, rss ${mib(idle.rss)}; starting ${count} agents (${tokens.length} token(s), concurrency ${concurrency})`,
+  return fds;
+}
+
+/** Set-up: the tenant, group and bootstrap tokens, then the gateway process (its idle stats). */
+async function setUp(database: { db: Knex; url: string }, running: Running): Promise<SetUp> {
+  const db = database.db;
+  const { tokens, groupId } = await seedTokens(db);
+  const gw = (running.gateway = await startGateway(database.url));
+  const idle = await gw.stats(true);
+  const ca = (
+    (await db('agent_ca').select('certificate_pem').where({ active: true }).first()) as { certificate_pem: string }
+  ).certificate_pem;
+  const endpoint = `wss://127.0.0.1:${gw.port}/v1/opamp`;
+  progress(
+    `gateway on ${endpoint}, rss ${mib(idle.rss)}; starting ${count} agents (${tokens.length} token(s), concurrency ${concurrency})`,
+  );
+  return { db, databaseUrl: database.url, gw, tokens, groupId, idle, ca, endpoint };
+}
+
+/** Phase 1's figures: the fleet connected over mTLS, and how it got there. */
+interface Connected {
+  fleet: Fleet;
+  connecting: Measured<{ enrolledMs: number; mtlsMs: number }>;
+  afterConnect: GatewayStats;
+  connectStats: FleetStats;
+  connectErrors: string;
+  dbEnrolled: number;
+}
+
+/** Phase 1: every agent enrols (token + CSR) and reconnects with its certificate. */
+async function connectAgents({ db, gw, tokens, ca, endpoint }: SetUp, running: Running): Promise<Connected> {
+  const connecting = await cpuOf(gw, async () => {
+    const started = Date.now();
+    const f = (running.fleet = startFleet({
+      count,
+      endpoint,
+      ca,
+      connectConcurrency: concurrency,
+      agentOptions: (i) => ({ token: tokens[i % tokens.length] }),
+    }));
+    const enrolledMs = await until(
+      'enrolment',
+      () => f.agents.every((a) => a.state.enrolled || a.state.refused),
+      started,
+      200,
+      () => fleetLine(f),
     );
+    const mtlsMs = await until(
+      'mTLS',
+      () => connectedOverMtls(f),
+      started,
+      200,
+      () => fleetLine(f),
+    );
+    return { enrolledMs, mtlsMs };
+  });
+  const f = running.fleet!;
+  const afterConnect = await gw.stats(true);
+  const connectStats = f.stats();
+  const connectErrors = errorTally(f);
+  const dbEnrolled = await onlineRows(db);
+  progress(`all connected over mTLS: ${fleetLine(f)}; rss ${mib(afterConnect.rss)}`);
+  return { fleet: f, connecting, afterConnect, connectStats, connectErrors, dbEnrolled };
+}
+
+/**
+ * Every agent away (a clean stop, until no row says online), then back with its certificate
+ * only: how long the stop took, and the reconnect until all are connected over mTLS.
+ */
+async function reconnectAll(
+  gw: Gateway,
+  f: Fleet,
+  db: Knex,
+): Promise<{ stopMs: number; reconnecting: Measured<number> }> {
+  const stopStarted = Date.now();
+  await Promise.all(f.agents.map((agent) => agent.stop()));
+  const stopMs = Date.now() - stopStarted;
+  await until('offline', async () => (await onlineRows(db)) === 0, stopStarted, 500);
+  const reconnecting = await cpuOf(gw, async () => {
+    const started = Date.now();
+    void Promise.all(f.agents.map((agent: SimulatedAgent) => agent.start()));
+    return until(
+      'mTLS reconnect',
+      () => connectedOverMtls(f),
+      started,
+      200,
+      () => fleetLine(f),
+    );
+  });
+  return { stopMs, reconnecting };
+}
+
+/** Phase 2's figures: the last round's reconnect, the gateway after it, its RSS after each round. */
+interface Reconnected {
+  reconnecting: Measured<number>;
+  afterReconnect: GatewayStats;
+  rssAfterRounds: number[];
+}
+
+/** Phase 2: `--reconnects` rounds of everyone away, then back at once (a reconnect storm after a restart). */
+async function reconnectStorms(gw: Gateway, f: Fleet, db: Knex): Promise<Reconnected> {
+  const rssAfterRounds: number[] = [];
+  let reconnecting!: Measured<number>;
+  let afterReconnect!: GatewayStats;
+  for (let round = 0; round < reconnectRounds; round++) {
+    ({ reconnecting } = await reconnectAll(gw, f, db));
+    afterReconnect = await gw.stats(true);
+    rssAfterRounds.push(afterReconnect.rss);
+  }
+  progress(
+    `reconnected over mTLS in ${seconds(reconnecting.result)}; heartbeat window (${heartbeatSeconds} s, ${windowSeconds} s)`,
+  );
+  return { reconnecting, afterReconnect, rssAfterRounds };
+}
+
+/** Phase 3's figures: the heartbeat window, the gateway after it, the round trips sorted. */
+interface Heartbeats {
+  heartbeats: Measured<Awaited<ReturnType<typeof heartbeatWindow>>>;
+  afterHeartbeats: GatewayStats;
+  rtt: number[];
+}
+
+/** Phase 3: heartbeat round trips at `--heartbeat` seconds over a `--window` (see heartbeatWindow). */
+async function measureHeartbeats(gw: Gateway, f: Fleet): Promise<Heartbeats> {
+  const heartbeats = await cpuOf(gw, () => heartbeatWindow(f));
+  const afterHeartbeats = await gw.stats(true);
+  const rtt = [...heartbeats.result.samples].sort((a, b) => a - b);
+  return { heartbeats, afterHeartbeats, rtt };
+}
+
+/** Phase 4's figures: the configuration pushed, the push's times, the gateway after it. */
+interface Pushed {
+  configurationId: string;
+  pushing: Measured<{ pushed: number; committedMs: number; clientMs: number; appliedMs: number }>;
+  afterPush: GatewayStats;
+}
+
+/** Phase 4: one push of a new version to all, until every agent's row says APPLIED. */
+async function pushToAll(gw: Gateway, f: Fleet, db: Knex): Promise<Pushed> {
+  const { configurationId, version, hash } = await publishVersion(db);
+  const ids = f.agents.map((agent) => agent.id);
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  await gw.stats(true);
+  progress(`pushing ${hash.slice(0, 12)} to ${ids.length} agents`);
+  const pushing = await cpuOf(gw, async () => {
+    const started = Date.now();
+    const pushed = await db.transaction((trx) =>
+      pushConfiguration(trx, { tenantId: TENANT, agentIds: ids, configurationId, version }),
+    );
+    const committedMs = Date.now() - started;
+    let clientMs = 0;
+    const appliedMs = await until(
+      'push',
+      async () => {
+        if (!clientMs && f.agents.every((a) => a.state.lastConfigHash === hash && a.state.appliedStatus === 'APPLIED'))
+          clientMs = Date.now() - started;
+        const row = (await db('agents')
+          .count({ n: '*' })
+          .where({ applied_hash: hash, applied_status: 'APPLIED' })
+          .first()) as { n: string };
+        return Number(row.n) === count;
+      },
+      started,
+      100,
+      () => `agents applied (client side): ${f.agents.filter((a) => a.state.appliedStatus === 'APPLIED').length}`,
+    );
+    return { pushed: pushed.agentIds.length, committedMs, clientMs: clientMs || appliedMs, appliedMs };
+  });
+  const afterPush = await gw.stats(true);
+  return { configurationId, pushing, afterPush };
+}
+
+/** Phase 5: a rollout of the next version to all, batch by batch (bench/rollout.ts); no lines with `--rollout 0`. */
+async function rolloutToAll(
+  { databaseUrl, db, gw, groupId }: SetUp,
+  f: Fleet,
+  configurationId: string,
+): Promise<string[]> {
+  return rolloutPercent > 0
+    ? rolloutPhase({
+        databaseUrl,
+        db,
+        fleet: f,
+        groupId,
+        configurationId,
+        batchPercent: rolloutPercent,
+        timeoutMs,
+        gatewayCpuSeconds: async () => (await gw.stats()).cpuSeconds,
+        progress,
+      })
+    : [];
+}
+
+/** Phase 6: every agent says goodbye (agent_disconnect, close); how long that took. */
+async function stopAll(f: Fleet): Promise<number> {
+  const stopAllStarted = Date.now();
+  await f.stop();
+  return Date.now() - stopAllStarted;
+}
+
+// ---------------------------------------------------------------------------------------
+// The report
+
+/** The report's first lines: what ran, how to reproduce it, and on what. */
+function headerLines({ tokens }: SetUp, fds: number): string[] {
+  return [
+    `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process, ${os.cpus().length} cores, node ${process.version}`,
+    `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds} --reconnects ${reconnectRounds} --rollout ${rolloutPercent}${stopOnly ? ' --stop-only' : ''}`,
+    `(${tokens.length} bootstrap token(s); gateway pool ${poolMax} connections (Database:PoolMax); open files limit ${fds}; the simulator runs in the bench process on the same cores)`,
+    '',
+  ];
+}
+
+/** Phase 1's lines: enrolment and mTLS connection rates, CPU, the agents' last errors. */
+function connectLines({ connecting, afterConnect, connectStats, connectErrors, dbEnrolled }: Connected): string[] {
+  const { enrolledMs, mtlsMs } = connecting.result;
+  return [
+    `enrol (token, first message, CSR → certificate)   all ${count} in ${seconds(enrolledMs)}  (${(count / (enrolledMs / 1000)).toFixed(0)} agents/s)`,
+    `connected over mTLS (incl. enrolment)             all in ${seconds(mtlsMs)}  (${(count / (mtlsMs / 1000)).toFixed(0)} agents/s); online rows ${dbEnrolled}, errors ${connectStats.errors}, refused ${connectStats.refused}`,
+    `  ${cpu(connecting.cpu)}; ${loop(afterConnect)}`,
+    ...(connectErrors ? [`  agents' last errors: ${connectErrors}`] : []),
+  ];
+}
+
+/** Phases 2 to 4's lines (reconnect, heartbeats, push), then the gateway's RSS along the way. */
+function measuredLines(
+  { idle }: SetUp,
+  { afterConnect }: Connected,
+  { reconnecting, afterReconnect, rssAfterRounds }: Reconnected,
+  stopMs: number,
+  { heartbeats, afterHeartbeats, rtt }: Heartbeats,
+  { pushing, afterPush }: Pushed,
+): string[] {
+  const hb = heartbeats.result;
+  return [
+    `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s)`,
+    `  ${cpu(reconnecting.cpu)}; ${loop(afterReconnect)}`,
+    `heartbeat every ${heartbeatSeconds} s, ${(hb.windowMs / 1000).toFixed(0)} s window: ${rtt.length} of ${hb.offered} answered, ${(rtt.length / (hb.windowMs / 1000)).toFixed(0)} heartbeats/s` +
+      ` (offered ${(count / heartbeatSeconds).toFixed(0)}/s; backlog drained ${seconds(hb.drainMs)} after the window; ${hb.lostToCloses} unanswered because their connection closed); round trip p50 ${percentile(rtt, 0.5).toFixed(1)} ms, p99 ${percentile(rtt, 0.99).toFixed(1)} ms, max ${rtt.length ? rtt[rtt.length - 1]!.toFixed(1) : '-'} ms`,
+    `  ${cpu(heartbeats.cpu)}; ${loop(afterHeartbeats)}`,
+    `push to ${pushing.result.pushed}: committed in ${pushing.result.committedMs} ms, all APPLIED on the agents in ${seconds(pushing.result.clientMs)}, all APPLIED in the database in ${seconds(pushing.result.appliedMs)}`,
+    `  ${cpu(pushing.cpu)}; ${loop(afterPush)}`,
+    `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (heap ${mib(afterConnect.heapUsed)}), after the reconnect ${rssAfterRounds.map(mib).join(' → ')} (${afterReconnect.sessions} sessions), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second)`,
+  ];
+}
+
+// ---------------------------------------------------------------------------------------
+
+async function main() {
+  const fds = checkOpenFiles();
+  const database = await startBenchDatabase(55438);
+  const running: Running = {};
+  try {
+    const setup = await setUp(database, running);
+    const { db, gw } = setup;
 
     // 1. enrol (token + CSR) and reconnect with the certificate
-    const connecting = await cpuOf(gw, async () => {
-      const started = Date.now();
-      fleet = startFleet({
-        count,
-        endpoint,
-        ca,
-        connectConcurrency: concurrency,
-        agentOptions: (i) => ({ token: tokens[i % tokens.length] }),
-      });
-      const f = fleet;
-      const enrolledMs = await until(
-        'enrolment',
-        () => f.agents.every((a) => a.state.enrolled || a.state.refused),
-        started,
-        200,
-        () => fleetLine(f),
-      );
-      const mtlsMs = await until(
-        'mTLS',
-        () => connectedOverMtls(f),
-        started,
-        200,
-        () => fleetLine(f),
-      );
-      return { enrolledMs, mtlsMs };
-    });
-    const f = fleet!;
-    const afterConnect = await gw.stats(true);
-    const connectStats = f.stats();
-    const connectErrors = errorTally(f);
-    const dbEnrolled = await onlineRows(db);
-    progress(`all connected over mTLS: ${fleetLine(f)}; rss ${mib(afterConnect.rss)}`);
-    const header = [
-      `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process, ${os.cpus().length} cores, node ${process.version}`,
-      `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds} --reconnects ${reconnectRounds} --rollout ${rolloutPercent}${stopOnly ? ' --stop-only' : ''}`,
-      `(${tokens.length} bootstrap token(s); gateway pool ${poolMax} connections (Database:PoolMax); open files limit ${fds}; the simulator runs in the bench process on the same cores)`,
-      '',
-    ];
-    const { enrolledMs, mtlsMs } = connecting.result;
-    const connectLines = [
-      `enrol (token, first message, CSR → certificate)   all ${count} in ${seconds(enrolledMs)}  (${(count / (enrolledMs / 1000)).toFixed(0)} agents/s)`,
-      `connected over mTLS (incl. enrolment)             all in ${seconds(mtlsMs)}  (${(count / (mtlsMs / 1000)).toFixed(0)} agents/s); online rows ${dbEnrolled}, errors ${connectStats.errors}, refused ${connectStats.refused}`,
-      `  ${cpu(connecting.cpu)}; ${loop(afterConnect)}`,
-      ...(connectErrors ? [`  agents' last errors: ${connectErrors}`] : []),
-    ];
+    const connected = await connectAgents(setup, running);
+    const f = connected.fleet;
+    const header = headerLines(setup, fds);
     if (stopOnly) {
-      process.stdout.write(`${[...header, ...connectLines, await stopReplica(gw, f, db)].join('\n')}\n`);
+      process.stdout.write(`${[...header, ...connectLines(connected), await stopReplica(gw, f, db)].join('\n')}\n`);
       return;
     }
 
     // 2. everyone away, then back with the certificate only (a reconnect storm after a restart)
-    const rssAfterRounds: number[] = [];
-    let stopMs = 0;
-    let reconnecting!: Awaited<ReturnType<typeof reconnectAll>>;
-    let afterReconnect!: GatewayStats;
-    async function reconnectAll() {
-      const stopStarted = Date.now();
-      await Promise.all(f.agents.map((agent) => agent.stop()));
-      stopMs = Date.now() - stopStarted;
-      await until('offline', async () => (await onlineRows(db)) === 0, stopStarted, 500);
-      return cpuOf(gw, async () => {
-        const started = Date.now();
-        void Promise.all(f.agents.map((agent: SimulatedAgent) => agent.start()));
-        return until(
-          'mTLS reconnect',
-          () => connectedOverMtls(f),
-          started,
-          200,
-          () => fleetLine(f),
-        );
-      });
-    }
-    for (let round = 0; round < reconnectRounds; round++) {
-      reconnecting = await reconnectAll();
-      afterReconnect = await gw.stats(true);
-      rssAfterRounds.push(afterReconnect.rss);
-    }
-    progress(
-      `reconnected over mTLS in ${seconds(reconnecting.result)}; heartbeat window (${heartbeatSeconds} s, ${windowSeconds} s)`,
-    );
-
+    const reconnected = await reconnectStorms(gw, f, db);
     // 3. heartbeats
-    const heartbeats = await cpuOf(gw, () => heartbeatWindow(f));
-    const afterHeartbeats = await gw.stats(true);
-    const rtt = [...heartbeats.result.samples].sort((a, b) => a - b);
-
+    const heartbeats = await measureHeartbeats(gw, f);
     // 4. one push to all
-    const { configurationId, version, hash } = await publishVersion(db);
-    const ids = f.agents.map((agent) => agent.id);
-    await new Promise((resolve) => setTimeout(resolve, 2000));
-    await gw.stats(true);
-    progress(`pushing ${hash.slice(0, 12)} to ${ids.length} agents`);
-    const pushing = await cpuOf(gw, async () => {
-      const started = Date.now();
-      const pushed = await db.transaction((trx) =>
-        pushConfiguration(trx, { tenantId: TENANT, agentIds: ids, configurationId, version }),
-      );
-      const committedMs = Date.now() - started;
-      let clientMs = 0;
-      const appliedMs = await until(
-        'push',
-        async () => {
-          if (
-            !clientMs &&
-            f.agents.every((a) => a.state.lastConfigHash === hash && a.state.appliedStatus === 'APPLIED')
-          )
-            clientMs = Date.now() - started;
-          const row = (await db('agents')
-            .count({ n: '*' })
-            .where({ applied_hash: hash, applied_status: 'APPLIED' })
-            .first()) as { n: string };
-          return Number(row.n) === count;
-        },
-        started,
-        100,
-        () => `agents applied (client side): ${f.agents.filter((a) => a.state.appliedStatus === 'APPLIED').length}`,
-      );
-      return { pushed: pushed.agentIds.length, committedMs, clientMs: clientMs || appliedMs, appliedMs };
-    });
-    const afterPush = await gw.stats(true);
-
+    const pushed = await pushToAll(gw, f, db);
     // 5. a rollout of the next version to all, batch by batch (bench/rollout.ts)
-    const rolloutLines =
-      rolloutPercent > 0
-        ? await rolloutPhase({
-            databaseUrl: database.url,
-            db,
-            fleet: f,
-            groupId,
-            configurationId,
-            batchPercent: rolloutPercent,
-            timeoutMs,
-            gatewayCpuSeconds: async () => (await gw.stats()).cpuSeconds,
-            progress,
-          })
-        : [];
-
+    const rolloutLines = await rolloutToAll(setup, f, pushed.configurationId);
     // 6. goodbye
-    const stopAllStarted = Date.now();
-    await f.stop();
-    const stopAllMs = Date.now() - stopAllStarted;
+    const stopAllMs = await stopAll(f);
 
-    // 7. back, then the replica stops under them: every agent should be told 1001 at once
-    await reconnectAll();
-    const hb = heartbeats.result;
+    // 7. back, then the replica stops under them: every agent should be told 1001 at once.
+    // The reconnect line prints this last reconnect's stop time, as it did before main was split.
+    const { stopMs } = await reconnectAll(gw, f, db);
     const lines = [
       ...header,
-      ...connectLines,
-      `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s)`,
-      `  ${cpu(reconnecting.cpu)}; ${loop(afterReconnect)}`,
-      `heartbeat every ${heartbeatSeconds} s, ${(hb.windowMs / 1000).toFixed(0)} s window: ${rtt.length} of ${hb.offered} answered, ${(rtt.length / (hb.windowMs / 1000)).toFixed(0)} heartbeats/s` +
-        ` (offered ${(count / heartbeatSeconds).toFixed(0)}/s; backlog drained ${seconds(hb.drainMs)} after the window; ${hb.lostToCloses} unanswered because their connection closed); round trip p50 ${percentile(rtt, 0.5).toFixed(1)} ms, p99 ${percentile(rtt, 0.99).toFixed(1)} ms, max ${rtt.length ? rtt[rtt.length - 1]!.toFixed(1) : '-'} ms`,
-      `  ${cpu(heartbeats.cpu)}; ${loop(afterHeartbeats)}`,
-      `push to ${pushing.result.pushed}: committed in ${pushing.result.committedMs} ms, all APPLIED on the agents in ${seconds(pushing.result.clientMs)}, all APPLIED in the database in ${seconds(pushing.result.appliedMs)}`,
-      `  ${cpu(pushing.cpu)}; ${loop(afterPush)}`,
-      `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (heap ${mib(afterConnect.heapUsed)}), after the reconnect ${rssAfterRounds.map(mib).join(' → ')} (${afterReconnect.sessions} sessions), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second)`,
+      ...connectLines(connected),
+      ...measuredLines(setup, connected, reconnected, stopMs, heartbeats, pushed),
       ...rolloutLines,
       `stop all (agent_disconnect, close): ${seconds(stopAllMs)}`,
       await stopReplica(gw, f, db),
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
-    if (fleet) await Promise.race([fleet.stop(), new Promise((resolve) => setTimeout(resolve, 30_000))]);
-    await gateway?.stop();
+    if (running.fleet)
+      await Promise.race([running.fleet.stop(), new Promise((resolve) => setTimeout(resolve, 30_000))]);
+    await running.gateway?.stop();
     await database.stop();
   }
 }
