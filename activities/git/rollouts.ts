@@ -36,7 +36,8 @@ export function templateOf(source: GitSourceRow): RolloutTemplate | undefined {
   return template?.target && template.strategy ? template : undefined;
 }
 
-type Transition = (rolloutId: string, actor: string) => Promise<unknown>;
+/** Moves a template's rollout from `pending` to `running`, as an operator's start would. */
+export type Transition = (rolloutId: string, actor: string) => Promise<unknown>;
 
 /**
  * Creates and starts a rollout for each published change; records its id on the change and

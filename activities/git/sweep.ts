@@ -12,13 +12,16 @@ import { whileHeartbeating } from '../keep-alive';
 import { createRolloutActivities } from '../rollouts';
 import { applyFiles, SourceDeleted, type Applied, type FileAtTip } from './apply';
 import { fetchTip, GitCommandError, type FetchedCommit } from './repository';
-import { createTemplateRollouts, resumeTemplateRollouts, templateOf, type TemplateRollout } from './rollouts';
+import {
+  createTemplateRollouts,
+  resumeTemplateRollouts,
+  templateOf,
+  type TemplateRollout,
+  type Transition,
+} from './rollouts';
 import { accessOf, workingCopy, type GitSyncDeps } from './sync-shared';
 import { finishFailed, runEvent } from './sync-runs';
 import { filesAt, UnusableTree } from './tree';
-
-/** Moves a template's rollout from `pending` to `running`, as an operator's start would. */
-type Transition = (rolloutId: string, actor: string) => Promise<unknown>;
 
 /** `sweep`: a run's commit fetched, applied, and its rollouts handed to the loop. */
 export function createGitSweepActivities(deps: GitSyncDeps) {
