@@ -2,7 +2,9 @@ import { isUniqueViolation } from '../db/errors';
 import {
   ContentTooLargeError,
   DomainError,
+  ForbiddenError,
   InvalidContentError,
+  InvalidFieldError,
   InvalidTransitionError,
   ManagedByGitError,
   NotFoundError,
@@ -178,6 +180,9 @@ export function problemOf(error: DomainError): Problem {
   if (error instanceof ManagedByGitError) return new Problem('managed-by-git', error.message);
   if (error instanceof InvalidTransitionError) return new Problem('invalid-state-transition', error.message);
   if (error instanceof StaleVersionError) return new Problem('precondition-failed', error.message);
+  if (error instanceof ForbiddenError) return problems.forbidden(error.message);
+  if (error instanceof InvalidFieldError)
+    return problems.validation([{ path: `body.${error.field}`, message: error.message }]);
   if (error instanceof ContentTooLargeError)
     return new Problem('payload-too-large', error.message, { limit: error.limit, size: error.size });
   return new Problem('conflict', error.message);

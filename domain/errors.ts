@@ -74,3 +74,20 @@ export class StaleVersionError extends DomainError {
     super(`If-Match does not match the current ETag of ${kind} '${id}'.`);
   }
 }
+
+/** The caller may not do this, whatever its role allows (an author approving their own policy). */
+export class ForbiddenError extends DomainError {
+  override readonly name = 'ForbiddenError';
+}
+
+/** One member of the request is wrong in a way only the domain can tell (an expression that does not type-check). */
+export class InvalidFieldError extends DomainError {
+  override readonly name = 'InvalidFieldError';
+  constructor(
+    /** The member's name in the request body. */
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}

@@ -1,5 +1,6 @@
 import type { PolicyRow } from '../../../db/repos/policies';
 import { MAX_EXPRESSION_LENGTH } from '../../../domain/policies/cel';
+import { policyView } from '../../../domain/policies/operations';
 import { pageQuery } from '../../http/pagination';
 import { someNonEmpty, z } from '../../http/zod';
 import { batchPercentSchema, batchSizeSchema } from '../rollouts/schema';
@@ -55,23 +56,8 @@ export const policySchema = z
 
 export type Policy = z.infer<typeof policySchema>;
 
-export function presentPolicy(row: PolicyRow): Policy {
-  return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    expression: row.expression,
-    scope: row.scope,
-    state: row.state,
-    enabled: row.enabled,
-    builtin: row.builtin,
-    author: row.author,
-    approver: row.approver,
-    approvedAt: row.approved_at?.toISOString() ?? null,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
-}
+/** The policy as the API shows it: the same view its events carry. */
+export const presentPolicy: (row: PolicyRow) => Policy = policyView;
 
 export const policyListQuery = pageQuery
   .extend({
