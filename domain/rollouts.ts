@@ -137,18 +137,7 @@ export type FederatedRolloutState = (typeof FEDERATED_ROLLOUT_STATES)[number];
  * One installation's part: its rollout's state there, or `pending` (not created yet),
  * `denied` (a policy there refused it), `unreachable` (the peer stopped answering).
  */
-export const INSTALLATION_STATES = [
-  'pending',
-  'running',
-  'paused',
-  'completed',
-  'failed',
-  'aborted',
-  'rolling-back',
-  'rolled-back',
-  'denied',
-  'unreachable',
-] as const;
+export const INSTALLATION_STATES = [...ROLLOUT_STATES, 'denied', 'unreachable'] as const;
 export type InstallationState = (typeof INSTALLATION_STATES)[number];
 
 export const FEDERATED_ROLLOUT_OPERATIONS = ['pause', 'resume', 'abort', 'rollback'] as const;

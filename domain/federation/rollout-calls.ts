@@ -5,6 +5,7 @@
 import type { InstallationRow } from '../../db/repos/federated-rollouts';
 import { isUuid } from '../../db/uuid';
 import type { PeerProblem } from '../../platform/peer-client';
+import { ROLLOUT_STATES } from '../rollouts';
 import type { IncomingRollout } from './incoming-rollouts';
 
 /** `<origin installation id>:<federated rollout id>:<position>` (rollouts.federation_key on the receiver). */
@@ -69,16 +70,7 @@ export function peerProblemOf(problem: PeerProblem): Record<string, unknown> {
   return Object.fromEntries(Object.entries(kept).filter(([, value]) => value !== undefined));
 }
 
-const ANSWERED_STATES = new Set([
-  'pending',
-  'running',
-  'paused',
-  'completed',
-  'failed',
-  'aborted',
-  'rolling-back',
-  'rolled-back',
-]);
+const ANSWERED_STATES = new Set<string>(ROLLOUT_STATES);
 
 /** A peer's answer about its rollout, if it is one (another installation's word, checked like any input). */
 export function incomingRolloutStateOf(body: unknown): IncomingRolloutState | undefined {
