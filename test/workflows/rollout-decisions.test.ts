@@ -1,0 +1,186 @@
+/**
+ * The rollout workflow's decisions alone: its activities are stubs over an in-memory
+ * rollout, so each case says what the workflow does with what the activities answer
+ * (judge a batch, bake, roll back, pause, follow an operator), on Temporal's time-skipping
+ * test server, in about a second each. The same workflow with its real activities on
+ * Postgres and real agents is test/api/rollouts.test.ts and rollout-time-skipping.test.ts.
+ */
+import { randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  Runtime,
+  Worker,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
+import type { LoadedRollout, TransitionResult } from '../../activities/rollouts';
+import type { RolloutState, RolloutStrategy } from '../../domain/rollouts';
+import {
+  operateRolloutUpdate,
+  rolloutStatusQuery,
+  rolloutWorkflowType,
+  type BatchOutcome,
+  type RolloutCounts,
+  type RolloutWorkflow,
+} from '../../workflows/definitions';
+import { eventually } from '../support/eventually';
+import { startTimeSkippingTemporal } from '../support/time-skipping';
+
+let temporal: TestWorkflowEnvironment;
+let bundle: WorkflowBundleWithSourceMap;
+beforeAll(async () => {
+  if (!Runtime._instance) Runtime.install({ logger: new DefaultLogger('WARN') });
+  temporal = await startTimeSkippingTemporal();
+  bundle = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../../workflows'),
+    logger: new DefaultLogger('WARN'),
+  });
+}, 90_000);
+afterAll(() => temporal?.teardown());
+
+const STRATEGY: RolloutStrategy = {
+  batchSize: 1,
+  bakeSeconds: 3600,
+  applyTimeoutSeconds: 300,
+  maxFailurePercent: 0,
+  onFailure: 'pause',
+};
+
+type Answer = Pick<BatchOutcome, 'succeeded' | 'failed' | 'skipped'>;
+
+/**
+ * A rollout that exists only in memory, `running` from the start, with one agent per batch
+ * answering as `answers` say. `calls` records what the workflow asked for, in order.
+ */
+function stubRollout(strategy: RolloutStrategy, answers: Answer[]) {
+  const calls: string[] = [];
+  let state: RolloutState = 'running';
+  let rowVersion = 1;
+  let reason: string | null = null;
+  const counts: RolloutCounts = {
+    progress: { total: answers.length, pending: 0, applying: 0, succeeded: 0, failed: 0, skipped: 0 },
+    rollback: null,
+  };
+  const activities = {
+    async loadRollout(): Promise<LoadedRollout> {
+      return { tenantId: 'default', state, rowVersion, currentBatch: 0, strategy, reason, counts, summary: 'stub' };
+    },
+    async transitionRollout(change: { from: RolloutState[]; to: RolloutState; reason?: string | null }) {
+      if (!change.from.includes(state)) return { ok: false, why: 'state', state, rowVersion } as TransitionResult;
+      calls.push(`→ ${change.to}`);
+      state = change.to;
+      rowVersion += 1;
+      if (change.reason !== undefined) reason = change.reason;
+      return { ok: true, state, rowVersion, counts } as TransitionResult;
+    },
+    async prepareBatch({ batch }: { batch: number }) {
+      calls.push(`prepare ${batch}`);
+      return { running: state === 'running', agents: batch <= answers.length ? 1 : 0, denied: 0 };
+    },
+    async pushBatch({ batch }: { batch: number }) {
+      calls.push(`push ${batch}`);
+      return { pushed: 1, skipped: 0 };
+    },
+    async awaitBatch({ batch }: { batch: number }) {
+      return { batch, pushed: 1, ...answers[batch - 1]!, awaited: 1, counts };
+    },
+    async abandonBatch() {
+      calls.push('abandon');
+      return 0;
+    },
+    async startRollback() {
+      calls.push('roll back');
+      return { pushed: 1 };
+    },
+    async awaitRollback() {
+      return { waitingAfterTimeout: 0 };
+    },
+  };
+  return { calls, activities, reason: () => reason };
+}
+
+/** Runs the workflow over the stub until `until` returns; the time-skipping server skips the bakes. */
+async function run<T>(
+  stub: ReturnType<typeof stubRollout>,
+  until: (handle: Awaited<ReturnType<TestWorkflowEnvironment['client']['workflow']['start']>>) => Promise<T>,
+): Promise<T> {
+  const taskQueue = `decisions-${randomUUID()}`;
+  const worker = await Worker.create({
+    connection: temporal.nativeConnection,
+    namespace: temporal.namespace ?? 'default',
+    taskQueue,
+    workflowBundle: bundle,
+    activities: stub.activities,
+  });
+  return worker.runUntil(async () => {
+    const handle = await temporal.client.workflow.start<RolloutWorkflow>(rolloutWorkflowType, {
+      taskQueue,
+      workflowId: `rollout:${randomUUID()}`,
+      args: [{ rolloutId: randomUUID(), tenantId: 'default' }],
+    });
+    return until(handle);
+  });
+}
+
+const ok: Answer = { succeeded: 1, failed: 0, skipped: 0 };
+const failed: Answer = { succeeded: 0, failed: 1, skipped: 0 };
+
+test('healthy batches bake an hour each (in skipped time) and the rollout completes once no agent is left', async () => {
+  const stub = stubRollout(STRATEGY, [ok, ok, ok]);
+  const outcome = await run(stub, (handle) => handle.result());
+  expect(outcome.state).toBe('completed');
+  expect(stub.calls).toEqual([
+    'prepare 1',
+    'push 1',
+    'prepare 2',
+    'push 2',
+    'prepare 3',
+    'push 3',
+    'prepare 4',
+    '→ completed',
+  ]);
+});
+
+test('a batch over maxFailurePercent with onFailure rollback rolls back, and no further batch is pushed', async () => {
+  const stub = stubRollout({ ...STRATEGY, onFailure: 'rollback' }, [ok, failed, ok]);
+  const outcome = await run(stub, (handle) => handle.result());
+  expect(outcome.state).toBe('rolled-back');
+  expect(stub.calls).toEqual([
+    'prepare 1',
+    'push 1',
+    'prepare 2',
+    'push 2',
+    '→ rolling-back',
+    'roll back',
+    '→ rolled-back',
+  ]);
+  expect(stub.reason()).toBe('1 of 1 agents of batch 2 failed (100.0% > maxFailurePercent 0)');
+});
+
+test('within maxFailurePercent a failed agent does not stop the rollout', async () => {
+  const half: Answer = { succeeded: 1, failed: 1, skipped: 0 };
+  const stub = stubRollout({ ...STRATEGY, maxFailurePercent: 50 }, [half, ok]);
+  expect((await run(stub, (handle) => handle.result())).state).toBe('completed');
+});
+
+test('onFailure pause waits for an operator: a resume goes on with the next batch, an abort ends it', async () => {
+  const stub = stubRollout(STRATEGY, [failed, ok, ok]);
+  const outcome = await run(stub, async (handle) => {
+    const status = () => handle.query(rolloutStatusQuery);
+    await eventually(async () => expect((await status()).state).toBe('paused'));
+    const resumed = await handle.executeUpdate(operateRolloutUpdate, {
+      args: [{ operation: 'resume', actor: 'alice' }],
+    });
+    expect(resumed.state).toBe('running');
+    // Batch 2 answered: it bakes for an hour, and the abort arrives meanwhile.
+    await eventually(async () => expect((await status()).lastBatch?.batch).toBe(2));
+    const aborted = await handle.executeUpdate(operateRolloutUpdate, {
+      args: [{ operation: 'abort', actor: 'alice' }],
+    });
+    expect(aborted.state).toBe('aborted');
+    return handle.result();
+  });
+  expect(outcome.state).toBe('aborted');
+  expect(stub.calls).toEqual(['prepare 1', 'push 1', '→ paused', '→ running', 'prepare 2', 'push 2', '→ aborted']);
+});
