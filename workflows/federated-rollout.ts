@@ -19,6 +19,7 @@ import {
   setHandler,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
+import type { LoadedFederatedRollout } from '../activities/federation/rollouts';
 import {
   FEDERATED_TRANSITIONS,
   type FederatedRolloutState,
@@ -30,6 +31,7 @@ import {
   ROLLOUT_FAILURES,
   operateFederatedRolloutUpdate,
   type FederatedRolloutOperationRequest,
+  type FederatedRolloutOperationResult,
   type FederatedRolloutOutcome,
   type FederatedRolloutWorkflowInput,
 } from './definitions';
@@ -51,163 +53,220 @@ const following = proxyActivities<Activities>({
   retry,
 });
 
-export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowInput): Promise<FederatedRolloutOutcome> {
-  const id = input.federatedRolloutId;
-  let state: FederatedRolloutState | 'loading' = 'loading';
-  let rowVersion = 0;
-  let reason: string | null;
-  const stateNow = () => state; // handlers change it while lanes await; narrowing cannot know
-
+/** What one run knows of its federated rollout, shared by the main loop, its lanes and the update handler. */
+interface FederatedRun {
+  id: string;
+  state: FederatedRolloutState | 'loading';
+  rowVersion: number;
+  reason: string | null;
   /** One transition at a time: the lanes' and operators' updates never interleave. */
-  const transitions = oneAtATime(() => state !== 'loading');
-  const exclusively = transitions.run;
+  transitions: ReturnType<typeof oneAtATime>;
+  /** Each installation's part, in order (a part's position is its index). */
+  parts: LoadedFederatedRollout['parts'];
+  mode: LoadedFederatedRollout['mode'];
+  /** The positions whose rollout was created (by this run or an earlier one). */
+  started: Set<number>;
+  /** The state each part's rollout ended in, by position. */
+  ended: Map<number, string>;
+}
 
-  async function transition(
-    to: FederatedRolloutState,
-    options: { from: FederatedRolloutState[]; versions?: number[]; reason?: string | null; actor?: string },
-  ) {
-    const result = await quick.transitionFederatedRollout({ federatedRolloutId: id, to, ...options });
-    if (result.ok || result.state) [state, rowVersion] = [result.state!, result.rowVersion ?? rowVersion];
-    if (result.ok && options.reason !== undefined) reason = options.reason;
-    return result;
-  }
+export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowInput): Promise<FederatedRolloutOutcome> {
+  const run = newRun(input);
+  setHandler(operateFederatedRolloutUpdate, (request) => run.transitions.run(() => operate(run, request)), {
+    validator: validateOperation,
+  });
 
-  /** The workflow's own transitions: only from where it believes the federated rollout is. */
-  const move = (to: FederatedRolloutState, from: FederatedRolloutState[], why: string | null) =>
-    exclusively(async () => {
-      if (from.includes(state as FederatedRolloutState)) await transition(to, { from, reason: why });
-    });
-
-  setHandler(
-    operateFederatedRolloutUpdate,
-    (request) =>
-      exclusively(async () => {
-        const current = state as FederatedRolloutState;
-        const rule = FEDERATED_TRANSITIONS[request.operation];
-        const refuse = (type: string) =>
-          ApplicationFailure.nonRetryable(
-            refusedFederatedOperation(stateNow() as FederatedRolloutState, request.operation),
-            type,
-          );
-        if (!rule.from.includes(current)) throw refuse(ROLLOUT_FAILURES.invalidTransition);
-        const why = ['abort', 'rollback'].includes(request.operation)
-          ? `${ROLLOUT_OPERATION_PAST[request.operation]} by ${request.actor}`
-          : null;
-        const result = await transition(rule.to, {
-          from: [current],
-          versions: request.versions,
-          reason: why,
-          actor: request.actor,
-        });
-        if (!result.ok)
-          throw refuse(
-            result.why === 'precondition' ? ROLLOUT_FAILURES.preconditionFailed : ROLLOUT_FAILURES.invalidTransition,
-          );
-        await quick.operateFederatedParts({
-          federatedRolloutId: id,
-          operation: request.operation,
-          actor: request.actor,
-        });
-        return { state, rowVersion };
-      }),
-    {
-      validator: (request: FederatedRolloutOperationRequest | undefined) => {
-        if (!request || !Object.hasOwn(FEDERATED_TRANSITIONS, request.operation))
-          throw new Error(`unknown operation ${String(request?.operation)}`);
-      },
-    },
-  );
-
-  const loaded = await quick.loadFederatedRollout(id);
-  [state, rowVersion, reason] = [loaded.state, loaded.rowVersion, loaded.reason];
-  const started = new Set(loaded.parts.filter((part) => part.started).map((part) => part.position));
-  const ended = new Map<number, string>();
-  const part = (position: number) => ({ federatedRolloutId: id, position });
-  const named = (position: number) => loaded.parts[position]!.name;
-
-  /** A peer that does not answer pauses the federated rollout (the parts followed are paused as they are read). */
-  async function pauseForSilence(position: number, error: string) {
-    await quick.markFederatedPartUnreachable({ ...part(position), error });
-    await move('paused', ['running'], `installation '${named(position)}' does not answer; resume to try again`);
-  }
-
-  /** Creates the part's rollout; false when it was refused (the federated rollout failed) or its peer is silent (paused). */
-  async function start(position: number): Promise<boolean> {
-    try {
-      const creating = loaded.parts[position]!.local ? creatingHere : creatingOnPeer;
-      const outcome = await creating.createFederatedPart(part(position));
-      if (outcome.state === 'denied' || outcome.state === 'failed') {
-        await move('failed', ['running', 'paused'], outcome.reason ?? null);
-        return false;
-      }
-    } catch (error) {
-      if (!(error instanceof ActivityFailure)) throw error;
-      const cause = error.cause;
-      if (cause instanceof ApplicationFailure && cause.nonRetryable) {
-        await move('failed', ['running', 'paused'], `installation '${named(position)}': ${cause.message}`);
-        return false;
-      }
-      // Retried for about half a minute, then given up: the last attempt says why.
-      await pauseForSilence(position, ((cause?.cause ?? cause ?? error) as Error).message);
-      return false;
-    }
-    started.add(position);
-    return true;
-  }
-
-  /** The part followed to its end; a failure retrying cannot change (its peer was deleted) ends it as failed. */
-  async function follow(position: number) {
-    try {
-      return await following.followFederatedPart(part(position));
-    } catch (error) {
-      if (!(error instanceof ActivityFailure)) throw error;
-      return { state: 'failed', reason: (error.cause ?? error).message };
-    }
-  }
-
-  /** One installation's part, from creation to the end of its rollout; the state it ended in (none if never started). */
-  async function lane(position: number): Promise<string | undefined> {
-    for (;;) {
-      await condition(() => stateNow() !== 'paused' && !transitions.busy());
-      if (!started.has(position) && (stateNow() !== 'running' || !(await start(position)))) {
-        if (stateNow() === 'paused') continue;
-        return undefined;
-      }
-      const outcome = await follow(position);
-      if (outcome.state !== 'unreachable') {
-        ended.set(position, outcome.state);
-        if (outcome.state !== 'completed')
-          await move(
-            'failed',
-            ['running'],
-            `installation '${named(position)}': its rollout ${outcome.state}${outcome.reason ? `: ${outcome.reason}` : ''}`,
-          );
-        return outcome.state;
-      }
-      await pauseForSilence(position, outcome.reason ?? 'no answer');
-    }
-  }
-
-  async function runLanes() {
-    const positions = loaded.parts.map((p) => p.position);
-    if (loaded.mode === 'parallel') await Promise.all(positions.map(lane));
-    else for (const position of positions) if ((await lane(position)) !== 'completed') break;
-  }
+  await load(run);
 
   for (;;) {
     // An update that started this run (a rollback of a finished federated rollout) goes first.
     await condition(allHandlersFinished);
-    const now = stateNow() as FederatedRolloutState;
+    const now = stateNow(run) as FederatedRolloutState;
     if (now === 'running') {
-      await runLanes();
-      if (loaded.parts.every((p) => ended.get(p.position) === 'completed')) await move('completed', ['running'], null);
+      await runLanes(run);
+      if (run.parts.every((p) => run.ended.get(p.position) === 'completed'))
+        await move(run, 'completed', ['running'], null);
     } else if (now === 'paused') {
-      await condition(() => stateNow() !== 'paused');
+      await condition(() => stateNow(run) !== 'paused');
     } else if (now === 'rolling-back') {
-      await Promise.all([...started].map(follow));
-      await move('rolled-back', ['rolling-back'], reason);
+      await Promise.all([...run.started].map((position) => follow(run, position)));
+      await move(run, 'rolled-back', ['rolling-back'], run.reason);
     } else if (FINAL_FEDERATED_STATES.includes(now)) {
-      return { state: now, reason };
+      return { state: now, reason: run.reason };
     }
   }
+}
+
+/** A run that has not loaded its federated rollout yet (`loading`: updates wait for the load). */
+function newRun(input: FederatedRolloutWorkflowInput): FederatedRun {
+  const run: FederatedRun = {
+    id: input.federatedRolloutId,
+    state: 'loading',
+    rowVersion: 0,
+    reason: null,
+    transitions: oneAtATime(() => run.state !== 'loading'),
+    parts: [],
+    mode: 'sequential',
+    started: new Set(),
+    ended: new Map(),
+  };
+  return run;
+}
+
+/** The state now (handlers change it while lanes await; TypeScript's narrowing cannot know). */
+const stateNow = (run: FederatedRun): FederatedRolloutState | 'loading' => run.state;
+
+/** The part at `position`, as the activities name it. */
+const part = (run: FederatedRun, position: number) => ({ federatedRolloutId: run.id, position });
+
+/** The name of the installation at `position`, for reasons an operator reads. */
+const named = (run: FederatedRun, position: number) => run.parts[position]!.name;
+
+/** Reads the federated rollout and its parts from the database into the run. */
+async function load(run: FederatedRun) {
+  const loaded = await quick.loadFederatedRollout(run.id);
+  [run.state, run.rowVersion, run.reason] = [loaded.state, loaded.rowVersion, loaded.reason];
+  run.parts = loaded.parts;
+  run.mode = loaded.mode;
+  run.started = new Set(loaded.parts.filter((p) => p.started).map((p) => p.position));
+}
+
+/**
+ * A transition through the `transitionFederatedRollout` activity; the run takes in the state
+ * it answers (the new one, or the one that refused it).
+ */
+async function transition(
+  run: FederatedRun,
+  to: FederatedRolloutState,
+  options: { from: FederatedRolloutState[]; versions?: number[]; reason?: string | null; actor?: string },
+) {
+  const result = await quick.transitionFederatedRollout({ federatedRolloutId: run.id, to, ...options });
+  if (result.ok || result.state) [run.state, run.rowVersion] = [result.state!, result.rowVersion ?? run.rowVersion];
+  if (result.ok && options.reason !== undefined) run.reason = options.reason;
+  return result;
+}
+
+/** The workflow's own transitions: only from where it believes the federated rollout is. */
+function move(run: FederatedRun, to: FederatedRolloutState, from: FederatedRolloutState[], why: string | null) {
+  return run.transitions.run(async () => {
+    if (from.includes(run.state as FederatedRolloutState)) await transition(run, to, { from, reason: why });
+  });
+}
+
+/**
+ * An operator's operation (`operateFederatedRolloutUpdate`, run one at a time): refused unless
+ * the federated rollout is in a state it may start from, or when its transition is not
+ * applied; once applied, passed on to every part.
+ */
+async function operate(
+  run: FederatedRun,
+  request: FederatedRolloutOperationRequest,
+): Promise<FederatedRolloutOperationResult> {
+  const current = run.state as FederatedRolloutState;
+  const rule = FEDERATED_TRANSITIONS[request.operation];
+  const refuse = (type: string) =>
+    ApplicationFailure.nonRetryable(
+      refusedFederatedOperation(stateNow(run) as FederatedRolloutState, request.operation),
+      type,
+    );
+  if (!rule.from.includes(current)) throw refuse(ROLLOUT_FAILURES.invalidTransition);
+  const why = ['abort', 'rollback'].includes(request.operation)
+    ? `${ROLLOUT_OPERATION_PAST[request.operation]} by ${request.actor}`
+    : null;
+  const result = await transition(run, rule.to, {
+    from: [current],
+    versions: request.versions,
+    reason: why,
+    actor: request.actor,
+  });
+  if (!result.ok)
+    throw refuse(
+      result.why === 'precondition' ? ROLLOUT_FAILURES.preconditionFailed : ROLLOUT_FAILURES.invalidTransition,
+    );
+  await quick.operateFederatedParts({
+    federatedRolloutId: run.id,
+    operation: request.operation,
+    actor: request.actor,
+  });
+  return { state: run.state, rowVersion: run.rowVersion };
+}
+
+/**
+ * Refused before it enters history: an operation that does not exist.
+ * The payload comes off the wire: typed as the contract says, checked as if it were not.
+ */
+function validateOperation(request: FederatedRolloutOperationRequest | undefined) {
+  if (!request || !Object.hasOwn(FEDERATED_TRANSITIONS, request.operation))
+    throw new Error(`unknown operation ${String(request?.operation)}`);
+}
+
+/** A peer that does not answer pauses the federated rollout (the parts followed are paused as they are read). */
+async function pauseForSilence(run: FederatedRun, position: number, error: string) {
+  await quick.markFederatedPartUnreachable({ ...part(run, position), error });
+  await move(run, 'paused', ['running'], `installation '${named(run, position)}' does not answer; resume to try again`);
+}
+
+/** Creates the part's rollout; false when it was refused (the federated rollout failed) or its peer is silent (paused). */
+async function start(run: FederatedRun, position: number): Promise<boolean> {
+  try {
+    const creating = run.parts[position]!.local ? creatingHere : creatingOnPeer;
+    const outcome = await creating.createFederatedPart(part(run, position));
+    if (outcome.state === 'denied' || outcome.state === 'failed') {
+      await move(run, 'failed', ['running', 'paused'], outcome.reason ?? null);
+      return false;
+    }
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    const cause = error.cause;
+    if (cause instanceof ApplicationFailure && cause.nonRetryable) {
+      await move(run, 'failed', ['running', 'paused'], `installation '${named(run, position)}': ${cause.message}`);
+      return false;
+    }
+    // Retried for about half a minute, then given up: the last attempt says why.
+    await pauseForSilence(run, position, ((cause?.cause ?? cause ?? error) as Error).message);
+    return false;
+  }
+  run.started.add(position);
+  return true;
+}
+
+/** The part followed to its end; a failure retrying cannot change (its peer was deleted) ends it as failed. */
+async function follow(run: FederatedRun, position: number) {
+  try {
+    return await following.followFederatedPart(part(run, position));
+  } catch (error) {
+    if (!(error instanceof ActivityFailure)) throw error;
+    return { state: 'failed', reason: (error.cause ?? error).message };
+  }
+}
+
+/** One installation's part, from creation to the end of its rollout; the state it ended in (none if never started). */
+async function lane(run: FederatedRun, position: number): Promise<string | undefined> {
+  for (;;) {
+    await condition(() => stateNow(run) !== 'paused' && !run.transitions.busy());
+    if (!run.started.has(position) && (stateNow(run) !== 'running' || !(await start(run, position)))) {
+      if (stateNow(run) === 'paused') continue;
+      return undefined;
+    }
+    const outcome = await follow(run, position);
+    if (outcome.state !== 'unreachable') {
+      run.ended.set(position, outcome.state);
+      if (outcome.state !== 'completed')
+        await move(
+          run,
+          'failed',
+          ['running'],
+          `installation '${named(run, position)}': its rollout ${outcome.state}${outcome.reason ? `: ${outcome.reason}` : ''}`,
+        );
+      return outcome.state;
+    }
+    await pauseForSilence(run, position, outcome.reason ?? 'no answer');
+  }
+}
+
+/** Every part's lane: one after another until one does not complete (sequential), or all at once (parallel). */
+async function runLanes(run: FederatedRun) {
+  const positions = run.parts.map((p) => p.position);
+  if (run.mode === 'parallel') await Promise.all(positions.map((position) => lane(run, position)));
+  else for (const position of positions) if ((await lane(run, position)) !== 'completed') break;
 }
