@@ -104,8 +104,12 @@ async function startOver(
 
 /** Federation: handovers, receiver side (peer): issue, redeem, status, cancel (docs/federation.md). */
 export function incomingHandoverRoutes(options: FederationRouteOptions): RouteDef[] {
-  const { settings } = options;
+  return [...issueRoutes(options), ...followRoutes()];
+}
 
+/** A sender asks for a handover here (issue), and redeems its token into an enrolment. */
+function issueRoutes(options: FederationRouteOptions): RouteDef[] {
+  const { settings } = options;
   return [
     route({
       method: 'put',
@@ -210,6 +214,12 @@ export function incomingHandoverRoutes(options: FederationRouteOptions): RouteDe
         };
       },
     }),
+  ];
+}
+
+/** A sender follows its handover here, or cancels it. */
+function followRoutes(): RouteDef[] {
+  return [
     route({
       method: 'get',
       path: `${INCOMING}/{id}`,

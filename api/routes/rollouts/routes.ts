@@ -41,57 +41,59 @@ const DESCRIPTIONS: Record<RolloutOperation, string> = {
   rollback: 'Roll back: every agent this rollout pushed to gets the configuration version it had before.',
 };
 
+/** POST …/{id}/{operation}: answered at once where plainly refused; otherwise the workflow applies it. */
+function operationRoute(workflows: RolloutWorkflows, operation: RolloutOperation): RouteDef {
+  return route({
+    method: 'post',
+    path: `/api/rollouts/{id}/${operation}`,
+    summary: `${operation[0]!.toUpperCase()}${operation.slice(1)} the rollout`,
+    tag: 'rollouts',
+    permission: 'operate',
+    resource: 'rollout',
+    etag: 'live',
+    // The workflow makes the change in its own transaction; no connection waits on it here.
+    transactional: false,
+    params: rolloutId,
+    response: {
+      status: 200,
+      description: `${DESCRIPTIONS[operation]} Answers the rollout in its new state, with its new ETag.`,
+      schema: rolloutSchema,
+    },
+    handler: async ({ db, principal, params, ctx }) => {
+      const row = await findRollout(db, principal.tenantId, params.id);
+      if (!row) throw problems.notFound('rollout', params.id);
+      // Answer what is plainly refused here; the workflow checks again, atomically.
+      const versions = ifMatchVersions(ctx);
+      if (versions && !versions.includes(Number(row.row_version))) throw problems.preconditionFailed('rollout', row.id);
+      if (!ROLLOUT_TRANSITIONS[operation].from.includes(row.state)) {
+        throw problems.invalidTransition(refusedOperation(row.state, operation));
+      }
+      if (operation === 'start') {
+        await assertPolicies(db, principal.tenantId, {
+          configurationId: row.configuration_id,
+          version: row.version,
+          target: { rolloutId: row.id },
+          rollout: { batchSize: row.strategy.batchSize, batchPercent: row.strategy.batchPercent },
+        });
+      }
+      // The configuration's name, for the workflow's summary in the Temporal UI should this start it.
+      const configuration = await findConfiguration(db, principal.tenantId, row.configuration_id);
+      await workflows.operate(row, configuration?.name ?? row.configuration_id, {
+        operation,
+        versions,
+        actor: principal.name,
+      });
+      // The body and its ETag from one read (the workflow may have moved on since it answered).
+      const updated = (await findRollout(db, principal.tenantId, row.id))!;
+      return { body: await presentRollout(db, updated), rowVersion: Number(updated.row_version) };
+    },
+  });
+}
+
 export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Client }): RouteDef[] {
   const workflows = new RolloutWorkflows(options.temporal, options.settings);
 
-  const operations = ROLLOUT_OPERATIONS.map((operation) =>
-    route({
-      method: 'post',
-      path: `/api/rollouts/{id}/${operation}`,
-      summary: `${operation[0]!.toUpperCase()}${operation.slice(1)} the rollout`,
-      tag: 'rollouts',
-      permission: 'operate',
-      resource: 'rollout',
-      etag: 'live',
-      // The workflow makes the change in its own transaction; no connection waits on it here.
-      transactional: false,
-      params: rolloutId,
-      response: {
-        status: 200,
-        description: `${DESCRIPTIONS[operation]} Answers the rollout in its new state, with its new ETag.`,
-        schema: rolloutSchema,
-      },
-      handler: async ({ db, principal, params, ctx }) => {
-        const row = await findRollout(db, principal.tenantId, params.id);
-        if (!row) throw problems.notFound('rollout', params.id);
-        // Answer what is plainly refused here; the workflow checks again, atomically.
-        const versions = ifMatchVersions(ctx);
-        if (versions && !versions.includes(Number(row.row_version)))
-          throw problems.preconditionFailed('rollout', row.id);
-        if (!ROLLOUT_TRANSITIONS[operation].from.includes(row.state)) {
-          throw problems.invalidTransition(refusedOperation(row.state, operation));
-        }
-        if (operation === 'start') {
-          await assertPolicies(db, principal.tenantId, {
-            configurationId: row.configuration_id,
-            version: row.version,
-            target: { rolloutId: row.id },
-            rollout: { batchSize: row.strategy.batchSize, batchPercent: row.strategy.batchPercent },
-          });
-        }
-        // The configuration's name, for the workflow's summary in the Temporal UI should this start it.
-        const configuration = await findConfiguration(db, principal.tenantId, row.configuration_id);
-        await workflows.operate(row, configuration?.name ?? row.configuration_id, {
-          operation,
-          versions,
-          actor: principal.name,
-        });
-        // The body and its ETag from one read (the workflow may have moved on since it answered).
-        const updated = (await findRollout(db, principal.tenantId, row.id))!;
-        return { body: await presentRollout(db, updated), rowVersion: Number(updated.row_version) };
-      },
-    }),
-  );
+  const operations = ROLLOUT_OPERATIONS.map((operation) => operationRoute(workflows, operation));
 
   return [
     route({
