@@ -1,18 +1,6 @@
 import type { AgentRow } from '../../../db/repos/agents';
-import { groupHasAgents, listAgentsQuery } from '../../../db/repos/agents';
-import { isUniqueViolation } from '../../../db/errors';
-import { emitEvents } from '../../../db/repos/events';
-import {
-  DEFAULT_GROUP,
-  ensureDefaultGroup,
-  findGroup,
-  insertGroup,
-  listGroupsQuery,
-  lockGroup,
-  setGroupDeleted,
-  updateGroup,
-  type GroupView,
-} from '../../../db/repos/groups';
+import { listAgentsQuery } from '../../../db/repos/agents';
+import { ensureDefaultGroup, findGroup, listGroupsQuery, type GroupView } from '../../../db/repos/groups';
 import { ifMatchVersions } from '../../http/etag';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
@@ -20,22 +8,12 @@ import { labelFilter } from '../../http/labels';
 import { z } from '../../http/zod';
 import { problems } from '../../problems';
 import { moveAgentToGroup } from '../../../domain/agents';
+import { createGroup, deleteGroup, restoreGroup, updateGroup } from '../../../domain/groups';
 import { agentSchema, presentAgent } from '../agents/schema';
 import type { ResourceRouteOptions } from '../options';
 import { groupBody, groupListQuery, groupSchema, memberBody, presentGroup, presentGroupView } from './schema';
 
 const groupId = z.object({ id: z.uuid() });
-const SOURCE = '/api/groups';
-
-const nameTaken = (name: string) => problems.conflict(`A live group named '${name}' already exists.`);
-
-/** Rethrows a unique violation on the live-name index as 409. */
-function orNameTaken(name: string) {
-  return (error: unknown): never => {
-    if (isUniqueViolation(error)) throw nameTaken(name);
-    throw error;
-  };
-}
 
 export function groupsRoutes(options: ResourceRouteOptions): RouteDef[] {
   return [...groupReadRoutes(options), ...groupChangeRoutes(), ...memberRoutes(options)];
@@ -84,12 +62,8 @@ function groupReadRoutes(options: ResourceRouteOptions): RouteDef[] {
       body: groupBody,
       response: { status: 201, description: 'The group.', schema: groupSchema },
       handler: async ({ db, principal, body }) => {
-        await ensureDefaultGroup(db, principal.tenantId); // so `default` is taken before anyone else claims it
-        const row = await insertGroup(db, principal.tenantId, body).catch(orNameTaken(body.name));
+        const row = await createGroup(db, principal.tenantId, body);
         const group = presentGroupView(row);
-        await emitEvents(db, [
-          { tenantId: principal.tenantId, type: 'group.created', source: SOURCE, subject: row.id, data: group },
-        ]);
         return {
           status: 201,
           body: group,
@@ -133,24 +107,8 @@ function groupChangeRoutes(): RouteDef[] {
       body: groupBody,
       response: { status: 200, description: 'The updated group.', schema: groupSchema },
       handler: async ({ db, principal, params, body, ctx }) => {
-        const tenantId = principal.tenantId;
-        const current = await findGroup(db, tenantId, params.id);
-        if (!current) throw problems.notFound('group', params.id);
-        if (current.name === DEFAULT_GROUP && !current.deleted_at && body.name !== DEFAULT_GROUP) {
-          throw problems.conflict(`The '${DEFAULT_GROUP}' group cannot be renamed: agents without a group join it.`);
-        }
-        const row = await updateGroup(db, tenantId, params.id, body, ifMatchVersions(ctx)).catch(
-          orNameTaken(body.name),
-        );
-        if (!row) {
-          const now = await findGroup(db, tenantId, params.id);
-          if (!now) throw problems.notFound('group', params.id);
-          if (now.deleted_at)
-            throw problems.conflict(`Group '${params.id}' is deleted; restore it before changing it.`);
-          throw problems.preconditionFailed('group', params.id);
-        }
-        const group = presentGroup(row, current.member_count);
-        await emitEvents(db, [{ tenantId, type: 'group.updated', source: SOURCE, subject: row.id, data: group }]);
+        const { row, memberCount } = await updateGroup(db, principal.tenantId, params.id, body, ifMatchVersions(ctx));
+        const group = presentGroup(row, memberCount);
         return { body: group, rowVersion: row.row_version };
       },
     }),
@@ -165,21 +123,7 @@ function groupChangeRoutes(): RouteDef[] {
       params: groupId,
       response: { status: 204, description: 'Deleted; the new ETag is in the header.' },
       handler: async ({ db, principal, params, ctx }) => {
-        const tenantId = principal.tenantId;
-        const locked = await lockGroup(db, tenantId, params.id);
-        if (!locked) throw problems.notFound('group', params.id);
-        const versions = ifMatchVersions(ctx);
-        if (versions && !versions.includes(locked.row_version)) throw problems.preconditionFailed('group', params.id);
-        if (locked.deleted_at) throw problems.conflict(`Group '${locked.name}' is already deleted.`);
-        if (locked.name === DEFAULT_GROUP)
-          throw problems.conflict(`The '${DEFAULT_GROUP}' group cannot be deleted: agents without a group join it.`);
-        if (await groupHasAgents(db, tenantId, params.id)) {
-          throw problems.conflict(`Group '${locked.name}' still has agents; move them to another group first.`);
-        }
-        const row = await setGroupDeleted(db, params.id, true);
-        await emitEvents(db, [
-          { tenantId, type: 'group.deleted', source: SOURCE, subject: row.id, data: presentGroup(row, 0) },
-        ]);
+        const row = await deleteGroup(db, principal.tenantId, params.id, ifMatchVersions(ctx));
         return { status: 204, rowVersion: row.row_version };
       },
     }),
@@ -194,21 +138,8 @@ function groupChangeRoutes(): RouteDef[] {
       params: groupId,
       response: { status: 200, description: 'The restored group.', schema: groupSchema },
       handler: async ({ db, principal, params, ctx }) => {
-        const tenantId = principal.tenantId;
-        const locked = await lockGroup(db, tenantId, params.id);
-        if (!locked) throw problems.notFound('group', params.id);
-        const versions = ifMatchVersions(ctx);
-        if (versions && !versions.includes(locked.row_version)) throw problems.preconditionFailed('group', params.id);
-        if (!locked.deleted_at) throw problems.conflict(`Group '${locked.name}' is not deleted.`);
-        await setGroupDeleted(db, params.id, false).catch((error: unknown) => {
-          if (isUniqueViolation(error)) {
-            throw problems.conflict(`A live group named '${locked.name}' exists; rename it before restoring this one.`);
-          }
-          throw error;
-        });
-        const row = (await findGroup(db, tenantId, params.id))!;
+        const row = await restoreGroup(db, principal.tenantId, params.id, ifMatchVersions(ctx));
         const group = presentGroupView(row);
-        await emitEvents(db, [{ tenantId, type: 'group.restored', source: SOURCE, subject: row.id, data: group }]);
         return { body: group, rowVersion: row.row_version };
       },
     }),

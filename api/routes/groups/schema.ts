@@ -1,4 +1,5 @@
 import type { GroupRow, GroupView } from '../../../db/repos/groups';
+import { groupView } from '../../../domain/groups';
 import { labelQuery, labelsSchema } from '../../http/labels';
 import { plainText } from '../../http/text';
 import { z } from '../../http/zod';
@@ -33,17 +34,7 @@ export const groupListQuery = z.object({
 
 export const memberBody = z.object({ agentId: z.guid() }).strict().openapi('GroupMemberAdd');
 
-export function presentGroup(row: GroupRow, memberCount: number): z.infer<typeof groupSchema> {
-  return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    labels: row.labels,
-    memberCount,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-    deletedAt: row.deleted_at?.toISOString() ?? null,
-  };
-}
+/** The group as the API shows it: the same view its events carry. */
+export const presentGroup: (row: GroupRow, memberCount: number) => z.infer<typeof groupSchema> = groupView;
 
 export const presentGroupView = (row: GroupView) => presentGroup(row, row.member_count);
