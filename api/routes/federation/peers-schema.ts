@@ -1,4 +1,5 @@
 import type { PeerRow } from '../../../db/repos/federation-peers';
+import { peerView } from '../../../domain/federation/peers';
 import { isWellFormed } from '../../../domain/tokens/secret-token';
 import { pageQuery } from '../../http/pagination';
 import { plainText } from '../../http/text';
@@ -126,28 +127,5 @@ export const peerSchema = z
   })
   .openapi('FederationPeer', { description: 'Its credential is never shown.' });
 
-const iso = (date: Date | null) => date?.toISOString() ?? null;
-
-export function presentPeer(row: PeerRow): z.infer<typeof peerSchema> {
-  return {
-    id: row.id,
-    name: row.name,
-    baseUrl: row.base_url,
-    healthy: row.healthy,
-    lastPingAt: iso(row.last_ping_at),
-    lastSeenAt: iso(row.last_seen_at),
-    latencyMs: row.last_latency_ms,
-    lastError: row.last_error,
-    remote: row.remote_installation_id
-      ? {
-          installationId: row.remote_installation_id,
-          name: row.remote_name!,
-          version: row.remote_version!,
-          agentEndpoint: row.remote_agent_endpoint!,
-        }
-      : null,
-    createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
-}
+/** The peer as the API shows it: the same view its events carry. */
+export const presentPeer: (row: PeerRow) => z.infer<typeof peerSchema> = peerView;

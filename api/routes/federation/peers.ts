@@ -1,24 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { Db } from '../../../db/connection';
-import { emitEvents, type EventType } from '../../../db/repos/events';
-import {
-  deletePeer,
-  findPeer,
-  insertPeer,
-  listPeersQuery,
-  lockPeer,
-  updatePeer,
-  type PeerPingColumns,
-  type PeerRow,
-} from '../../../db/repos/federation-peers';
+import { findPeer, listPeersQuery, type PeerPingColumns, type PeerRow } from '../../../db/repos/federation-peers';
 import { installationId } from '../../../db/repos/installation';
-import { sealPeerCredential } from '../../../domain/federation/peer-credentials';
-import {
-  announceHealthChange,
-  openPeerEndpoint,
-  pingColumns,
-  UNOPENABLE_CREDENTIAL,
-} from '../../../domain/federation/peer-ping';
+import { openPeerEndpoint, pingColumns, UNOPENABLE_CREDENTIAL } from '../../../domain/federation/peer-ping';
+import { changePeer, pairPeer, unpairPeer } from '../../../domain/federation/peers';
 import { pingPeer } from '../../../platform/peer-client';
 import { encryptionKey } from '../../../platform/secrets';
 import { SERVICE_VERSION } from '../../../platform/version';
@@ -26,7 +10,7 @@ import type { AppContext } from '../../http/context';
 import { ifMatchVersions } from '../../http/etag';
 import { pageOf, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
-import { conflictOnDuplicate, problems } from '../../problems';
+import { problems } from '../../problems';
 import type { FederationRouteOptions } from '.';
 import {
   createPeerBody,
@@ -42,17 +26,6 @@ import {
 
 const PEERS = '/api/federation/peers';
 const tag = 'federation';
-
-const nameTaken = (name: string) => conflictOnDuplicate(`A federation peer named '${name}' already exists.`);
-
-/** What a peer at a new origin no longer is: the installation the old address answered for. */
-const FORGET_REMOTE = {
-  last_seen_at: null,
-  remote_installation_id: null,
-  remote_name: null,
-  remote_version: null,
-  remote_agent_endpoint: null,
-} satisfies Partial<PeerRow>;
 
 async function mustFind(db: Db, tenantId: string, id: string): Promise<PeerRow> {
   const row = await findPeer(db, tenantId, id);
@@ -88,15 +61,11 @@ function credentialFor(key: Buffer, current: PeerRow, baseUrl: string, sent: str
 
 type PeerRouteKit = ReturnType<typeof peerRouteKit>;
 
-/** What the routes of peers share: the key credentials are sealed with, the event, the checks of a new address. */
+/** What the routes of peers share: the key credentials are sealed with, the checks of a new address. */
 function peerRouteKit(options: FederationRouteOptions) {
   const { settings, outbound } = options;
   const key = () => encryptionKey(settings);
   const timeoutMs = settings.federation.peerTimeoutSeconds * 1000;
-
-  async function announce(db: Db, row: PeerRow, type: EventType) {
-    await emitEvents(db, [{ tenantId: row.tenant_id, type, source: PEERS, subject: row.id, data: presentPeer(row) }]);
-  }
 
   function checkPlainHttp(url: string): void {
     const message = plainHttpProblem(url, settings.isDevelopment);
@@ -120,7 +89,7 @@ function peerRouteKit(options: FederationRouteOptions) {
     return ping;
   }
 
-  return { key, timeoutMs, announce, checkPlainHttp, pingNewAddress };
+  return { key, timeoutMs, checkPlainHttp, pingNewAddress };
 }
 
 export function peerRoutes(options: FederationRouteOptions): RouteDef[] {
@@ -176,7 +145,7 @@ function readRoutes(options: FederationRouteOptions): RouteDef[] {
 
 /** Pairing with a peer (pinged first), and one peer. */
 function pairingRoutes(kit: PeerRouteKit): RouteDef[] {
-  const { key, announce, checkPlainHttp, pingNewAddress } = kit;
+  const { key, checkPlainHttp, pingNewAddress } = kit;
   return [
     route({
       method: 'post',
@@ -196,20 +165,14 @@ function pairingRoutes(kit: PeerRouteKit): RouteDef[] {
       handler: async ({ db, principal, body }) => {
         checkPlainHttp(body.baseUrl);
         const ping = await pingNewAddress(db, body.baseUrl, body.credential, body.name);
-        const id = randomUUID(); // before the insert: the sealed credential is bound to it
-        const row = await db.transaction(async (trx) => {
-          const inserted = await insertPeer(trx, {
-            id,
-            tenant_id: principal.tenantId,
-            name: body.name,
-            base_url: body.baseUrl,
-            created_by: principal.name,
-            ...sealPeerCredential(key(), id, body.credential),
-            ...ping,
-          }).catch(nameTaken(body.name));
-          await announce(trx, inserted, 'federation.peer.created');
-          return inserted;
-        });
+        const request = {
+          tenantId: principal.tenantId,
+          name: body.name,
+          baseUrl: body.baseUrl,
+          credential: body.credential,
+          createdBy: principal.name,
+        };
+        const row = await db.transaction((trx) => pairPeer(trx, key(), request, ping));
         return {
           status: 201,
           body: presentPeer(row),
@@ -239,7 +202,7 @@ function pairingRoutes(kit: PeerRouteKit): RouteDef[] {
 
 /** Changing a peer's address, name or credential, and unpairing. */
 function changeRoutes(kit: PeerRouteKit): RouteDef[] {
-  const { key, announce, checkPlainHttp, pingNewAddress } = kit;
+  const { key, checkPlainHttp, pingNewAddress } = kit;
   return [
     route({
       method: 'put',
@@ -260,27 +223,14 @@ function changeRoutes(kit: PeerRouteKit): RouteDef[] {
         checkPlainHttp(body.baseUrl);
         const token = credentialFor(key(), current, body.baseUrl, body.credential);
         const ping = await pingNewAddress(db, body.baseUrl, token, body.name);
-        const moved = originOf(current.base_url) !== body.baseUrl;
-        const row = await db.transaction(async (trx) => {
-          // Written only over the version pinged: a change made meanwhile is not overwritten.
-          const updated = await updatePeer(
-            trx,
-            tenantId,
-            params.id,
-            {
-              name: body.name,
-              base_url: body.baseUrl,
-              ...(body.credential === undefined ? {} : sealPeerCredential(key(), params.id, body.credential)),
-              ...(moved ? FORGET_REMOTE : {}),
-              ...ping,
-            },
-            [current.row_version],
-          ).catch(nameTaken(body.name));
-          if (!updated) throw changedMeanwhile(await findPeer(trx, tenantId, params.id), params.id);
-          await announce(trx, updated, 'federation.peer.updated');
-          if (updated.healthy !== current.healthy) await announceHealthChange(trx, updated);
-          return updated;
-        });
+        const changes = {
+          name: body.name,
+          baseUrl: body.baseUrl,
+          credential: body.credential,
+          movedOrigin: originOf(current.base_url) !== body.baseUrl,
+        };
+        // Written only over the version pinged: a change made meanwhile is not overwritten.
+        const row = await db.transaction((trx) => changePeer(trx, key(), current, changes, ping));
         return { body: presentPeer(row), rowVersion: row.row_version };
       },
     }),
@@ -295,27 +245,9 @@ function changeRoutes(kit: PeerRouteKit): RouteDef[] {
       params: peerId,
       response: { status: 204, description: 'Deleted.' },
       handler: async ({ db, principal, params, ctx }) => {
-        const row = await lockPeer(db, principal.tenantId, params.id);
-        if (!row) throw problems.notFound('federation peer', params.id);
-        checkIfMatch(ctx, row);
-        await deletePeer(db, row.id);
-        await emitEvents(db, [
-          {
-            tenantId: row.tenant_id,
-            type: 'federation.peer.deleted',
-            source: PEERS,
-            subject: row.id,
-            data: { id: row.id, name: row.name, baseUrl: row.base_url },
-          },
-        ]);
+        await unpairPeer(db, principal.tenantId, params.id, ifMatchVersions(ctx));
         return { status: 204 };
       },
     }),
   ];
-}
-
-/** The peer changed (or went) while its new address was pinged. */
-function changedMeanwhile(now: PeerRow | undefined, id: string) {
-  if (!now) return problems.notFound('federation peer', id);
-  return problems.preconditionFailed('federation peer', id);
 }
