@@ -1,5 +1,5 @@
-import { emitEvents } from '../../../db/repos/events';
-import { findTenant, updateTenant, type TenantRow } from '../../../db/repos/tenants';
+import { findTenant, type TenantRow } from '../../../db/repos/tenants';
+import { changeTenant, tenantView } from '../../../domain/tenants';
 import { problems } from '../../problems';
 import { ifMatchVersions } from '../../http/etag';
 import { route, type RouteDef } from '../../http/route';
@@ -37,17 +37,8 @@ export const tenantSchema = z
   })
   .openapi('Tenant');
 
-export function presentTenant(row: TenantRow): z.infer<typeof tenantSchema> {
-  return {
-    id: row.id,
-    displayName: row.display_name,
-    description: row.description,
-    labels: row.labels,
-    settings: row.settings,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
-}
+/** The tenant as the API shows it: the same view its events carry. */
+export const presentTenant: (row: TenantRow) => z.infer<typeof tenantSchema> = tenantView;
 
 export function tenantRoutes(): RouteDef[] {
   return [
@@ -78,24 +69,13 @@ export function tenantRoutes(): RouteDef[] {
       response: { status: 200, description: 'The updated tenant.', schema: tenantSchema },
       handler: async ({ db, principal, body, ctx }) => {
         const id = principal.tenantId;
-        const row = await updateTenant(
-          db,
-          id,
-          {
-            display_name: body.displayName,
-            description: body.description,
-            labels: body.labels,
-            settings: body.settings,
-          },
-          ifMatchVersions(ctx),
-        );
-        if (!row) {
-          if (await findTenant(db, id)) throw problems.preconditionFailed('tenant', id);
-          throw problems.notFound('tenant', id);
-        }
-        await emitEvents(db, [
-          { tenantId: id, type: 'tenant.updated', source: '/api/tenant', subject: id, data: presentTenant(row) },
-        ]);
+        const changes = {
+          display_name: body.displayName,
+          description: body.description,
+          labels: body.labels,
+          settings: body.settings,
+        };
+        const row = await changeTenant(db, id, changes, ifMatchVersions(ctx));
         return { body: presentTenant(row), rowVersion: row.row_version, resourceId: id };
       },
     }),
