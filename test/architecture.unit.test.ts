@@ -169,7 +169,15 @@ test('worker/, activities/ and workflows/ never load api/ or gateway/ (another p
 });
 
 /** The contract with Temporal an activity may load to start or operate another workflow (as the api does). */
-const WORKFLOW_CONTRACT = new Set(['workflows/definitions', 'workflows/rollout-start', 'workflows/search-attributes']);
+const WORKFLOW_CONTRACT = new Set([
+  'workflows/definitions',
+  'workflows/rollout-start',
+  'workflows/rollout-client',
+  'workflows/search-attributes',
+]);
+
+/** The workflows' callers' side (a Temporal client the api and activities share), never loaded into the sandbox. */
+const CALLERS_SIDE = new Set([path.join('workflows', 'rollout-client.ts')]);
 
 test('activities/ use domain, db and platform; workflows only by type, but for the contract with Temporal', () => {
   const allowed = new Set(['activities', 'domain', 'db', 'platform']);
@@ -183,12 +191,27 @@ test('activities/ use domain, db and platform; workflows only by type, but for t
 });
 
 test('workflows/ load only workflow code and pure rollout rules into the sandbox; anything else by type only', () => {
-  const runtime = from('workflows').filter((i) => !i.typeOnly);
+  const runtime = from('workflows').filter((i) => !i.typeOnly && !CALLERS_SIDE.has(i.file));
   const allowedTargets = new Set(['domain/rollouts']);
   const found = runtime.filter((i) =>
     ours(i)
       ? i.layer !== 'workflows' && !allowedTargets.has(i.target)
       : !/^@temporalio\/(workflow|common)$/.test(i.specifier),
+  );
+  expect(show(found)).toEqual([]);
+});
+
+test("the workflows' callers' side is loaded by no workflow, and loads only the contract, domain errors and the Temporal client", () => {
+  const callers = [...CALLERS_SIDE].map((file) => file.replace(/\.ts$/, ''));
+  expect(show(from('workflows').filter((i) => callers.includes(i.target)))).toEqual([]);
+  const allowed = new Set(['domain/errors', 'platform/temporal']);
+  const found = from('workflows').filter(
+    (i) =>
+      CALLERS_SIDE.has(i.file) &&
+      !i.typeOnly &&
+      (ours(i)
+        ? i.layer !== 'workflows' && !allowed.has(i.target)
+        : !/^@temporalio\/(client|common)$/.test(i.specifier)),
   );
   expect(show(found)).toEqual([]);
 });

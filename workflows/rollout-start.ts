@@ -4,7 +4,7 @@ import { rolloutWorkflowId, type RolloutWorkflowInput } from './definitions';
 import { configurationIdKey, rolloutIdKey, rolloutStateKey, tenantIdKey } from './search-attributes';
 
 /** What starting a rollout's workflow reads of the rollout (a stored row has it all). */
-interface StartedRollout {
+export interface StartedRollout {
   id: string;
   tenant_id: string;
   state: RolloutState;

@@ -6,14 +6,13 @@
  * Either way the key `<this installation>:<federated rollout>:<position>` finds earlier work.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { findConfiguration } from '../../db/repos/configurations';
 import { findVersionWithContent } from '../../db/repos/configuration-versions';
 import type { FederatedRolloutRow, InstallationRow } from '../../db/repos/federated-rollouts';
 import { findPeer } from '../../db/repos/federation-peers';
 import { rolloutProgress } from '../../db/repos/rollout-agents';
 import { findRolloutByFederationKey, findRolloutById, type RolloutRow } from '../../db/repos/rollouts';
-import { DomainError, NotFoundError, PolicyDeniedError } from '../../domain/errors';
+import { DomainError, InvalidTransitionError, NotFoundError, PolicyDeniedError } from '../../domain/errors';
 import { createRolloutOnce } from '../../domain/federation/incoming-rollouts';
 import { peerEndpoint } from '../../domain/federation/peer-credentials';
 import {
@@ -26,13 +25,9 @@ import { createRollout, judgeRollout } from '../../domain/rollout-creation';
 import { ROLLOUT_TRANSITIONS, type RolloutOperation } from '../../domain/rollouts';
 import { callPeer, incomingRolloutPath, PeerCallError, type PeerEndpoint } from '../../platform/peer-client';
 import { encryptionKey } from '../../platform/secrets';
-import { operateRolloutUpdate, rolloutWorkflowType, type RolloutWorkflow } from '../../workflows/definitions';
-import { rolloutStartOptions } from '../../workflows/rollout-start';
+import { RolloutWorkflowClient } from '../../workflows/rollout-client';
 import type { ActivityDeps } from '..';
 import { createRolloutActivities } from '../rollouts';
-
-/** How long a call to Temporal (start or operate this installation's rollout) may take. */
-const TEMPORAL_DEADLINE_MS = 15_000;
 
 /** The failure type of a peer that did not answer (Temporal retries it; the workflow gives up after a while). */
 export const PEER_SILENT = 'peer-silent';
@@ -83,18 +78,14 @@ function localPart({ db, settings, temporal }: ActivityDeps, { rollout, installa
     };
   }
 
-  /** A call to Temporal within the deadline the api gives its own, so a following activity keeps heartbeating. */
-  function withTemporal<T>(call: (client: Client) => Promise<T>): Promise<T> {
+  /** This installation's rollout is started and operated as the api does it. */
+  function workflows(): RolloutWorkflowClient {
     if (!temporal) throw new Error('this worker has no Temporal client to start rollouts with');
-    return temporal.withDeadline(Date.now() + TEMPORAL_DEADLINE_MS, () => call(temporal));
+    return new RolloutWorkflowClient(temporal, settings.temporal.taskQueue);
   }
 
-  const startOptions = async (row: RolloutRow) =>
-    rolloutStartOptions(
-      row,
-      (await findConfiguration(db, row.tenant_id, row.configuration_id))?.name ?? row.configuration_id,
-      settings.temporal.taskQueue,
-    );
+  const configurationName = async (row: RolloutRow) =>
+    (await findConfiguration(db, row.tenant_id, row.configuration_id))?.name ?? row.configuration_id;
 
   return {
     async create() {
@@ -124,10 +115,7 @@ function localPart({ db, settings, temporal }: ActivityDeps, { rollout, installa
         }
         const now = (await findRolloutById(db, row.id))!;
         // Kept when it runs already (a retry after the start), so the rollout has exactly one.
-        if (now.state === 'running') {
-          const options = await startOptions(now);
-          await withTemporal((client) => client.workflow.start<RolloutWorkflow>(rolloutWorkflowType, options));
-        }
+        if (now.state === 'running') await workflows().start(now, await configurationName(now));
         return { created: true, status: await statusOf(now) };
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
@@ -146,13 +134,12 @@ function localPart({ db, settings, temporal }: ActivityDeps, { rollout, installa
     async operate(operation, actor) {
       const row = await findRolloutByFederationKey(db, rollout.tenant_id, key);
       if (!row || !ROLLOUT_TRANSITIONS[operation].from.includes(row.state)) return;
-      const options = await startOptions(row);
-      await withTemporal((client) =>
-        client.workflow.executeUpdateWithStart(operateRolloutUpdate, {
-          args: [{ operation, actor }],
-          startWorkflowOperation: new WithStartWorkflowOperation<RolloutWorkflow>(rolloutWorkflowType, options),
-        }),
-      );
+      // Refused meanwhile (the part moved on since it was read): there is nothing to pass on.
+      await workflows()
+        .operate(row, await configurationName(row), { operation, actor })
+        .catch((error: unknown) => {
+          if (!(error instanceof InvalidTransitionError)) throw error;
+        });
     },
   };
 }

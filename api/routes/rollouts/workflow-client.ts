@@ -1,85 +1,48 @@
 /**
- * The api's side of the rollout workflow: start it on create, and send operators'
- * operations as Updates (with start: a finished rollout's workflow is started again, for a
- * rollback). An operation answers what the workflow accepted, or the problem it refused
- * with. Workflow, update and query come from the shared definitions (workflows/definitions.ts).
+ * The api's side of the rollout workflow: start it on create, send operators' operations.
+ * What is sent, and how, is `RolloutWorkflowClient` (workflows/rollout-client.ts), shared with
+ * a federated rollout's part on this installation; here an api without Temporal, or a
+ * Temporal that does not answer, is a 503 problem. The workflow's refusals are domain errors,
+ * which the api renders as their problems (409, 412).
  */
-import { ApplicationFailure } from '@temporalio/common';
-import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { DomainError } from '../../../domain/errors';
 import type { Settings } from '../../../platform/settings';
-import { updateWithStartAcrossClosingRuns } from '../../../platform/temporal';
-import type { RolloutRow } from '../../../db/repos/rollouts';
-import {
-  ROLLOUT_FAILURES,
-  operateRolloutUpdate,
-  rolloutWorkflowType,
-  type RolloutOperationRequest,
-  type RolloutOperationResult,
-  type RolloutWorkflow,
-} from '../../../workflows/definitions';
-import { rolloutStartOptions } from '../../../workflows/rollout-start';
+import type { RolloutOperationRequest, RolloutOperationResult } from '../../../workflows/definitions';
+import { RolloutWorkflowClient } from '../../../workflows/rollout-client';
+import type { StartedRollout } from '../../../workflows/rollout-start';
 import { problems } from '../../problems';
 
-/** How long an operation waits for the workflow to accept or refuse it. */
-const OPERATION_DEADLINE_MS = 15_000;
-
 export class RolloutWorkflows {
-  constructor(
-    private readonly client: Client | undefined,
-    private readonly settings: Pick<Settings, 'temporal'>,
-  ) {}
+  private readonly workflows: RolloutWorkflowClient | undefined;
 
-  private startOptions(rollout: RolloutRow, configurationName: string) {
-    return rolloutStartOptions(rollout, configurationName, this.settings.temporal.taskQueue);
+  constructor(client: Client | undefined, settings: Pick<Settings, 'temporal'>) {
+    this.workflows = client && new RolloutWorkflowClient(client, settings.temporal.taskQueue);
   }
 
-  private temporal(): Client {
-    if (!this.client)
+  private temporal(): RolloutWorkflowClient {
+    if (!this.workflows)
       throw problems.unavailable('Rollouts need Temporal, and this api has no Temporal client configured.');
-    return this.client;
+    return this.workflows;
   }
 
   /** Starts the rollout's workflow (idempotent: an existing one is kept). */
-  async start(rollout: RolloutRow, configurationName: string): Promise<void> {
-    const client = this.temporal();
-    await client
-      .withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
-        client.workflow.start<RolloutWorkflow>(rolloutWorkflowType, this.startOptions(rollout, configurationName)),
-      )
-      .catch(unavailable);
+  async start(rollout: StartedRollout, configurationName: string): Promise<void> {
+    await this.temporal().start(rollout, configurationName).catch(unavailable);
   }
 
   async operate(
-    rollout: RolloutRow,
+    rollout: StartedRollout,
     configurationName: string,
     request: RolloutOperationRequest,
   ): Promise<RolloutOperationResult> {
-    const client = this.temporal();
-    try {
-      return await client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
-        updateWithStartAcrossClosingRuns(() =>
-          client.workflow.executeUpdateWithStart(operateRolloutUpdate, {
-            args: [request],
-            startWorkflowOperation: new WithStartWorkflowOperation<RolloutWorkflow>(
-              rolloutWorkflowType,
-              this.startOptions(rollout, configurationName),
-            ),
-          }),
-        ),
-      );
-    } catch (error) {
-      if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) {
-        if (error.cause.type === ROLLOUT_FAILURES.preconditionFailed)
-          throw problems.preconditionFailed('rollout', rollout.id);
-        if (error.cause.type === ROLLOUT_FAILURES.invalidTransition)
-          throw problems.invalidTransition(error.cause.message);
-      }
-      return unavailable(error);
-    }
+    return this.temporal().operate(rollout, configurationName, request).catch(unavailable);
   }
 }
 
+/** A refusal passes as it is; anything else means the workflow did not answer. */
 function unavailable(error: unknown): never {
+  if (error instanceof DomainError) throw error;
   throw problems.unavailable(
     `The rollout workflow did not answer (${(error as Error).message}); the operation may not have been applied. Retry, or check the worker and Temporal.`,
   );
