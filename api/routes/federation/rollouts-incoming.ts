@@ -7,13 +7,14 @@ import type { Knex } from 'knex';
 import { findConfiguration } from '../../../db/repos/configurations';
 import type { Format } from '../../../domain/configurations/content';
 import { checkVersionContent } from '../../../domain/configurations/versions';
+import { InvalidTransitionError } from '../../../domain/errors';
 import { rolloutProgress } from '../../../db/repos/rollout-agents';
 import { findRolloutByFederationKey, type RolloutRow } from '../../../db/repos/rollouts';
 import { createIncomingRollout, createRolloutOnce, dryRunRollout } from '../../../domain/federation/incoming-rollouts';
 import { judgeRollout } from '../../../domain/rollout-creation';
 import { FEDERATED_ROLLOUT_OPERATIONS, ROLLOUT_TRANSITIONS, refusedOperation } from '../../../domain/rollouts';
 import { route, type RouteDef } from '../../http/route';
-import { contentProblemAt, Problem, problems } from '../../problems';
+import { contentProblemAt, problems } from '../../problems';
 import { RolloutWorkflows } from '../rollouts/workflow-client';
 import type { FederationRouteOptions } from '.';
 import {
@@ -120,7 +121,7 @@ export function incomingRolloutRoutes(options: FederationRouteOptions): RouteDef
             .operate(row, await configurationName(db as Knex, row), { operation: 'start', actor: principal.name })
             .catch((error: unknown) => {
               // A twin of this call (the peer retried one that was slow to answer) started it first.
-              if (!(error instanceof Problem && error.slug === 'invalid-state-transition')) throw error;
+              if (!(error instanceof InvalidTransitionError)) throw error;
             });
         }
         return {
