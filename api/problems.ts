@@ -1,5 +1,6 @@
 import { isUniqueViolation } from '../db/errors';
 import {
+  ConflictingFieldError,
   ContentTooLargeError,
   DomainError,
   ForbiddenError,
@@ -183,6 +184,7 @@ export function problemOf(error: DomainError): Problem {
   if (error instanceof ForbiddenError) return problems.forbidden(error.message);
   if (error instanceof InvalidFieldError)
     return problems.validation([{ path: `body.${error.field}`, message: error.message }]);
+  if (error instanceof ConflictingFieldError) return problems.conflictOn(`body.${error.field}`, error.message);
   if (error instanceof ContentTooLargeError)
     return new Problem('payload-too-large', error.message, { limit: error.limit, size: error.size });
   return new Problem('conflict', error.message);

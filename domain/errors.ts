@@ -91,3 +91,15 @@ export class InvalidFieldError extends DomainError {
     super(message);
   }
 }
+
+/** One member of the request conflicts with what is stored (credentials that would follow a URL to another host). */
+export class ConflictingFieldError extends DomainError {
+  override readonly name = 'ConflictingFieldError';
+  constructor(
+    /** The member's name in the request body. */
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}

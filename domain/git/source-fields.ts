@@ -128,3 +128,13 @@ export function treePathProblem(path: string): string | undefined {
 
 /** The path as stored: without a trailing `/`. */
 export const normalTreePath = (path: string) => path.replace(/\/$/, '');
+
+/** Why `credentials` of `kind` cannot serve `repoUrl` (undefined: they can). */
+export function credentialsMismatch(repoUrl: string, kind: 'https' | 'ssh' | null): string | undefined {
+  if (kind === null) return undefined;
+  const scheme = schemeOf(repoUrl);
+  if (scheme === 'file:') return 'a file:// repository takes no credentials';
+  if (scheme === 'https:' && kind !== 'https') return 'an https:// repository takes credentials of kind https';
+  if (scheme === 'ssh:' && kind !== 'ssh') return 'an ssh:// repository takes credentials of kind ssh';
+  return undefined;
+}

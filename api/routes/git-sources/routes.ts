@@ -1,35 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { releaseManagedConfigurations } from '../../../db/repos/configurations';
-import { emitEvents, type EventType } from '../../../db/repos/events';
-import {
-  deleteGitSource,
-  findGitSource,
-  insertGitSource,
-  listGitSourcesQuery,
-  lockGitSource,
-  updateGitSource,
-  type GitSourceRow,
-  type GitSourceSettings,
-  type GitSourceView,
-} from '../../../db/repos/git-sources';
+import { findGitSource, listGitSourcesQuery, type GitSourceView } from '../../../db/repos/git-sources';
 import { listSyncRunsQuery, type SyncRunRow } from '../../../db/repos/git-sync-runs';
-import { sealCredentials } from '../../../domain/git/credentials';
-import { fileRepositoryProblem, originOf } from '../../../domain/git/source-fields';
-import { checkTarget } from '../../../domain/policies/evaluate';
-import { generateToken, hashToken } from '../../../domain/tokens/secret-token';
+import {
+  changeGitSource,
+  deleteGitSource,
+  registerGitSource,
+  rotateWebhookToken,
+  setGitSourcePaused,
+  sourceToSync,
+  type GitSourceContext,
+} from '../../../domain/git/sources';
 import { encryptionKey } from '../../../platform/secrets';
-import type { Db } from '../../../db/connection';
 import type { GitSyncWake } from '../../../workflows/definitions';
-import type { AppContext } from '../../http/context';
+import type { Principal } from '../../auth/principal';
 import { ifMatchVersions } from '../../http/etag';
 import { pageOf, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef, type RouteInput } from '../../http/route';
-import { conflictOnDuplicate, problems } from '../../problems';
+import { problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 import {
   createSourceBody,
-  credentialsMismatch,
   presentSource,
   presentSyncRun,
   sourceId,
@@ -41,105 +32,33 @@ import {
   updateSourceBody,
   webhookTokenSchema,
   webhookUrl,
-  type CredentialsBody,
 } from './schema';
 import { GitSyncWorkflows, type SourceRef } from './workflow-client';
 
 const SOURCE = '/api/git-sources';
 const tag = 'git-sources';
 
-type SourceBody = {
-  name: string;
-  repoUrl: string;
-  branch: string;
-  path: string;
-  pollIntervalSeconds?: number;
-  autoPublish: boolean;
-  rolloutTemplate: { target: { groupIds: string[]; agentIds: string[] } } | null;
-};
-
-const nameTaken = (name: string) => conflictOnDuplicate(`A Git source named '${name}' already exists.`);
-
-async function mustFind(db: Db, tenantId: string, id: string): Promise<GitSourceView> {
-  const row = await findGitSource(db, tenantId, id);
-  if (!row) throw problems.notFound('Git source', id);
-  return row;
-}
-
-/** Locks the source for a change: 404, then If-Match (412). */
-async function lockForChange(db: Db, tenantId: string, id: string, ctx: AppContext): Promise<GitSourceRow> {
-  const row = await lockGitSource(db, tenantId, id);
-  if (!row) throw problems.notFound('Git source', id);
-  const versions = ifMatchVersions(ctx);
-  if (versions && !versions.includes(row.row_version)) throw problems.preconditionFailed('Git source', id);
-  return row;
-}
-
-/** The groups and agents a rollout template names exist in the tenant (404 otherwise, as for a rollout). */
-async function checkTemplate(db: Db, tenantId: string, body: SourceBody): Promise<void> {
-  if (body.rolloutTemplate) await checkTarget(db, tenantId, body.rolloutTemplate.target);
-}
-
-/** A file:// repository must lie under Git:FileRoots (none: file:// is refused), 400 otherwise. */
-function checkFileRoots(repoUrl: string, roots: readonly string[]): void {
-  const why = fileRepositoryProblem(repoUrl, roots);
-  if (why) throw problems.validation([{ path: 'body.repoUrl', message: why }]);
-}
-
-function settingsOf(body: SourceBody, defaultPollIntervalSeconds: number): GitSourceSettings {
-  return {
-    name: body.name,
-    repo_url: body.repoUrl,
-    branch: body.branch,
-    path: body.path,
-    poll_interval_seconds: body.pollIntervalSeconds ?? defaultPollIntervalSeconds,
-    auto_publish: body.autoPublish,
-    rollout_template: body.rolloutTemplate,
-  };
-}
-
-/**
- * The credentials a PUT leaves: omitted keeps the stored ones, but never for a repository
- * on another origin (they would be sent to a host the operator who stored them never named,
- * and nobody can read them to check): such a PUT must send them again, or null.
- */
-function credentialsOnUpdate(current: GitSourceRow, repoUrl: string, sent: CredentialsBody | null | undefined) {
-  if (sent !== undefined) return sent;
-  if (current.credentials_kind === null) return undefined;
-  const why =
-    originOf(current.repo_url) !== originOf(repoUrl)
-      ? 'are required when repoUrl moves to another host: stored credentials never follow the URL; send them again, or null'
-      : credentialsMismatch(repoUrl, current.credentials_kind);
-  // The stored credentials make this body wrong (another body is fine for another source): 409.
-  if (why) throw problems.conflictOn('body.credentials', why);
-  return undefined;
-}
-
-/** A sync of a moved source (another repository, branch or directory) must not be skipped as "already at this tip". */
-function movedSource(current: GitSourceRow, settings: GitSourceSettings) {
-  const moved =
-    current.repo_url !== settings.repo_url || current.branch !== settings.branch || current.path !== settings.path;
-  return moved ? { last_synced_sha: null, last_synced_at: null } : {};
-}
-
 type GitSourceRouteOptions = ResourceRouteOptions & { workflows: GitSyncWorkflows };
 type SourceRouteKit = ReturnType<typeof sourceRouteKit>;
 
-/** What the routes of Git sources share: how a source reads, and what a change does next. */
+/** What the routes of Git sources share: the operations' context, how a source reads, and what a change does next. */
 function sourceRouteKit(options: GitSourceRouteOptions) {
   const { settings, baseUrl, workflows, logger } = options;
   const present = (row: GitSourceView) => presentSource(row, baseUrl);
-  const key = () => encryptionKey(settings);
 
-  async function announce(db: Db, row: GitSourceView, type: EventType) {
-    await emitEvents(db, [{ tenantId: row.tenant_id, type, source: SOURCE, subject: row.id, data: present(row) }]);
-  }
+  const contextOf = (principal: Principal): GitSourceContext => ({
+    tenantId: principal.tenantId,
+    fileRoots: settings.git.fileRoots,
+    defaultPollIntervalSeconds: settings.git.defaultPollIntervalSeconds,
+    key: encryptionKey(settings),
+    webhookUrl: (id) => webhookUrl(baseUrl, id),
+  });
 
   /** After commit: the loop reads the source again. A failure leaves the change in place (the next wake-up repairs it). */
   const wakeAfterCommit = (input: Pick<RouteInput<unknown, unknown, unknown>, 'afterCommit'>, source: SourceRef) =>
     input.afterCommit(() => wakeOrWarn(workflows, logger, source, { reason: 'source-changed' }));
 
-  return { present, key, announce, wakeAfterCommit };
+  return { present, contextOf, wakeAfterCommit };
 }
 
 export function gitSourcesRoutes(options: GitSourceRouteOptions): RouteDef[] {
@@ -149,8 +68,8 @@ export function gitSourcesRoutes(options: GitSourceRouteOptions): RouteDef[] {
 
 /** Sources themselves: list, register, read, change and delete. */
 function sourceRoutes(options: GitSourceRouteOptions, kit: SourceRouteKit): RouteDef[] {
-  const { settings, baseUrl, workflows, logger } = options;
-  const { present, key, announce, wakeAfterCommit } = kit;
+  const { baseUrl, workflows, logger } = options;
+  const { present, contextOf, wakeAfterCommit } = kit;
   return [
     route({
       method: 'get',
@@ -184,17 +103,13 @@ function sourceRoutes(options: GitSourceRouteOptions, kit: SourceRouteKit): Rout
       response: { status: 201, description: 'The source.', schema: sourceSchema },
       handler: async (input) => {
         const { db, principal, body } = input;
-        checkFileRoots(body.repoUrl, settings.git.fileRoots);
-        await checkTemplate(db, principal.tenantId, body);
-        const id = randomUUID(); // before the insert: the sealed credentials are bound to it
-        const row = await insertGitSource(db, {
-          id,
-          tenant_id: principal.tenantId,
-          created_by: principal.name,
-          ...settingsOf(body, settings.git.defaultPollIntervalSeconds),
-          ...sealCredentials(key(), id, body.credentials),
-        }).catch(nameTaken(body.name));
-        await announce(db, row, 'git-source.created');
+        const { credentials, ...fields } = body;
+        const row = await registerGitSource(db, contextOf(principal), {
+          id: randomUUID(),
+          createdBy: principal.name,
+          fields,
+          credentials,
+        });
         wakeAfterCommit(input, row);
         return {
           status: 201,
@@ -216,7 +131,8 @@ function sourceRoutes(options: GitSourceRouteOptions, kit: SourceRouteKit): Rout
       params: sourceId,
       response: { status: 200, description: 'The source.', schema: sourceSchema },
       handler: async ({ db, principal, params }) => {
-        const row = await mustFind(db, principal.tenantId, params.id);
+        const row = await findGitSource(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('Git source', params.id);
         return { body: present(row), rowVersion: row.row_version };
       },
     }),
@@ -233,19 +149,9 @@ function sourceRoutes(options: GitSourceRouteOptions, kit: SourceRouteKit): Rout
       response: { status: 200, description: 'The updated source.', schema: sourceSchema },
       handler: async (input) => {
         const { db, principal, params, body, ctx } = input;
-        const tenantId = principal.tenantId;
-        const current = await lockForChange(db, tenantId, params.id, ctx);
-        checkFileRoots(body.repoUrl, settings.git.fileRoots);
-        const credentials = credentialsOnUpdate(current, body.repoUrl, body.credentials);
-        await checkTemplate(db, tenantId, body);
-        const changes = settingsOf(body, settings.git.defaultPollIntervalSeconds);
-        await updateGitSource(db, tenantId, params.id, {
-          ...changes,
-          ...movedSource(current, changes),
-          ...(credentials === undefined ? {} : sealCredentials(key(), params.id, credentials)),
-        }).catch(nameTaken(body.name));
-        const row = await mustFind(db, tenantId, params.id);
-        await announce(db, row, 'git-source.updated');
+        const { credentials, ...fields } = body;
+        const versions = ifMatchVersions(ctx);
+        const row = await changeGitSource(db, contextOf(principal), { id: params.id, versions, fields, credentials });
         wakeAfterCommit(input, row);
         return { body: present(row), rowVersion: row.row_version };
       },
@@ -261,24 +167,13 @@ function sourceRoutes(options: GitSourceRouteOptions, kit: SourceRouteKit): Rout
       params: sourceId,
       response: { status: 204, description: 'Deleted, with its sync runs; its loop ends.' },
       handler: async ({ db, principal, params, ctx, afterCommit }) => {
-        const row = await lockForChange(db, principal.tenantId, params.id, ctx);
-        const released = await releaseManagedConfigurations(db, row.id);
-        await deleteGitSource(db, row.id);
-        await emitEvents(db, [
-          {
-            tenantId: row.tenant_id,
-            type: 'git-source.deleted',
-            source: SOURCE,
-            subject: row.id,
-            data: { id: row.id, name: row.name, releasedConfigurations: released },
-          },
-        ]);
+        await deleteGitSource(db, principal.tenantId, { id: params.id, versions: ifMatchVersions(ctx) });
         afterCommit(() =>
           workflows
-            .ended(row.id)
+            .ended(params.id)
             .catch((error: unknown) =>
               logger.warn(
-                { err: error, sourceId: row.id },
+                { err: error, sourceId: params.id },
                 'git-sync loop not told of the deletion; it ends at its next poll',
               ),
             ),
@@ -290,7 +185,7 @@ function sourceRoutes(options: GitSourceRouteOptions, kit: SourceRouteKit): Rout
 }
 
 /** Pause and resume: idempotent, 200 with the source either way. */
-function setPaused({ present, announce, wakeAfterCommit }: SourceRouteKit, paused: boolean): RouteDef {
+function setPaused({ present, contextOf, wakeAfterCommit }: SourceRouteKit, paused: boolean): RouteDef {
   return route({
     method: 'post',
     path: `/api/git-sources/{id}/${paused ? 'pause' : 'resume'}`,
@@ -305,11 +200,8 @@ function setPaused({ present, announce, wakeAfterCommit }: SourceRouteKit, pause
     response: { status: 200, description: 'The source.', schema: sourceSchema },
     handler: async (input) => {
       const { db, principal, params, ctx } = input;
-      const current = await lockForChange(db, principal.tenantId, params.id, ctx);
-      const changed = current.paused !== paused;
-      if (changed) await updateGitSource(db, principal.tenantId, params.id, { paused });
-      const row = await mustFind(db, principal.tenantId, params.id);
-      if (changed) await announce(db, row, paused ? 'git-source.paused' : 'git-source.resumed');
+      const versions = ifMatchVersions(ctx);
+      const row = await setGitSourcePaused(db, contextOf(principal), { id: params.id, versions, paused });
       wakeAfterCommit(input, row); // unchanged too: it restarts a loop that was lost
       return { body: present(row), rowVersion: row.row_version };
     },
@@ -335,8 +227,7 @@ function syncRoutes(options: GitSourceRouteOptions): RouteDef[] {
         schema: syncRequestedSchema,
       },
       handler: async ({ db, principal, params }) => {
-        const row = await mustFind(db, principal.tenantId, params.id);
-        if (row.paused) throw problems.invalidTransition(`Git source '${row.name}' is paused; resume it to sync.`);
+        const row = await sourceToSync(db, principal.tenantId, params.id);
         await workflows.wake(row, { reason: 'manual' });
         const syncRuns = `${SOURCE}/${row.id}/sync-runs`;
         return {
@@ -359,26 +250,12 @@ function syncRoutes(options: GitSourceRouteOptions): RouteDef[] {
       params: sourceId,
       response: { status: 201, description: 'The token, shown this once.', schema: webhookTokenSchema },
       handler: async ({ db, principal, params, ctx }) => {
-        const current = await lockForChange(db, principal.tenantId, params.id, ctx);
-        const token = generateToken('svc-wh');
-        const updated = (await updateGitSource(db, principal.tenantId, params.id, {
-          webhook_token_hash: hashToken(token),
-          webhook_token_created_at: new Date(),
-        }))!;
-        const createdAt = updated.webhook_token_created_at!.toISOString();
-        await emitEvents(db, [
-          {
-            tenantId: updated.tenant_id,
-            type: 'git-source.webhook-token-rotated',
-            source: SOURCE,
-            subject: updated.id,
-            data: { id: updated.id, name: updated.name, createdAt, replaced: current.webhook_token_hash !== null },
-          },
-        ]);
+        const request = { id: params.id, versions: ifMatchVersions(ctx) };
+        const { token, row } = await rotateWebhookToken(db, principal.tenantId, request);
         return {
           status: 201,
-          body: { token, createdAt, url: webhookUrl(baseUrl, updated.id) },
-          rowVersion: updated.row_version,
+          body: { token, createdAt: row.webhook_token_created_at!.toISOString(), url: webhookUrl(baseUrl, row.id) },
+          rowVersion: row.row_version,
           headers: { 'Cache-Control': 'no-store' },
         };
       },
@@ -394,7 +271,7 @@ function syncRoutes(options: GitSourceRouteOptions): RouteDef[] {
       query: syncRunsQuery,
       response: { status: 200, description: 'A page of sync runs.', schema: pageOf(syncRunSchema) },
       handler: async ({ db, principal, params, query, ctx }) => {
-        await mustFind(db, principal.tenantId, params.id);
+        if (!(await findGitSource(db, principal.tenantId, params.id))) throw problems.notFound('Git source', params.id);
         const page = await paginate<SyncRunRow>(listSyncRunsQuery(db, principal.tenantId, params.id), query, {
           columns: [
             { column: 'started_at', type: 'timestamp' },

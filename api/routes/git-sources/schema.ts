@@ -1,12 +1,13 @@
-import type { GitSourceView, LastSyncRun } from '../../../db/repos/git-sources';
+import type { GitSourceView } from '../../../db/repos/git-sources';
 import type { SyncRunRow } from '../../../db/repos/git-sync-runs';
 import {
   branchProblem,
+  credentialsMismatch,
   normalTreePath,
   repoUrlProblem,
-  schemeOf,
   treePathProblem,
 } from '../../../domain/git/source-fields';
+import { gitSourceView } from '../../../domain/git/sources';
 import { pageQuery } from '../../http/pagination';
 import { plainText, TRIMMED_SPACE, TRIMMED_SPACE_CHARS } from '../../http/text';
 import { z } from '../../http/zod';
@@ -91,16 +92,6 @@ export const rolloutTemplateBody = z
   .openapi('GitRolloutTemplate', {
     description: 'A rollout created and started for every version a sync publishes (needs `autoPublish`).',
   });
-
-/** Why `credentials` of `kind` cannot serve `repoUrl` (undefined: they can). */
-export function credentialsMismatch(repoUrl: string, kind: 'https' | 'ssh' | null): string | undefined {
-  if (kind === null) return undefined;
-  const scheme = schemeOf(repoUrl);
-  if (scheme === 'file:') return 'a file:// repository takes no credentials';
-  if (scheme === 'https:' && kind !== 'https') return 'an https:// repository takes credentials of kind https';
-  if (scheme === 'ssh:' && kind !== 'ssh') return 'an ssh:// repository takes credentials of kind ssh';
-  return undefined;
-}
 
 /**
  * branchProblem and treePathProblem as patterns, for the document: a client (and the fuzzer)
@@ -303,43 +294,9 @@ const iso = (date: Date | string | null) => (date === null ? null : new Date(dat
 /** The URL a Git host posts to for `sourceId`. */
 export const webhookUrl = (baseUrl: string, sourceId: string) => `${baseUrl}/api/git/webhook/${sourceId}`;
 
-function presentLastRun(run: LastSyncRun | null): z.infer<typeof lastRunSchema> | null {
-  if (!run) return null;
-  return {
-    id: run.id,
-    trigger: run.trigger,
-    commitSha: run.commit_sha,
-    status: run.status,
-    error: run.error,
-    startedAt: iso(run.started_at)!,
-    finishedAt: iso(run.finished_at),
-  };
-}
-
+/** How a source reads (domain/git/sources.ts), with the URL its webhook is posted to on this api. */
 export function presentSource(row: GitSourceView, baseUrl: string): z.infer<typeof sourceSchema> {
-  return {
-    id: row.id,
-    name: row.name,
-    repoUrl: row.repo_url,
-    branch: row.branch,
-    path: row.path,
-    pollIntervalSeconds: row.poll_interval_seconds,
-    autoPublish: row.auto_publish,
-    paused: row.paused,
-    credentials: row.credentials_kind ? { kind: row.credentials_kind, configured: true } : null,
-    webhook: {
-      url: webhookUrl(baseUrl, row.id),
-      configured: row.webhook_token_hash !== null,
-      createdAt: iso(row.webhook_token_created_at),
-    },
-    rolloutTemplate: (row.rollout_template as z.infer<typeof sourceSchema>['rolloutTemplate']) ?? null,
-    lastSyncedSha: row.last_synced_sha,
-    lastSyncedAt: iso(row.last_synced_at),
-    lastRun: presentLastRun(row.last_run),
-    createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
+  return gitSourceView(row, webhookUrl(baseUrl, row.id));
 }
 
 export function presentSyncRun(row: SyncRunRow): z.infer<typeof syncRunSchema> {
