@@ -6,6 +6,7 @@ import {
   ForbiddenError,
   InvalidContentError,
   InvalidFieldError,
+  InvalidFieldsError,
   InvalidTransitionError,
   ManagedByGitError,
   NotFoundError,
@@ -184,6 +185,8 @@ export function problemOf(error: DomainError): Problem {
   if (error instanceof ForbiddenError) return problems.forbidden(error.message);
   if (error instanceof InvalidFieldError)
     return problems.validation([{ path: `body.${error.field}`, message: error.message }]);
+  if (error instanceof InvalidFieldsError)
+    return problems.validation(error.fields.map(({ field, message }) => ({ path: `body.${field}`, message })));
   if (error instanceof ConflictingFieldError) return problems.conflictOn(`body.${error.field}`, error.message);
   if (error instanceof ContentTooLargeError)
     return new Problem('payload-too-large', error.message, { limit: error.limit, size: error.size });

@@ -103,3 +103,17 @@ export class ConflictingFieldError extends DomainError {
     super(message);
   }
 }
+
+export interface FieldProblem {
+  /** The member's path in the request body (`agentIds.3`). */
+  field: string;
+  message: string;
+}
+
+/** Several members of the request name what does not exist (ids of no agent): each with its problem. */
+export class InvalidFieldsError extends DomainError {
+  override readonly name = 'InvalidFieldsError';
+  constructor(readonly fields: FieldProblem[]) {
+    super(fields.map(({ field, message }) => `${field}: ${message}`).join('; '));
+  }
+}

@@ -1,8 +1,7 @@
 import type { IncomingAgent, IncomingHandoverRow } from '../../../db/repos/incoming-handovers';
+import { MAX_HANDOVER_AGENTS } from '../../../domain/federation/handovers';
 import { z } from '../../http/zod';
 
-/** The most agents one handover moves (the sender refuses more, and so does the receiver). */
-export const MAX_HANDOVER_AGENTS = 10_000;
 /** The longest a sender may ask the receiver to keep admitting a handover's agents (Federation:HandoverDeadlineSeconds' maximum). */
 const MAX_DEADLINE_SECONDS = 86_400;
 
