@@ -1,6 +1,7 @@
 // Three projects, so each loop starts only what it needs (docs/architecture.md, Tests):
 // - unit (`*.unit.test.ts`, `npm run test:unit`): rules, codecs, parsers, the import rules,
-//   workflow replays; no infrastructure, seconds;
+//   workflow replays, workflow decisions with stub activities on Temporal's time-skipping
+//   test server (a local process, found once per machine); no infrastructure, seconds;
 // - integration: everything else outside test/console/, against the real Postgres, Temporal
 //   dev server and OIDC issuer the global setup starts;
 // - browser (test/console/): the same, plus the console built and Chromium.
@@ -26,7 +27,12 @@ module.exports = {
   maxWorkers: 2,
   testTimeout: 30000,
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['**/*.unit.test.ts'] },
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['**/*.unit.test.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup-unit.js',
+    },
     {
       ...common,
       ...infrastructure,

@@ -24,5 +24,7 @@ function startInfrastructure() {
 
 module.exports = async function globalSetup() {
   globalThis.__FLEET_INFRA_READY__ ??= startInfrastructure();
-  process.env.FLEET_TEST_INFRA = JSON.stringify(await globalThis.__FLEET_INFRA_READY__);
+  const infra = await globalThis.__FLEET_INFRA_READY__;
+  process.env.FLEET_TEST_INFRA = JSON.stringify(infra);
+  process.env.FLEET_TEMPORAL_TEST_SERVER = infra.temporalTestServer;
 };

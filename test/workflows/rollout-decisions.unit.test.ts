@@ -3,7 +3,7 @@
  * rollout, so each case says what the workflow does with what the activities answer
  * (judge a batch, bake, roll back, pause, follow an operator), on Temporal's time-skipping
  * test server, in about a second each. The same workflow with its real activities on
- * Postgres and real agents is test/api/rollouts.test.ts and rollout-time-skipping.test.ts.
+ * Postgres and real agents is test/api/rollouts.test.ts and test/workflows/rollout-time-skipping.test.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
