@@ -1,13 +1,21 @@
 /**
  * Configuration containers: creating one, the same from the configurations API, a Git
  * source's sweep (a new file) and a federated copy (a name this installation lacks), with
- * one `configuration.created` shape whoever caused it: the configuration as GET shows it.
+ * one `configuration.created` shape whoever caused it: the configuration as GET shows it;
+ * changing its name, description and labels.
  */
 import type { Knex } from 'knex';
 import { isUniqueViolation } from '../../db/errors';
-import { insertConfiguration, type ConfigurationRow, type NewConfiguration } from '../../db/repos/configurations';
+import {
+  insertConfiguration,
+  updateConfiguration,
+  type ConfigurationChanges,
+  type ConfigurationRow,
+  type NewConfiguration,
+} from '../../db/repos/configurations';
 import { emitEvents } from '../../db/repos/events';
 import { DomainError } from '../errors';
+import { lockConfigurationAt } from './versions';
 
 const SOURCE = '/api/configurations';
 
@@ -58,6 +66,23 @@ export async function createConfiguration(trx: Knex.Transaction, fields: NewConf
       subject: row.id,
       data: configurationView(row),
     },
+  ]);
+  return row;
+}
+
+/** Replaces a configuration's name, description and labels (never one a Git source manages) and announces it. */
+export async function changeConfiguration(
+  trx: Knex.Transaction,
+  tenantId: string,
+  request: { id: string; versions?: number[]; changes: ConfigurationChanges },
+): Promise<ConfigurationRow> {
+  await lockConfigurationAt(trx, tenantId, request.id, request.versions);
+  const row = await updateConfiguration(trx, request.id, request.changes).catch((error: unknown) => {
+    if (isUniqueViolation(error)) throw new ConfigurationNameTakenError(request.changes.name);
+    throw error;
+  });
+  await emitEvents(trx, [
+    { tenantId, type: 'configuration.updated', source: SOURCE, subject: row.id, data: configurationView(row) },
   ]);
   return row;
 }

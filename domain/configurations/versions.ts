@@ -1,13 +1,21 @@
 import type { Knex } from 'knex';
-import type { ConfigurationRow } from '../../db/repos/configurations';
+import { lockConfiguration, type ConfigurationRow } from '../../db/repos/configurations';
 import {
+  findVersion,
   insertDraft,
   publishDraft,
   type VersionProvenance,
   type VersionRow,
 } from '../../db/repos/configuration-versions';
 import { emitEvents, type EventType, type NewEvent } from '../../db/repos/events';
-import { ContentTooLargeError, DomainError, InvalidContentError, ManagedByGitError } from '../errors';
+import {
+  ContentTooLargeError,
+  DomainError,
+  InvalidContentError,
+  ManagedByGitError,
+  NotFoundError,
+  StaleVersionError,
+} from '../errors';
 import { CONTENT_LIMIT_BYTES, contentBytes, contentHash, type Format } from './content';
 import { checkContent } from './content-check';
 
@@ -131,4 +139,53 @@ export async function publishVersion(
     versionEvent(tenantId, 'configuration.version-published', published.configuration, published.version),
   ]);
   return published;
+}
+
+/**
+ * The configuration named, locked for an operator's change: it exists, Git does not manage it
+ * (unless `gitManagedToo`: publishing is allowed there), the caller's If-Match (`versions`)
+ * is current.
+ */
+export async function lockConfigurationAt(
+  trx: Knex.Transaction,
+  tenantId: string,
+  id: string,
+  versions: number[] | undefined,
+  { gitManagedToo = false } = {},
+): Promise<ConfigurationRow> {
+  const row = await lockConfiguration(trx, tenantId, id);
+  if (!row) throw new NotFoundError('configuration', id);
+  if (!gitManagedToo) refuseManagedByGit(row);
+  if (versions && !versions.includes(row.row_version)) throw new StaleVersionError('configuration', id);
+  return row;
+}
+
+/** Saves an operator's draft: the configuration locked as `lockConfigurationAt` says, then `saveVersion`. */
+export async function saveDraft(
+  trx: Knex.Transaction,
+  tenantId: string,
+  request: { id: string; versions?: number[]; content: CheckedContent; author: string },
+): Promise<{ configuration: ConfigurationRow; version: VersionRow }> {
+  const configuration = await lockConfigurationAt(trx, tenantId, request.id, request.versions);
+  return saveVersion(trx, configuration, { content: request.content, author: request.author });
+}
+
+/**
+ * Publishes a version an operator names, also of a Git-managed configuration (a source
+ * without autoPublish relies on it). Idempotent: a published version is answered as it is,
+ * whatever If-Match the retry still holds.
+ */
+export async function publishConfigurationVersion(
+  trx: Knex.Transaction,
+  tenantId: string,
+  request: { id: string; version: number; versions?: number[]; publishedBy: string },
+): Promise<{ configuration: ConfigurationRow; version: VersionRow }> {
+  const { id, version } = request;
+  const configuration = await lockConfigurationAt(trx, tenantId, id, undefined, { gitManagedToo: true });
+  const found = await findVersion(trx, id, version);
+  if (!found) throw new NotFoundError('version', `${id}/versions/${version}`);
+  if (found.state === 'published') return { configuration, version: found };
+  if (request.versions && !request.versions.includes(configuration.row_version))
+    throw new StaleVersionError('configuration', id);
+  return publishVersion(trx, tenantId, id, version, request.publishedBy);
 }

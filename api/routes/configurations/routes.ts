@@ -1,33 +1,20 @@
 import type { Knex } from 'knex';
-import {
-  findConfiguration,
-  listConfigurationsQuery,
-  lockConfiguration,
-  updateConfiguration,
-  type ConfigurationRow,
-} from '../../../db/repos/configurations';
-import {
-  findVersion,
-  findVersionWithContent,
-  listVersionsQuery,
-  type VersionRow,
-} from '../../../db/repos/configuration-versions';
-import { emitEvents } from '../../../db/repos/events';
-import { createConfiguration } from '../../../domain/configurations/configurations';
+import { findConfiguration, listConfigurationsQuery, type ConfigurationRow } from '../../../db/repos/configurations';
+import { findVersionWithContent, listVersionsQuery, type VersionRow } from '../../../db/repos/configuration-versions';
+import { changeConfiguration, createConfiguration } from '../../../domain/configurations/configurations';
 import {
   checkVersionContent,
-  publishVersion,
+  publishConfigurationVersion,
   refuseManagedByGit,
-  saveVersion,
+  saveDraft,
 } from '../../../domain/configurations/versions';
 import type { Principal } from '../../auth/principal';
 import { compareVersions } from '../../../domain/configurations/content-check';
-import type { AppContext } from '../../http/context';
 import { ifMatchVersions } from '../../http/etag';
 import { labelFilter } from '../../http/labels';
 import { pageOf, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
-import { conflictOnDuplicate, contentProblemAt, problems } from '../../problems';
+import { contentProblemAt, problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 import {
   compareQuery,
@@ -50,25 +37,9 @@ import {
 const SOURCE = '/api/configurations';
 const tag = 'configurations';
 
-const uniqueName = (name: string) => conflictOnDuplicate(`A configuration named '${name}' already exists.`);
-
 async function mustFind(db: Knex | Knex.Transaction, principal: Principal, id: string): Promise<ConfigurationRow> {
   const row = await findConfiguration(db, principal.tenantId, id);
   if (!row) throw problems.notFound('configuration', id);
-  return row;
-}
-
-const checkIfMatch = (row: ConfigurationRow, ctx: AppContext) => {
-  const versions = ifMatchVersions(ctx);
-  if (versions && !versions.includes(row.row_version)) throw problems.preconditionFailed('configuration', row.id);
-};
-
-/** Locks the container for a change: 404, then 409 when Git owns it, then If-Match (412). */
-async function lockForChange(db: Knex | Knex.Transaction, principal: Principal, id: string, ctx: AppContext) {
-  const row = await lockConfiguration(db as Knex.Transaction, principal.tenantId, id);
-  if (!row) throw problems.notFound('configuration', id);
-  refuseManagedByGit(row);
-  checkIfMatch(row, ctx);
   return row;
 }
 
@@ -152,19 +123,9 @@ function containerRoutes(options: ResourceRouteOptions): RouteDef[] {
       body: updateConfigurationBody,
       response: { status: 200, description: 'The updated configuration.', schema: configurationSchema },
       handler: async ({ db, principal, params, body, ctx }) => {
-        await lockForChange(db, principal, params.id, ctx);
-        const row = await updateConfiguration(db, params.id, body).catch(uniqueName(body.name));
-        const configuration = presentConfiguration(row);
-        await emitEvents(db, [
-          {
-            tenantId: principal.tenantId,
-            type: 'configuration.updated',
-            source: SOURCE,
-            subject: row.id,
-            data: configuration,
-          },
-        ]);
-        return { body: configuration, rowVersion: row.row_version };
+        const request = { id: params.id, versions: ifMatchVersions(ctx), changes: body };
+        const row = await changeConfiguration(db as Knex.Transaction, principal.tenantId, request);
+        return { body: presentConfiguration(row), rowVersion: row.row_version };
       },
     }),
   ];
@@ -195,8 +156,12 @@ function versionRoutes(options: ResourceRouteOptions): RouteDef[] {
         return checkVersionContent(found.format, body.content).catch(contentProblemAt('body.content'));
       },
       handler: async ({ db, principal, params, ctx, prepared }) => {
-        const row = await lockForChange(db, principal, params.id, ctx);
-        const saved = await saveVersion(db as Knex.Transaction, row, { content: prepared, author: principal.name });
+        const saved = await saveDraft(db as Knex.Transaction, principal.tenantId, {
+          id: params.id,
+          versions: ifMatchVersions(ctx),
+          content: prepared,
+          author: principal.name,
+        });
         return {
           status: 201,
           body: presentVersionSummary(saved.version),
@@ -278,21 +243,12 @@ function versionRoutes(options: ResourceRouteOptions): RouteDef[] {
         schema: versionSummarySchema,
       },
       handler: async ({ db, principal, params, ctx }) => {
-        // Git-managed versions may be published here: a source without autoPublish relies on it.
-        const row = await lockConfiguration(db as Knex.Transaction, principal.tenantId, params.id);
-        if (!row) throw problems.notFound('configuration', params.id);
-        const version = await findVersion(db, params.id, params.version);
-        if (!version) throw problems.notFound('version', `${params.id}/versions/${params.version}`);
-        // a retry of a publish that succeeded answers the same, even with the ETag it held before
-        if (version.state === 'published') return { body: presentVersionSummary(version), rowVersion: row.row_version };
-        checkIfMatch(row, ctx);
-        const published = await publishVersion(
-          db as Knex.Transaction,
-          principal.tenantId,
-          params.id,
-          params.version,
-          principal.name,
-        );
+        const published = await publishConfigurationVersion(db as Knex.Transaction, principal.tenantId, {
+          id: params.id,
+          version: params.version,
+          versions: ifMatchVersions(ctx),
+          publishedBy: principal.name,
+        });
         return { body: presentVersionSummary(published.version), rowVersion: published.configuration.row_version };
       },
     }),
