@@ -1,13 +1,17 @@
 import type { Db } from '../../db/connection';
+import { notifyAgentCutoff } from '../../db/notify';
 import {
   insertBootstrapToken,
   redeemBootstrapTokenHash,
+  revokeBootstrapToken as revokeTokenRow,
   type BootstrapTokenRow,
   type NewBootstrapToken,
   type Redemption,
   type TokenState,
 } from '../../db/repos/bootstrap-tokens';
 import { emitEvents } from '../../db/repos/events';
+import { ensureDefaultGroup, liveGroupIds } from '../../db/repos/groups';
+import { NotFoundError } from '../errors';
 import { generateToken, hashToken, isWellFormed } from './secret-token';
 
 function stateOf(row: BootstrapTokenRow): TokenState {
@@ -54,6 +58,35 @@ export async function issueBootstrapToken(
     },
   ]);
   return { row, token };
+}
+
+/** The group a token enrolls agents into: a live group of the tenant, or (none named) the tenant's `default` group. */
+export async function enrolmentGroup(db: Db, tenantId: string, groupId: string | undefined): Promise<string> {
+  if (!groupId) return (await ensureDefaultGroup(db, tenantId)).id;
+  const id = groupId.toLowerCase(); // as the database spells uuids
+  if (!(await liveGroupIds(db, tenantId, [id])).has(id)) throw new NotFoundError('group', id);
+  return id;
+}
+
+/**
+ * Revokes a bootstrap token and announces it (`bootstrap-token.revoked`), the same for the
+ * tokens API and a handover's receiver: no agent enrols with it any more, and the sessions it
+ * opened (agents not yet holding a certificate) are cut off on every replica.
+ */
+export async function revokeBootstrapToken(db: Db, tenantId: string, id: string): Promise<BootstrapTokenRow> {
+  const row = await revokeTokenRow(db, tenantId, id);
+  if (!row) throw new NotFoundError('bootstrap token', id);
+  await emitEvents(db, [
+    {
+      tenantId,
+      type: 'bootstrap-token.revoked',
+      source: '/api/tokens',
+      subject: row.id,
+      data: bootstrapTokenView(row),
+    },
+  ]);
+  await notifyAgentCutoff(db, { action: 'token-revoked', tokenId: row.id });
+  return row;
 }
 
 export type BootstrapRedemption = Redemption | { ok: false; reason: 'malformed' };

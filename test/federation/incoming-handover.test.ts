@@ -105,6 +105,12 @@ describe('a retried peer call creates nothing twice', () => {
     const issuedTokens = await t.database.db('bootstrap_tokens').where({ name: `handover ${id}` });
     expect(issuedTokens).toHaveLength(2);
     expect(issuedTokens.filter((row) => row.revoked_at === null)).toHaveLength(1);
+    // Revoked as the tokens API revokes one: announced, with the token as GET /api/tokens/{id} shows it.
+    const revoked = issuedTokens.find((row) => row.revoked_at !== null)!;
+    const revokedEvents = await t.database.db('events').where({ type: 'bootstrap-token.revoked', subject: revoked.id });
+    expect(revokedEvents.map((event) => event.data)).toEqual([
+      expect.objectContaining({ id: revoked.id, state: 'revoked', name: `handover ${id}` }),
+    ]);
 
     // Every call is audited under the PAT's name.
     await eventually(async () => {

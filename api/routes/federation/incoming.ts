@@ -1,8 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { Db } from '../../../db/connection';
 import { findActiveAgentCa } from '../../../db/repos/agent-ca';
-import { revokeBootstrapToken } from '../../../db/repos/bootstrap-tokens';
-import { issueBootstrapToken } from '../../../domain/tokens/bootstrap-tokens';
+import { issueBootstrapToken, revokeBootstrapToken } from '../../../domain/tokens/bootstrap-tokens';
 import { emitEvents } from '../../../db/repos/events';
 import { ensureDefaultGroup } from '../../../db/repos/groups';
 import {

@@ -1,27 +1,22 @@
-import { notifyAgentCutoff } from '../../../db/notify';
-import { emitEvents } from '../../../db/repos/events';
-import { ensureDefaultGroup, liveGroupIds } from '../../../db/repos/groups';
+import type { Knex } from 'knex';
 import {
   countActivePoolTokens,
-  countIssuedPoolTokens,
   findBootstrapToken,
   listBootstrapTokensQuery,
-  revokeBootstrapToken,
   type BootstrapTokenRow,
 } from '../../../db/repos/bootstrap-tokens';
+import { findTokenPool, listTokenPoolsQuery, type TokenPoolRow } from '../../../db/repos/token-pools';
 import {
-  findTokenPool,
-  insertTokenPool,
-  listTokenPoolsQuery,
-  lockTokenPool,
-  type TokenPoolRow,
-} from '../../../db/repos/token-pools';
-import { bootstrapTokenView, issueBootstrapToken } from '../../../domain/tokens/bootstrap-tokens';
-import type { Db } from '../../../db/connection';
+  bootstrapTokenView,
+  enrolmentGroup,
+  issueBootstrapToken,
+  revokeBootstrapToken,
+} from '../../../domain/tokens/bootstrap-tokens';
+import { createTokenPool, issueFromPool, tokenPoolView } from '../../../domain/tokens/pools';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
-import { conflictOnDuplicate, problems } from '../../problems';
+import { problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 
 const DEFAULT_TTL_SECONDS = 24 * 3600;
@@ -94,49 +89,11 @@ export const poolSchema = z
 /** The token as the API shows it: the same view its events carry. */
 const presentToken: (row: BootstrapTokenRow) => z.infer<typeof tokenSchema> = bootstrapTokenView;
 
-function presentPool(row: TokenPoolRow & { active_tokens?: number }, activeTokens = row.active_tokens ?? 0) {
-  return {
-    id: row.id,
-    name: row.name,
-    groupId: row.group_id,
-    tokenTtlSeconds: row.token_ttl_seconds,
-    tokenMaxUses: row.token_max_uses,
-    maxActiveTokens: row.max_active_tokens,
-    activeTokens,
-    createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
-  };
-}
+const presentPool = (row: TokenPoolRow & { active_tokens?: number }, activeTokens = row.active_tokens ?? 0) =>
+  tokenPoolView(row, activeTokens);
 
-/** The group a token enrolls into: a live group of the tenant, or the tenant's default group. */
-async function targetGroup(db: Db, tenantId: string, groupId: string | undefined): Promise<string> {
-  if (!groupId) return (await ensureDefaultGroup(db, tenantId)).id;
-  const id = groupId.toLowerCase(); // as the database spells uuids
-  if (!(await liveGroupIds(db, tenantId, [id])).has(id)) throw problems.notFound('group', id);
-  return id;
-}
-
-async function issue(
-  db: Db,
-  tenantId: string,
-  fields: {
-    name: string;
-    groupId: string;
-    poolId: string | null;
-    ttlSeconds: number;
-    maxUses: number;
-    createdBy: string;
-  },
-) {
-  const { row, token } = await issueBootstrapToken(db, {
-    tenant_id: tenantId,
-    name: fields.name,
-    group_id: fields.groupId,
-    pool_id: fields.poolId,
-    expires_at: new Date(Date.now() + fields.ttlSeconds * 1000),
-    max_uses: fields.maxUses,
-    created_by: fields.createdBy,
-  });
+/** A token just issued: 201 with the token itself, this once. */
+function issued({ row, token }: { row: BootstrapTokenRow; token: string }) {
   return {
     status: 201,
     body: { ...presentToken(row), token },
@@ -188,26 +145,8 @@ function poolRoutes(options: ResourceRouteOptions): RouteDef[] {
       body: createPoolBody,
       response: { status: 201, description: 'The pool.', schema: poolSchema },
       handler: async ({ db, principal, body }) => {
-        const groupId = await targetGroup(db, principal.tenantId, body.groupId);
-        const row = await insertTokenPool(db, {
-          tenant_id: principal.tenantId,
-          name: body.name,
-          group_id: groupId,
-          token_ttl_seconds: body.tokenTtlSeconds,
-          token_max_uses: body.tokenMaxUses,
-          max_active_tokens: body.maxActiveTokens,
-          created_by: principal.name,
-        }).catch(conflictOnDuplicate(`A token pool named '${body.name}' already exists.`));
+        const row = await createTokenPool(db, { tenantId: principal.tenantId, ...body, createdBy: principal.name });
         const pool = presentPool(row, 0);
-        await emitEvents(db, [
-          {
-            tenantId: principal.tenantId,
-            type: 'token-pool.created',
-            source: '/api/tokens/pools',
-            subject: row.id,
-            data: pool,
-          },
-        ]);
         return { status: 201, body: pool, resourceId: row.id, headers: { Location: `/api/tokens/pools/${row.id}` } };
       },
     }),
@@ -237,24 +176,13 @@ function poolRoutes(options: ResourceRouteOptions): RouteDef[] {
       body: z.object({ name: name.optional() }).strict().optional(),
       response: { status: 201, description: 'The token, shown once.', schema: issuedTokenSchema },
       handler: async ({ db, principal, params, body }) => {
-        // The row lock makes concurrent issues count one after another.
-        const pool = await lockTokenPool(db as never, principal.tenantId, params.id);
-        if (!pool) throw problems.notFound('token pool', params.id);
-        const active = await countActivePoolTokens(db, pool.id);
-        if (active >= pool.max_active_tokens) {
-          throw problems.conflict(
-            `Pool '${pool.name}' already has ${active} active tokens, its maximum; revoke one or wait for one to expire or be used up.`,
-          );
-        }
-        return issue(db, principal.tenantId, {
-          // Numbered by every token the pool issued: a number is never given twice.
-          name: body?.name ?? `${pool.name} #${(await countIssuedPoolTokens(db, pool.id)) + 1}`,
-          groupId: pool.group_id,
-          poolId: pool.id,
-          ttlSeconds: pool.token_ttl_seconds,
-          maxUses: pool.token_max_uses,
+        const request = {
+          tenantId: principal.tenantId,
+          poolId: params.id,
+          name: body?.name,
           createdBy: principal.name,
-        });
+        };
+        return issued(await issueFromPool(db as Knex.Transaction, request));
       },
     }),
   ];
@@ -298,14 +226,17 @@ function tokenRoutes(options: ResourceRouteOptions): RouteDef[] {
       body: issueTokenBody,
       response: { status: 201, description: 'The token, shown once.', schema: issuedTokenSchema },
       handler: async ({ db, principal, body }) =>
-        issue(db, principal.tenantId, {
-          name: body.name,
-          groupId: await targetGroup(db, principal.tenantId, body.groupId),
-          poolId: null,
-          ttlSeconds: body.expiresInSeconds,
-          maxUses: body.maxUses,
-          createdBy: principal.name,
-        }),
+        issued(
+          await issueBootstrapToken(db, {
+            tenant_id: principal.tenantId,
+            name: body.name,
+            group_id: await enrolmentGroup(db, principal.tenantId, body.groupId),
+            pool_id: null,
+            expires_at: new Date(Date.now() + body.expiresInSeconds * 1000),
+            max_uses: body.maxUses,
+            created_by: principal.name,
+          }),
+        ),
     }),
     route({
       method: 'get',
@@ -332,20 +263,7 @@ function tokenRoutes(options: ResourceRouteOptions): RouteDef[] {
       params: idParams,
       response: { status: 200, description: 'The revoked token.', schema: tokenSchema },
       handler: async ({ db, principal, params }) => {
-        const row = await revokeBootstrapToken(db, principal.tenantId, params.id);
-        if (!row) throw problems.notFound('bootstrap token', params.id);
-        const token = presentToken(row);
-        await emitEvents(db, [
-          {
-            tenantId: principal.tenantId,
-            type: 'bootstrap-token.revoked',
-            source: '/api/tokens',
-            subject: row.id,
-            data: token,
-          },
-        ]);
-        await notifyAgentCutoff(db, { action: 'token-revoked', tokenId: row.id });
-        return { body: token };
+        return { body: presentToken(await revokeBootstrapToken(db, principal.tenantId, params.id)) };
       },
     }),
   ];
