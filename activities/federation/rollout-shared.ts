@@ -14,12 +14,10 @@ import {
   type InstallationChanges,
 } from '../../db/repos/federated-rollouts';
 import { installationId } from '../../db/repos/installation';
+import { federatedRolloutSource } from '../../domain/federation/federated-rollouts';
 import { federationKey } from '../../domain/federation/rollout-calls';
 import type { InstallationState } from '../../domain/rollouts';
 import type { PartContext, PartStatus } from './rollout-parts';
-
-/** The CloudEvents `source` of a federated rollout's events. */
-export const source = (id: string) => `/api/federation/rollouts/${id}`;
 
 /** One installation's part of a federated rollout, as the workflow names it. */
 export type Part = { federatedRolloutId: string; position: number };
@@ -52,7 +50,7 @@ export async function record(
       {
         tenantId: rollout.tenant_id,
         type: 'federation.rollout.installation-updated',
-        source: source(federatedRolloutId),
+        source: federatedRolloutSource(federatedRolloutId),
         subject: federatedRolloutId,
         data: {
           federatedRolloutId,

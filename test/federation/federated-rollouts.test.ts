@@ -457,7 +457,18 @@ test('Temporal not taking the workflow: 503, and the federated rollout ends fail
     expect(res.body.type).toBe(`${ERRORS}/unavailable`);
     const [row] = await t.database.db('federated_rollouts');
     expect(row).toMatchObject({ state: 'failed', reason: expect.stringMatching(/could not be started/) });
-    expect(await t.database.db('events').where({ type: 'federation.rollout.failed', subject: row.id })).toHaveLength(1);
+    const failed = await t.database.db('events').where({ type: 'federation.rollout.failed', subject: row.id });
+    // The shape every federated rollout transition has, whoever made it (here: the request that created it).
+    expect(failed.map((event) => event.data)).toEqual([
+      {
+        federatedRolloutId: row.id,
+        name: null,
+        from: 'running',
+        state: 'failed',
+        reason: row.reason,
+        actor: row.created_by,
+      },
+    ]);
   } finally {
     await t.close();
   }

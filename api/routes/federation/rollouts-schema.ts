@@ -1,4 +1,9 @@
 import { type FederatedRolloutRow, type InstallationRow } from '../../../db/repos/federated-rollouts';
+import {
+  federatedRolloutSummaryView,
+  federatedRolloutView,
+  installationView,
+} from '../../../domain/federation/federated-rollouts';
 import type { RolloutRow } from '../../../db/repos/rollouts';
 import { z } from '../../http/zod';
 import { createConfigurationBody } from '../configurations/schema';
@@ -117,50 +122,15 @@ export const federatedRolloutSchema = federatedRolloutSummarySchema
 
 export const federatedRolloutListQuery = z.object({ state: z.enum(FEDERATED_ROLLOUT_STATES).optional() });
 
-export function presentFederatedRolloutSummary(
+/** The views of domain/federation/federated-rollouts.ts, held to the document's schemas. */
+export const presentFederatedRolloutSummary: (
   row: FederatedRolloutRow,
-): z.infer<typeof federatedRolloutSummarySchema> {
-  return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    configurationId: row.configuration_id,
-    version: row.version,
-    contentHash: row.content_hash,
-    mode: row.mode,
-    state: row.state,
-    reason: row.reason,
-    createdBy: row.created_by,
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-    finishedAt: row.finished_at?.toISOString() ?? null,
-  };
-}
-
-export function presentInstallation(row: InstallationRow): z.infer<typeof installationSchema> {
-  return {
-    position: row.position,
-    local: row.local,
-    peerId: row.peer_id,
-    name: row.installation_name,
-    state: row.state,
-    rolloutId: row.rollout_id,
-    configurationId: row.remote_configuration_id,
-    version: row.remote_version,
-    progress: row.progress,
-    problem: row.problem,
-    target: row.target as unknown as Record<string, unknown>,
-    strategy: row.strategy as unknown as Record<string, unknown>,
-    updatedAt: row.updated_at.toISOString(),
-  };
-}
-
-export function presentFederatedRollout(
+) => z.infer<typeof federatedRolloutSummarySchema> = federatedRolloutSummaryView;
+export const presentInstallation: (row: InstallationRow) => z.infer<typeof installationSchema> = installationView;
+export const presentFederatedRollout: (
   row: FederatedRolloutRow,
   installations: InstallationRow[],
-): z.infer<typeof federatedRolloutSchema> {
-  return { ...presentFederatedRolloutSummary(row), installations: installations.map(presentInstallation) };
-}
+) => z.infer<typeof federatedRolloutSchema> = federatedRolloutView;
 
 // ---------------------------------------------------------------------------------------
 // The receiver's endpoints (another installation calls them with its `peer` PAT)

@@ -3,16 +3,14 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { findConfiguration } from '../../../db/repos/configurations';
 import { findVersionWithContent } from '../../../db/repos/configuration-versions';
-import { emitEvents } from '../../../db/repos/events';
 import {
   findFederatedRollout,
-  insertFederatedRollout,
-  setFederatedRolloutState,
   listFederatedRolloutsQuery,
   listInstallations,
   type FederatedRolloutRow,
 } from '../../../db/repos/federated-rollouts';
 import { findPeer } from '../../../db/repos/federation-peers';
+import { createFederatedRollout, transitionFederatedRollout } from '../../../domain/federation/federated-rollouts';
 import {
   FEDERATED_ROLLOUT_OPERATIONS,
   FEDERATED_TRANSITIONS,
@@ -52,23 +50,12 @@ const DESCRIPTIONS: Record<FederatedRolloutOperation, string> = {
 
 type CreateBody = z.output<typeof createFederatedRolloutBody>;
 
-/** Temporal did not take the workflow: the federated rollout ends failed at once (503). */
+/** Temporal did not take the workflow: the federated rollout ends failed at once (503), by the hand of who created it. */
 async function giveUp(db: Knex, logger: Logger, row: FederatedRolloutRow, error: unknown): Promise<never> {
   const reason = `its workflow could not be started (${(error as Error).message}); nothing was rolled out`;
   logger.warn({ err: error, federatedRolloutId: row.id }, 'federated rollout not started');
-  await db.transaction(async (trx) => {
-    const failed = await setFederatedRolloutState(trx, { id: row.id, from: ['running'], to: 'failed', reason });
-    if (!failed) return;
-    await emitEvents(trx, [
-      {
-        tenantId: row.tenant_id,
-        type: 'federation.rollout.failed',
-        source: `${SOURCE}/${row.id}`,
-        subject: row.id,
-        data: { federatedRolloutId: row.id, name: row.name, from: 'running', state: 'failed', reason },
-      },
-    ]);
-  });
+  const failed = { federatedRolloutId: row.id, from: ['running' as const], to: 'failed' as const, reason };
+  await db.transaction((trx) => transitionFederatedRollout(trx, { ...failed, actor: row.created_by }));
   throw problems.unavailable(`Temporal did not take the federated rollout (${(error as Error).message}). Retry.`);
 }
 
@@ -238,8 +225,8 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
         const tenantId = principal.tenantId;
         const { planned, installations } = await plan(db as Knex, installationName, tenantId, body, principal.name);
         await dryRunEverywhere(db as Knex, options, planned, installations);
-        const row = await (db as Knex).transaction(async (trx) => {
-          const created = await insertFederatedRollout(
+        const row = await (db as Knex).transaction((trx) =>
+          createFederatedRollout(
             trx,
             {
               id: randomUUID(),
@@ -259,13 +246,8 @@ export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDe
               target: installation.target,
               strategy: installation.strategy,
             })),
-          );
-          const data = presentFederatedRollout(created.rollout, created.installations);
-          await emitEvents(trx, [
-            { tenantId, type: 'federation.rollout.created', source: SOURCE, subject: created.rollout.id, data },
-          ]);
-          return created.rollout;
-        });
+          ),
+        );
         // Committed first, so no connection waits on Temporal. One that does not take the
         // workflow leaves a federated rollout nothing drives: it ends failed at once, and the
         // answer says so (nothing was rolled out anywhere yet).
