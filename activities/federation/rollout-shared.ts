@@ -14,7 +14,6 @@ import {
   type InstallationChanges,
 } from '../../db/repos/federated-rollouts';
 import { installationId } from '../../db/repos/installation';
-import { federatedRolloutSource } from '../../domain/federation/federated-rollouts';
 import { federationKey } from '../../domain/federation/rollout-calls';
 import type { InstallationState } from '../../domain/rollouts';
 import type { PartContext, PartStatus } from './rollout-parts';
@@ -50,7 +49,7 @@ export async function record(
       {
         tenantId: rollout.tenant_id,
         type: 'federation.rollout.installation-updated',
-        source: federatedRolloutSource(federatedRolloutId),
+        source: `/api/federation/rollouts/${federatedRolloutId}`,
         subject: federatedRolloutId,
         data: {
           federatedRolloutId,

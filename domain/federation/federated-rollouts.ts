@@ -17,9 +17,6 @@ import {
 } from '../../db/repos/federated-rollouts';
 import { FEDERATED_STATE_EVENTS, type FederatedRolloutState } from '../rollouts';
 
-/** The CloudEvents `source` of a federated rollout's events. */
-export const federatedRolloutSource = (id?: string) => `/api/federation/rollouts${id ? `/${id}` : ''}`;
-
 /** How a federated rollout reads in lists (without its installations). */
 export function federatedRolloutSummaryView(row: FederatedRolloutRow) {
   return {
@@ -78,7 +75,7 @@ export async function createFederatedRollout(
     {
       tenantId: rollout.tenant_id,
       type: 'federation.rollout.created',
-      source: federatedRolloutSource(),
+      source: '/api/federation/rollouts',
       subject: id,
       data: federatedRolloutView(created.rollout, created.installations),
     },
@@ -122,7 +119,7 @@ export async function transitionFederatedRollout(
     {
       tenantId: row.tenant_id,
       type: FEDERATED_STATE_EVENTS[row.state],
-      source: federatedRolloutSource(row.id),
+      source: `/api/federation/rollouts/${row.id}`,
       subject: row.id,
       data: {
         federatedRolloutId: row.id,
