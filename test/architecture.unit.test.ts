@@ -223,6 +223,35 @@ test('gateway/ does not import api/, activities/, worker/ or workflow code', () 
   expect(show(found)).toEqual([]);
 });
 
+/** The values a file imports by name from the modules `specifier` matches, with their lines. */
+function namedValueImports(file: string, specifier: RegExp): Array<{ name: string; line: number }> {
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  return source.statements.flatMap((statement) => {
+    if (!ts.isImportDeclaration(statement) || !ts.isStringLiteral(statement.moduleSpecifier)) return [];
+    const clause = statement.importClause;
+    const named = clause?.namedBindings;
+    if (!specifier.test(statement.moduleSpecifier.text) || clause?.isTypeOnly || !named || !ts.isNamedImports(named))
+      return [];
+    const line = source.getLineAndCharacterOfPosition(statement.getStart()).line + 1;
+    return named.elements.filter((e) => !e.isTypeOnly).map((e) => ({ name: (e.propertyName ?? e.name).text, line }));
+  });
+}
+
+/** What writes, by its name: a route that needs one of these calls a domain operation instead. */
+const WRITES =
+  /^(insert|update|delete|set|revoke|finish|skip|release|lock|mark|touch|upsert|emit|notify|redeem|reissue|restart|unlist|publish|save|append)/;
+/** The api's own state, not the fleet's: signing out of the console, telling replicas to drop a cached PAT. */
+const API_OWN_WRITES = new Set(['deleteConsoleSession', 'notify']);
+
+test('routes write nothing themselves: every change goes through a domain operation (reads may use repos)', () => {
+  const found = sourceFiles(path.join(root, 'api', 'routes')).flatMap((file) =>
+    namedValueImports(file, /\/db\/(repos\/|notify$)/)
+      .filter(({ name }) => WRITES.test(name) && !API_OWN_WRITES.has(name))
+      .map(({ name, line }) => `${path.relative(root, file)}:${line} imports ${name}`),
+  );
+  expect(found).toEqual([]);
+});
+
 test('api/ never imports activities/ or worker/; only its main.ts hosts the gateway', () => {
   const found = from('api').filter(
     (i) =>
