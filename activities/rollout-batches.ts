@@ -10,9 +10,11 @@ import {
   claimBatchForPush,
   countRolloutAgents,
   finishAgents,
+  OFFLINE_SKIPPED,
 } from '../db/repos/rollout-agents';
 import { lockRolloutState, setCurrentBatch } from '../db/repos/rollouts';
 import { evaluatePolicies, violationsOf } from '../domain/policies/evaluate';
+import { offlineRules } from '../domain/rollouts';
 import { pushConfiguration } from '../domain/pushes';
 import { whileHeartbeating } from './keep-alive';
 import { agentEvents, loadRolloutRow } from './rollout-shared';
@@ -82,33 +84,38 @@ export function createRolloutBatchActivities(db: Knex) {
 
     /**
      * Pushes the batch's pending agents (claimed and pushed in one transaction), unless the
-     * rollout is no longer running (then nothing).
+     * rollout is no longer running (then nothing). Offline agents are pushed and deferred,
+     * skipped, or waited for like the others, as the strategy's `offlineAgents` says.
      */
-    async pushBatch(input: { rolloutId: string; batch: number }): Promise<{ pushed: number; skipped: number }> {
+    async pushBatch(input: {
+      rolloutId: string;
+      batch: number;
+    }): Promise<{ pushed: number; skipped: number; deferred: number }> {
       const rollout = await loadRolloutRow(db, input.rolloutId);
+      const { mode } = offlineRules(rollout.strategy);
       return whileHeartbeating(() =>
         db.transaction(async (trx) => {
-          if ((await lockRolloutState(trx, rollout.id)) !== 'running') return { pushed: 0, skipped: 0 };
-          const { push, skipped } = await claimBatchForPush(trx, rollout.id, input.batch);
+          if ((await lockRolloutState(trx, rollout.id)) !== 'running') return { pushed: 0, skipped: 0, deferred: 0 };
+          const claimed = await claimBatchForPush(trx, rollout.id, input.batch, mode);
           const unreachable = 'the agent can no longer receive configurations';
-          await emitEvents(
-            trx,
-            agentEvents(
-              rollout,
-              skipped.map((id) => ({ agent_id: id, state: 'skipped' as const, error: unreachable })),
-              { batch: input.batch },
-            ),
-          );
-          if (push.length > 0) {
+          const results = [
+            ...claimed.unreachable.map((id) => ({ agent_id: id, state: 'skipped' as const, error: unreachable })),
+            ...claimed.offline.map((id) => ({ agent_id: id, state: 'skipped' as const, error: OFFLINE_SKIPPED })),
+            ...claimed.deferred.map((id) => ({ agent_id: id, state: 'deferred' as const, error: null })),
+          ];
+          await emitEvents(trx, agentEvents(rollout, results, { batch: input.batch }));
+          const agentIds = [...claimed.push, ...claimed.deferred];
+          if (agentIds.length > 0) {
             // A PushError (the version is gone or unpublished) fails the activity for good.
             await pushConfiguration(trx, {
               tenantId: rollout.tenant_id,
-              agentIds: push,
+              agentIds,
               configurationId: rollout.configuration_id,
               version: rollout.version,
             });
           }
-          return { pushed: push.length, skipped: skipped.length };
+          const skipped = claimed.unreachable.length + claimed.offline.length;
+          return { pushed: claimed.push.length, skipped, deferred: claimed.deferred.length };
         }),
       );
     },

@@ -6,10 +6,40 @@
 import { heartbeat, sleep } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import { emitEvents } from '../db/repos/events';
-import { batchOutcome, batchWaiting, failApplying, settleBatch } from '../db/repos/rollout-agents';
+import {
+  batchOutcome,
+  batchWaiting,
+  countDeferred,
+  failApplying,
+  settleBatch,
+  settleDeferred,
+  withdrawDeferred,
+  type SettledDeferredAgent,
+} from '../db/repos/rollout-agents';
+import type { RolloutRow } from '../db/repos/rollouts';
+import { NEVER_CAME_ONLINE, offlineRules } from '../domain/rollouts';
 import type { BatchOutcome, RolloutCounts } from '../workflows/definitions';
 import { whileHeartbeating } from './keep-alive';
 import { agentEvents, countsOf, loadRolloutRow, POLL_MS, source } from './rollout-shared';
+
+/** How often a finished rollout looks for its late arrivals (agents come online over days, not seconds). */
+export const LATE_POLL_MS = 5_000;
+
+/** The longest one `awaitLateArrivals` runs; the workflow calls it again until the window closes. */
+const LATE_CALL_MAX_MS = 12 * 3600_000;
+
+/** One `rollout.agent-updated` per deferred agent settled, with its own batch. */
+function deferredEvents(rollout: RolloutRow, settled: SettledDeferredAgent[]) {
+  return settled.flatMap(({ batch, ...agent }) => agentEvents(rollout, [agent], { batch }));
+}
+
+/** Settles the deferred agents that reported since (or that another push reached), with their events. */
+async function settleLateArrivals(db: Knex, rollout: RolloutRow): Promise<void> {
+  await db.transaction(async (trx) => {
+    const settled = await settleDeferred(trx, rollout.id, rollout.content_hash);
+    await emitEvents(trx, deferredEvents(rollout, settled));
+  });
+}
 
 /** `abandonBatch` and `awaitBatch`: how a pushed batch ends. */
 export function createRolloutSettlingActivities(db: Knex) {
@@ -49,6 +79,9 @@ export function createRolloutSettlingActivities(db: Knex) {
           db.transaction(async (trx) => {
             const settled = await settleBatch(trx, rollout.id, input.batch, rollout.content_hash);
             await emitEvents(trx, agentEvents(rollout, settled, { batch: input.batch }));
+            // Agents of earlier batches that were offline settle as they come back.
+            const late = await settleDeferred(trx, rollout.id, rollout.content_hash);
+            await emitEvents(trx, deferredEvents(rollout, late));
           }),
         );
         const waiting = await batchWaiting(db, rollout.id, input.batch);
@@ -88,9 +121,40 @@ export function createRolloutSettlingActivities(db: Knex) {
         succeeded: outcome.succeeded,
         failed: outcome.failed,
         skipped: outcome.skipped,
+        deferred: outcome.deferred,
         awaited,
         counts,
       };
+    },
+
+    /**
+     * A completed rollout's late arrivals: its deferred agents settle as they connect and
+     * report, until none is left or the strategy's `lateArrivalSeconds` from the end have
+     * passed; then the rest are skipped and no longer get the version. Runs at most
+     * LATE_CALL_MAX_MS a call: `done` says whether the window closed (or nobody is left).
+     */
+    async awaitLateArrivals(input: {
+      rolloutId: string;
+    }): Promise<{ done: boolean; deferred: number; counts: RolloutCounts }> {
+      const rollout = await loadRolloutRow(db, input.rolloutId);
+      const windowEnds =
+        (rollout.finished_at?.getTime() ?? Date.now()) + offlineRules(rollout.strategy).lateArrivalSeconds * 1000;
+      const callEnds = Date.now() + LATE_CALL_MAX_MS;
+      for (;;) {
+        await whileHeartbeating(() => settleLateArrivals(db, rollout));
+        const deferred = await countDeferred(db, rollout.id);
+        if (deferred === 0) return { done: true, deferred, counts: await countsOf(db, rollout.id) };
+        if (Date.now() >= windowEnds) {
+          await db.transaction(async (trx) => {
+            const expired = await withdrawDeferred(trx, rollout.id, rollout.content_hash, NEVER_CAME_ONLINE.late);
+            await emitEvents(trx, deferredEvents(rollout, expired));
+          });
+          return { done: true, deferred: 0, counts: await countsOf(db, rollout.id) };
+        }
+        if (Date.now() >= callEnds) return { done: false, deferred, counts: await countsOf(db, rollout.id) };
+        heartbeat(deferred);
+        await sleep(Math.min(LATE_POLL_MS, windowEnds - Date.now())); // a rollback cancels it here
+      }
     },
   };
 }

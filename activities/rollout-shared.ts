@@ -27,7 +27,11 @@ export async function countsOf(db: Knex, rolloutId: string): Promise<RolloutCoun
   return { progress, rollback };
 }
 
-export type AgentResult = { agent_id: string; state: SettledAgent['state'] | 'skipped'; error: string | null };
+export type AgentResult = {
+  agent_id: string;
+  state: SettledAgent['state'] | 'skipped' | 'deferred';
+  error: string | null;
+};
 
 /** One `rollout.agent-updated` event per agent result (`extra` adds e.g. the batch). */
 export function agentEvents(

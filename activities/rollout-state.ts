@@ -6,9 +6,15 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import { findConfiguration } from '../db/repos/configurations';
 import { emitEvents } from '../db/repos/events';
-import { skipPendingAgents } from '../db/repos/rollout-agents';
+import { skipPendingAgents, withdrawDeferred } from '../db/repos/rollout-agents';
 import { findRolloutById, lockRollout, setRolloutState, type RolloutRow } from '../db/repos/rollouts';
-import { NEVER_PUSHED, ROLLOUT_STATE_EVENTS, type RolloutState } from '../domain/rollouts';
+import {
+  NEVER_CAME_ONLINE,
+  NEVER_PUSHED,
+  ROLLBACK_OF_DEFERRED,
+  ROLLOUT_STATE_EVENTS,
+  type RolloutState,
+} from '../domain/rollouts';
 import type { RolloutCounts } from '../workflows/definitions';
 import { describeRollout } from '../workflows/rollout-start';
 import { agentEvents, countsOf, source } from './rollout-shared';
@@ -43,6 +49,22 @@ async function skipNeverPushed(trx: Knex.Transaction, rollout: RolloutRow) {
   );
 }
 
+/**
+ * A rollout that fails, is aborted or starts rolling back stops delivering to its deferred
+ * agents (offline since their push): each is `skipped`, with its previous configuration
+ * desired again, and its event. (A completed one keeps delivering for its late-arrival window.)
+ */
+async function withdrawFromDeferred(trx: Knex.Transaction, rollout: RolloutRow) {
+  const state = rollout.state;
+  if (state !== 'failed' && state !== 'aborted' && state !== 'rolling-back') return;
+  const rollback = state === 'rolling-back' ? ROLLBACK_OF_DEFERRED : undefined;
+  const withdrawn = await withdrawDeferred(trx, rollout.id, rollout.content_hash, NEVER_CAME_ONLINE[state], rollback);
+  await emitEvents(
+    trx,
+    withdrawn.flatMap(({ batch, ...agent }) => agentEvents(rollout, [agent], { batch })),
+  );
+}
+
 /** `loadRollout` and `transitionRollout`: reading a rollout's state and changing it. */
 export function createRolloutStateActivities(db: Knex) {
   return {
@@ -71,7 +93,8 @@ export function createRolloutStateActivities(db: Knex) {
     /**
      * The one writer of a rollout's state: a conditional UPDATE (state, and If-Match
      * versions when an operator asked) and its `rollout.*` event, in one transaction. A
-     * final state settles the agents never pushed to as `skipped`. Answers the counts after.
+     * final state settles the agents never pushed to as `skipped`, and all but completed the
+     * deferred ones too. Answers the counts after.
      */
     async transitionRollout(change: {
       rolloutId: string;
@@ -119,6 +142,7 @@ export function createRolloutStateActivities(db: Knex) {
           },
         ]);
         await skipNeverPushed(trx, row);
+        await withdrawFromDeferred(trx, row);
         return { ok: true as const, state: row.state, rowVersion: Number(row.row_version) };
       });
       return result.ok ? { ...result, counts: await countsOf(db, change.rolloutId) } : result;

@@ -16,7 +16,7 @@ import { insertRollout, type RolloutRow } from '../db/repos/rollouts';
 import { DomainError, NotFoundError } from './errors';
 import { assertPolicies, checkTarget, type Evaluation } from './policies/evaluate';
 import { rolloutView, type RolloutView } from './rollout-view';
-import type { RolloutStrategy, RolloutTarget } from './rollouts';
+import { DEFAULT_LATE_ARRIVAL_SECONDS, type RolloutStrategy, type RolloutTarget } from './rollouts';
 
 /** A target agent is already in another active rollout (the rollouts API's 409). */
 export class TargetBusyError extends DomainError {
@@ -60,6 +60,8 @@ export const STRATEGY_DEFAULTS = {
   applyTimeoutSeconds: 300,
   maxFailurePercent: 0,
   onFailure: 'pause',
+  offlineAgents: 'defer',
+  lateArrivalSeconds: DEFAULT_LATE_ARRIVAL_SECONDS,
 } as const;
 
 /**

@@ -6,14 +6,22 @@
 import type { Db } from '../db/connection';
 import { rolloutProgress } from '../db/repos/rollout-agents';
 import type { RolloutRow } from '../db/repos/rollouts';
-import type {
-  BatchProgress,
-  Progress,
-  RollbackProgress,
-  RolloutState,
-  RolloutStrategy,
-  RolloutTarget,
+import {
+  offlineRules,
+  type BatchProgress,
+  type OfflineAgentMode,
+  type Progress,
+  type RollbackProgress,
+  type RolloutState,
+  type RolloutStrategy,
+  type RolloutTarget,
 } from './rollouts';
+
+/** The strategy's offline-agent fields as the rollout runs by them. */
+function effectiveOfflineRules(strategy: RolloutStrategy) {
+  const { mode, lateArrivalSeconds } = offlineRules(strategy);
+  return { offlineAgents: mode, lateArrivalSeconds };
+}
 
 export interface RolloutSummaryView {
   id: string;
@@ -23,7 +31,8 @@ export interface RolloutSummaryView {
   version: number;
   contentHash: string;
   target: RolloutTarget;
-  strategy: RolloutStrategy;
+  /** With the offline-agent rule and late-arrival window it runs by (a rollout from before them: `fail`, 0). */
+  strategy: RolloutStrategy & { offlineAgents: OfflineAgentMode; lateArrivalSeconds: number };
   state: RolloutState;
   reason: string | null;
   currentBatch: number;
@@ -52,7 +61,7 @@ export function rolloutSummaryView(row: RolloutRow): RolloutSummaryView {
     version: row.version,
     contentHash: row.content_hash,
     target: row.target,
-    strategy: row.strategy,
+    strategy: { ...row.strategy, ...effectiveOfflineRules(row.strategy) },
     state: row.state,
     reason: row.reason,
     currentBatch: row.current_batch,

@@ -29,6 +29,18 @@ export interface RolloutTarget {
   labelSelector: Record<string, string> | null;
 }
 
+/**
+ * What a batch does with an agent that is offline when it is pushed: `defer` it (its
+ * desired configuration is recorded; it settles when it connects and reports), `skip` it, or
+ * `fail` it once the apply timeout passes (what every rollout did before `offlineAgents`).
+ */
+export const OFFLINE_AGENT_MODES = ['defer', 'skip', 'fail'] as const;
+export type OfflineAgentMode = (typeof OFFLINE_AGENT_MODES)[number];
+
+/** How long a finished rollout keeps delivering to its deferred agents, by default: 7 days. */
+export const DEFAULT_LATE_ARRIVAL_SECONDS = 7 * 86_400;
+export const MAX_LATE_ARRIVAL_SECONDS = 30 * 86_400;
+
 export interface RolloutStrategy {
   batchSize?: number;
   batchPercent?: number;
@@ -36,10 +48,20 @@ export interface RolloutStrategy {
   applyTimeoutSeconds: number;
   maxFailurePercent: number;
   onFailure: 'pause' | 'rollback';
+  /** Absent on rollouts created before it existed: they fail offline agents, as they always did. */
+  offlineAgents?: OfflineAgentMode;
+  /** Absent likewise: 0, no delivery after the end. */
+  lateArrivalSeconds?: number;
+}
+
+/** The strategy's offline-agent rule and late-arrival window, as a stored rollout holds them or not. */
+export function offlineRules(strategy: RolloutStrategy): { mode: OfflineAgentMode; lateArrivalSeconds: number } {
+  return { mode: strategy.offlineAgents ?? 'fail', lateArrivalSeconds: strategy.lateArrivalSeconds ?? 0 };
 }
 
 /** An agent's part in a rollout, and in its rollback (`rollout_agents.state`, `rollback_state`). */
-export type AgentRolloutState = 'pending' | 'applying' | 'succeeded' | 'failed' | 'skipped';
+export const AGENT_ROLLOUT_STATES = ['pending', 'applying', 'deferred', 'succeeded', 'failed', 'skipped'] as const;
+export type AgentRolloutState = (typeof AGENT_ROLLOUT_STATES)[number];
 export type RollbackState = 'pending' | 'applying' | 'succeeded' | 'failed' | 'skipped';
 
 /** Agents by state: the rollout's `progress`, overall and per batch. */
@@ -47,6 +69,8 @@ export interface Progress {
   total: number;
   pending: number;
   applying: number;
+  /** Offline when their batch was pushed: they settle when they connect (strategy `offlineAgents: defer`). */
+  deferred: number;
   succeeded: number;
   failed: number;
   skipped: number;
@@ -117,6 +141,22 @@ export const NEVER_PUSHED: Partial<Record<RolloutState, string>> = {
   aborted: 'the rollout was aborted before the agent was pushed',
   'rolled-back': 'the rollout was rolled back before the agent was pushed',
 };
+
+/**
+ * Why a deferred agent (offline when pushed) is `skipped` and no longer gets the version:
+ * the rollout ended another way than completed, or completed and its late-arrival window
+ * passed (`late`).
+ */
+export const NEVER_CAME_ONLINE = {
+  failed: 'the rollout failed before the agent came online',
+  aborted: 'the rollout was aborted before the agent came online',
+  'rolling-back': 'the rollout was rolled back before the agent came online',
+  late: 'the agent was offline for the whole rollout and its late-arrival window',
+} as const;
+
+/** What a rollback records of a deferred agent: it never got the version, and its previous one is desired again. */
+export const ROLLBACK_OF_DEFERRED =
+  "the agent never got this rollout's version; its previous configuration is desired again";
 
 // ---------------------------------------------------------------------------------------
 // Federated rollouts (docs/federation.md): one rollout per installation, operated together.

@@ -106,6 +106,8 @@ export interface BatchOutcome {
   succeeded: number;
   failed: number;
   skipped: number;
+  /** Offline when pushed; they settle when they connect (absent from results recorded before deferral existed). */
+  deferred?: number;
 }
 
 /** An operator's operation (start, pause, resume, abort, rollback), answered once the workflow has applied or refused it. */

@@ -45,7 +45,7 @@ export function currentDetails(view: RolloutView): string {
   const last = view.lastBatch;
   if (last)
     lines.push(
-      `- Last batch ${last.batch}: ${last.pushed} pushed, ${last.succeeded} succeeded, ${last.failed} failed, ${last.skipped} skipped`,
+      `- Last batch ${last.batch}: ${last.pushed} pushed, ${last.succeeded} succeeded, ${last.failed} failed, ${last.skipped} skipped${last.deferred ? `, ${last.deferred} deferred` : ''}`,
     );
   return lines.join('\n');
 }

@@ -17,6 +17,7 @@ import {
   isCancellation,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -57,6 +58,9 @@ const waiting = proxyActivities<Activities>({
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
 });
+
+/** The patch that added late arrivals (deferred agents settling after completion): older histories replay without it. */
+const LATE_ARRIVALS = 'late-arrivals';
 
 /** Continue as new after this many events even when the server does not suggest it yet. */
 const HISTORY_LIMIT = 1000;
@@ -100,6 +104,12 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<Roll
         await rollBack(run);
         break;
       default: {
+        // Completed with agents that were offline when pushed: they still get the version
+        // until the late-arrival window closes (or a rollback moves the rollout on).
+        if (run.state === 'completed' && hasDeferred(run) && patched(LATE_ARRIVALS)) {
+          await awaitLateArrivals(run);
+          break;
+        }
         // A final state: let an operation that is still running (e.g. a rollback that
         // arrived with this run's start) finish, then end unless it moved us on.
         await condition(allHandlersFinished);
@@ -261,6 +271,26 @@ async function rollBack(run: RolloutRun) {
   await move(run, 'rolled-back', ['rolling-back']);
 }
 
+const hasDeferred = (run: RolloutRun) => (run.counts?.progress.deferred ?? 0) > 0;
+
+/**
+ * Waits (a call at a time, each up to half a day) until the rollout's deferred agents have
+ * all settled or its late-arrival window closed; a rollback cancels the wait, and the loop
+ * follows the new state.
+ */
+async function awaitLateArrivals(run: RolloutRun) {
+  try {
+    run.batchWait = new CancellationScope();
+    const settled = await run.batchWait.run(() => waiting.awaitLateArrivals({ rolloutId: run.input.rolloutId }));
+    run.counts = settled.counts;
+    showDetails(run);
+  } catch (error) {
+    if (!isCancellation(error)) throw error;
+  } finally {
+    run.batchWait = undefined;
+  }
+}
+
 /** The run's result once the rollout is in a final state; undefined while it is not. */
 function finalOutcome(run: RolloutRun): RolloutOutcome | undefined {
   const { state } = run;
@@ -343,6 +373,7 @@ async function pushAndAwait(
     succeeded: outcome.succeeded,
     failed: outcome.failed,
     skipped: outcome.skipped,
+    ...(outcome.deferred ? { deferred: outcome.deferred } : {}),
   };
   run.lastBatch = lastBatch;
   run.counts = outcome.counts ?? run.counts;

@@ -17,6 +17,7 @@ import * as consoleSessions from './20261127000000_console_sessions';
 import * as federatedRolloutLocal from './20261126010400_federated_rollout_local';
 import * as auditCallBatches from './20261128000000_audit_call_batches';
 import * as auditSearchIndex from './20261129000000_audit_search_index';
+import * as rolloutDeferredAgents from './20261130000000_rollout_deferred_agents';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -41,6 +42,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126010400_federated_rollout_local': federatedRolloutLocal,
   '20261128000000_audit_call_batches': auditCallBatches,
   '20261129000000_audit_search_index': auditSearchIndex,
+  '20261130000000_rollout_deferred_agents': rolloutDeferredAgents,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -4,6 +4,7 @@ import type { RolloutRow } from './rollouts';
 import type {
   AgentRolloutState,
   BatchProgress,
+  OfflineAgentMode,
   Progress,
   RollbackProgress,
   RollbackState,
@@ -123,7 +124,15 @@ export function rolloutAgentsQuery(
 // ---------------------------------------------------------------------------------------
 // Progress
 
-const emptyProgress = (): Progress => ({ total: 0, pending: 0, applying: 0, succeeded: 0, failed: 0, skipped: 0 });
+const emptyProgress = (): Progress => ({
+  total: 0,
+  pending: 0,
+  applying: 0,
+  deferred: 0,
+  succeeded: 0,
+  failed: 0,
+  skipped: 0,
+});
 
 /** Counts by state, overall and per batch, and of the rollback when there is one. */
 export async function rolloutProgress(
@@ -236,17 +245,33 @@ export async function skipPendingAgents(db: Db, rolloutId: string, error: string
   return rows.map((row) => row.agent_id);
 }
 
+/** Why an agent is `skipped` that was offline when its batch was pushed (strategy `offlineAgents: skip`). */
+export const OFFLINE_SKIPPED = 'the agent was offline when its batch was pushed';
+
+/** What pushing a batch does with each of its pending agents. */
+export interface ClaimedBatch {
+  /** Pushed and waited for (`applying`). */
+  push: string[];
+  /** Offline: pushed, not waited for (`deferred`); each settles when it connects and reports. */
+  deferred: string[];
+  /** Can no longer be pushed to (revoked, handed over, awaiting approval, gone): `skipped`. */
+  unreachable: string[];
+  /** Offline, and the strategy skips offline agents: `skipped`. */
+  offline: string[];
+}
+
 /**
  * Claims the batch's still-pending agents for pushing (locks them; records what each had
- * before, for a rollback) and returns them; agents that can no longer be pushed to are
- * marked `skipped`. Run in the transaction that pushes: a retry after a crash finds them
- * `applying` and pushes none twice.
+ * before, for a rollback): online agents are `applying`, offline ones `applying`, `deferred`
+ * or `skipped` as `offline` says, agents that can no longer be pushed to `skipped`. Run in the
+ * transaction that pushes: a retry after a crash finds them claimed and pushes none twice.
  */
 export async function claimBatchForPush(
   db: Db,
   rolloutId: string,
   batch: number,
-): Promise<{ push: string[]; skipped: string[] }> {
+  offline: OfflineAgentMode,
+): Promise<ClaimedBatch> {
   const rows: Array<{ agent_id: string; status: string | null }> = (
     await db.raw(
       `SELECT ra.agent_id, a.status
@@ -257,36 +282,128 @@ export async function claimBatchForPush(
       [rolloutId, batch],
     )
   ).rows;
-  const skipped = rows
-    .filter((row) => row.status === null || UNPUSHABLE.includes(row.status))
-    .map((row) => row.agent_id);
-  const push = rows.filter((row) => row.status !== null && !UNPUSHABLE.includes(row.status)).map((row) => row.agent_id);
-  if (push.length > 0) {
-    await db.raw(
-      `UPDATE rollout_agents ra
-          SET state = 'applying', pushed_at = now(),
-              previous_configuration_id = CASE WHEN a.applied_status = 'APPLIED' AND a.applied_configuration_id IS NOT NULL THEN a.applied_configuration_id ELSE a.desired_configuration_id END,
-              previous_version = CASE WHEN a.applied_status = 'APPLIED' AND a.applied_configuration_id IS NOT NULL THEN a.applied_version ELSE a.desired_version END,
-              previous_hash = CASE WHEN a.applied_status = 'APPLIED' AND a.applied_configuration_id IS NOT NULL THEN a.applied_hash ELSE a.desired_hash END
-         FROM agents a
-        WHERE ra.rollout_id = ? AND ra.agent_id = a.id AND ra.agent_id = ANY(?::uuid[])`,
-      [rolloutId, push],
-    );
+  const claimed: ClaimedBatch = { push: [], deferred: [], unreachable: [], offline: [] };
+  for (const { agent_id: id, status } of rows) {
+    if (status === null || UNPUSHABLE.includes(status)) claimed.unreachable.push(id);
+    else if (status === 'offline' && offline === 'defer') claimed.deferred.push(id);
+    else if (status === 'offline' && offline === 'skip') claimed.offline.push(id);
+    else claimed.push.push(id);
   }
+  await markPushed(db, rolloutId, claimed.push, 'applying');
+  await markPushed(db, rolloutId, claimed.deferred, 'deferred');
   await finishAgents(
     db,
     rolloutId,
-    skipped,
+    claimed.unreachable,
     'skipped',
     'the agent can no longer receive configurations (revoked, handed over or awaiting approval)',
   );
-  return { push, skipped };
+  await finishAgents(db, rolloutId, claimed.offline, 'skipped', OFFLINE_SKIPPED);
+  return claimed;
+}
+
+/** Agents pushed now, in `state`, with what each had before (the applied version, else the desired one). */
+async function markPushed(db: Db, rolloutId: string, agentIds: string[], state: 'applying' | 'deferred') {
+  if (agentIds.length === 0) return;
+  await db.raw(
+    `UPDATE rollout_agents ra
+        SET state = ?, pushed_at = now(),
+            previous_configuration_id = CASE WHEN a.applied_status = 'APPLIED' AND a.applied_configuration_id IS NOT NULL THEN a.applied_configuration_id ELSE a.desired_configuration_id END,
+            previous_version = CASE WHEN a.applied_status = 'APPLIED' AND a.applied_configuration_id IS NOT NULL THEN a.applied_version ELSE a.desired_version END,
+            previous_hash = CASE WHEN a.applied_status = 'APPLIED' AND a.applied_configuration_id IS NOT NULL THEN a.applied_hash ELSE a.desired_hash END
+       FROM agents a
+      WHERE ra.rollout_id = ? AND ra.agent_id = a.id AND ra.agent_id = ANY(?::uuid[])`,
+    [state, rolloutId, agentIds],
+  );
 }
 
 export interface SettledAgent {
   agent_id: string;
   state: 'succeeded' | 'failed';
   error: string | null;
+}
+
+/** A deferred agent settled: by its report, or skipped because a later push replaced the configuration. */
+export interface SettledDeferredAgent {
+  agent_id: string;
+  batch: number;
+  state: 'succeeded' | 'failed' | 'skipped';
+  error: string | null;
+}
+
+/** Why a deferred agent is skipped that another push reached before it came online. */
+const REPLACED_WHILE_OFFLINE = "a later push replaced this rollout's configuration before the agent came online";
+
+/**
+ * Deferred agents of the rollout (any batch) that came online and reported on `hash`:
+ * APPLIED → succeeded, FAILED → failed; those whose desired configuration another push
+ * replaced meanwhile are skipped. Returns them, with their batch.
+ */
+export async function settleDeferred(db: Db, rolloutId: string, hash: string): Promise<SettledDeferredAgent[]> {
+  const reported: SettledDeferredAgent[] = (
+    await db.raw(
+      `UPDATE rollout_agents ra
+          SET state = CASE WHEN a.applied_status = 'APPLIED' THEN 'succeeded' ELSE 'failed' END,
+              error = CASE WHEN a.applied_status = 'APPLIED' THEN NULL ELSE coalesce(a.applied_error, 'the agent reported FAILED') END,
+              finished_at = now()
+         FROM agents a
+        WHERE ra.rollout_id = ? AND ra.state = 'deferred'
+          AND a.id = ra.agent_id AND a.applied_hash = ? AND a.applied_status IN ('APPLIED', 'FAILED')
+        RETURNING ra.agent_id, ra.batch, ra.state, ra.error`,
+      [rolloutId, hash],
+    )
+  ).rows;
+  const replaced: SettledDeferredAgent[] = (
+    await db.raw(
+      `UPDATE rollout_agents ra SET state = 'skipped', error = ?, finished_at = now()
+         FROM agents a
+        WHERE ra.rollout_id = ? AND ra.state = 'deferred'
+          AND a.id = ra.agent_id AND a.desired_hash IS DISTINCT FROM ?
+        RETURNING ra.agent_id, ra.batch, ra.state, ra.error`,
+      [REPLACED_WHILE_OFFLINE, rolloutId, hash],
+    )
+  ).rows;
+  return [...reported, ...replaced];
+}
+
+export async function countDeferred(db: Db, rolloutId: string): Promise<number> {
+  const [row] = await db('rollout_agents')
+    .where({ rollout_id: rolloutId, state: 'deferred' })
+    .count<Array<{ n: string }>>('* as n');
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * Stops delivering to the rollout's deferred agents: each is settled `skipped` with
+ * `error`, and its desired configuration is again the one it had before (where it is still
+ * this rollout's `hash`), so it never gets this version when it connects. `rollback`: the
+ * rollback records them too, as skipped with why. Returns them, with their batch.
+ */
+export async function withdrawDeferred(
+  db: Db,
+  rolloutId: string,
+  hash: string,
+  error: string,
+  rollback?: string,
+): Promise<SettledDeferredAgent[]> {
+  await db.raw(
+    `UPDATE agents a
+        SET desired_configuration_id = ra.previous_configuration_id, desired_version = ra.previous_version,
+            desired_hash = ra.previous_hash, updated_at = now()
+       FROM rollout_agents ra
+      WHERE ra.rollout_id = ? AND ra.state = 'deferred' AND a.id = ra.agent_id AND a.desired_hash = ?`,
+    [rolloutId, hash],
+  );
+  const rows: SettledDeferredAgent[] = await db('rollout_agents')
+    .where({ rollout_id: rolloutId, state: 'deferred' })
+    .update({
+      state: 'skipped',
+      error,
+      finished_at: db.fn.now(),
+      ...(rollback ? { rollback_state: 'skipped', rollback_error: rollback } : {}),
+    })
+    .returning(['agent_id', 'batch', 'state', 'error']);
+  return rows;
 }
 
 /** Agents of the batch whose report on `hash` is in: APPLIED → succeeded, FAILED → failed. */
@@ -336,7 +453,7 @@ export async function batchOutcome(
     .where({ rollout_id: rolloutId, batch })
     .groupBy('state')
     .select('state', db.raw('count(*) AS n'));
-  const out = { pending: 0, applying: 0, succeeded: 0, failed: 0, skipped: 0 };
+  const out = { pending: 0, applying: 0, deferred: 0, succeeded: 0, failed: 0, skipped: 0 };
   for (const row of rows) out[row.state] = Number(row.n);
   return out;
 }

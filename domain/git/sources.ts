@@ -28,6 +28,7 @@ import {
   StaleVersionError,
 } from '../errors';
 import { checkTarget } from '../policies/evaluate';
+import { STRATEGY_DEFAULTS } from '../rollout-creation';
 import type { RolloutStrategy, RolloutTarget } from '../rollouts';
 import { generateToken, hashToken } from '../tokens/secret-token';
 import { sealCredentials, type GitCredentials } from './credentials';
@@ -66,6 +67,16 @@ export interface GitSourceContext {
 
 const iso = (date: Date | null) => date?.toISOString() ?? null;
 
+/** The source's rollout template with the strategy its rollouts get (a template stored before a field existed: its default). */
+function templateOf(row: GitSourceRow) {
+  const template = row.rollout_template as GitRolloutTemplate | null;
+  if (!template) return null;
+  const { strategy } = template;
+  const offlineAgents = strategy.offlineAgents ?? STRATEGY_DEFAULTS.offlineAgents;
+  const lateArrivalSeconds = strategy.lateArrivalSeconds ?? STRATEGY_DEFAULTS.lateArrivalSeconds;
+  return { target: template.target, strategy: { ...strategy, offlineAgents, lateArrivalSeconds } };
+}
+
 /** How a source reads, in the API and in its events; never its credentials or webhook token. */
 export function gitSourceView(row: GitSourceView, webhookUrl: string) {
   const run = row.last_run;
@@ -84,7 +95,7 @@ export function gitSourceView(row: GitSourceView, webhookUrl: string) {
       configured: row.webhook_token_hash !== null,
       createdAt: iso(row.webhook_token_created_at),
     },
-    rolloutTemplate: (row.rollout_template as GitRolloutTemplate | null) ?? null,
+    rolloutTemplate: templateOf(row),
     lastSyncedSha: row.last_synced_sha,
     lastSyncedAt: iso(row.last_synced_at),
     lastRun: run && {

@@ -325,6 +325,8 @@ describe('validation: every field has its 400', () => {
         applyTimeoutSeconds: 300,
         maxFailurePercent: 0,
         onFailure: 'pause',
+        offlineAgents: 'defer',
+        lateArrivalSeconds: 7 * 86_400,
       },
     });
   });

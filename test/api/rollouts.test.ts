@@ -43,7 +43,15 @@ test('a rollout runs batch by batch to completed; every agent applies the versio
 
   const done = await waitForState(created.body.id, 'completed');
   await expectRolloutCreatedAsShown(env.t.database.db, created.body.id, done.body);
-  expect(done.body.progress).toEqual({ total: 5, pending: 0, applying: 0, succeeded: 5, failed: 0, skipped: 0 });
+  expect(done.body.progress).toEqual({
+    total: 5,
+    pending: 0,
+    applying: 0,
+    deferred: 0,
+    succeeded: 5,
+    failed: 0,
+    skipped: 0,
+  });
   expect(done.body.batches.map((b: { total: number }) => b.total)).toEqual([2, 2, 1]);
   // The search for a fourth batch finds no agent left: that is no batch.
   expect(done.body.currentBatch).toBe(3);
@@ -125,7 +133,15 @@ test('pause between batches, then resume; 409 on resume of a running rollout; 41
   expect(aborted.status).toBe(200);
   expect(aborted.body).toMatchObject({ state: 'aborted', reason: expect.stringContaining('aborted by') });
   // The two agents never pushed are settled, not left pending for ever.
-  expect(aborted.body.progress).toEqual({ total: 4, pending: 0, applying: 0, succeeded: 2, failed: 0, skipped: 2 });
+  expect(aborted.body.progress).toEqual({
+    total: 4,
+    pending: 0,
+    applying: 0,
+    deferred: 0,
+    succeeded: 2,
+    failed: 0,
+    skipped: 2,
+  });
   const skipped = await call('GET', `/api/rollouts/${rollout.id}/agents?state=skipped`);
   expect(skipped.body.items.map((a: { error: string }) => a.error)).toEqual([
     'the rollout was aborted before the agent was pushed',
@@ -391,7 +407,15 @@ test('the worker killed mid-rollout and started again: the rollout resumes, no a
     worker = startScript('worker/main.ts', [], env.workerEnv());
 
     const done = await waitForState(rollout.id, 'completed', 45_000);
-    expect(done.body.progress).toEqual({ total: 6, pending: 0, applying: 0, succeeded: 6, failed: 0, skipped: 0 });
+    expect(done.body.progress).toEqual({
+      total: 6,
+      pending: 0,
+      applying: 0,
+      deferred: 0,
+      succeeded: 6,
+      failed: 0,
+      skipped: 0,
+    });
     expect(done.body.batches.map((b: { total: number }) => b.total)).toEqual([2, 2, 2]);
     expect([...pushes.values()]).toEqual([1, 1, 1, 1, 1, 1]);
     const updates = await env.t.database
@@ -527,7 +551,10 @@ test('the Temporal UI names the rollout, finds it by its search attributes, and 
     state: 'completed',
     reason: null,
     outcome: 'completed: 1 succeeded of 1 agents',
-    counts: { progress: { total: 1, pending: 0, applying: 0, succeeded: 1, failed: 0, skipped: 0 }, rollback: null },
+    counts: {
+      progress: { total: 1, pending: 0, applying: 0, deferred: 0, succeeded: 1, failed: 0, skipped: 0 },
+      rollback: null,
+    },
     lastBatch: { batch: 1, pushed: 1, succeeded: 1, failed: 0, skipped: 0 },
   });
   expect(await handle.query(rolloutStatusQuery)).toMatchObject({
@@ -627,7 +654,8 @@ test('a rollout and its rollback settle a whole batch at once: every agent resul
     configurationId: v2!.configurationId,
     version: v2!.version,
     target: { groupIds: [groupId] },
-    strategy: { batchPercent: 100, applyTimeoutSeconds: 1, maxFailurePercent: 100 },
+    // Offline agents failed past the apply timeout (not deferred): the rollback then has each to settle.
+    strategy: { batchPercent: 100, applyTimeoutSeconds: 1, maxFailurePercent: 100, offlineAgents: 'fail' },
   });
   expect((await call('POST', `/api/rollouts/${rollout.id}/start`)).status).toBe(200);
   const completed = await waitForState(rollout.id, 'completed', 60_000);
@@ -669,6 +697,7 @@ test('aborting a rollout of 14,000 agents it never pushed settles each as skippe
     total: agents,
     pending: 0,
     applying: 0,
+    deferred: 0,
     succeeded: 0,
     failed: 0,
     skipped: agents,

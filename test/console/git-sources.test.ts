@@ -284,7 +284,15 @@ test('edit sends If-Match: saved on the source as shown (a rollout template too)
   await page.waitForURL(`${CONSOLE_ORIGIN}/git-sources/${sourceId}`);
   expect((await apiGet(`/api/git-sources/${sourceId}`)).rolloutTemplate).toEqual({
     target: { groupIds: [canaries.id], agentIds: [], labelSelector: null },
-    strategy: { batchSize: 2, bakeSeconds: 60, applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' },
+    strategy: {
+      batchSize: 2,
+      bakeSeconds: 60,
+      applyTimeoutSeconds: 300,
+      maxFailurePercent: 0,
+      onFailure: 'pause',
+      offlineAgents: 'defer',
+      lateArrivalSeconds: 7 * 86_400,
+    },
   });
   await onPage(async () => {
     const facts = await page.getByRole('region', { name: 'Source' }).textContent();

@@ -59,7 +59,7 @@ function stubRollout(strategy: RolloutStrategy, answers: Answer[]) {
   let rowVersion = 1;
   let reason: string | null = null;
   const counts: RolloutCounts = {
-    progress: { total: answers.length, pending: 0, applying: 0, succeeded: 0, failed: 0, skipped: 0 },
+    progress: { total: answers.length, pending: 0, applying: 0, deferred: 0, succeeded: 0, failed: 0, skipped: 0 },
     rollback: null,
   };
   const activities = {

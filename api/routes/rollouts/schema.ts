@@ -5,7 +5,13 @@ import { labelsSchema } from '../../http/labels';
 import { plainText } from '../../http/text';
 import { rolloutSummaryView, rolloutView } from '../../../domain/rollout-view';
 import { decimalQuery, exactlyOneOf, notAllEmpty, z } from '../../http/zod';
-import { ROLLOUT_STATES } from '../../../domain/rollouts';
+import {
+  AGENT_ROLLOUT_STATES,
+  DEFAULT_LATE_ARRIVAL_SECONDS,
+  MAX_LATE_ARRIVAL_SECONDS,
+  OFFLINE_AGENT_MODES,
+  ROLLOUT_STATES,
+} from '../../../domain/rollouts';
 
 const MAX_TARGET_IDS = 10_000;
 
@@ -51,6 +57,20 @@ export const strategySchema = z
     applyTimeoutSeconds: z.number().int().min(1).max(86_400).default(300),
     maxFailurePercent: z.number().min(0).max(100).default(0),
     onFailure: z.enum(['pause', 'rollback']).default('pause'),
+    offlineAgents: z.enum(OFFLINE_AGENT_MODES).default('defer').openapi({
+      description:
+        'An agent offline when its batch is pushed: `defer` (it gets the version when it connects and settles then; it neither fails nor blocks the batch), `skip` (settled `skipped`), or `fail` (it fails once `applyTimeoutSeconds` passed).',
+    }),
+    lateArrivalSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_LATE_ARRIVAL_SECONDS)
+      .default(DEFAULT_LATE_ARRIVAL_SECONDS)
+      .openapi({
+        description:
+          'How long a completed rollout keeps delivering to its deferred agents (default 7 days, at most 30); after it they are settled `skipped` and no longer get the version.',
+      }),
   })
   .strict()
   .refine(
@@ -84,6 +104,10 @@ const progressSchema = z.object({
   total: z.number().int(),
   pending: z.number().int(),
   applying: z.number().int(),
+  deferred: z
+    .number()
+    .int()
+    .openapi({ description: 'Offline when their batch was pushed; they settle when they connect.' }),
   succeeded: z.number().int(),
   failed: z.number().int(),
   skipped: z.number().int(),
@@ -109,6 +133,8 @@ export const rolloutSchema = z
       applyTimeoutSeconds: z.number().int(),
       maxFailurePercent: z.number(),
       onFailure: z.enum(['pause', 'rollback']),
+      offlineAgents: z.enum(OFFLINE_AGENT_MODES),
+      lateArrivalSeconds: z.number().int(),
     }),
     state: z.enum(ROLLOUT_STATES),
     reason: z.string().nullable(),
@@ -144,7 +170,7 @@ export const rolloutListQuery = z.object({
   q: z.string().min(1).max(200).optional().openapi({ description: 'Part of the name (case-insensitive).' }),
 });
 
-export const ROLLOUT_AGENT_STATES = ['pending', 'applying', 'succeeded', 'failed', 'skipped'] as const;
+export const ROLLOUT_AGENT_STATES = AGENT_ROLLOUT_STATES;
 
 export const rolloutAgentQuery = z.object({
   state: z.enum(ROLLOUT_AGENT_STATES).optional(),

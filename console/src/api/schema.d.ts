@@ -5079,7 +5079,7 @@ export interface paths {
                     offset?: number;
                     /** @description Opaque cursor from `nextCursor` or the `Link` header. Give `cursor` or `offset`, not both (400). */
                     cursor?: string;
-                    state?: "pending" | "applying" | "succeeded" | "failed" | "skipped";
+                    state?: "pending" | "applying" | "deferred" | "succeeded" | "failed" | "skipped";
                     batch?: number;
                 };
                 header?: never;
@@ -9891,6 +9891,9 @@ export interface components {
                 maxFailurePercent: number;
                 /** @enum {string} */
                 onFailure: "pause" | "rollback";
+                /** @enum {string} */
+                offlineAgents: "defer" | "skip" | "fail";
+                lateArrivalSeconds: number;
             };
             /** @enum {string} */
             state: "pending" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
@@ -9924,6 +9927,9 @@ export interface components {
                 maxFailurePercent: number;
                 /** @enum {string} */
                 onFailure: "pause" | "rollback";
+                /** @enum {string} */
+                offlineAgents: "defer" | "skip" | "fail";
+                lateArrivalSeconds: number;
             };
             /** @enum {string} */
             state: "pending" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
@@ -9932,6 +9938,8 @@ export interface components {
                 total: number;
                 pending: number;
                 applying: number;
+                /** @description Offline when their batch was pushed; they settle when they connect. */
+                deferred: number;
                 succeeded: number;
                 failed: number;
                 skipped: number;
@@ -9941,6 +9949,8 @@ export interface components {
                 total: number;
                 pending: number;
                 applying: number;
+                /** @description Offline when their batch was pushed; they settle when they connect. */
+                deferred: number;
                 succeeded: number;
                 failed: number;
                 skipped: number;
@@ -9999,6 +10009,17 @@ export interface components {
              * @enum {string}
              */
             onFailure: "pause" | "rollback";
+            /**
+             * @description An agent offline when its batch is pushed: `defer` (it gets the version when it connects and settles then; it neither fails nor blocks the batch), `skip` (settled `skipped`), or `fail` (it fails once `applyTimeoutSeconds` passed).
+             * @default defer
+             * @enum {string}
+             */
+            offlineAgents: "defer" | "skip" | "fail";
+            /**
+             * @description How long a completed rollout keeps delivering to its deferred agents (default 7 days, at most 30); after it they are settled `skipped` and no longer get the version.
+             * @default 604800
+             */
+            lateArrivalSeconds: number;
         } & (unknown & unknown);
         RolloutAgent: {
             agentId: string;
@@ -10006,7 +10027,7 @@ export interface components {
             agentName: string | null;
             batch: number | null;
             /** @enum {string} */
-            state: "pending" | "applying" | "succeeded" | "failed" | "skipped";
+            state: "pending" | "applying" | "deferred" | "succeeded" | "failed" | "skipped";
             error: string | null;
             previous: {
                 configurationId: string;
@@ -10058,6 +10079,9 @@ export interface components {
                     maxFailurePercent: number;
                     /** @enum {string} */
                     onFailure: "pause" | "rollback";
+                    /** @enum {string} */
+                    offlineAgents: "defer" | "skip" | "fail";
+                    lateArrivalSeconds: number;
                 };
             } | null;
             lastSyncedSha: string | null;

@@ -8,6 +8,11 @@ import { Group, NumberInput, Select } from '@mantine/core';
 import type { Schemas } from '../../api/client';
 
 export type Strategy = Schemas['RolloutStrategy'];
+/** A strategy as a rollout or a template read before the offline-agent fields existed may show it. */
+type ShownStrategy = Omit<Strategy, 'offlineAgents' | 'lateArrivalSeconds'> &
+  Partial<Pick<Strategy, 'offlineAgents' | 'lateArrivalSeconds'>>;
+
+const WEEK_SECONDS = 7 * 86_400;
 
 export const DEFAULT_STRATEGY: Strategy = {
   batchSize: 1,
@@ -15,7 +20,15 @@ export const DEFAULT_STRATEGY: Strategy = {
   applyTimeoutSeconds: 300,
   maxFailurePercent: 0,
   onFailure: 'pause',
+  offlineAgents: 'defer',
+  lateArrivalSeconds: WEEK_SECONDS,
 };
+
+const OFFLINE_AGENTS = [
+  { value: 'defer', label: 'defer: they get it when they connect' },
+  { value: 'skip', label: 'skip them' },
+  { value: 'fail', label: 'fail them after the apply timeout' },
+];
 
 const BATCHES = [
   { value: 'size', label: 'a number of agents' },
@@ -23,9 +36,15 @@ const BATCHES = [
 ];
 
 /** The strategy in a line, as a rollout's page and a Git source's template show it. */
-export function describeStrategy(strategy: Strategy): string {
+export function describeStrategy(strategy: ShownStrategy): string {
   const batches = strategy.batchSize ? `batches of ${strategy.batchSize}` : `batches of ${strategy.batchPercent} %`;
-  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}`;
+  const offline =
+    strategy.offlineAgents === 'defer'
+      ? `, offline agents deferred (late arrivals for ${strategy.lateArrivalSeconds ?? 0} s)`
+      : strategy.offlineAgents
+        ? `, offline agents ${strategy.offlineAgents === 'skip' ? 'skipped' : 'failed'}`
+        : '';
+  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}${offline}`;
 }
 
 /** The strategy with its batch given one way only, as the API wants it. */
@@ -99,6 +118,26 @@ export function StrategyFields({ strategy, onChange }: { strategy: Strategy; onC
           value={strategy.onFailure}
           onChange={(v) => set({ onFailure: v === 'rollback' ? 'rollback' : 'pause' })}
           allowDeselect={false}
+        />
+      </Group>
+      <Group grow align="flex-start">
+        <Select
+          label="Offline agents"
+          description="An agent offline when its batch is pushed"
+          data={OFFLINE_AGENTS}
+          value={strategy.offlineAgents ?? 'defer'}
+          onChange={(v) => set({ offlineAgents: v === 'skip' || v === 'fail' ? v : 'defer' })}
+          allowDeselect={false}
+        />
+        <NumberInput
+          label="Late arrivals (seconds)"
+          description="How long a completed rollout still delivers to deferred agents (at most 30 days)"
+          min={0}
+          max={30 * 86_400}
+          allowDecimal={false}
+          disabled={(strategy.offlineAgents ?? 'defer') !== 'defer'}
+          value={strategy.lateArrivalSeconds ?? WEEK_SECONDS}
+          onChange={(v) => set({ lateArrivalSeconds: Number(v) })}
         />
       </Group>
     </>
