@@ -252,7 +252,7 @@ test('a federated rollout shows each installation’s part and the progress over
       ['bravo', 'running'],
     ]);
     const progress = await tableRows(page, 'Progress');
-    expect(progress.map((row) => [row[0], row[1], row[4]])).toEqual([
+    expect(progress.map((row) => [row[0], row[1], row[5]])).toEqual([
       ['All installations', '4', '2'],
       ['alpha', '2', '1'],
       ['bravo', '2', '1'],

@@ -39,7 +39,7 @@ const PAST_ROLLOUTS = 26;
 
 const call = (method: string, path: string, body?: unknown) => env.t.call(method, path, { token: env.operator, body });
 
-/** The Progress table's counts of one row ('All', 'Batch 1', 'Rollback'): total … skipped. */
+/** The Progress table's counts of one row ('All', 'Batch 1', 'Rollback'): total, pending, applying, deferred … skipped. */
 async function progress(name: string): Promise<string[] | undefined> {
   return (await tableRows(page, 'Progress')).find((cells) => cells[0] === name)?.slice(1);
 }
@@ -141,13 +141,13 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
   const facts = await page.getByRole('region', { name: 'Rollout' }).textContent();
   expect(facts).toContain('Adds the debug exporter to see what the canary drops.');
   expect(facts).toContain('batches of 1, bake 600 s, apply timeout 300 s, max failures 0 %, on failure pause');
-  await onPage(async () => expect(await progress('All')).toEqual(['3', '3', '0', '0', '0', '0']));
+  await onPage(async () => expect(await progress('All')).toEqual(['3', '3', '0', '0', '0', '0', '0']));
 
   await confirmOperation(page, 'Start');
   // The first batch's result comes through the hub: nothing else refreshes the page.
-  await onPage(async () => expect(await progress('Batch 1')).toEqual(['1', '0', '0', '1', '0', '0']));
+  await onPage(async () => expect(await progress('Batch 1')).toEqual(['1', '0', '0', '0', '1', '0', '0']));
   expect(await shownState()).toBe('running');
-  await onPage(async () => expect(await progress('All')).toEqual(['3', '2', '0', '1', '0', '0']));
+  await onPage(async () => expect(await progress('All')).toEqual(['3', '2', '0', '0', '1', '0', '0']));
   await expectAccessible(page, 'rollout-detail');
 
   await confirmOperation(page, 'Pause');
@@ -158,7 +158,7 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
 
   await confirmOperation(page, 'Roll back');
   await onPage(async () => expect(await shownState()).toBe('rolled-back'));
-  await onPage(async () => expect(await progress('Rollback')).toEqual(['', '0', '0', '1', '0', '0']));
+  await onPage(async () => expect(await progress('Rollback')).toEqual(['', '0', '0', '', '1', '0', '0']));
   const reason = (await call('GET', `/api/rollouts/${rolloutId}`)).body.reason;
   expect(await page.getByRole('region', { name: 'Rollout' }).textContent()).toContain(reason);
   expect(await page.getByRole('group', { name: 'Operations' }).count()).toBe(0);

@@ -8,7 +8,7 @@ import type { ReactNode } from 'react';
 import { Section } from '../AgentDetail';
 import { ColumnHeaders } from '../../components/ColumnHeaders';
 
-export const PROGRESS_COUNTS = ['total', 'pending', 'applying', 'succeeded', 'failed', 'skipped'] as const;
+export const PROGRESS_COUNTS = ['total', 'pending', 'applying', 'deferred', 'succeeded', 'failed', 'skipped'] as const;
 
 export type ProgressCounts = Partial<Record<(typeof PROGRESS_COUNTS)[number], number>>;
 
@@ -29,7 +29,9 @@ export function ProgressTable({ children }: { children: ReactNode }) {
   return (
     <Section title="Progress">
       <Table aria-label="Progress">
-        <ColumnHeaders columns={['Agents', 'Total', 'Pending', 'Applying', 'Succeeded', 'Failed', 'Skipped']} />
+        <ColumnHeaders
+          columns={['Agents', 'Total', 'Pending', 'Applying', 'Deferred', 'Succeeded', 'Failed', 'Skipped']}
+        />
         <Table.Tbody>{children}</Table.Tbody>
       </Table>
     </Section>

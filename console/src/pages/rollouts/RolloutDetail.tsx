@@ -26,7 +26,14 @@ import { ProgressRow, ProgressTable } from './Progress';
 
 type Rollout = Schemas['Rollout'];
 type AgentResult = Schemas['RolloutAgent'];
-const AGENT_STATES: readonly AgentResult['state'][] = ['pending', 'applying', 'succeeded', 'failed', 'skipped'];
+const AGENT_STATES: readonly AgentResult['state'][] = [
+  'pending',
+  'applying',
+  'deferred',
+  'succeeded',
+  'failed',
+  'skipped',
+];
 const AGENTS_PAGE = 25;
 const LIVE = ['rollout.*'];
 
