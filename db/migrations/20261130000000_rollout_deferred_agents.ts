@@ -7,7 +7,9 @@ import type { Knex } from 'knex';
  * `rollout_agents.state` is text without a check, so `deferred` needs no change to the column.
  */
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`CREATE INDEX rollout_agents_deferred ON rollout_agents (rollout_id, agent_id) WHERE state = 'deferred'`);
+  await knex.raw(
+    `CREATE INDEX rollout_agents_deferred ON rollout_agents (rollout_id, agent_id) WHERE state = 'deferred'`,
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {
