@@ -317,6 +317,13 @@ async function markPushed(db: Db, rolloutId: string, agentIds: string[], state: 
   );
 }
 
+/** An agent's report, as its rollout records it: APPLIED → succeeded, FAILED → failed with the agent's message. */
+const SETTLED_BY_REPORT = `state = CASE WHEN a.applied_status = 'APPLIED' THEN 'succeeded' ELSE 'failed' END,
+              error = CASE WHEN a.applied_status = 'APPLIED' THEN NULL ELSE coalesce(a.applied_error, 'the agent reported FAILED') END,
+              finished_at = now()`;
+/** The agent `a` of row `ra` has reported on the hash bound here. */
+const REPORTED_ON_HASH = `a.id = ra.agent_id AND a.applied_hash = ? AND a.applied_status IN ('APPLIED', 'FAILED')`;
+
 export interface SettledAgent {
   agent_id: string;
   state: 'succeeded' | 'failed';
@@ -343,12 +350,10 @@ export async function settleDeferred(db: Db, rolloutId: string, hash: string): P
   const reported: SettledDeferredAgent[] = (
     await db.raw(
       `UPDATE rollout_agents ra
-          SET state = CASE WHEN a.applied_status = 'APPLIED' THEN 'succeeded' ELSE 'failed' END,
-              error = CASE WHEN a.applied_status = 'APPLIED' THEN NULL ELSE coalesce(a.applied_error, 'the agent reported FAILED') END,
-              finished_at = now()
+          SET ${SETTLED_BY_REPORT}
          FROM agents a
         WHERE ra.rollout_id = ? AND ra.state = 'deferred'
-          AND a.id = ra.agent_id AND a.applied_hash = ? AND a.applied_status IN ('APPLIED', 'FAILED')
+          AND ${REPORTED_ON_HASH}
         RETURNING ra.agent_id, ra.batch, ra.state, ra.error`,
       [rolloutId, hash],
     )
@@ -411,12 +416,10 @@ export async function settleBatch(db: Db, rolloutId: string, batch: number, hash
   return (
     await db.raw(
       `UPDATE rollout_agents ra
-          SET state = CASE WHEN a.applied_status = 'APPLIED' THEN 'succeeded' ELSE 'failed' END,
-              error = CASE WHEN a.applied_status = 'APPLIED' THEN NULL ELSE coalesce(a.applied_error, 'the agent reported FAILED') END,
-              finished_at = now()
+          SET ${SETTLED_BY_REPORT}
          FROM agents a
         WHERE ra.rollout_id = ? AND ra.batch = ? AND ra.state = 'applying'
-          AND a.id = ra.agent_id AND a.applied_hash = ? AND a.applied_status IN ('APPLIED', 'FAILED')
+          AND ${REPORTED_ON_HASH}
         RETURNING ra.agent_id, ra.state, ra.error`,
       [rolloutId, batch, hash],
     )
