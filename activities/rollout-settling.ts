@@ -44,10 +44,17 @@ async function settleLateArrivals(db: Knex, rollout: RolloutRow): Promise<void> 
 /** `abandonBatch` and `awaitBatch`: how a pushed batch ends. */
 export function createRolloutSettlingActivities(db: Knex) {
   return {
-    /** Gives up on the batch's agents still applying (the rollout was aborted while waiting). */
-    async abandonBatch(input: { rolloutId: string; batch: number; reason: string }): Promise<number> {
+    /**
+     * Gives up on the batch's agents still applying (the rollout was aborted while waiting);
+     * answers how many, and the counts after, which the run's outcome reports.
+     */
+    async abandonBatch(input: {
+      rolloutId: string;
+      batch: number;
+      reason: string;
+    }): Promise<{ abandoned: number; counts: RolloutCounts }> {
       const rollout = await loadRolloutRow(db, input.rolloutId);
-      return db.transaction(async (trx) => {
+      const abandoned = await db.transaction(async (trx) => {
         const abandoned = await failApplying(trx, rollout.id, input.batch, input.reason);
         await emitEvents(
           trx,
@@ -59,6 +66,7 @@ export function createRolloutSettlingActivities(db: Knex) {
         );
         return abandoned.length;
       });
+      return { abandoned, counts: await countsOf(db, rollout.id) };
     },
 
     /**

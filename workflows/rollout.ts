@@ -39,6 +39,7 @@ import {
   type BatchOutcome,
   type RolloutOperationRequest,
   type RolloutOperationResult,
+  type RolloutCounts,
   type RolloutOutcome,
   type RolloutStatus,
   type RolloutWorkflowInput,
@@ -357,12 +358,17 @@ async function pushAndAwait(
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Aborted: the agents that have not answered are given up. Rolling back: they are rolled back.
-    if (stateNow(run) === 'aborted')
-      await quick.abandonBatch({
+    if (stateNow(run) === 'aborted') {
+      const abandoned: unknown = await quick.abandonBatch({
         rolloutId: run.input.rolloutId,
         batch,
         reason: 'the rollout was aborted before the agent reported',
       });
+      // The outcome counts them as failed (a result recorded by an older worker is a bare number).
+      if (typeof abandoned === 'object' && abandoned !== null && 'counts' in abandoned)
+        run.counts = (abandoned as { counts: RolloutCounts }).counts;
+      showDetails(run);
+    }
     return;
   } finally {
     run.batchWait = undefined;

@@ -596,9 +596,14 @@ test('abort while a batch is being applied: the wait ends at once and the silent
     return res.body.items;
   });
   expect(agents[0].error).toBe('the rollout was aborted before the agent reported');
-  await eventually(async () =>
-    expect((await env.client.workflow.getHandle(`rollout:${rollout.id}`).describe()).status.name).toBe('COMPLETED'),
-  );
+  const handle = env.client.workflow.getHandle(`rollout:${rollout.id}`);
+  await eventually(async () => expect((await handle.describe()).status.name).toBe('COMPLETED'));
+  // The result counts the agents as the abort settled them, not as they were before it.
+  expect(await handle.result()).toMatchObject({
+    state: 'aborted',
+    counts: { progress: { applying: 0, failed: 2 } },
+    outcome: expect.stringMatching(/: 2 failed of 2 agents$/),
+  });
 }, 60_000);
 
 test('rolling back an older rollout leaves the agents a later rollout moved on', async () => {

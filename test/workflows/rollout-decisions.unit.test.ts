@@ -87,7 +87,7 @@ function stubRollout(strategy: RolloutStrategy, answers: Answer[]) {
     },
     async abandonBatch() {
       calls.push('abandon');
-      return 0;
+      return { abandoned: 0, counts };
     },
     async startRollback() {
       calls.push('roll back');
