@@ -3,8 +3,9 @@
  * service's events as they happen, one line each, what an operator runs in a terminal during
  * a rollout. Reconnects (with `since`, so nothing is missed) when the connection drops.
  *
- * The address and token: --url (default $FLEET_URL or http://localhost:8080) and --token
- * (default $FLEET_TOKEN), a PAT or an OIDC access token with at least the viewer role.
+ * The address and token: --url (default $FLEET_URL or http://localhost:8080) and $FLEET_TOKEN
+ * (or --token, which npm echoes with the command line), a PAT or an OIDC access token with at
+ * least the viewer role.
  */
 import { parseArgs } from 'node:util';
 import { HubRefusedError, LiveUpdatesClient, type CloudEvent } from './live-updates/client';
@@ -63,7 +64,7 @@ async function watch(since: string | undefined): Promise<never> {
 }
 
 if (!values.token) {
-  process.stderr.write('a token is needed: --token <PAT or access token>, or FLEET_TOKEN in the environment\n');
+  process.stderr.write('a token is needed: FLEET_TOKEN=<PAT or access token> in the environment (or --token)\n');
   process.exit(2);
 }
 void watch(values.since);
