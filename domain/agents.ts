@@ -77,6 +77,19 @@ export async function revokeAgentAccess(db: Db, tenantId: string, agentId: strin
       },
     ]);
   }
+  // Its session ends with the revocation (every replica cuts it off), and the agent is no
+  // longer `online`: said as a disconnect ends any session, which the gateway no longer can.
+  if (outcome.wasConnected) {
+    await emitEvents(db, [
+      {
+        tenantId,
+        type: 'agent.disconnected',
+        source: '/v1/opamp',
+        subject: agentId,
+        data: { agentId, reason: 'revoked' },
+      },
+    ]);
+  }
   await notifyAgentCutoff(db, { action: 'revoke', agentId });
   return outcome.agent;
 }

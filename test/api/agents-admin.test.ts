@@ -117,6 +117,8 @@ describe('POST /api/agents/{id}/revoke-cert', () => {
     const events = await t.database.db('events').where({ type: 'agent.cert-revoked', subject: agent.id });
     expect(events).toHaveLength(1);
     expect(events[0].data).toEqual({ agentId: agent.id, serials: [] });
+    // It was offline: no session ended, so no disconnect is said.
+    expect(await t.database.db('events').where({ type: 'agent.disconnected', subject: agent.id })).toEqual([]);
   });
 
   test('a handed-over agent is 409 and unchanged', async () => {

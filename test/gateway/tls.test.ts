@@ -464,6 +464,9 @@ describe('cut-offs', () => {
     const [row] = await certificateRows(sim.id);
     expect(row.revoked_at).not.toBeNull();
     expect((await eventsOf(sim.id)).filter((event) => event.type === 'agent.cert-revoked')).toHaveLength(1);
+    // Its session ended with the revocation: said once, as any disconnect is.
+    const disconnected = (await eventsOf(sim.id)).filter((event) => event.type === 'agent.disconnected');
+    expect(disconnected.map((event) => event.data)).toEqual([{ agentId: sim.id, reason: 'revoked' }]);
 
     // The certificate: refused at the handshake on both transports.
     expectRefused(await wssAttempt(gateway.wsUrl, { client: certificate }));

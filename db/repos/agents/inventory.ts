@@ -211,8 +211,11 @@ export async function moveAgent(
 export type RevokeOutcome =
   | { kind: 'no-agent' }
   | { kind: 'handed-over'; agent: AgentRow }
-  /** `changed` is false when the agent was already revoked and had nothing left to revoke. */
-  | { kind: 'revoked'; agent: AgentRow; serials: string[]; changed: boolean };
+  /**
+   * `changed` is false when the agent was already revoked and had nothing left to revoke;
+   * `wasConnected`: it was online (or enrolling) until now, so its session ends with this.
+   */
+  | { kind: 'revoked'; agent: AgentRow; serials: string[]; changed: boolean; wasConnected: boolean };
 
 /**
  * Cuts an agent off: revokes every unrevoked certificate and marks it `revoked`. Its token
@@ -231,7 +234,8 @@ export async function revokeAgent(db: Db, tenantId: string, id: string): Promise
   if (agent.status === 'handed-over') return { kind: 'handed-over', agent };
   const serials = await revokeAgentCertificates(db, tenantId, id);
   const changed = serials.length > 0 || agent.status !== 'revoked';
-  if (!changed) return { kind: 'revoked', agent, serials, changed };
+  const wasConnected = agent.status === 'online' || agent.status === 'enrolling';
+  if (!changed) return { kind: 'revoked', agent, serials, changed, wasConnected: false };
   const [row] = await db('agents')
     .where({ tenant_id: tenantId, id })
     .update({
@@ -244,7 +248,7 @@ export async function revokeAgent(db: Db, tenantId: string, id: string): Promise
       updated_at: db.fn.now(),
     } as never)
     .returning([...AGENT_COLUMNS]);
-  return { kind: 'revoked', agent: row as AgentRow, serials, changed };
+  return { kind: 'revoked', agent: row as AgentRow, serials, changed, wasConnected };
 }
 
 export type DecisionOutcome =
