@@ -132,7 +132,7 @@ test('the first version goes to the whole fleet, its completion arriving live', 
   await createRollout('First version everywhere', 1, { batchSize: 3, bakeSeconds: 0 });
   await confirmOperation(page, 'Start');
   await onPage(async () => expect(await rolloutState()).toBe('completed'));
-  await onPage(async () => expect(await progress('All')).toEqual(['3', '0', '0', '3', '0', '0']));
+  await onPage(async () => expect(await progress('All')).toEqual(['3', '0', '0', '0', '3', '0', '0']));
   expect(await appliedVersions()).toEqual([1, 1, 1]);
 }, 90_000);
 
@@ -152,7 +152,7 @@ test('the second version, one agent at a time: live progress, paused, resumed an
   });
   await confirmOperation(page, 'Start');
   // The first batch's result comes through the hub: nothing else refreshes the page.
-  await onPage(async () => expect(await progress('Batch 1')).toEqual(['1', '0', '0', '1', '0', '0']));
+  await onPage(async () => expect(await progress('Batch 1')).toEqual(['1', '0', '0', '0', '1', '0', '0']));
   expect(await rolloutState()).toBe('running');
   await expectAccessible(page, 'journey-rollout-live');
 
@@ -163,7 +163,7 @@ test('the second version, one agent at a time: live progress, paused, resumed an
   await onPage(async () => expect(await rolloutState()).toBe('running'));
   await confirmOperation(page, 'Roll back');
   await onPage(async () => expect(await rolloutState()).toBe('rolled-back'));
-  await onPage(async () => expect(await progress('Rollback')).toEqual(['', '0', '0', '1', '0', '0']));
+  await onPage(async () => expect(await progress('Rollback')).toEqual(['', '0', '0', '', '1', '0', '0']));
   await screenshot(page, 'journey-rolled-back');
 
   // What the fleet runs: the agent of batch 1 is back on v1; the others never left it.
