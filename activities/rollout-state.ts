@@ -6,9 +6,10 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Knex } from 'knex';
 import { findConfiguration } from '../db/repos/configurations';
 import { emitEvents } from '../db/repos/events';
-import { skipPendingAgents, withdrawDeferred } from '../db/repos/rollout-agents';
+import { failApplying, skipPendingAgents, withdrawDeferred } from '../db/repos/rollout-agents';
 import { findRolloutById, lockRollout, setRolloutState, type RolloutRow } from '../db/repos/rollouts';
 import {
+  ABANDONED_BY_ABORT,
   NEVER_CAME_ONLINE,
   NEVER_PUSHED,
   ROLLBACK_OF_DEFERRED,
@@ -65,6 +66,21 @@ async function withdrawFromDeferred(trx: Knex.Transaction, rollout: RolloutRow) 
   );
 }
 
+/** An abort gives up on the agents of the batch in flight that have not reported. */
+async function giveUpApplying(trx: Knex.Transaction, rollout: RolloutRow) {
+  if (rollout.state !== 'aborted' || rollout.current_batch === 0) return;
+  const error = ABANDONED_BY_ABORT;
+  const abandoned = await failApplying(trx, rollout.id, rollout.current_batch, error);
+  await emitEvents(
+    trx,
+    agentEvents(
+      rollout,
+      abandoned.map((id) => ({ agent_id: id, state: 'failed' as const, error })),
+      { batch: rollout.current_batch },
+    ),
+  );
+}
+
 /** `loadRollout` and `transitionRollout`: reading a rollout's state and changing it. */
 export function createRolloutStateActivities(db: Knex) {
   return {
@@ -93,8 +109,9 @@ export function createRolloutStateActivities(db: Knex) {
     /**
      * The one writer of a rollout's state: a conditional UPDATE (state, and If-Match
      * versions when an operator asked) and its `rollout.*` event, in one transaction. A
-     * final state settles the agents never pushed to as `skipped`, and all but completed the
-     * deferred ones too. Answers the counts after.
+     * final state settles the agents never pushed to as `skipped`, all but completed the
+     * deferred ones too, and an abort the batch in flight's silent agents (`failed`), each
+     * with its event before the state's, which is the rollout's last. Answers the counts after.
      */
     async transitionRollout(change: {
       rolloutId: string;
@@ -122,6 +139,10 @@ export function createRolloutStateActivities(db: Knex) {
           const why = change.from.includes(before.state) ? 'precondition' : 'state';
           return { ok: false as const, why, state: before.state, rowVersion: Number(before.row_version) };
         }
+        // The agents this state settles first: the state's event is the last of the rollout's.
+        await skipNeverPushed(trx, row);
+        await withdrawFromDeferred(trx, row);
+        await giveUpApplying(trx, row);
         const type =
           change.to === 'running' && before.state === 'paused' ? 'rollout.resumed' : ROLLOUT_STATE_EVENTS[change.to];
         await emitEvents(trx, [
@@ -141,8 +162,6 @@ export function createRolloutStateActivities(db: Knex) {
             },
           },
         ]);
-        await skipNeverPushed(trx, row);
-        await withdrawFromDeferred(trx, row);
         return { ok: true as const, state: row.state, rowVersion: Number(row.row_version) };
       });
       return result.ok ? { ...result, counts: await countsOf(db, change.rolloutId) } : result;

@@ -142,6 +142,9 @@ export const NEVER_PUSHED: Partial<Record<RolloutState, string>> = {
   'rolled-back': 'the rollout was rolled back before the agent was pushed',
 };
 
+/** Why an agent of the batch in flight that had not reported fails when the rollout is aborted. */
+export const ABANDONED_BY_ABORT = 'the rollout was aborted before the agent reported';
+
 /**
  * Why a deferred agent (offline when pushed) is `skipped` and no longer gets the version:
  * the rollout ended another way than completed, or completed and its late-arrival window

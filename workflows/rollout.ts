@@ -26,6 +26,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
+  ABANDONED_BY_ABORT,
   FINAL_ROLLOUT_STATES,
   ROLLOUT_TRANSITIONS,
   refusedOperation,
@@ -362,7 +363,7 @@ async function pushAndAwait(
       const abandoned: unknown = await quick.abandonBatch({
         rolloutId: run.input.rolloutId,
         batch,
-        reason: 'the rollout was aborted before the agent reported',
+        reason: ABANDONED_BY_ABORT,
       });
       // The outcome counts them as failed (a result recorded by an older worker is a bare number).
       if (typeof abandoned === 'object' && abandoned !== null && 'counts' in abandoned)

@@ -598,6 +598,14 @@ test('abort while a batch is being applied: the wait ends at once and the silent
   expect(agents[0].error).toBe('the rollout was aborted before the agent reported');
   const handle = env.client.workflow.getHandle(`rollout:${rollout.id}`);
   await eventually(async () => expect((await handle.describe()).status.name).toBe('COMPLETED'));
+  // The abort's event is the rollout's last: the agents it gave up on were announced before it.
+  const last = await env.t.database
+    .db('events')
+    .where({ subject: rollout.id })
+    .orWhereRaw("data->>'rolloutId' = ?", [rollout.id])
+    .orderBy('seq', 'desc')
+    .first();
+  expect(last.type).toBe('rollout.aborted');
   // The result counts the agents as the abort settled them, not as they were before it.
   expect(await handle.result()).toMatchObject({
     state: 'aborted',
