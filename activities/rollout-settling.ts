@@ -45,16 +45,14 @@ async function settleLateArrivals(db: Knex, rollout: RolloutRow): Promise<void> 
 export function createRolloutSettlingActivities(db: Knex) {
   return {
     /**
-     * Gives up on the batch's agents still applying (the rollout was aborted while waiting);
-     * answers how many, and the counts after, which the run's outcome reports.
+     * Gives up on the batch's agents still applying once the rollout was aborted while
+     * waiting. The abort's own transition does so already (`transitionRollout`, so its event
+     * is the rollout's last), so this normally finds none; the workflow still calls it, and
+     * its histories record the call.
      */
-    async abandonBatch(input: {
-      rolloutId: string;
-      batch: number;
-      reason: string;
-    }): Promise<{ abandoned: number; counts: RolloutCounts }> {
+    async abandonBatch(input: { rolloutId: string; batch: number; reason: string }): Promise<number> {
       const rollout = await loadRolloutRow(db, input.rolloutId);
-      const abandoned = await db.transaction(async (trx) => {
+      return db.transaction(async (trx) => {
         const abandoned = await failApplying(trx, rollout.id, input.batch, input.reason);
         await emitEvents(
           trx,
@@ -66,7 +64,6 @@ export function createRolloutSettlingActivities(db: Knex) {
         );
         return abandoned.length;
       });
-      return { abandoned, counts: await countsOf(db, rollout.id) };
     },
 
     /**

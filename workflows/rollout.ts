@@ -40,7 +40,6 @@ import {
   type BatchOutcome,
   type RolloutOperationRequest,
   type RolloutOperationResult,
-  type RolloutCounts,
   type RolloutOutcome,
   type RolloutStatus,
   type RolloutWorkflowInput,
@@ -359,17 +358,9 @@ async function pushAndAwait(
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Aborted: the agents that have not answered are given up. Rolling back: they are rolled back.
-    if (stateNow(run) === 'aborted') {
-      const abandoned: unknown = await quick.abandonBatch({
-        rolloutId: run.input.rolloutId,
-        batch,
-        reason: ABANDONED_BY_ABORT,
-      });
-      // The outcome counts them as failed (a result recorded by an older worker is a bare number).
-      if (typeof abandoned === 'object' && abandoned !== null && 'counts' in abandoned)
-        run.counts = (abandoned as { counts: RolloutCounts }).counts;
-      showDetails(run);
-    }
+    // (The abort's transition settled them already, and its counts are the run's.)
+    if (stateNow(run) === 'aborted')
+      await quick.abandonBatch({ rolloutId: run.input.rolloutId, batch, reason: ABANDONED_BY_ABORT });
     return;
   } finally {
     run.batchWait = undefined;

@@ -87,7 +87,7 @@ function stubRollout(strategy: RolloutStrategy, answers: Answer[]) {
     },
     async abandonBatch() {
       calls.push('abandon');
-      return { abandoned: 0, counts };
+      return 0;
     },
     async startRollback() {
       calls.push('roll back');
