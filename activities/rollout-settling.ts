@@ -14,24 +14,18 @@ import {
   settleBatch,
   settleDeferred,
   withdrawDeferred,
-  type SettledDeferredAgent,
 } from '../db/repos/rollout-agents';
 import type { RolloutRow } from '../db/repos/rollouts';
 import { NEVER_CAME_ONLINE, offlineRules } from '../domain/rollouts';
 import type { BatchOutcome, RolloutCounts } from '../workflows/definitions';
 import { whileHeartbeating } from './keep-alive';
-import { agentEvents, countsOf, loadRolloutRow, POLL_MS, source } from './rollout-shared';
+import { agentEvents, countsOf, deferredEvents, loadRolloutRow, POLL_MS, source } from './rollout-shared';
 
 /** How often a finished rollout looks for its late arrivals (agents come online over days, not seconds). */
 export const LATE_POLL_MS = 5_000;
 
 /** The longest one `awaitLateArrivals` runs; the workflow calls it again until the window closes. */
 const LATE_CALL_MAX_MS = 12 * 3600_000;
-
-/** One `rollout.agent-updated` per deferred agent settled, with its own batch. */
-function deferredEvents(rollout: RolloutRow, settled: SettledDeferredAgent[]) {
-  return settled.flatMap(({ batch, ...agent }) => agentEvents(rollout, [agent], { batch }));
-}
 
 /** Settles the deferred agents that reported since (or that another push reached), with their events. */
 async function settleLateArrivals(db: Knex, rollout: RolloutRow): Promise<void> {

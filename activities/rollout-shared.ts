@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { NewEvent } from '../db/repos/events';
-import { rolloutProgress, type SettledAgent } from '../db/repos/rollout-agents';
+import { rolloutProgress, type SettledAgent, type SettledDeferredAgent } from '../db/repos/rollout-agents';
 import { findRolloutById, type RolloutRow } from '../db/repos/rollouts';
 import type { RolloutCounts } from '../workflows/definitions';
 
@@ -46,4 +46,9 @@ export function agentEvents(
     subject: agent.agent_id,
     data: { rolloutId: rollout.id, agentId: agent.agent_id, state: agent.state, error: agent.error, ...extra },
   }));
+}
+
+/** One `rollout.agent-updated` per deferred agent settled, each with its own batch. */
+export function deferredEvents(rollout: RolloutRow, settled: SettledDeferredAgent[]): NewEvent[] {
+  return settled.flatMap(({ batch, ...agent }) => agentEvents(rollout, [agent], { batch }));
 }

@@ -18,7 +18,7 @@ import {
 } from '../domain/rollouts';
 import type { RolloutCounts } from '../workflows/definitions';
 import { describeRollout } from '../workflows/rollout-start';
-import { agentEvents, countsOf, source } from './rollout-shared';
+import { agentEvents, countsOf, deferredEvents, source } from './rollout-shared';
 
 export interface LoadedRollout {
   tenantId: string;
@@ -60,10 +60,7 @@ async function withdrawFromDeferred(trx: Knex.Transaction, rollout: RolloutRow) 
   if (state !== 'failed' && state !== 'aborted' && state !== 'rolling-back') return;
   const rollback = state === 'rolling-back' ? ROLLBACK_OF_DEFERRED : undefined;
   const withdrawn = await withdrawDeferred(trx, rollout.id, rollout.content_hash, NEVER_CAME_ONLINE[state], rollback);
-  await emitEvents(
-    trx,
-    withdrawn.flatMap(({ batch, ...agent }) => agentEvents(rollout, [agent], { batch })),
-  );
+  await emitEvents(trx, deferredEvents(rollout, withdrawn));
 }
 
 /** An abort gives up on the agents of the batch in flight that have not reported. */
