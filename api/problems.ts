@@ -1,4 +1,3 @@
-import { isUniqueViolation } from '../db/errors';
 import {
   ConflictingFieldError,
   ContentTooLargeError,
@@ -162,17 +161,6 @@ export class Problem extends Error {
     this.status = catalogue[slug].status;
     this.title = catalogue[slug].title;
   }
-}
-
-/**
- * For `.catch(...)` on a write: the database's unique violation (a taken name) becomes a
- * 409 with `detail`; any other error passes through.
- */
-export function conflictOnDuplicate(detail: string) {
-  return (error: unknown): never => {
-    if (isUniqueViolation(error)) throw problems.conflict(detail);
-    throw error;
-  };
 }
 
 /** The problem a domain refusal is rendered as. */

@@ -1,3 +1,5 @@
+import { isUniqueViolation } from '../db/errors';
+
 /**
  * What a domain rule refuses, in the domain's words. The api renders each as its RFC 9457
  * problem (api/problems.ts, `problemOf`); an activity turns them into non-retryable
@@ -6,6 +8,21 @@
 export class DomainError extends Error {
   override readonly name: string = 'DomainError';
 }
+
+/**
+ * For `.catch(...)` on a write a unique index may refuse: a unique violation is `refusal` (a
+ * name taken, a twin call first), anything else passes unchanged.
+ */
+export const refuseDuplicate =
+  (refusal: () => DomainError) =>
+  (error: unknown): never => {
+    if (isUniqueViolation(error)) throw refusal();
+    throw error;
+  };
+
+/** `refuseDuplicate` for a name unique among the tenant's `kind`s: "A policy named 'x' already exists." */
+export const nameTaken = (kind: string, name: string) =>
+  refuseDuplicate(() => new DomainError(`A ${kind} named '${name}' already exists.`));
 
 /** An object that does not exist in the caller's tenant (another tenant's is the same). */
 export class NotFoundError extends DomainError {

@@ -4,7 +4,6 @@
  * operation writes its `group.*` event, the group as the API shows it.
  */
 import type { Db } from '../db/connection';
-import { isUniqueViolation } from '../db/errors';
 import { groupHasAgents } from '../db/repos/agents';
 import { emitEvents, type EventType } from '../db/repos/events';
 import {
@@ -19,7 +18,7 @@ import {
   type GroupRow,
   type GroupView,
 } from '../db/repos/groups';
-import { DomainError, NotFoundError, StaleVersionError } from './errors';
+import { DomainError, nameTaken, NotFoundError, refuseDuplicate, StaleVersionError } from './errors';
 
 /** How a group reads, in the API and in its events. */
 export function groupView(row: GroupRow, memberCount: number) {
@@ -40,19 +39,13 @@ async function announce(db: Db, type: EventType, row: GroupRow, memberCount: num
   await emitEvents(db, [{ tenantId: row.tenant_id, type, source: '/api/groups', subject: row.id, data }]);
 }
 
-/** A unique violation on the live-name index: the name is another live group's. */
-const nameTaken = (name: string) => (error: unknown) => {
-  if (isUniqueViolation(error)) throw new DomainError(`A live group named '${name}' already exists.`);
-  throw error;
-};
-
 const refuseStale = (row: GroupRow, versions: number[] | undefined) => {
   if (versions && !versions.includes(row.row_version)) throw new StaleVersionError('group', row.id);
 };
 
 export async function createGroup(db: Db, tenantId: string, fields: GroupChanges): Promise<GroupView> {
   await ensureDefaultGroup(db, tenantId); // so `default` is taken before anyone else claims it
-  const row = await insertGroup(db, tenantId, fields).catch(nameTaken(fields.name));
+  const row = await insertGroup(db, tenantId, fields).catch(nameTaken('live group', fields.name));
   await announce(db, 'group.created', row, row.member_count);
   return row;
 }
@@ -70,7 +63,7 @@ export async function updateGroup(
   if (current.name === DEFAULT_GROUP && !current.deleted_at && changes.name !== DEFAULT_GROUP) {
     throw new DomainError(`The '${DEFAULT_GROUP}' group cannot be renamed: agents without a group join it.`);
   }
-  const row = await updateGroupRow(db, tenantId, id, changes, versions).catch(nameTaken(changes.name));
+  const row = await updateGroupRow(db, tenantId, id, changes, versions).catch(nameTaken('live group', changes.name));
   if (!row) {
     const now = await findGroup(db, tenantId, id);
     if (!now) throw new NotFoundError('group', id);
@@ -103,12 +96,11 @@ export async function restoreGroup(db: Db, tenantId: string, id: string, version
   if (!locked) throw new NotFoundError('group', id);
   refuseStale(locked, versions);
   if (!locked.deleted_at) throw new DomainError(`Group '${locked.name}' is not deleted.`);
-  await setGroupDeleted(db, id, false).catch((error: unknown) => {
-    if (isUniqueViolation(error)) {
-      throw new DomainError(`A live group named '${locked.name}' exists; rename it before restoring this one.`);
-    }
-    throw error;
-  });
+  await setGroupDeleted(db, id, false).catch(
+    refuseDuplicate(
+      () => new DomainError(`A live group named '${locked.name}' exists; rename it before restoring this one.`),
+    ),
+  );
   const row = (await findGroup(db, tenantId, id))!;
   await announce(db, 'group.restored', row, row.member_count);
   return row;

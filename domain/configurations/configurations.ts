@@ -5,7 +5,6 @@
  * changing its name, description and labels.
  */
 import type { Knex } from 'knex';
-import { isUniqueViolation } from '../../db/errors';
 import {
   insertConfiguration,
   updateConfiguration,
@@ -14,7 +13,7 @@ import {
   type NewConfiguration,
 } from '../../db/repos/configurations';
 import { emitEvents } from '../../db/repos/events';
-import { DomainError } from '../errors';
+import { DomainError, refuseDuplicate } from '../errors';
 import { lockConfigurationAt } from './versions';
 
 const SOURCE = '/api/configurations';
@@ -54,10 +53,7 @@ export function configurationView(row: ConfigurationRow) {
 export async function createConfiguration(trx: Knex.Transaction, fields: NewConfiguration): Promise<ConfigurationRow> {
   const row = await trx
     .transaction((savepoint) => insertConfiguration(savepoint, fields))
-    .catch((error: unknown) => {
-      if (isUniqueViolation(error)) throw new ConfigurationNameTakenError(fields.name);
-      throw error;
-    });
+    .catch(refuseDuplicate(() => new ConfigurationNameTakenError(fields.name)));
   await emitEvents(trx, [
     {
       tenantId: row.tenant_id,
@@ -77,10 +73,9 @@ export async function changeConfiguration(
   request: { id: string; versions?: number[]; changes: ConfigurationChanges },
 ): Promise<ConfigurationRow> {
   await lockConfigurationAt(trx, tenantId, request.id, request.versions);
-  const row = await updateConfiguration(trx, request.id, request.changes).catch((error: unknown) => {
-    if (isUniqueViolation(error)) throw new ConfigurationNameTakenError(request.changes.name);
-    throw error;
-  });
+  const row = await updateConfiguration(trx, request.id, request.changes).catch(
+    refuseDuplicate(() => new ConfigurationNameTakenError(request.changes.name)),
+  );
   await emitEvents(trx, [
     { tenantId, type: 'configuration.updated', source: SOURCE, subject: row.id, data: configurationView(row) },
   ]);

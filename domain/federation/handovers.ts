@@ -7,7 +7,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/connection';
-import { isUniqueViolation } from '../../db/errors';
 import { emitEvents } from '../../db/repos/events';
 import { findPeer } from '../../db/repos/federation-peers';
 import { liveGroupIds } from '../../db/repos/groups';
@@ -21,7 +20,7 @@ import {
   UNHANDABLE_STATUSES,
   type HandoverRow,
 } from '../../db/repos/handovers';
-import { DomainError, InvalidFieldsError, NotFoundError } from '../errors';
+import { DomainError, InvalidFieldsError, NotFoundError, refuseDuplicate } from '../errors';
 
 const SOURCE = '/api/federation/handovers';
 
@@ -80,11 +79,9 @@ async function refuseBusyAgents(db: Db, ids: string[]): Promise<void> {
   throw new DomainError(`Agents already in a running handover: ${named.join(', ')}${more(busy)}.`);
 }
 
-const joinedMeanwhile = (error: unknown) => {
-  if (isUniqueViolation(error))
-    throw new DomainError('An agent of the request joined a running handover meanwhile; retry.');
-  throw error;
-};
+const joinedMeanwhile = refuseDuplicate(
+  () => new DomainError('An agent of the request joined a running handover meanwhile; retry.'),
+);
 
 /** Stores a running handover of the agents the request names; its workflow is the caller's to start. */
 export async function startHandover(

@@ -6,7 +6,6 @@
  * where the agents enrol (endpoint, CA).
  */
 import type { Db } from '../../db/connection';
-import { isUniqueViolation } from '../../db/errors';
 import { emitEvents } from '../../db/repos/events';
 import { ensureDefaultGroup } from '../../db/repos/groups';
 import {
@@ -23,7 +22,7 @@ import {
   unlistTokenAgents,
   type IncomingHandoverRow,
 } from '../../db/repos/incoming-handovers';
-import { DomainError, NotFoundError } from '../errors';
+import { DomainError, NotFoundError, refuseDuplicate } from '../errors';
 import { issueBootstrapToken, revokeBootstrapToken } from '../tokens/bootstrap-tokens';
 import { generateToken, hashToken, isWellFormed } from '../tokens/secret-token';
 
@@ -102,11 +101,9 @@ export async function requestIncomingHandover(
     requested_by: request.requestedBy,
     agent_ids: request.agentIds,
     ...issued,
-  }).catch((error: unknown) => {
-    if (isUniqueViolation(error))
-      throw new DomainError(`Handover '${request.id}' is being asked for by another call; retry.`);
-    throw error;
-  });
+  }).catch(
+    refuseDuplicate(() => new DomainError(`Handover '${request.id}' is being asked for by another call; retry.`)),
+  );
   await emitEvents(db, [
     {
       tenantId: row.tenant_id,

@@ -6,7 +6,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/connection';
-import { isUniqueViolation } from '../../db/errors';
 import { emitEvents, type EventType } from '../../db/repos/events';
 import {
   deletePeer,
@@ -17,7 +16,7 @@ import {
   type PeerPingColumns,
   type PeerRow,
 } from '../../db/repos/federation-peers';
-import { DomainError, NotFoundError, StaleVersionError } from '../errors';
+import { nameTaken, NotFoundError, StaleVersionError } from '../errors';
 import { sealPeerCredential } from './peer-credentials';
 import { announceHealthChange } from './peer-ping';
 
@@ -53,11 +52,6 @@ async function announce(db: Db, row: PeerRow, type: EventType) {
   await emitEvents(db, [{ tenantId: row.tenant_id, type, source: SOURCE, subject: row.id, data: peerView(row) }]);
 }
 
-const nameTaken = (name: string) => (error: unknown) => {
-  if (isUniqueViolation(error)) throw new DomainError(`A federation peer named '${name}' already exists.`);
-  throw error;
-};
-
 /** What a peer at a new origin no longer is: the installation the old address answered for. */
 const FORGET_REMOTE = {
   last_seen_at: null,
@@ -83,7 +77,7 @@ export async function pairPeer(
     created_by: request.createdBy,
     ...sealPeerCredential(key, id, request.credential),
     ...ping,
-  }).catch(nameTaken(request.name));
+  }).catch(nameTaken('federation peer', request.name));
   await announce(trx, row, 'federation.peer.created');
   return row;
 }
@@ -112,7 +106,7 @@ export async function changePeer(
       ...ping,
     },
     [current.row_version],
-  ).catch(nameTaken(changes.name));
+  ).catch(nameTaken('federation peer', changes.name));
   if (!updated) {
     if (!(await findPeer(trx, current.tenant_id, current.id))) throw new NotFoundError('federation peer', current.id);
     throw new StaleVersionError('federation peer', current.id);

@@ -6,7 +6,6 @@
  * source as the API shows it. Waking the source's sync loop is the caller's, after commit.
  */
 import type { Db } from '../../db/connection';
-import { isUniqueViolation } from '../../db/errors';
 import { releaseManagedConfigurations } from '../../db/repos/configurations';
 import { emitEvents, type EventType } from '../../db/repos/events';
 import {
@@ -21,9 +20,9 @@ import {
 } from '../../db/repos/git-sources';
 import {
   ConflictingFieldError,
-  DomainError,
   InvalidFieldError,
   InvalidTransitionError,
+  nameTaken,
   NotFoundError,
   StaleVersionError,
 } from '../errors';
@@ -118,11 +117,6 @@ async function announce(db: Db, context: GitSourceContext, type: EventType, row:
   await emitEvents(db, [{ tenantId: row.tenant_id, type, source: SOURCE, subject: row.id, data }]);
 }
 
-const nameTaken = (name: string) => (error: unknown) => {
-  if (isUniqueViolation(error)) throw new DomainError(`A Git source named '${name}' already exists.`);
-  throw error;
-};
-
 async function mustFind(db: Db, tenantId: string, id: string): Promise<GitSourceView> {
   const row = await findGitSource(db, tenantId, id);
   if (!row) throw new NotFoundError('Git source', id);
@@ -173,7 +167,7 @@ export async function registerGitSource(
     created_by: request.createdBy,
     ...settingsOf(request.fields, context),
     ...sealCredentials(context.key, request.id, request.credentials),
-  }).catch(nameTaken(request.fields.name));
+  }).catch(nameTaken('Git source', request.fields.name));
   await announce(db, context, 'git-source.created', row);
   return row;
 }
@@ -218,7 +212,7 @@ export async function changeGitSource(
     ...settings,
     ...movedSource(current, settings),
     ...(credentials === undefined ? {} : sealCredentials(context.key, id, credentials)),
-  }).catch(nameTaken(fields.name));
+  }).catch(nameTaken('Git source', fields.name));
   const row = await mustFind(db, context.tenantId, id);
   await announce(db, context, 'git-source.updated', row);
   return row;

@@ -5,7 +5,6 @@
  * starts with. Each writes its `policy.*` event, the policy as the API shows it.
  */
 import type { Db } from '../../db/connection';
-import { isUniqueViolation } from '../../db/errors';
 import { emitEvents, type EventType } from '../../db/repos/events';
 import { liveGroupIds } from '../../db/repos/groups';
 import {
@@ -19,7 +18,7 @@ import {
   type PolicyChanges,
   type PolicyRow,
 } from '../../db/repos/policies';
-import { DomainError, ForbiddenError, InvalidFieldError, NotFoundError, StaleVersionError } from '../errors';
+import { DomainError, ForbiddenError, InvalidFieldError, nameTaken, NotFoundError, StaleVersionError } from '../errors';
 import { BUILTIN_AUTHOR, BUILTIN_POLICIES } from './builtin';
 import { checkExpression } from './cel';
 
@@ -87,11 +86,6 @@ async function checkedChanges(db: Db, tenantId: string, changes: PolicyChanges):
   return { ...changes, scope: [...new Set(changes.scope)].sort() };
 }
 
-const nameTaken = (name: string) => (error: unknown) => {
-  if (isUniqueViolation(error)) throw new DomainError(`A policy named '${name}' already exists.`);
-  throw error;
-};
-
 /** Creates a custom policy, as a draft that an admin other than `author` approves. */
 export async function createPolicy(
   db: Db,
@@ -100,7 +94,9 @@ export async function createPolicy(
   author: string,
 ): Promise<PolicyRow> {
   const changes = await checkedChanges(db, tenantId, request);
-  const row = await insertPolicy(db, { ...changes, tenant_id: tenantId, author }).catch(nameTaken(changes.name));
+  const row = await insertPolicy(db, { ...changes, tenant_id: tenantId, author }).catch(
+    nameTaken('policy', changes.name),
+  );
   await announce(db, 'policy.created', row);
   return row;
 }
@@ -139,7 +135,7 @@ export async function replacePolicy(
   versions?: number[],
 ): Promise<PolicyRow> {
   const changes = await checkedChanges(db, tenantId, request);
-  const row = await replacePolicyRow(db, tenantId, id, changes, versions).catch(nameTaken(changes.name));
+  const row = await replacePolicyRow(db, tenantId, id, changes, versions).catch(nameTaken('policy', changes.name));
   if (!row) return explainNoMatch(db, tenantId, id, versions, refuseBuiltin, () => false);
   await announce(db, 'policy.updated', row);
   return row;

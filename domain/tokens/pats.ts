@@ -4,12 +4,11 @@
  * `pat.created` / `pat.revoked` event shape whoever caused it. The token is shown once, to
  * the caller; only its SHA-256 is stored, and it is in no event.
  */
-import { isUniqueViolation } from '../../db/errors';
 import { emitEvents } from '../../db/repos/events';
 import { insertPat, revokePat as revokePatRow, type PatRow, type PatState } from '../../db/repos/pats';
 import { ensureTenant, findTenant } from '../../db/repos/tenants';
 import type { Db } from '../../db/connection';
-import { DomainError, NotFoundError } from '../errors';
+import { nameTaken, NotFoundError } from '../errors';
 import { generateToken, hashToken } from './secret-token';
 
 const DAY_MS = 86_400_000;
@@ -65,10 +64,7 @@ export async function issuePat(
     allowed_endpoints: request.allowedEndpoints,
     expires_at: new Date(Date.now() + days * DAY_MS),
     created_by: request.createdBy,
-  }).catch((error: unknown) => {
-    if (isUniqueViolation(error)) throw new DomainError(`A PAT named '${request.name}' already exists.`);
-    throw error;
-  });
+  }).catch(nameTaken('PAT', request.name));
   await emitEvents(trx, [
     { tenantId: request.tenantId, type: 'pat.created', source: SOURCE, subject: row.id, data: patView(row) },
   ]);

@@ -6,11 +6,10 @@
  */
 import type { Knex } from 'knex';
 import type { Db } from '../../db/connection';
-import { isUniqueViolation } from '../../db/errors';
 import { countActivePoolTokens, countIssuedPoolTokens, type BootstrapTokenRow } from '../../db/repos/bootstrap-tokens';
 import { emitEvents } from '../../db/repos/events';
 import { insertTokenPool, lockTokenPool, type TokenPoolRow } from '../../db/repos/token-pools';
-import { DomainError, NotFoundError } from '../errors';
+import { DomainError, nameTaken, NotFoundError } from '../errors';
 import { enrolmentGroup, issueBootstrapToken } from './bootstrap-tokens';
 
 /** How a pool reads, in the API and in its events. */
@@ -48,10 +47,7 @@ export async function createTokenPool(db: Db, pool: NewTokenPool): Promise<Token
     token_max_uses: pool.tokenMaxUses,
     max_active_tokens: pool.maxActiveTokens,
     created_by: pool.createdBy,
-  }).catch((error: unknown) => {
-    if (isUniqueViolation(error)) throw new DomainError(`A token pool named '${pool.name}' already exists.`);
-    throw error;
-  });
+  }).catch(nameTaken('token pool', pool.name));
   await emitEvents(db, [
     {
       tenantId: pool.tenantId,
