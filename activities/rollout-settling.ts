@@ -73,12 +73,15 @@ export function createRolloutSettlingActivities(db: Knex) {
       const rollout = await loadRolloutRow(db, input.rolloutId);
       const timeoutMs = rollout.strategy.applyTimeoutSeconds * 1000;
       const awaited = (await batchWaiting(db, rollout.id, input.batch)).applying;
+      // Only a rollout that defers offline agents has any to look for at each poll.
+      const defers = offlineRules(rollout.strategy).mode === 'defer';
       for (;;) {
         await whileHeartbeating(() =>
           db.transaction(async (trx) => {
             const settled = await settleBatch(trx, rollout.id, input.batch, rollout.content_hash);
             await emitEvents(trx, agentEvents(rollout, settled, { batch: input.batch }));
             // Agents of earlier batches that were offline settle as they come back.
+            if (!defers) return;
             const late = await settleDeferred(trx, rollout.id, rollout.content_hash);
             await emitEvents(trx, deferredEvents(rollout, late));
           }),
