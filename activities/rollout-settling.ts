@@ -11,12 +11,14 @@ import {
   batchWaiting,
   countDeferred,
   failApplying,
+  failSucceeded,
+  healthGateCandidates,
   settleBatch,
   settleDeferred,
   withdrawDeferred,
 } from '../db/repos/rollout-agents';
 import type { RolloutRow } from '../db/repos/rollouts';
-import { NEVER_CAME_ONLINE, offlineRules } from '../domain/rollouts';
+import { healthVerdict, NEVER_CAME_ONLINE, offlineRules, type ComponentHealthJson } from '../domain/rollouts';
 import type { BatchOutcome, RolloutCounts } from '../workflows/definitions';
 import { whileHeartbeating } from './keep-alive';
 import { agentEvents, countsOf, deferredEvents, loadRolloutRow, POLL_MS, source } from './rollout-shared';
@@ -26,6 +28,22 @@ export const LATE_POLL_MS = 5_000;
 
 /** The longest one `awaitLateArrivals` runs; the workflow calls it again until the window closes. */
 const LATE_CALL_MAX_MS = 12 * 3600_000;
+
+/** How often a baking batch's health is looked at (health is reported as it changes, seconds apart at best). */
+export const HEALTH_POLL_MS = 1_000;
+
+/** The batch's outcome as the workflow judges it. */
+async function judgedOutcome(db: Knex, rolloutId: string, batch: number): Promise<BatchOutcome> {
+  const outcome = await batchOutcome(db, rolloutId, batch);
+  return {
+    batch,
+    pushed: outcome.succeeded + outcome.failed,
+    succeeded: outcome.succeeded,
+    failed: outcome.failed,
+    skipped: outcome.skipped,
+    deferred: outcome.deferred,
+  };
+}
 
 /** Settles the deferred agents that reported since (or that another push reached), with their events. */
 async function settleLateArrivals(db: Knex, rollout: RolloutRow): Promise<void> {
@@ -106,7 +124,7 @@ export function createRolloutSettlingActivities(db: Knex) {
         heartbeat(waiting.applying);
         await sleep(POLL_MS); // a cancelled activity (abort, rollback) ends here: heartbeats deliver the cancellation
       }
-      const outcome = await batchOutcome(db, rollout.id, input.batch);
+      const outcome = await judgedOutcome(db, rollout.id, input.batch);
       const counts = await countsOf(db, rollout.id);
       await emitEvents(db, [
         {
@@ -117,16 +135,50 @@ export function createRolloutSettlingActivities(db: Knex) {
           data: { rolloutId: rollout.id, name: rollout.name, batch: input.batch, progress: counts.progress },
         },
       ]);
-      return {
-        batch: input.batch,
-        pushed: outcome.succeeded + outcome.failed,
-        succeeded: outcome.succeeded,
-        failed: outcome.failed,
-        skipped: outcome.skipped,
-        deferred: outcome.deferred,
-        awaited,
-        counts,
-      };
+      return { ...outcome, awaited, counts };
+    },
+
+    /**
+     * The health gate during a batch's bake (strategy `healthGate`): watches the batch's
+     * agents that applied the version until `until` (epoch ms), and fails those that stay
+     * unhealthy or whose connection keeps dropping, each with its `rollout.agent-updated`.
+     * Answers as soon as it failed any (`failedNow`), so the workflow judges the batch again,
+     * or at `until` with none. A pause, abort or rollback cancels it.
+     */
+    async watchBatchHealth(input: {
+      rolloutId: string;
+      batch: number;
+      until: number;
+    }): Promise<{ failedNow: number; outcome: BatchOutcome; counts: RolloutCounts }> {
+      const rollout = await loadRolloutRow(db, input.rolloutId);
+      const gate = rollout.strategy.healthGate;
+      for (;;) {
+        const failed = gate
+          ? await whileHeartbeating(() =>
+              db.transaction(async (trx) => {
+                const candidates = await healthGateCandidates(trx, rollout.id, input.batch, gate);
+                const verdicts = candidates.map((agent) => ({
+                  agentId: agent.agent_id,
+                  error: healthVerdict(
+                    agent.unhealthy_seconds !== null && agent.unhealthy_seconds >= gate.unhealthyAfterSeconds
+                      ? { unhealthyForSeconds: agent.unhealthy_seconds }
+                      : { disconnects: agent.disconnects },
+                    agent.health as ComponentHealthJson | null,
+                  ),
+                }));
+                const failed = await failSucceeded(trx, rollout.id, verdicts);
+                await emitEvents(trx, agentEvents(rollout, failed, { batch: input.batch, healthGate: true }));
+                return failed.length;
+              }),
+            )
+          : 0;
+        if (failed > 0 || Date.now() >= input.until) {
+          const outcome = await judgedOutcome(db, rollout.id, input.batch);
+          return { failedNow: failed, outcome, counts: await countsOf(db, rollout.id) };
+        }
+        heartbeat();
+        await sleep(Math.min(HEALTH_POLL_MS, input.until - Date.now())); // a pause, abort or rollback cancels it here
+      }
     },
 
     /**

@@ -41,6 +41,19 @@ export type OfflineAgentMode = (typeof OFFLINE_AGENT_MODES)[number];
 export const DEFAULT_LATE_ARRIVAL_SECONDS = 7 * 86_400;
 export const MAX_LATE_ARRIVAL_SECONDS = 30 * 86_400;
 
+/**
+ * The health gate (strategy `healthGate`): during a batch's bake, an agent that applied the
+ * version and then stays unhealthy for `unhealthyAfterSeconds`, or whose connection drops
+ * more than `maxDisconnects` times, fails in the batch (docs/rollouts.md, Health after the change).
+ */
+export interface HealthGate {
+  unhealthyAfterSeconds: number;
+  maxDisconnects: number;
+}
+
+/** Drops of an agent's connection the gate forgives by default (an agent may restart to apply a configuration). */
+export const DEFAULT_MAX_DISCONNECTS = 3;
+
 export interface RolloutStrategy {
   batchSize?: number;
   batchPercent?: number;
@@ -52,6 +65,59 @@ export interface RolloutStrategy {
   offlineAgents?: OfflineAgentMode;
   /** Absent likewise: 0, no delivery after the end. */
   lateArrivalSeconds?: number;
+  /** Absent: the bake only waits. */
+  healthGate?: HealthGate;
+}
+
+/**
+ * Why a batch stops the rollout: more of the agents that answered failed than
+ * `maxFailurePercent` allows. Undefined when the batch may go on.
+ */
+export function batchFailure(
+  strategy: Pick<RolloutStrategy, 'maxFailurePercent'>,
+  outcome: { batch: number; succeeded: number; failed: number },
+): string | undefined {
+  const { batch, failed } = outcome;
+  const done = outcome.succeeded + failed;
+  const failedPercent = done === 0 ? 0 : (failed * 100) / done;
+  if (failed === 0 || failedPercent <= strategy.maxFailurePercent) return undefined;
+  return `${failed} of ${done} agents of batch ${batch} failed (${failedPercent.toFixed(1)}% > maxFailurePercent ${strategy.maxFailurePercent})`;
+}
+
+/** OpAMP ComponentHealth as protobuf JSON (fields at their defaults are left out: `healthy: false` is absent). */
+export interface ComponentHealthJson {
+  healthy?: boolean;
+  status?: string;
+  lastError?: string;
+  componentHealthMap?: Record<string, ComponentHealthJson>;
+}
+
+/**
+ * What the gate says of an agent it fails: how it failed after applying, naming the
+ * unhealthy component (the deepest one, by its path) and its message.
+ */
+export function healthVerdict(
+  failure: { unhealthyForSeconds?: number; disconnects?: number },
+  health: ComponentHealthJson | null,
+): string {
+  if (failure.unhealthyForSeconds === undefined)
+    return `the agent's connection dropped ${failure.disconnects} times after it applied the version`;
+  const component = unhealthyComponent(health ?? {}, []);
+  const what = component ? `${component.path.join('/') || 'the agent'}: ${component.message}` : 'no detail reported';
+  return `unhealthy for ${failure.unhealthyForSeconds} s after applying the version (${what})`;
+}
+
+function unhealthyComponent(
+  health: ComponentHealthJson,
+  path: string[],
+): { path: string[]; message: string } | undefined {
+  for (const [name, inner] of Object.entries(health.componentHealthMap ?? {}).sort(([a], [b]) => a.localeCompare(b))) {
+    if (inner.healthy) continue;
+    const deeper = unhealthyComponent(inner, [...path, name]);
+    if (deeper) return deeper;
+  }
+  if (health.healthy) return undefined;
+  return { path, message: health.lastError || health.status || 'unhealthy' };
 }
 
 /** The strategy's offline-agent rule and late-arrival window, as a stored rollout holds them or not. */

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startFleet, type Fleet, type FleetOptions, type FleetStats } from './agents/fleet';
-import type { Refusal } from './agents/agent-state';
+import type { Refusal, UnhealthyAfterApply } from './agents/agent-state';
 import type { SimulatedAgent } from './agents/agent';
 import { classifyFailure, classifyRefusal, describeError, ErrorTally, type RunContext } from './agents/errors';
 
@@ -25,6 +25,9 @@ const USAGE = `usage: npm run agents -- --token svc-bt.… [options]
                          (default: the server's offer, else --endpoint when it is TLS)
   --token-in-url         send the token as ?token= instead of an Authorization header
   --fail-rate R          probability 0..1 that a configuration fails (default 0)
+  --unhealthy-after-apply HASH|FRACTION
+                         apply cleanly, then report unhealthy (component receiver/otlp):
+                         after the configuration with that sha256 (hex), or with that probability 0..1
   --heartbeat S          heartbeat / poll interval in seconds (default: the server's, 30)
   --no-csr               do not ask for a client certificate
   --concurrency N        connection attempts in flight at once (default 200)
@@ -52,6 +55,7 @@ function parse(argv: string[]): Parsed | 'help' {
       'mtls-endpoint': { type: 'string' },
       'token-in-url': { type: 'boolean', default: false },
       'fail-rate': { type: 'string', default: '0' },
+      'unhealthy-after-apply': { type: 'string' },
       heartbeat: { type: 'string' },
       'no-csr': { type: 'boolean', default: false },
       concurrency: { type: 'string', default: '200' },
@@ -76,6 +80,7 @@ function parse(argv: string[]): Parsed | 'help' {
     throw new UsageError('--transport must be ws or http');
   const failRate = Number(values['fail-rate']);
   if (!(failRate >= 0 && failRate <= 1)) throw new UsageError('--fail-rate must be a number from 0 to 1');
+  const unhealthyAfterApply = unhealthyOption(values['unhealthy-after-apply']);
   let heartbeatSeconds: number | undefined;
   if (values.heartbeat !== undefined) {
     heartbeatSeconds = Number(values.heartbeat);
@@ -94,12 +99,23 @@ function parse(argv: string[]): Parsed | 'help' {
       ca: ca && readCa(ca.file),
       mtlsEndpoint,
       failRate,
+      unhealthyAfterApply,
       heartbeatSeconds,
       csr: !values['no-csr'],
       serviceName: values['service-name'],
     },
     ca,
   };
+}
+
+/** `--unhealthy-after-apply`: a configuration's hash (64 hex digits) or a probability. */
+function unhealthyOption(value: string | undefined): UnhealthyAfterApply | undefined {
+  if (value === undefined) return undefined;
+  if (/^[0-9a-f]{64}$/i.test(value)) return { hash: value.toLowerCase(), message: 'simulated failure after apply' };
+  const fraction = Number(value);
+  if (value.trim() !== '' && fraction >= 0 && fraction <= 1)
+    return { fraction, message: 'simulated failure after apply' };
+  throw new UsageError('--unhealthy-after-apply must be a configuration hash (64 hex digits) or a number from 0 to 1');
 }
 
 /** npm run dev writes its agents' CA here; an empty file (no CA yet) does not count. */

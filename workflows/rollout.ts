@@ -28,6 +28,7 @@ import type { Activities } from '../activities';
 import {
   ABANDONED_BY_ABORT,
   FINAL_ROLLOUT_STATES,
+  batchFailure,
   ROLLOUT_TRANSITIONS,
   refusedOperation,
   type RolloutState,
@@ -76,6 +77,8 @@ interface RolloutRun extends RolloutView {
   bakeUntil: number;
   /** The wait for the batch in flight; an abort or a rollback cancels it. */
   batchWait?: CancellationScope;
+  /** The health gate's watch of a baking batch; leaving `running` (a pause too) cancels it. */
+  bakeWatch?: CancellationScope;
   /** One transition at a time: the main loop and operators' updates never interleave. */
   transitions: ReturnType<typeof oneAtATime>;
   /** A run that starts mid-rollout first finishes the batch it finds (push and wait are idempotent). */
@@ -135,6 +138,7 @@ function newRun(input: RolloutWorkflowInput): RolloutRun {
     summary: undefined,
     bakeUntil: input.bakeUntil ?? 0,
     batchWait: undefined,
+    bakeWatch: undefined,
     transitions: oneAtATime(() => run.state !== 'loading'),
     unfinishedBatch: false,
   };
@@ -187,6 +191,7 @@ async function transition(
     showDetails(run);
     upsertSearchAttributes([{ key: rolloutStateKey, value: run.state }]);
     if (run.state === 'aborted' || run.state === 'rolling-back') run.batchWait?.cancel();
+    if (run.state !== 'running') run.bakeWatch?.cancel();
   } else if (result.state) {
     run.state = result.state;
     run.rowVersion = result.rowVersion ?? run.rowVersion;
@@ -325,7 +330,10 @@ async function runNextBatch(run: RolloutRun, strategy: RolloutStrategy) {
     return;
   }
   if (run.bakeUntil > Date.now()) {
-    await condition(() => run.state !== 'running', run.bakeUntil - Date.now());
+    if (strategy.healthGate) await bakeWatchingHealth(run, strategy);
+    // The rest of the bake (all of it without a gate; with one, the watch's clock may run ahead of ours).
+    if (stateNow(run) === 'running' && run.bakeUntil > Date.now())
+      await condition(() => run.state !== 'running', run.bakeUntil - Date.now());
     if (stateNow(run) !== 'running') return;
   }
   run.bakeUntil = 0;
@@ -386,14 +394,43 @@ async function pushAndAwait(
  * back the rollout; otherwise the batch bakes before the next one.
  */
 async function judgeBatch(run: RolloutRun, strategy: RolloutStrategy, outcome: BatchOutcome) {
-  const { batch, failed } = outcome;
-  const done = outcome.succeeded + outcome.failed;
-  const failedPercent = done === 0 ? 0 : (failed * 100) / done;
-  if (failed > 0 && failedPercent > strategy.maxFailurePercent) {
-    const reason = `${failed} of ${done} agents of batch ${batch} failed (${failedPercent.toFixed(1)}% > maxFailurePercent ${strategy.maxFailurePercent})`;
-    // Only a rollout still running reacts: an operator may have paused or aborted it meanwhile.
-    await move(run, strategy.onFailure === 'rollback' ? 'rolling-back' : 'paused', ['running'], reason);
-    return;
-  }
+  if (await stopOnFailures(run, strategy, outcome)) return;
   run.bakeUntil = Date.now() + strategy.bakeSeconds * 1000;
+}
+
+/** Pauses or rolls back the rollout (`onFailure`) when the batch failed beyond the threshold; true when it did. */
+async function stopOnFailures(run: RolloutRun, strategy: RolloutStrategy, outcome: BatchOutcome): Promise<boolean> {
+  const reason = batchFailure(strategy, outcome);
+  if (reason === undefined) return false;
+  // Only a rollout still running reacts: an operator may have paused or aborted it meanwhile.
+  await move(run, strategy.onFailure === 'rollback' ? 'rolling-back' : 'paused', ['running'], reason);
+  return true;
+}
+
+/**
+ * The bake under the health gate: the batch's agents are watched until the bake ends; each
+ * time the gate fails some, the batch is judged again (the rollout may pause or roll back).
+ * Leaving `running` stops the watch (after a pause's resume the bake, and the watch, go on to
+ * the same end).
+ */
+async function bakeWatchingHealth(run: RolloutRun, strategy: RolloutStrategy) {
+  for (;;) {
+    let watched;
+    try {
+      run.bakeWatch = new CancellationScope();
+      watched = await run.bakeWatch.run(() =>
+        waiting.watchBatchHealth({ rolloutId: run.input.rolloutId, batch: run.currentBatch, until: run.bakeUntil }),
+      );
+    } catch (error) {
+      if (!isCancellation(error)) throw error;
+      return;
+    } finally {
+      run.bakeWatch = undefined;
+    }
+    run.lastBatch = watched.outcome;
+    run.counts = watched.counts;
+    showDetails(run);
+    // None failed: the watch reached the bake's end. Some did, and the batch may go on: watch on.
+    if (watched.failedNow === 0 || (await stopOnFailures(run, strategy, watched.outcome))) return;
+  }
 }

@@ -18,6 +18,7 @@ import * as federatedRolloutLocal from './20261126010400_federated_rollout_local
 import * as auditCallBatches from './20261128000000_audit_call_batches';
 import * as auditSearchIndex from './20261129000000_audit_search_index';
 import * as rolloutDeferredAgents from './20261130000000_rollout_deferred_agents';
+import * as agentHealthGate from './20261201000000_agent_health_gate';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -43,6 +44,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261128000000_audit_call_batches': auditCallBatches,
   '20261129000000_audit_search_index': auditSearchIndex,
   '20261130000000_rollout_deferred_agents': rolloutDeferredAgents,
+  '20261201000000_agent_health_gate': agentHealthGate,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

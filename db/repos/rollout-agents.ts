@@ -320,7 +320,8 @@ async function markPushed(db: Db, rolloutId: string, agentIds: string[], state: 
 /** An agent's report, as its rollout records it: APPLIED → succeeded, FAILED → failed with the agent's message. */
 const SETTLED_BY_REPORT = `state = CASE WHEN a.applied_status = 'APPLIED' THEN 'succeeded' ELSE 'failed' END,
               error = CASE WHEN a.applied_status = 'APPLIED' THEN NULL ELSE coalesce(a.applied_error, 'the agent reported FAILED') END,
-              finished_at = now()`;
+              finished_at = now(),
+              disconnects_at_apply = a.disconnects`;
 /** The agent `a` of row `ra` has reported on the hash bound here. */
 const REPORTED_ON_HASH = `a.id = ra.agent_id AND a.applied_hash = ? AND a.applied_status IN ('APPLIED', 'FAILED')`;
 
@@ -445,6 +446,60 @@ export async function failApplying(db: Db, rolloutId: string, batch: number, err
     .update({ state: 'failed', error, finished_at: db.fn.now() })
     .returning('agent_id');
   return rows.map((row) => row.agent_id);
+}
+
+/** An agent of a baking batch the health gate fails: unhealthy for long enough, or its connection dropping too often. */
+export interface HealthGateCandidate {
+  agent_id: string;
+  health: Record<string, unknown> | null;
+  /** Seconds the agent has been unhealthy since it applied; null while healthy. */
+  unhealthy_seconds: number | null;
+  /** Drops of its connection since it applied. */
+  disconnects: number;
+}
+
+/**
+ * The batch's succeeded agents the gate fails now: unhealthy for `unhealthyAfterSeconds`
+ * since they applied (an agent unhealthy before applying counts from its apply), or with
+ * more than `maxDisconnects` drops since.
+ */
+export async function healthGateCandidates(
+  db: Db,
+  rolloutId: string,
+  batch: number,
+  gate: { unhealthyAfterSeconds: number; maxDisconnects: number },
+): Promise<HealthGateCandidate[]> {
+  const { rows } = await db.raw(
+    `SELECT * FROM (
+       SELECT ra.agent_id, a.health,
+              CASE WHEN a.unhealthy_since IS NOT NULL
+                   THEN floor(extract(epoch FROM now() - greatest(a.unhealthy_since, ra.finished_at)))::int
+              END AS unhealthy_seconds,
+              a.disconnects - coalesce(ra.disconnects_at_apply, a.disconnects) AS disconnects
+         FROM rollout_agents ra JOIN agents a ON a.id = ra.agent_id
+        WHERE ra.rollout_id = ? AND ra.batch = ? AND ra.state = 'succeeded'
+     ) c
+     WHERE c.unhealthy_seconds >= ? OR c.disconnects > ?`,
+    [rolloutId, batch, gate.unhealthyAfterSeconds, gate.maxDisconnects],
+  );
+  return rows;
+}
+
+/** Fails agents that had succeeded, each with its reason (the health gate's verdict); returns those it failed. */
+export async function failSucceeded(
+  db: Db,
+  rolloutId: string,
+  failures: Array<{ agentId: string; error: string }>,
+): Promise<SettledAgent[]> {
+  if (failures.length === 0) return [];
+  const { rows } = await db.raw(
+    `UPDATE rollout_agents ra SET state = 'failed', error = f.error, finished_at = now()
+       FROM unnest(?::uuid[], ?::text[]) AS f(agent_id, error)
+      WHERE ra.rollout_id = ? AND ra.agent_id = f.agent_id AND ra.state = 'succeeded'
+      RETURNING ra.agent_id, ra.state, ra.error`,
+    [failures.map((f) => f.agentId), failures.map((f) => f.error), rolloutId],
+  );
+  return rows;
 }
 
 export async function batchOutcome(

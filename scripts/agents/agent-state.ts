@@ -66,8 +66,21 @@ export interface AgentState {
   stopped: boolean;
   /** Where the agent connects: `endpoint` at first, an offer's destination once it followed one. */
   endpoint: string;
+  /** What it reports as its health (ComponentHealth). */
+  health: SimulatedHealth;
   /** The last offer of other connection settings it tried and could not use (reported FAILED). */
   settingsFailed?: { hash: string; error: string };
+}
+
+/** Which applied configurations make the agent unhealthy (`unhealthyAfterApply`). */
+export type UnhealthyAfterApply = ({ hash: string } | { fraction: number }) & { component?: string; message?: string };
+
+/** A component's health as the agent reports it (OpAMP ComponentHealth, by component name). */
+export interface SimulatedHealth {
+  healthy: boolean;
+  /** The failing component's name and message, when unhealthy. */
+  component?: string;
+  message?: string;
 }
 
 export interface SimulatedAgentOptions {
@@ -92,6 +105,12 @@ export interface SimulatedAgentOptions {
   apply?: ApplyHook;
   /** Probability (0..1) that a configuration fails ("simulated failure"), after `apply`. */
   failRate?: number;
+  /**
+   * Apply cleanly, then turn unhealthy: after applying a configuration whose hash (hex) is
+   * `hash`, or with probability `fraction`, the agent reports ComponentHealth unhealthy with
+   * `component` (default `receiver/otlp`) failing with `message`.
+   */
+  unhealthyAfterApply?: UnhealthyAfterApply;
   instanceUid?: Uint8Array;
   serviceName?: string;
   /** Extra non-identifying attributes (host.name defaults to sim-<id prefix>). */

@@ -30,7 +30,14 @@ import {
 } from '../../gateway/gen/opamp_pb';
 import { x509 } from '../../domain/certificates/x509';
 import { description, newInstanceUid, uidToUuid, type AgentMessage } from './opamp-client';
-import type { AgentState, AppliedStatus, Refusal, SimulatedAgentOptions, Transport } from './agent-state';
+import type {
+  AgentState,
+  AppliedStatus,
+  Refusal,
+  SimulatedAgentOptions,
+  SimulatedHealth,
+  Transport,
+} from './agent-state';
 import { generateCsr, type GeneratedCsr } from './csr';
 import { postProtobuf } from './post-protobuf';
 import { createSharedResources, type SharedResources } from './shared-resources';
@@ -72,9 +79,18 @@ interface Candidate {
 interface Pending {
   full: boolean;
   remoteStatus: boolean;
+  health: boolean;
   csr: boolean;
   disconnect: boolean;
 }
+
+const NOTHING_PENDING: Readonly<Pending> = {
+  full: false,
+  remoteStatus: false,
+  health: false,
+  csr: false,
+  disconnect: false,
+};
 
 interface StoredConfig {
   hash: Uint8Array;
@@ -105,9 +121,11 @@ export class SimulatedAgent extends EventEmitter {
   private uid: Uint8Array;
   private sequence = 0n;
   private readonly startNanos = BigInt(Date.now()) * 1_000_000n;
+  /** When the reported health last changed (status_time_unix_nano). */
+  private healthSince = this.startNanos;
   private readonly shared: SharedResources;
   private readonly ownsShared: boolean;
-  private pending: Pending = { full: false, remoteStatus: false, csr: false, disconnect: false };
+  private pending: Pending = { ...NOTHING_PENDING };
   private remote?: StoredConfig;
   private effective?: Record<string, AgentConfigFile>;
   private csr?: GeneratedCsr;
@@ -161,6 +179,7 @@ export class SimulatedAgent extends EventEmitter {
       errors: 0,
       stopped: false,
       endpoint: options.endpoint,
+      health: { healthy: true },
     };
   }
 
@@ -219,6 +238,15 @@ export class SimulatedAgent extends EventEmitter {
     this.heartbeatOverride = seconds;
     this.state.heartbeatSeconds = seconds;
     if (this.ws?.readyState === WebSocket.OPEN) this.restartHeartbeat();
+    this.changed();
+  }
+
+  /** Reports this health from now on (sent at once when connected; with every full state after). */
+  setHealth(health: SimulatedHealth): void {
+    this.state.health = { ...health };
+    this.healthSince = BigInt(Date.now()) * 1_000_000n;
+    this.pending.health = true;
+    this.flush();
     this.changed();
   }
 
@@ -466,7 +494,7 @@ export class SimulatedAgent extends EventEmitter {
 
   private hasPending(): boolean {
     const p = this.pending;
-    return p.full || p.remoteStatus || p.csr || p.disconnect;
+    return p.full || p.remoteStatus || p.health || p.csr || p.disconnect;
   }
 
   /** Sends what is pending now (WebSocket), or at the next free request (HTTP). */
@@ -495,13 +523,8 @@ export class SimulatedAgent extends EventEmitter {
           status: ConnectionSettingsStatuses.ConnectionSettingsStatuses_FAILED,
           errorMessage: this.settingsStatus.error,
         };
-      message.health = {
-        healthy: true,
-        status: 'StatusOK',
-        startTimeUnixNano: this.startNanos,
-        statusTimeUnixNano: BigInt(Date.now()) * 1_000_000n,
-      };
     }
+    if (p.full || p.health) message.health = this.componentHealth();
     if ((p.full || p.remoteStatus) && this.remote) {
       message.remoteConfigStatus = {
         lastRemoteConfigHash: this.remote.hash,
@@ -515,8 +538,26 @@ export class SimulatedAgent extends EventEmitter {
       message.connectionSettingsRequest = { opamp: { certificateRequest: { csr: Buffer.from(this.csr.csrPem) } } };
     }
     if (p.disconnect) message.agentDisconnect = {};
-    this.pending = { full: false, remoteStatus: false, csr: false, disconnect: false };
+    this.pending = { ...NOTHING_PENDING };
     return message;
+  }
+
+  /** The agent's health as OpAMP ComponentHealth: unhealthy ones name their failing component. */
+  private componentHealth(): NonNullable<AgentMessage['health']> {
+    const { healthy, component, message } = this.state.health;
+    const times = { startTimeUnixNano: this.startNanos, statusTimeUnixNano: this.healthSince };
+    if (healthy) return { healthy: true, status: 'StatusOK', ...times };
+    const name = component ?? 'receiver/otlp';
+    const lastError = message ?? 'unhealthy';
+    return {
+      healthy: false,
+      status: 'StatusRecoverableError',
+      lastError: `${name}: ${lastError}`,
+      ...times,
+      componentHealthMap: {
+        [name]: { healthy: false, status: 'StatusRecoverableError', lastError, ...times },
+      },
+    };
   }
 
   private onReply(reply: ServerToAgent): void {
@@ -722,10 +763,20 @@ export class SimulatedAgent extends EventEmitter {
       this.effective = map;
       this.state.configsApplied++;
       this.setRemote(hash, RemoteConfigStatuses.RemoteConfigStatuses_APPLIED, '');
+      this.healthAfterApply(hex(hash));
     } else {
       this.state.configsFailed++;
       this.setRemote(hash, RemoteConfigStatuses.RemoteConfigStatuses_FAILED, error);
     }
+  }
+
+  /** `unhealthyAfterApply`: turn unhealthy after the configuration named (or by chance), healthy again after another. */
+  private healthAfterApply(hash: string): void {
+    const unhealthy = this.options.unhealthyAfterApply;
+    if (!unhealthy) return;
+    if ('hash' in unhealthy ? unhealthy.hash === hash : Math.random() < unhealthy.fraction)
+      this.setHealth({ healthy: false, component: unhealthy.component, message: unhealthy.message });
+    else if (!this.state.health.healthy) this.setHealth({ healthy: true });
   }
 
   private setRemote(hash: Uint8Array, status: RemoteConfigStatuses, error: string): void {

@@ -138,3 +138,16 @@ test('an unknown bootstrap token: refused with 401 once, with the hint about tok
   );
   expect(await stop(run)).toBe(0);
 }, 30_000);
+
+test('--unhealthy-after-apply takes a configuration hash or a probability, and says so otherwise', async () => {
+  const child = startScript('scripts/agents.ts', ['--token', 'svc-bt.unused', '--unhealthy-after-apply', '1.5'], {
+    FLEET_DEV_DATA: noDevStack,
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  expect(code).toBe(2);
+  expect(stderr).toBe(
+    'agents: --unhealthy-after-apply must be a configuration hash (64 hex digits) or a number from 0 to 1 (--help for usage)\n',
+  );
+}, 30_000);

@@ -6,6 +6,7 @@
  * Postgres and real agents is test/api/rollouts.test.ts and test/workflows/rollout-time-skipping.test.ts.
  */
 import { randomUUID } from 'node:crypto';
+import { heartbeat, sleep } from '@temporalio/activity';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   bundleWorkflowCode,
@@ -53,7 +54,12 @@ type Answer = Pick<BatchOutcome, 'succeeded' | 'failed' | 'skipped'>;
  * A rollout that exists only in memory, `running` from the start, with one agent per batch
  * answering as `answers` say. `calls` records what the workflow asked for, in order.
  */
-function stubRollout(strategy: RolloutStrategy, answers: Answer[]) {
+function stubRollout(
+  strategy: RolloutStrategy,
+  answers: Answer[],
+  /** The health gate's watch of batch `batch` baking until `until` (default: nobody fails). */
+  watch: (batch: number, until: number) => Promise<number> = async () => 0,
+) {
   const calls: string[] = [];
   let state: RolloutState = 'running';
   let rowVersion = 1;
@@ -85,6 +91,19 @@ function stubRollout(strategy: RolloutStrategy, answers: Answer[]) {
     async awaitBatch({ batch }: { batch: number }) {
       return { batch, pushed: 1, ...answers[batch - 1]!, awaited: 1, counts };
     },
+    async watchBatchHealth({ batch, until }: { batch: number; until: number }) {
+      calls.push(`watch ${batch}`);
+      const failedNow = await watch(batch, until);
+      const answer = answers[batch - 1]!;
+      const outcome = {
+        batch,
+        pushed: 1,
+        ...answer,
+        succeeded: answer.succeeded - failedNow,
+        failed: answer.failed + failedNow,
+      };
+      return { failedNow, outcome, counts };
+    },
     async abandonBatch() {
       calls.push('abandon');
       return 0;
@@ -112,6 +131,9 @@ async function run<T>(
     taskQueue,
     workflowBundle: bundle,
     activities: stub.activities,
+    // A cancelled activity hears of it at its next heartbeat that reaches the server: at once, here.
+    maxHeartbeatThrottleInterval: '50 ms',
+    defaultHeartbeatThrottleInterval: '50 ms',
   });
   return worker.runUntil(async () => {
     const handle = await temporal.client.workflow.start<RolloutWorkflow>(rolloutWorkflowType, {
@@ -183,4 +205,55 @@ test('onFailure pause waits for an operator: a resume goes on with the next batc
   });
   expect(outcome.state).toBe('aborted');
   expect(stub.calls).toEqual(['prepare 1', 'push 1', '→ paused', '→ running', 'prepare 2', 'push 2', '→ aborted']);
+});
+
+const GATED: RolloutStrategy = { ...STRATEGY, healthGate: { unhealthyAfterSeconds: 60, maxDisconnects: 3 } };
+
+test('the health gate watches each batch while it bakes; agents it fails judge the batch again and roll it back', async () => {
+  const stub = stubRollout({ ...GATED, onFailure: 'rollback' }, [ok, ok, ok], async (batch) => (batch === 2 ? 1 : 0));
+  const outcome = await run(stub, (handle) => handle.result());
+  expect(outcome.state).toBe('rolled-back');
+  expect(stub.calls).toEqual([
+    'prepare 1',
+    'push 1',
+    'watch 1',
+    'prepare 2',
+    'push 2',
+    'watch 2',
+    '→ rolling-back',
+    'roll back',
+    '→ rolled-back',
+  ]);
+  expect(stub.reason()).toBe('1 of 1 agents of batch 2 failed (100.0% > maxFailurePercent 0)');
+});
+
+test('a pause stops the health watch; after the resume it watches on to the same end of the bake', async () => {
+  const untils: number[] = [];
+  const stub = stubRollout(GATED, [ok], async (_batch, until) => {
+    untils.push(until);
+    if (untils.length > 1) return 0;
+    // The first watch runs until the pause cancels it (heartbeats deliver the cancellation).
+    for (;;) {
+      heartbeat();
+      await sleep(20);
+    }
+  });
+  const outcome = await run(stub, async (handle) => {
+    await eventually(() => expect(stub.calls).toContain('watch 1'));
+    await handle.executeUpdate(operateRolloutUpdate, { args: [{ operation: 'pause', actor: 'alice' }] });
+    await handle.executeUpdate(operateRolloutUpdate, { args: [{ operation: 'resume', actor: 'alice' }] });
+    return handle.result();
+  });
+  expect(outcome.state).toBe('completed');
+  expect(stub.calls).toEqual([
+    'prepare 1',
+    'push 1',
+    'watch 1',
+    '→ paused',
+    '→ running',
+    'watch 1',
+    'prepare 2',
+    '→ completed',
+  ]);
+  expect(untils[1]).toBe(untils[0]);
 });

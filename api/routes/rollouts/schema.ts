@@ -8,6 +8,7 @@ import { decimalQuery, exactlyOneOf, notAllEmpty, z } from '../../http/zod';
 import {
   AGENT_ROLLOUT_STATES,
   DEFAULT_LATE_ARRIVAL_SECONDS,
+  DEFAULT_MAX_DISCONNECTS,
   MAX_LATE_ARRIVAL_SECONDS,
   OFFLINE_AGENT_MODES,
   ROLLOUT_STATES,
@@ -44,6 +45,23 @@ export const targetSchema = z
 export const batchSizeSchema = z.number().int().min(1).max(1_000_000);
 export const batchPercentSchema = z.number().min(0.01).max(100);
 
+export const healthGateSchema = z
+  .object({
+    unhealthyAfterSeconds: z.number().int().min(1).max(86_400).openapi({
+      description:
+        'An agent that applied the version and then reports unhealthy (OpAMP ComponentHealth) for this long during the bake fails in its batch.',
+    }),
+    maxDisconnects: z.number().int().min(0).max(1000).default(DEFAULT_MAX_DISCONNECTS).openapi({
+      description:
+        'An agent whose connection drops more often than this during the bake fails in its batch (default 3).',
+    }),
+  })
+  .strict()
+  .openapi('RolloutHealthGate', {
+    description:
+      "During each batch's bake, agents that applied the version and then turn unhealthy or keep disconnecting count as failures of the batch; `maxFailurePercent` and `onFailure` then act as for any failure. Absent: the bake only waits.",
+  });
+
 export const strategySchema = z
   .object({
     batchSize: batchSizeSchema.optional(),
@@ -71,12 +89,17 @@ export const strategySchema = z
         description:
           'How long a completed rollout keeps delivering to its deferred agents (default 7 days, at most 30); after it they are settled `skipped` and no longer get the version.',
       }),
+    healthGate: healthGateSchema.optional(),
   })
   .strict()
   .refine(
     (s) => (s.batchSize === undefined) !== (s.batchPercent === undefined),
     'give exactly one of batchSize and batchPercent',
   )
+  .refine((s) => !s.healthGate || s.healthGate.unhealthyAfterSeconds <= s.bakeSeconds, {
+    path: ['healthGate', 'unhealthyAfterSeconds'],
+    message: 'must not exceed bakeSeconds: the gate watches agents only while their batch bakes',
+  })
   .openapi('RolloutStrategy', exactlyOneOf('batchSize', 'batchPercent'));
 
 export const createRolloutBody = z
@@ -135,6 +158,7 @@ export const rolloutSchema = z
       onFailure: z.enum(['pause', 'rollback']),
       offlineAgents: z.enum(OFFLINE_AGENT_MODES),
       lateArrivalSeconds: z.number().int(),
+      healthGate: z.object({ unhealthyAfterSeconds: z.number().int(), maxDisconnects: z.number().int() }).optional(),
     }),
     state: z.enum(ROLLOUT_STATES),
     reason: z.string().nullable(),

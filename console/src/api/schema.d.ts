@@ -9894,6 +9894,10 @@ export interface components {
                 /** @enum {string} */
                 offlineAgents: "defer" | "skip" | "fail";
                 lateArrivalSeconds: number;
+                healthGate?: {
+                    unhealthyAfterSeconds: number;
+                    maxDisconnects: number;
+                };
             };
             /** @enum {string} */
             state: "pending" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
@@ -9930,6 +9934,10 @@ export interface components {
                 /** @enum {string} */
                 offlineAgents: "defer" | "skip" | "fail";
                 lateArrivalSeconds: number;
+                healthGate?: {
+                    unhealthyAfterSeconds: number;
+                    maxDisconnects: number;
+                };
             };
             /** @enum {string} */
             state: "pending" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
@@ -10020,7 +10028,18 @@ export interface components {
              * @default 604800
              */
             lateArrivalSeconds: number;
+            healthGate?: components["schemas"]["RolloutHealthGate"];
         } & (unknown & unknown);
+        /** @description During each batch's bake, agents that applied the version and then turn unhealthy or keep disconnecting count as failures of the batch; `maxFailurePercent` and `onFailure` then act as for any failure. Absent: the bake only waits. */
+        RolloutHealthGate: {
+            /** @description An agent that applied the version and then reports unhealthy (OpAMP ComponentHealth) for this long during the bake fails in its batch. */
+            unhealthyAfterSeconds: number;
+            /**
+             * @description An agent whose connection drops more often than this during the bake fails in its batch (default 3).
+             * @default 3
+             */
+            maxDisconnects: number;
+        };
         RolloutAgent: {
             agentId: string;
             /** @description The agent's name (null when the agent is gone). */
@@ -10082,6 +10101,10 @@ export interface components {
                     /** @enum {string} */
                     offlineAgents: "defer" | "skip" | "fail";
                     lateArrivalSeconds: number;
+                    healthGate?: {
+                        unhealthyAfterSeconds: number;
+                        maxDisconnects: number;
+                    };
                 };
             } | null;
             lastSyncedSha: string | null;

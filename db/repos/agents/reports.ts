@@ -77,6 +77,13 @@ const BEFORE_COLUMNS = [
 ];
 
 /**
+ * `unhealthy_since` after a report carrying health `health` (SQL): unchanged while unhealthy,
+ * now when it turns so, null when healthy. ComponentHealth as JSON leaves `healthy: false` out.
+ */
+const UNHEALTHY_SINCE = (health: string) =>
+  `CASE WHEN coalesce((${health} ->> 'healthy')::boolean, false) THEN NULL ELSE coalesce(a.unhealthy_since, now()) END`;
+
+/**
  * One statement that locks the agent row, applies the report and returns the row as it was
  * before. (Routine reports of online agents go through applyReportsIfOnline, many at once.)
  *
@@ -102,7 +109,10 @@ function reportStatement(db: Db, id: string, report: AgentReport) {
   if (report.session !== undefined) set('session_id = ?', report.session);
   if (report.description) set('description = ?::jsonb', JSON.stringify(report.description));
   if (report.capabilities !== undefined) set('capabilities = ?', report.capabilities.toString());
-  if (report.health !== undefined) set('health = ?::jsonb', JSON.stringify(report.health));
+  if (report.health !== undefined) {
+    set('health = ?::jsonb', JSON.stringify(report.health));
+    set(`unhealthy_since = ${UNHEALTHY_SINCE('?::jsonb')}`, JSON.stringify(report.health));
+  }
   if (report.effectiveConfigHash !== undefined) set('effective_config_hash = ?', report.effectiveConfigHash);
   if (report.applied) {
     const { hash, status, error } = report.applied;
@@ -216,6 +226,7 @@ const REPORTS_SQL = `WITH i AS (
       description = CASE WHEN i.has_description THEN i.description ELSE a.description END,
       capabilities = coalesce(i.capabilities, a.capabilities),
       health = CASE WHEN i.has_health THEN i.health ELSE a.health END,
+      unhealthy_since = CASE WHEN i.has_health THEN ${UNHEALTHY_SINCE('i.health')} ELSE a.unhealthy_since END,
       effective_config_hash = CASE WHEN i.has_effective THEN i.effective_config_hash ELSE a.effective_config_hash END,
       applied_hash = CASE WHEN i.has_applied THEN i.applied_hash ELSE a.applied_hash END,
       applied_status = CASE WHEN i.has_applied THEN i.applied_status ELSE a.applied_status END,
@@ -293,7 +304,7 @@ export async function markSilentAgentsOffline(
 ): Promise<Array<{ id: string; tenantId: string }>> {
   // A row locked right now is an agent being heard from: skipped (and locks taken in id order).
   const { rows } = await db.raw(
-    `UPDATE agents SET status = 'offline', updated_at = now()
+    `UPDATE agents SET status = 'offline', updated_at = now(), disconnects = disconnects + 1
       WHERE id IN (SELECT id FROM agents WHERE status = 'online' AND last_seen_at < now() - make_interval(secs => ?)
                     ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)
         AND status = 'online'
@@ -315,6 +326,8 @@ export async function markAgentOffline(
 ): Promise<{ tenantId: string } | undefined> {
   const query = db('agents').where({ id }).whereIn('status', ['online', 'enrolling']);
   if (session) query.where({ session_id: session });
-  const [row] = await query.update({ status: 'offline', updated_at: db.fn.now() } as never).returning(['tenant_id']);
+  const [row] = await query
+    .update({ status: 'offline', updated_at: db.fn.now(), disconnects: db.raw('disconnects + 1') } as never)
+    .returning(['tenant_id']);
   return row && { tenantId: row.tenant_id };
 }

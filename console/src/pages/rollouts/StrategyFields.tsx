@@ -1,10 +1,10 @@
 /**
  * A rollout's strategy as form inputs, for a new rollout and for a Git source's rollout
  * template: batches of a number of agents or of a share of the target, the bake between
- * batches, the apply timeout, the failure threshold and what crossing it does. The inputs'
- * bounds are the API's (RolloutStrategy).
+ * batches, the apply timeout, the failure threshold and what crossing it does, offline
+ * agents, the health gate. The inputs' bounds are the API's (RolloutStrategy).
  */
-import { Group, NumberInput, Select } from '@mantine/core';
+import { Checkbox, Group, NumberInput, Select } from '@mantine/core';
 import type { Schemas } from '../../api/client';
 
 export type Strategy = Schemas['RolloutStrategy'];
@@ -44,7 +44,10 @@ export function describeStrategy(strategy: ShownStrategy): string {
       : strategy.offlineAgents
         ? `, offline agents ${strategy.offlineAgents === 'skip' ? 'skipped' : 'failed'}`
         : '';
-  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}${offline}`;
+  const gate = strategy.healthGate
+    ? `, health gate (unhealthy ${strategy.healthGate.unhealthyAfterSeconds} s or over ${strategy.healthGate.maxDisconnects} disconnects fails)`
+    : '';
+  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}${offline}${gate}`;
 }
 
 /** The strategy with its batch given one way only, as the API wants it. */
@@ -140,6 +143,50 @@ export function StrategyFields({ strategy, onChange }: { strategy: Strategy; onC
           onChange={(v) => set({ lateArrivalSeconds: Number(v) })}
         />
       </Group>
+      <HealthGateFields strategy={strategy} set={set} />
     </>
+  );
+}
+
+const DEFAULT_GATE = { unhealthyAfterSeconds: 30, maxDisconnects: 3 };
+
+/** The health gate: off, or how long unhealthy and how many disconnects during the bake fail an agent. */
+function HealthGateFields({ strategy, set }: { strategy: Strategy; set: (change: Partial<Strategy>) => void }) {
+  const gate = strategy.healthGate;
+  return (
+    <Group grow align="flex-start">
+      <Checkbox
+        label="Health gate"
+        description="During each bake, agents that applied and then turn unhealthy or keep disconnecting fail"
+        checked={gate !== undefined}
+        onChange={(event) =>
+          set({
+            healthGate: event.currentTarget.checked ? DEFAULT_GATE : undefined,
+            ...(event.currentTarget.checked && strategy.bakeSeconds < DEFAULT_GATE.unhealthyAfterSeconds
+              ? { bakeSeconds: DEFAULT_GATE.unhealthyAfterSeconds }
+              : {}),
+          })
+        }
+      />
+      <NumberInput
+        label="Unhealthy for (seconds)"
+        description="At most the bake"
+        min={1}
+        max={Math.max(1, strategy.bakeSeconds)}
+        allowDecimal={false}
+        disabled={!gate}
+        value={gate?.unhealthyAfterSeconds ?? DEFAULT_GATE.unhealthyAfterSeconds}
+        onChange={(v) => gate && set({ healthGate: { ...gate, unhealthyAfterSeconds: Number(v) } })}
+      />
+      <NumberInput
+        label="Disconnects allowed"
+        min={0}
+        max={1000}
+        allowDecimal={false}
+        disabled={!gate}
+        value={gate?.maxDisconnects ?? DEFAULT_GATE.maxDisconnects}
+        onChange={(v) => gate && set({ healthGate: { ...gate, maxDisconnects: Number(v) } })}
+      />
+    </Group>
   );
 }
