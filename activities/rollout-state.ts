@@ -30,6 +30,8 @@ export interface LoadedRollout {
   counts: RolloutCounts;
   /** One line naming the rollout (its Temporal summary), for the workflow's current details. */
   summary: string;
+  /** Not before then (ms) is the first batch pushed; null: at once (absent from results recorded before it). */
+  startAt?: number | null;
 }
 
 export type TransitionResult =
@@ -100,7 +102,28 @@ export function createRolloutStateActivities(db: Knex) {
         reason: row.reason,
         counts: await countsOf(db, rolloutId),
         summary: describeRollout(row, configuration?.name ?? row.configuration_id).summary,
+        startAt: row.start_at?.getTime() ?? null,
       };
+    },
+
+    /** `rollout.waiting-for-window`: the next batch waits until one of the strategy's windows opens. */
+    async announceWindowWait(input: { rolloutId: string; batch: number; opensAt: number }): Promise<void> {
+      const row = await findRolloutById(db, input.rolloutId);
+      if (!row) return;
+      await emitEvents(db, [
+        {
+          tenantId: row.tenant_id,
+          type: 'rollout.waiting-for-window',
+          source: source(row.id),
+          subject: row.id,
+          data: {
+            rolloutId: row.id,
+            name: row.name,
+            batch: input.batch,
+            opensAt: new Date(input.opensAt).toISOString(),
+          },
+        },
+      ]);
     },
 
     /**
@@ -140,8 +163,9 @@ export function createRolloutStateActivities(db: Knex) {
         await skipNeverPushed(trx, row);
         await withdrawFromDeferred(trx, row);
         await giveUpApplying(trx, row);
-        const type =
-          change.to === 'running' && before.state === 'paused' ? 'rollout.resumed' : ROLLOUT_STATE_EVENTS[change.to];
+        // A resume is announced as such, also one that leads back to `scheduled`.
+        const resumed = before.state === 'paused' && (change.to === 'running' || change.to === 'scheduled');
+        const type = resumed ? 'rollout.resumed' : ROLLOUT_STATE_EVENTS[change.to];
         await emitEvents(trx, [
           {
             tenantId: row.tenant_id,
@@ -156,6 +180,7 @@ export function createRolloutStateActivities(db: Knex) {
               state: row.state,
               reason: row.reason,
               actor: change.actor ?? 'workflow',
+              ...(row.state === 'scheduled' ? { startAt: row.start_at?.toISOString() } : {}),
             },
           },
         ]);

@@ -37,6 +37,8 @@ export interface RolloutRequest {
   target: RolloutTarget;
   strategy: RolloutStrategy;
   createdBy: string;
+  /** Not before then is the first batch pushed (RFC 3339 from the caller; none: at once). */
+  startAt?: Date | null;
   /** The key a federation peer asked under (rollouts.federation_key). */
   federationKey?: string;
   /**
@@ -95,6 +97,7 @@ export async function createRollout(trx: Knex.Transaction, request: RolloutReque
     strategy: request.strategy,
     created_by: request.createdBy,
     federation_key: request.federationKey ?? null,
+    start_at: request.startAt ?? null,
   });
   await addAgentsOnce(trx, row);
   if (request.judge) await judgeRollout(trx, row);

@@ -16,6 +16,7 @@ import {
   type RolloutStrategy,
   type RolloutTarget,
 } from './rollouts';
+import { nextWindowOpening } from './rollout-windows';
 
 /** The strategy's offline-agent fields as the rollout runs by them. */
 function effectiveOfflineRules(strategy: RolloutStrategy) {
@@ -41,6 +42,10 @@ export interface RolloutSummaryView {
   updatedAt: string;
   startedAt: string | null;
   finishedAt: string | null;
+  /** Not before then is the first batch pushed. */
+  startAt: string | null;
+  /** A running rollout outside its windows: when the next opens. */
+  nextWindowAt: string | null;
 }
 
 export interface RolloutView extends RolloutSummaryView {
@@ -70,7 +75,18 @@ export function rolloutSummaryView(row: RolloutRow): RolloutSummaryView {
     updatedAt: row.updated_at.toISOString(),
     startedAt: iso(row.started_at),
     finishedAt: iso(row.finished_at),
+    startAt: iso(row.start_at),
+    nextWindowAt: nextWindowAt(row),
   };
+}
+
+/** When a running rollout outside its windows may start its next batch; null inside one, or without windows. */
+function nextWindowAt(row: RolloutRow): string | null {
+  const windows = row.strategy.windows;
+  if (row.state !== 'running' || !windows?.length) return null;
+  const now = Date.now();
+  const opens = nextWindowOpening(windows, now);
+  return opens > now ? new Date(opens).toISOString() : null;
 }
 
 /** The rollout with its agents' counts, overall, per batch and of its rollback, as they stand in `db`. */

@@ -4,6 +4,7 @@
  * rollout workflow applies these rules; the api uses them to answer a plain refusal early.
  */
 import type { EventType } from '../db/repos/events';
+import type { RolloutWindow } from './rollout-windows';
 
 // ---------------------------------------------------------------------------------------
 // The vocabulary: what a rollout is made of, the states it and its agents pass through, and
@@ -12,6 +13,7 @@ import type { EventType } from '../db/repos/events';
 /** The values of `rollouts.state`; the transitions between them are below. */
 export const ROLLOUT_STATES = [
   'pending',
+  'scheduled',
   'running',
   'paused',
   'completed',
@@ -63,6 +65,8 @@ export interface RolloutStrategy {
   onFailure: 'pause' | 'rollback';
   /** Absent on rollouts created before it existed: they fail offline agents, as they always did. */
   offlineAgents?: OfflineAgentMode;
+  /** When batches may start (absent: any time). */
+  windows?: RolloutWindow[];
   /** Absent likewise: 0, no delivery after the end. */
   lateArrivalSeconds?: number;
   /** Absent: the bake only waits. */
@@ -160,14 +164,25 @@ export interface RollbackProgress {
 export const ROLLOUT_OPERATIONS = ['start', 'pause', 'resume', 'abort', 'rollback'] as const;
 export type RolloutOperation = (typeof ROLLOUT_OPERATIONS)[number];
 
-/** Where each operation may start from, and where it leads. */
+/**
+ * Where each operation may start from, and where it leads. A start or resume before the
+ * rollout's `startAt` leads to `scheduled` instead (`startedState`).
+ */
 export const ROLLOUT_TRANSITIONS: Record<RolloutOperation, { from: readonly RolloutState[]; to: RolloutState }> = {
   start: { from: ['pending'], to: 'running' },
-  pause: { from: ['running'], to: 'paused' },
+  pause: { from: ['scheduled', 'running'], to: 'paused' },
   resume: { from: ['paused'], to: 'running' },
-  abort: { from: ['pending', 'running', 'paused'], to: 'aborted' },
+  abort: { from: ['pending', 'scheduled', 'running', 'paused'], to: 'aborted' },
   rollback: { from: ['running', 'paused', 'completed', 'failed', 'aborted'], to: 'rolling-back' },
 };
+
+/**
+ * Where a start or resume leads: `scheduled` while the rollout's `startAt` (ms) is ahead
+ * and no batch was pushed yet, else `running`.
+ */
+export function startedState(startAt: number | null | undefined, currentBatch: number, now: number): RolloutState {
+  return startAt != null && startAt > now && currentBatch === 0 ? 'scheduled' : 'running';
+}
 
 /** For messages: "A completed rollout cannot be paused." */
 export const ROLLOUT_OPERATION_PAST: Record<RolloutOperation, string> = {
@@ -184,6 +199,7 @@ export const FINAL_ROLLOUT_STATES: readonly RolloutState[] = ['completed', 'fail
 /** The outbox event type of entering each state. */
 export const ROLLOUT_STATE_EVENTS: Record<RolloutState, EventType> = {
   pending: 'rollout.created',
+  scheduled: 'rollout.scheduled',
   running: 'rollout.started',
   paused: 'rollout.paused',
   completed: 'rollout.completed',

@@ -190,9 +190,9 @@ test('activities/ use domain, db and platform; workflows only by type, but for t
   expect(show(found)).toEqual([]);
 });
 
-test('workflows/ load only workflow code and pure rollout rules into the sandbox; anything else by type only', () => {
+test('workflows/ load only workflow code and pure rollout rules (and their windows) into the sandbox; anything else by type only', () => {
   const runtime = from('workflows').filter((i) => !i.typeOnly && !CALLERS_SIDE.has(i.file));
-  const allowedTargets = new Set(['domain/rollouts']);
+  const allowedTargets = new Set(['domain/rollouts', 'domain/rollout-windows']);
   const found = runtime.filter((i) =>
     ours(i)
       ? i.layer !== 'workflows' && !allowedTargets.has(i.target)

@@ -13,6 +13,10 @@ export interface RolloutView {
   reason?: string | null;
   counts?: RolloutCounts;
   lastBatch?: BatchOutcome;
+  /** Scheduled: not before then (ms) is the first batch pushed. */
+  startAt?: number | null;
+  /** Outside the strategy's windows: when the next opens (ms). */
+  waitingForWindow?: number;
 }
 
 /** "3 succeeded, 1 failed, 6 skipped of 10 agents" (the states that have any, besides total). */
@@ -39,6 +43,10 @@ export function currentDetails(view: RolloutView): string {
   const lines = [];
   if (view.summary) lines.push(view.summary, '');
   lines.push(`**${view.state}**${view.currentBatch > 0 ? ` · batch ${view.currentBatch}` : ''}`);
+  if (view.state === 'scheduled' && view.startAt)
+    lines.push(`- First batch at ${new Date(view.startAt).toISOString()}`);
+  if (view.waitingForWindow)
+    lines.push(`- Next batch when a window opens: ${new Date(view.waitingForWindow).toISOString()}`);
   if (view.reason) lines.push(`- Reason: ${view.reason}`);
   if (view.counts) lines.push(`- Agents: ${agentCounts(view.counts)}`);
   if (view.counts?.rollback) lines.push(`- Rollback: ${rollbackCounts(view.counts.rollback)}`);

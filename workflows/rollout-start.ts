@@ -1,5 +1,6 @@
 import { TypedSearchAttributes, WorkflowIdConflictPolicy } from '@temporalio/common';
 import type { RolloutState, RolloutStrategy, RolloutTarget } from '../domain/rollouts';
+import { describeWindows } from '../domain/rollout-windows';
 import { rolloutWorkflowId, type RolloutWorkflowInput } from './definitions';
 import { configurationIdKey, rolloutIdKey, rolloutStateKey, tenantIdKey } from './search-attributes';
 
@@ -15,6 +16,8 @@ export interface StartedRollout {
   strategy: RolloutStrategy;
   created_by: string;
   configuration_id: string;
+  /** Absent from callers that never schedule. */
+  start_at?: Date | null;
 }
 
 /**
@@ -57,11 +60,18 @@ export function describeTarget(target: RolloutTarget): string {
   return parts.join(', ');
 }
 
-/** "batches of 10 %, bake 60 s, apply timeout 300 s, max failures 0 %, on failure pause" */
+/**
+ * "batches of 10 %, bake 60 s, apply timeout 300 s, max failures 0 %, on failure pause", with
+ * the health gate and the windows when it has them.
+ */
 export function describeStrategy(strategy: RolloutStrategy): string {
   const batches =
     strategy.batchSize !== undefined ? `batches of ${strategy.batchSize}` : `batches of ${strategy.batchPercent} %`;
-  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}`;
+  const gate = strategy.healthGate
+    ? `, health gate ${strategy.healthGate.unhealthyAfterSeconds} s unhealthy or ${strategy.healthGate.maxDisconnects} disconnects`
+    : '';
+  const windows = strategy.windows?.length ? `, windows ${describeWindows(strategy.windows)}` : '';
+  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}${gate}${windows}`;
 }
 
 /** The Temporal UI shows about a line of summary; longer names are cut there (in full in the details). */
@@ -88,6 +98,7 @@ export function describeRollout(
     ...(target.groupIds.length ? [`  - groups: ${target.groupIds.join(', ')}`] : []),
     ...(target.agentIds.length && target.agentIds.length <= 20 ? [`  - agents: ${target.agentIds.join(', ')}`] : []),
     `- Strategy: ${describeStrategy(rollout.strategy)}`,
+    ...(rollout.start_at ? [`- Starts at: ${rollout.start_at.toISOString()}`] : []),
     `- REST: GET /api/rollouts/${rollout.id} (live progress), /api/rollouts/${rollout.id}/agents`,
   ].join('\n');
   return { summary, details };

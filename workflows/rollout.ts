@@ -29,6 +29,7 @@ import {
   ABANDONED_BY_ABORT,
   FINAL_ROLLOUT_STATES,
   batchFailure,
+  startedState,
   ROLLOUT_TRANSITIONS,
   refusedOperation,
   type RolloutState,
@@ -48,6 +49,7 @@ import {
 import { oneAtATime } from './one-at-a-time';
 import { currentDetails, outcomeLine, type RolloutView } from './rollout-details';
 import { rolloutStateKey } from './search-attributes';
+import { nextWindowOpening, type RolloutWindow } from '../domain/rollout-windows';
 
 const quick = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
@@ -77,6 +79,10 @@ interface RolloutRun extends RolloutView {
   bakeUntil: number;
   /** The wait for the batch in flight; an abort or a rollback cancels it. */
   batchWait?: CancellationScope;
+  /** Not before then (ms) is the first batch pushed. */
+  startAt: number | null;
+  /** Outside the strategy's windows: when the next opens (ms), for the details. */
+  waitingForWindow?: number;
   /** The health gate's watch of a baking batch; leaving `running` (a pause too) cancels it. */
   bakeWatch?: CancellationScope;
   /** One transition at a time: the main loop and operators' updates never interleave. */
@@ -100,6 +106,9 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<Roll
       case 'pending':
       case 'paused':
         await condition(() => run.state !== 'pending' && run.state !== 'paused');
+        break;
+      case 'scheduled':
+        await awaitStart(run);
         break;
       case 'running':
         await runOrFail(run, strategy);
@@ -139,6 +148,7 @@ function newRun(input: RolloutWorkflowInput): RolloutRun {
     bakeUntil: input.bakeUntil ?? 0,
     batchWait: undefined,
     bakeWatch: undefined,
+    startAt: null,
     transitions: oneAtATime(() => run.state !== 'loading'),
     unfinishedBatch: false,
   };
@@ -168,6 +178,7 @@ async function load(run: RolloutRun): Promise<RolloutStrategy> {
   run.reason = loaded.reason;
   run.counts = loaded.counts;
   run.summary = loaded.summary;
+  run.startAt = loaded.startAt ?? null;
   showDetails(run);
   run.unfinishedBatch = run.currentBatch > 0;
   return loaded.strategy;
@@ -213,6 +224,8 @@ function move(run: RolloutRun, to: RolloutState, from: RolloutState[], reason?: 
 async function operate(run: RolloutRun, request: RolloutOperationRequest): Promise<RolloutOperationResult> {
   const rule = ROLLOUT_TRANSITIONS[request.operation];
   const current = run.state as RolloutState;
+  // A start or resume before the rollout's startAt waits for it, scheduled.
+  const to = rule.to === 'running' ? startedState(run.startAt, run.currentBatch, Date.now()) : rule.to;
   if (!rule.from.includes(current)) {
     throw ApplicationFailure.nonRetryable(
       refusedOperation(current, request.operation),
@@ -228,7 +241,7 @@ async function operate(run: RolloutRun, request: RolloutOperationRequest): Promi
       : request.operation === 'abort'
         ? `aborted by ${request.actor}`
         : null;
-  const result = await transition(run, rule.to, {
+  const result = await transition(run, to, {
     from: [current],
     versions: request.versions,
     reason,
@@ -268,6 +281,30 @@ async function runOrFail(run: RolloutRun, strategy: RolloutStrategy) {
       throw error;
     await move(run, 'failed', ['running'], error.cause.message);
   }
+}
+
+/** A scheduled rollout: a timer until its `startAt`, then `running` (a pause or abort meanwhile moves it elsewhere). */
+async function awaitStart(run: RolloutRun) {
+  const left = (run.startAt ?? 0) - Date.now();
+  if (left > 0 && (await condition(() => run.state !== 'scheduled', left))) return;
+  await move(run, 'running', ['scheduled']);
+}
+
+/**
+ * Before a batch: waits until one of the strategy's windows is open (a timer to the next
+ * opening, announced once by `rollout.waiting-for-window`); false when the rollout left
+ * `running` meanwhile. A batch that started finishes whatever the clock says.
+ */
+async function awaitWindow(run: RolloutRun, windows: RolloutWindow[]): Promise<boolean> {
+  const opens = nextWindowOpening(windows, Date.now());
+  if (opens <= Date.now()) return true;
+  run.waitingForWindow = opens;
+  showDetails(run);
+  await quick.announceWindowWait({ rolloutId: run.input.rolloutId, batch: run.currentBatch + 1, opensAt: opens });
+  const moved = await condition(() => run.state !== 'running', opens - Date.now());
+  run.waitingForWindow = undefined;
+  showDetails(run);
+  return !moved;
 }
 
 /** Pushes every touched agent its version from before, waits for their reports, and ends rolled back. */
@@ -337,6 +374,7 @@ async function runNextBatch(run: RolloutRun, strategy: RolloutStrategy) {
     if (stateNow(run) !== 'running') return;
   }
   run.bakeUntil = 0;
+  if (strategy.windows?.length && !(await awaitWindow(run, strategy.windows))) return;
   const batch = run.currentBatch + 1;
   const prepared = await quick.prepareBatch({ rolloutId: run.input.rolloutId, batch });
   if (!prepared.running) return; // an operator moved it meanwhile; the loop follows the new state

@@ -19,6 +19,7 @@ import * as auditCallBatches from './20261128000000_audit_call_batches';
 import * as auditSearchIndex from './20261129000000_audit_search_index';
 import * as rolloutDeferredAgents from './20261130000000_rollout_deferred_agents';
 import * as agentHealthGate from './20261201000000_agent_health_gate';
+import * as rolloutSchedule from './20261201010000_rollout_schedule';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -45,6 +46,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261129000000_audit_search_index': auditSearchIndex,
   '20261130000000_rollout_deferred_agents': rolloutDeferredAgents,
   '20261201000000_agent_health_gate': agentHealthGate,
+  '20261201010000_rollout_schedule': rolloutSchedule,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

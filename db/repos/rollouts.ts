@@ -24,6 +24,8 @@ export interface RolloutRow {
   updated_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  /** Not before then is its first batch pushed (a start before it leads to `scheduled`); null: at once. */
+  start_at: Date | null;
   /** Set on a rollout a federation peer asked for: `<origin installation>:<federated rollout>:<position>`. */
   federation_key: string | null;
 }
@@ -42,7 +44,7 @@ export async function insertRollout(
     | 'strategy'
     | 'created_by'
   > &
-    Partial<Pick<RolloutRow, 'federation_key'>>,
+    Partial<Pick<RolloutRow, 'federation_key' | 'start_at'>>,
 ): Promise<RolloutRow> {
   const [inserted] = await db('rollouts')
     .insert({ ...row, target: JSON.stringify(row.target), strategy: JSON.stringify(row.strategy), state: 'pending' })

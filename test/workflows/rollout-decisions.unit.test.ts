@@ -59,9 +59,14 @@ function stubRollout(
   answers: Answer[],
   /** The health gate's watch of batch `batch` baking until `until` (default: nobody fails). */
   watch: (batch: number, until: number) => Promise<number> = async () => 0,
+  /** A rollout created with a startAt starts out `pending` (the default: already `running`). */
+  created: { state?: RolloutState; startAt?: number } = {},
 ) {
   const calls: string[] = [];
-  let state: RolloutState = 'running';
+  /** When (the test server's skipped time) each batch was pushed, and each window wait announced. */
+  const pushedAt: number[] = [];
+  const announced: Array<{ batch: number; opensAt: number }> = [];
+  let state: RolloutState = created.state ?? 'running';
   let rowVersion = 1;
   let reason: string | null = null;
   const counts: RolloutCounts = {
@@ -70,7 +75,17 @@ function stubRollout(
   };
   const activities = {
     async loadRollout(): Promise<LoadedRollout> {
-      return { tenantId: 'default', state, rowVersion, currentBatch: 0, strategy, reason, counts, summary: 'stub' };
+      return {
+        tenantId: 'default',
+        state,
+        rowVersion,
+        currentBatch: 0,
+        strategy,
+        reason,
+        counts,
+        summary: 'stub',
+        startAt: created.startAt ?? null,
+      };
     },
     async transitionRollout(change: { from: RolloutState[]; to: RolloutState; reason?: string | null }) {
       if (!change.from.includes(state)) return { ok: false, why: 'state', state, rowVersion } as TransitionResult;
@@ -86,6 +101,7 @@ function stubRollout(
     },
     async pushBatch({ batch }: { batch: number }) {
       calls.push(`push ${batch}`);
+      pushedAt.push(await temporal.currentTimeMs());
       return { pushed: 1, skipped: 0 };
     },
     async awaitBatch({ batch }: { batch: number }) {
@@ -104,6 +120,9 @@ function stubRollout(
       };
       return { failedNow, outcome, counts };
     },
+    async announceWindowWait(wait: { batch: number; opensAt: number }) {
+      announced.push({ batch: wait.batch, opensAt: wait.opensAt });
+    },
     async abandonBatch() {
       calls.push('abandon');
       return 0;
@@ -116,7 +135,7 @@ function stubRollout(
       return { waitingAfterTimeout: 0 };
     },
   };
-  return { calls, activities, reason: () => reason };
+  return { calls, activities, reason: () => reason, pushedAt, announced };
 }
 
 /** Runs the workflow over the stub until `until` returns; the time-skipping server skips the bakes. */
@@ -239,7 +258,7 @@ test('a pause stops the health watch; after the resume it watches on to the same
     }
   });
   const outcome = await run(stub, async (handle) => {
-    await eventually(() => expect(stub.calls).toContain('watch 1'));
+    await eventually(async () => expect(stub.calls).toContain('watch 1'));
     await handle.executeUpdate(operateRolloutUpdate, { args: [{ operation: 'pause', actor: 'alice' }] });
     await handle.executeUpdate(operateRolloutUpdate, { args: [{ operation: 'resume', actor: 'alice' }] });
     return handle.result();
@@ -256,4 +275,66 @@ test('a pause stops the health watch; after the resume it watches on to the same
     '→ completed',
   ]);
   expect(untils[1]).toBe(untils[0]);
+});
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+test('a rollout started before its startAt is scheduled until then (pause and resume keep it so), and its first batch goes at startAt', async () => {
+  const startAt = (await temporal.currentTimeMs()) + 3 * DAY;
+  const stub = stubRollout({ ...STRATEGY, bakeSeconds: 0 }, [ok, ok], undefined, { state: 'pending', startAt });
+  const outcome = await run(stub, async (handle) => {
+    const operate = (operation: 'start' | 'pause' | 'resume') =>
+      handle.executeUpdate(operateRolloutUpdate, { args: [{ operation, actor: 'alice' }] });
+    expect((await operate('start')).state).toBe('scheduled');
+    expect((await operate('pause')).state).toBe('paused');
+    expect((await operate('resume')).state).toBe('scheduled');
+    expect((await handle.query(rolloutStatusQuery)).state).toBe('scheduled');
+    return handle.result(); // the test server skips the three days
+  });
+  expect(outcome.state).toBe('completed');
+  expect(stub.calls).toEqual([
+    '→ scheduled',
+    '→ paused',
+    '→ scheduled',
+    '→ running',
+    'prepare 1',
+    'push 1',
+    'prepare 2',
+    'push 2',
+    'prepare 3',
+    '→ completed',
+  ]);
+  expect(stub.pushedAt[0]).toBeGreaterThanOrEqual(startAt);
+});
+
+test('an abort while scheduled ends the rollout without a batch', async () => {
+  const startAt = (await temporal.currentTimeMs()) + DAY;
+  const stub = stubRollout(STRATEGY, [ok], undefined, { state: 'pending', startAt });
+  const outcome = await run(stub, async (handle) => {
+    await handle.executeUpdate(operateRolloutUpdate, { args: [{ operation: 'start', actor: 'alice' }] });
+    await handle.executeUpdate(operateRolloutUpdate, { args: [{ operation: 'abort', actor: 'alice' }] });
+    return handle.result();
+  });
+  expect(outcome.state).toBe('aborted');
+  expect(stub.calls).toEqual(['→ scheduled', '→ aborted']);
+});
+
+test('windows: each batch starts inside a window (Saturdays 10:00–11:00 UTC); a batch that bakes past the close waits a week for the next', async () => {
+  const windows = [{ days: ['sat' as const], from: '10:00', to: '11:00', timeZone: 'UTC' }];
+  const stub = stubRollout({ ...STRATEGY, bakeSeconds: 3600, windows }, [ok, ok, ok]);
+  const outcome = await run(stub, (handle) => handle.result());
+  expect(outcome.state).toBe('completed');
+  expect(stub.pushedAt).toHaveLength(3);
+  for (const at of stub.pushedAt) {
+    const pushed = new Date(at);
+    expect(pushed.getUTCDay()).toBe(6);
+    expect(pushed.getUTCHours()).toBe(10);
+  }
+  // Each batch baked an hour past the close: the next waited for the next Saturday.
+  expect(stub.pushedAt[1]! - stub.pushedAt[0]!).toBeGreaterThanOrEqual(7 * DAY - HOUR);
+  expect(stub.pushedAt[2]! - stub.pushedAt[1]!).toBeGreaterThanOrEqual(7 * DAY - HOUR);
+  // Batches 2 and 3 (and the completion's look for a batch 4) announced their wait with the opening.
+  expect(stub.announced.map((wait) => wait.batch).slice(-3)).toEqual([2, 3, 4]);
+  for (const wait of stub.announced) expect(new Date(wait.opensAt).getUTCHours()).toBe(10);
 });

@@ -138,6 +138,7 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
           version: body.version,
           target: body.target,
           strategy: body.strategy,
+          startAt: body.startAt ? new Date(body.startAt) : null,
           createdBy: principal.name,
           judge: false, // judged when started
         });

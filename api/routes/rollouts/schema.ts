@@ -13,8 +13,11 @@ import {
   OFFLINE_AGENT_MODES,
   ROLLOUT_STATES,
 } from '../../../domain/rollouts';
+import { isTimeZone, WEEKDAYS } from '../../../domain/rollout-windows';
 
 const MAX_TARGET_IDS = 10_000;
+/** How far ahead a rollout may be scheduled. */
+const MAX_START_AHEAD_MS = 366 * 86_400_000;
 
 export const targetSchema = z
   .object({
@@ -62,6 +65,30 @@ export const healthGateSchema = z
       "During each batch's bake, agents that applied the version and then turn unhealthy or keep disconnecting count as failures of the batch; `maxFailurePercent` and `onFailure` then act as for any failure. Absent: the bake only waits.",
   });
 
+const clockTime = z.string().regex(/^(([01]\d|2[0-3]):[0-5]\d|24:00)$/, 'must be a local time HH:MM, 00:00 to 24:00');
+
+export const windowSchema = z
+  .object({
+    days: z
+      .array(z.enum(WEEKDAYS))
+      .min(1)
+      .max(7)
+      .refine((days) => new Set(days).size === days.length, 'must not name a day twice'),
+    from: clockTime,
+    to: clockTime,
+    timeZone: z
+      .string()
+      .max(64)
+      .refine(isTimeZone, 'must be an IANA time zone, e.g. Europe/Berlin or UTC')
+      .openapi({ example: 'Europe/Berlin' }),
+  })
+  .strict()
+  .refine((w) => w.from !== w.to, { path: ['to'], message: 'must differ from from (a window of no time)' })
+  .openapi('RolloutWindow', {
+    description:
+      'Opens on each of `days` at `from` (local time in `timeZone`) and closes at `to` that day, or the next day when `to` is not after `from` (22:00–04:00 runs overnight).',
+  });
+
 export const strategySchema = z
   .object({
     batchSize: batchSizeSchema.optional(),
@@ -90,6 +117,10 @@ export const strategySchema = z
           'How long a completed rollout keeps delivering to its deferred agents (default 7 days, at most 30); after it they are settled `skipped` and no longer get the version.',
       }),
     healthGate: healthGateSchema.optional(),
+    windows: z.array(windowSchema).min(1).max(50).optional().openapi({
+      description:
+        'When batches may start: a batch starts only inside one of the windows, and a batch that started finishes (its bake too). Absent: any time.',
+    }),
   })
   .strict()
   .refine(
@@ -119,6 +150,15 @@ export const createRolloutBody = z
     version: z.number().int().min(1).max(2_147_483_647),
     target: targetSchema,
     strategy: strategySchema,
+    startAt: z.iso
+      .datetime({ offset: true })
+      .refine((at) => Date.parse(at) > Date.now(), 'must be in the future')
+      .refine((at) => Date.parse(at) <= Date.now() + MAX_START_AHEAD_MS, 'must be within a year')
+      .optional()
+      .openapi({
+        description:
+          'RFC 3339. The start is accepted at once, and the first batch is not pushed before then: until then the rollout is `scheduled` (pause and abort work).',
+      }),
   })
   .strict()
   .openapi('RolloutCreate');
@@ -159,6 +199,14 @@ export const rolloutSchema = z
       offlineAgents: z.enum(OFFLINE_AGENT_MODES),
       lateArrivalSeconds: z.number().int(),
       healthGate: z.object({ unhealthyAfterSeconds: z.number().int(), maxDisconnects: z.number().int() }).optional(),
+      windows: z
+        .array(z.object({ days: z.array(z.enum(WEEKDAYS)), from: z.string(), to: z.string(), timeZone: z.string() }))
+        .optional(),
+    }),
+    startAt: z.string().nullable().openapi({ description: 'Not before then is the first batch pushed.' }),
+    nextWindowAt: z.string().nullable().openapi({
+      description:
+        'A running rollout with windows, outside them: when the next opens (its next batch starts then). Null otherwise.',
     }),
     state: z.enum(ROLLOUT_STATES),
     reason: z.string().nullable(),

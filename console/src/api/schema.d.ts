@@ -4827,7 +4827,7 @@ export interface paths {
                     offset?: number;
                     /** @description Opaque cursor from `nextCursor` or the `Link` header. Give `cursor` or `offset`, not both (400). */
                     cursor?: string;
-                    state?: "pending" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
+                    state?: "pending" | "scheduled" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
                     configurationId?: string;
                     createdBy?: string;
                     /** @description Part of the name (case-insensitive). */
@@ -9898,9 +9898,19 @@ export interface components {
                     unhealthyAfterSeconds: number;
                     maxDisconnects: number;
                 };
+                windows?: {
+                    days: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
+                    from: string;
+                    to: string;
+                    timeZone: string;
+                }[];
             };
+            /** @description Not before then is the first batch pushed. */
+            startAt: string | null;
+            /** @description A running rollout with windows, outside them: when the next opens (its next batch starts then). Null otherwise. */
+            nextWindowAt: string | null;
             /** @enum {string} */
-            state: "pending" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
+            state: "pending" | "scheduled" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
             reason: string | null;
             currentBatch: number;
             createdBy: string;
@@ -9938,9 +9948,19 @@ export interface components {
                     unhealthyAfterSeconds: number;
                     maxDisconnects: number;
                 };
+                windows?: {
+                    days: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
+                    from: string;
+                    to: string;
+                    timeZone: string;
+                }[];
             };
+            /** @description Not before then is the first batch pushed. */
+            startAt: string | null;
+            /** @description A running rollout with windows, outside them: when the next opens (its next batch starts then). Null otherwise. */
+            nextWindowAt: string | null;
             /** @enum {string} */
-            state: "pending" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
+            state: "pending" | "scheduled" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
             reason: string | null;
             progress: {
                 total: number;
@@ -9988,6 +10008,11 @@ export interface components {
             version: number;
             target: components["schemas"]["RolloutTarget"];
             strategy: components["schemas"]["RolloutStrategy"];
+            /**
+             * Format: date-time
+             * @description RFC 3339. The start is accepted at once, and the first batch is not pushed before then: until then the rollout is `scheduled` (pause and abort work).
+             */
+            startAt?: string;
         };
         /** @description Agents in any of the groups, the agents listed, and agents matching the label selector (union). Agents that join a target group or start matching while the rollout runs are included in a later batch. */
         RolloutTarget: {
@@ -10029,6 +10054,8 @@ export interface components {
              */
             lateArrivalSeconds: number;
             healthGate?: components["schemas"]["RolloutHealthGate"];
+            /** @description When batches may start: a batch starts only inside one of the windows, and a batch that started finishes (its bake too). Absent: any time. */
+            windows?: components["schemas"]["RolloutWindow"][];
         } & (unknown & unknown);
         /** @description During each batch's bake, agents that applied the version and then turn unhealthy or keep disconnecting count as failures of the batch; `maxFailurePercent` and `onFailure` then act as for any failure. Absent: the bake only waits. */
         RolloutHealthGate: {
@@ -10039,6 +10066,14 @@ export interface components {
              * @default 3
              */
             maxDisconnects: number;
+        };
+        /** @description Opens on each of `days` at `from` (local time in `timeZone`) and closes at `to` that day, or the next day when `to` is not after `from` (22:00–04:00 runs overnight). */
+        RolloutWindow: {
+            days: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
+            from: string;
+            to: string;
+            /** @example Europe/Berlin */
+            timeZone: string;
         };
         RolloutAgent: {
             agentId: string;
@@ -10105,6 +10140,12 @@ export interface components {
                         unhealthyAfterSeconds: number;
                         maxDisconnects: number;
                     };
+                    windows?: {
+                        days: ("mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun")[];
+                        from: string;
+                        to: string;
+                        timeZone: string;
+                    }[];
                 };
             } | null;
             lastSyncedSha: string | null;
@@ -10508,7 +10549,7 @@ export interface components {
                 peerId: string | null;
                 name: string;
                 /** @enum {string} */
-                state: "pending" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back" | "denied" | "unreachable";
+                state: "pending" | "scheduled" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back" | "denied" | "unreachable";
                 /** @description The rollout's id on that installation. */
                 rolloutId: string | null;
                 /** @description The configuration's id on that installation. */
@@ -10567,7 +10608,7 @@ export interface components {
             configurationId: string;
             version: number;
             /** @enum {string} */
-            state: "pending" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
+            state: "pending" | "scheduled" | "running" | "paused" | "completed" | "failed" | "aborted" | "rolling-back" | "rolled-back";
             reason: string | null;
             progress: {
                 [key: string]: number;

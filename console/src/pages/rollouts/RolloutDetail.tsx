@@ -83,6 +83,10 @@ function RolloutFacts({ rollout }: { rollout: Rollout }) {
           ['Strategy', describeStrategy(rollout.strategy)],
           ['Current batch', String(rollout.currentBatch)],
           ['Created', `${rollout.createdBy}, ${when(rollout.createdAt)}`],
+          ...(rollout.startAt ? [['Starts at', when(rollout.startAt)] as [string, string]] : []),
+          ...(rollout.nextWindowAt
+            ? [['Next batch', `when a window opens, ${when(rollout.nextWindowAt)}`] as [string, string]]
+            : []),
           ['Started', when(rollout.startedAt)],
           ['Finished', when(rollout.finishedAt)],
           ['Id', <Code key="id">{rollout.id}</Code>],

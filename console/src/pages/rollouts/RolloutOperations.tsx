@@ -33,19 +33,20 @@ const OPERATIONS: readonly Operation<RolloutState>[] = [
   },
   {
     label: 'Pause',
-    from: ['running'],
+    from: ['scheduled', 'running'],
     question: 'Pause the rollout? The batch being applied finishes; the next one waits until it is resumed.',
     send: (id, etag) => ok(api.POST('/api/rollouts/{id}/pause', target(id, etag))),
   },
   {
     label: 'Resume',
     from: ['paused'],
-    question: 'Resume the rollout? The next batch follows once the bake is over.',
+    question:
+      'Resume the rollout? The next batch follows once the bake is over (a rollout whose start time is ahead is scheduled again).',
     send: (id, etag) => ok(api.POST('/api/rollouts/{id}/resume', target(id, etag))),
   },
   {
     label: 'Abort',
-    from: ['pending', 'running', 'paused'],
+    from: ['pending', 'scheduled', 'running', 'paused'],
     question: 'Abort the rollout? No further batch is pushed; agents already pushed keep their configuration.',
     danger: true,
     send: (id, etag) => ok(api.POST('/api/rollouts/{id}/abort', target(id, etag))),

@@ -47,7 +47,10 @@ export function describeStrategy(strategy: ShownStrategy): string {
   const gate = strategy.healthGate
     ? `, health gate (unhealthy ${strategy.healthGate.unhealthyAfterSeconds} s or over ${strategy.healthGate.maxDisconnects} disconnects fails)`
     : '';
-  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}${offline}${gate}`;
+  const windows = strategy.windows?.length
+    ? `, batches start only ${strategy.windows.map((w) => `${w.days.join(',')} ${w.from}–${w.to} ${w.timeZone}`).join('; ')}`
+    : '';
+  return `${batches}, bake ${strategy.bakeSeconds} s, apply timeout ${strategy.applyTimeoutSeconds} s, max failures ${strategy.maxFailurePercent} %, on failure ${strategy.onFailure}${offline}${gate}${windows}`;
 }
 
 /** The strategy with its batch given one way only, as the API wants it. */

@@ -9,6 +9,7 @@ export type RolloutState = Schemas['Rollout']['state'];
 
 export const ROLLOUT_STATES: readonly RolloutState[] = [
   'pending',
+  'scheduled',
   'running',
   'paused',
   'completed',
@@ -24,6 +25,7 @@ export function isRolloutState(value: string | null): value is RolloutState {
 
 // Filled badges in dark shades: white text on them keeps 4.5:1 contrast on any row.
 const STATE_COLORS: Partial<Record<RolloutState, string>> = {
+  scheduled: 'indigo.9',
   running: 'blue.9',
   paused: 'yellow.9',
   completed: 'teal.9',
