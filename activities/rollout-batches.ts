@@ -3,7 +3,6 @@
  * the configuration to it.
  */
 import type { Knex } from 'knex';
-import { emitEvents } from '../db/repos/events';
 import {
   addTargetAgents,
   assignBatch,
@@ -17,7 +16,7 @@ import { evaluatePolicies, violationsOf } from '../domain/policies/evaluate';
 import { offlineRules } from '../domain/rollouts';
 import { pushConfiguration } from '../domain/pushes';
 import { whileHeartbeating } from './keep-alive';
-import { agentEvents, loadRolloutRow } from './rollout-shared';
+import { loadRolloutRow, recordPushes, recordResults } from './rollout-shared';
 
 /** `prepareBatch` and `pushBatch`: a batch's agents, then the push to them. */
 export function createRolloutBatchActivities(db: Knex) {
@@ -69,13 +68,12 @@ export function createRolloutBatchActivities(db: Knex) {
         for (const [error, ids] of byReason) {
           const done = await finishAgents(trx, rollout.id, [...ids], 'failed', error);
           denied += done.length;
-          await emitEvents(
+          await recordResults(
             trx,
-            agentEvents(
-              rollout,
-              done.map((id) => ({ agent_id: id, state: 'failed' as const, error })),
-              { batch: input.batch },
-            ),
+            rollout,
+            done.map((id) => ({ agent_id: id, state: 'failed' as const, error })),
+            { batch: input.batch },
+            'denied',
           );
         }
       });
@@ -103,7 +101,7 @@ export function createRolloutBatchActivities(db: Knex) {
             ...claimed.offline.map((id) => ({ agent_id: id, state: 'skipped' as const, error: OFFLINE_SKIPPED })),
             ...claimed.deferred.map((id) => ({ agent_id: id, state: 'deferred' as const, error: null })),
           ];
-          await emitEvents(trx, agentEvents(rollout, results, { batch: input.batch }));
+          await recordResults(trx, rollout, results, { batch: input.batch });
           const agentIds = [...claimed.push, ...claimed.deferred];
           if (agentIds.length > 0) {
             // A PushError (the version is gone or unpublished) fails the activity for good.
@@ -113,6 +111,7 @@ export function createRolloutBatchActivities(db: Knex) {
               configurationId: rollout.configuration_id,
               version: rollout.version,
             });
+            await recordPushes(trx, rollout, claimed.push, 'pushed');
           }
           const skipped = claimed.unreachable.length + claimed.offline.length;
           return { pushed: claimed.push.length, skipped, deferred: claimed.deferred.length };

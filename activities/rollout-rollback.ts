@@ -5,11 +5,17 @@
 import { heartbeat, sleep } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import { lockAgentRows } from '../db/repos/agents';
-import { emitEvents } from '../db/repos/events';
 import { claimRollback, failRollbackAgents, rollbackWaiting, settleRollback } from '../db/repos/rollout-agents';
 import { pushConfiguration, PushError } from '../domain/pushes';
 import { whileHeartbeating } from './keep-alive';
-import { agentEvents, loadRolloutRow, POLL_MS } from './rollout-shared';
+import type { RolloutRow } from '../db/repos/rollouts';
+import { loadRolloutRow, POLL_MS, recordPushes, recordResults } from './rollout-shared';
+
+/** The rollback fails for these agents (unreachable, or silent past the timeout), recorded in their history. */
+async function failRollback(trx: Knex.Transaction, rollout: RolloutRow, agentIds: string[], error: string) {
+  await failRollbackAgents(trx, rollout.id, agentIds, error);
+  await recordPushes(trx, rollout, agentIds, 'rollback-failed', error);
+}
 
 /** `startRollback` and `awaitRollback`: the pushes back, then the wait for their reports. */
 export function createRolloutRollbackActivities(db: Knex) {
@@ -35,12 +41,13 @@ export function createRolloutRollbackActivities(db: Knex) {
                 version: group.version,
               });
               pushed += result.agentIds.length;
+              await recordPushes(trx, rollout, result.agentIds, 'rollback-pushed');
               const reached = new Set(result.agentIds);
               const unreachable = group.agentIds.filter((id) => !reached.has(id));
-              await failRollbackAgents(trx, rollout.id, unreachable, 'the agent can no longer receive configurations');
+              await failRollback(trx, rollout, unreachable, 'the agent can no longer receive configurations');
             } catch (error) {
               if (!(error instanceof PushError)) throw error;
-              await failRollbackAgents(trx, rollout.id, group.agentIds, error.message);
+              await failRollback(trx, rollout, group.agentIds, error.message);
             }
           }
           return { pushed };
@@ -57,18 +64,14 @@ export function createRolloutRollbackActivities(db: Knex) {
         await whileHeartbeating(() =>
           db.transaction(async (trx) => {
             const settled = await settleRollback(trx, rollout.id);
-            await emitEvents(trx, agentEvents(rollout, settled, { rollback: true }));
+            await recordResults(trx, rollout, settled, { rollback: true });
           }),
         );
         const waiting = await rollbackWaiting(db, rollout.id);
         if (waiting.length === 0) return { waitingAfterTimeout: 0 };
         if (Date.now() - started >= timeoutMs) {
-          await failRollbackAgents(
-            db,
-            rollout.id,
-            waiting,
-            `no report within ${rollout.strategy.applyTimeoutSeconds} s`,
-          );
+          const error = `no report within ${rollout.strategy.applyTimeoutSeconds} s`;
+          await db.transaction((trx) => failRollback(trx, rollout, waiting, error));
           return { waitingAfterTimeout: waiting.length };
         }
         heartbeat(waiting.length);

@@ -21,7 +21,7 @@ import type { RolloutRow } from '../db/repos/rollouts';
 import { healthVerdict, NEVER_CAME_ONLINE, offlineRules, type ComponentHealthJson } from '../domain/rollouts';
 import type { BatchOutcome, RolloutCounts } from '../workflows/definitions';
 import { whileHeartbeating } from './keep-alive';
-import { agentEvents, countsOf, deferredEvents, loadRolloutRow, POLL_MS, source } from './rollout-shared';
+import { countsOf, loadRolloutRow, POLL_MS, recordDeferredResults, recordResults, source } from './rollout-shared';
 
 /** How often a finished rollout looks for its late arrivals (agents come online over days, not seconds). */
 export const LATE_POLL_MS = 5_000;
@@ -49,7 +49,7 @@ async function judgedOutcome(db: Knex, rolloutId: string, batch: number): Promis
 async function settleLateArrivals(db: Knex, rollout: RolloutRow): Promise<void> {
   await db.transaction(async (trx) => {
     const settled = await settleDeferred(trx, rollout.id, rollout.content_hash);
-    await emitEvents(trx, deferredEvents(rollout, settled));
+    await recordDeferredResults(trx, rollout, settled);
   });
 }
 
@@ -66,13 +66,12 @@ export function createRolloutSettlingActivities(db: Knex) {
       const rollout = await loadRolloutRow(db, input.rolloutId);
       return db.transaction(async (trx) => {
         const abandoned = await failApplying(trx, rollout.id, input.batch, input.reason);
-        await emitEvents(
+        await recordResults(
           trx,
-          agentEvents(
-            rollout,
-            abandoned.map((id) => ({ agent_id: id, state: 'failed' as const, error: input.reason })),
-            { batch: input.batch },
-          ),
+          rollout,
+          abandoned.map((id) => ({ agent_id: id, state: 'failed' as const, error: input.reason })),
+          { batch: input.batch },
+          'abandoned',
         );
         return abandoned.length;
       });
@@ -97,11 +96,11 @@ export function createRolloutSettlingActivities(db: Knex) {
         await whileHeartbeating(() =>
           db.transaction(async (trx) => {
             const settled = await settleBatch(trx, rollout.id, input.batch, rollout.content_hash);
-            await emitEvents(trx, agentEvents(rollout, settled, { batch: input.batch }));
+            await recordResults(trx, rollout, settled, { batch: input.batch });
             // Agents of earlier batches that were offline settle as they come back.
             if (!defers) return;
             const late = await settleDeferred(trx, rollout.id, rollout.content_hash);
-            await emitEvents(trx, deferredEvents(rollout, late));
+            await recordDeferredResults(trx, rollout, late);
           }),
         );
         const waiting = await batchWaiting(db, rollout.id, input.batch);
@@ -110,13 +109,12 @@ export function createRolloutSettlingActivities(db: Knex) {
           const error = `no APPLIED or FAILED report within ${rollout.strategy.applyTimeoutSeconds} s`;
           await db.transaction(async (trx) => {
             const timedOut = await failApplying(trx, rollout.id, input.batch, error);
-            await emitEvents(
+            await recordResults(
               trx,
-              agentEvents(
-                rollout,
-                timedOut.map((id) => ({ agent_id: id, state: 'failed' as const, error })),
-                { batch: input.batch },
-              ),
+              rollout,
+              timedOut.map((id) => ({ agent_id: id, state: 'failed' as const, error })),
+              { batch: input.batch },
+              'timed-out',
             );
           });
           break;
@@ -167,7 +165,7 @@ export function createRolloutSettlingActivities(db: Knex) {
                   ),
                 }));
                 const failed = await failSucceeded(trx, rollout.id, verdicts);
-                await emitEvents(trx, agentEvents(rollout, failed, { batch: input.batch, healthGate: true }));
+                await recordResults(trx, rollout, failed, { batch: input.batch, healthGate: true }, 'unhealthy');
                 return failed.length;
               }),
             )
@@ -201,7 +199,7 @@ export function createRolloutSettlingActivities(db: Knex) {
         if (Date.now() >= windowEnds) {
           await db.transaction(async (trx) => {
             const expired = await withdrawDeferred(trx, rollout.id, rollout.content_hash, NEVER_CAME_ONLINE.late);
-            await emitEvents(trx, deferredEvents(rollout, expired));
+            await recordDeferredResults(trx, rollout, expired);
           });
           return { done: true, deferred: 0, counts: await countsOf(db, rollout.id) };
         }

@@ -1,9 +1,11 @@
 /**
- * What the rollout activities share: the rollout's row, its counts, and the
- * `rollout.agent-updated` events that record each agent's result.
+ * What the rollout activities share: the rollout's row, its counts, and how each agent's
+ * result is recorded: its `rollout.agent-updated` event and its history entry.
  */
 import type { Knex } from 'knex';
-import type { NewEvent } from '../db/repos/events';
+import { recordRolloutHistory } from '../db/repos/agent-history';
+import { emitEvents, type NewEvent } from '../db/repos/events';
+import { resultKind, type AgentHistoryKind } from '../domain/rollouts';
 import { rolloutProgress, type SettledAgent, type SettledDeferredAgent } from '../db/repos/rollout-agents';
 import { findRolloutById, type RolloutRow } from '../db/repos/rollouts';
 import type { RolloutCounts } from '../workflows/definitions';
@@ -48,7 +50,67 @@ export function agentEvents(
   }));
 }
 
-/** One `rollout.agent-updated` per deferred agent settled, each with its own batch. */
-export function deferredEvents(rollout: RolloutRow, settled: SettledDeferredAgent[]): NewEvent[] {
-  return settled.flatMap(({ batch, ...agent }) => agentEvents(rollout, [agent], { batch }));
+/** What an agent's result was about: its batch, the rollback, the health gate's verdict. */
+export interface ResultContext {
+  batch?: number;
+  rollback?: boolean;
+  healthGate?: boolean;
+}
+
+/**
+ * Records agents' results in the caller's transaction: one `rollout.agent-updated` event and
+ * one history entry each (its kind from the state, unless `kind` says more: a timeout, a
+ * health verdict, a policy's denial, an abort).
+ */
+export async function recordResults(
+  trx: Knex.Transaction,
+  rollout: RolloutRow,
+  results: AgentResult[],
+  context: ResultContext = {},
+  kind?: AgentHistoryKind,
+): Promise<void> {
+  if (results.length === 0) return;
+  await emitEvents(trx, agentEvents(rollout, results, { ...context }));
+  const rollback = context.rollback ?? false;
+  await recordRolloutHistory(
+    trx,
+    rollout.id,
+    results.map((result) => ({
+      agentId: result.agent_id,
+      kind: kind ?? resultKind(result.state, rollback),
+      detail: result.error,
+      batch: context.batch ?? null,
+      rollback,
+    })),
+  );
+}
+
+/** `recordResults` for deferred agents settled, each with its own batch (a statement or two per batch). */
+export async function recordDeferredResults(
+  trx: Knex.Transaction,
+  rollout: RolloutRow,
+  settled: SettledDeferredAgent[],
+): Promise<void> {
+  const byBatch = new Map<number, AgentResult[]>();
+  for (const { batch, ...agent } of settled) {
+    const agents = byBatch.get(batch) ?? [];
+    agents.push(agent);
+    byBatch.set(batch, agents);
+  }
+  for (const [batch, agents] of byBatch) await recordResults(trx, rollout, agents, { batch });
+}
+
+/** History entries of agents pushed (by the rollout, or its rollback's push) or that a push could not reach. */
+export async function recordPushes(
+  trx: Knex.Transaction,
+  rollout: RolloutRow,
+  agentIds: string[],
+  kind: 'pushed' | 'rollback-pushed' | 'rollback-failed',
+  detail: string | null = null,
+): Promise<void> {
+  await recordRolloutHistory(
+    trx,
+    rollout.id,
+    agentIds.map((agentId) => ({ agentId, kind, detail, batch: null, rollback: kind !== 'pushed' })),
+  );
 }

@@ -18,7 +18,7 @@ import {
 } from '../domain/rollouts';
 import type { RolloutCounts } from '../workflows/definitions';
 import { describeRollout } from '../workflows/rollout-start';
-import { agentEvents, countsOf, deferredEvents, source } from './rollout-shared';
+import { countsOf, recordDeferredResults, recordResults, source } from './rollout-shared';
 
 export interface LoadedRollout {
   tenantId: string;
@@ -43,12 +43,10 @@ async function skipNeverPushed(trx: Knex.Transaction, rollout: RolloutRow) {
   const reason = NEVER_PUSHED[rollout.state];
   if (!reason) return;
   const skipped = await skipPendingAgents(trx, rollout.id, reason);
-  await emitEvents(
+  await recordResults(
     trx,
-    agentEvents(
-      rollout,
-      skipped.map((id) => ({ agent_id: id, state: 'skipped' as const, error: reason })),
-    ),
+    rollout,
+    skipped.map((id) => ({ agent_id: id, state: 'skipped' as const, error: reason })),
   );
 }
 
@@ -62,7 +60,7 @@ async function withdrawFromDeferred(trx: Knex.Transaction, rollout: RolloutRow) 
   if (state !== 'failed' && state !== 'aborted' && state !== 'rolling-back') return;
   const rollback = state === 'rolling-back' ? ROLLBACK_OF_DEFERRED : undefined;
   const withdrawn = await withdrawDeferred(trx, rollout.id, rollout.content_hash, NEVER_CAME_ONLINE[state], rollback);
-  await emitEvents(trx, deferredEvents(rollout, withdrawn));
+  await recordDeferredResults(trx, rollout, withdrawn);
 }
 
 /** An abort gives up on the agents of the batch in flight that have not reported. */
@@ -70,13 +68,12 @@ async function giveUpApplying(trx: Knex.Transaction, rollout: RolloutRow) {
   if (rollout.state !== 'aborted' || rollout.current_batch === 0) return;
   const error = ABANDONED_BY_ABORT;
   const abandoned = await failApplying(trx, rollout.id, rollout.current_batch, error);
-  await emitEvents(
+  await recordResults(
     trx,
-    agentEvents(
-      rollout,
-      abandoned.map((id) => ({ agent_id: id, state: 'failed' as const, error })),
-      { batch: rollout.current_batch },
-    ),
+    rollout,
+    abandoned.map((id) => ({ agent_id: id, state: 'failed' as const, error })),
+    { batch: rollout.current_batch },
+    'abandoned',
   );
 }
 

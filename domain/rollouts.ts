@@ -146,6 +146,37 @@ export interface Progress {
   skipped: number;
 }
 
+/**
+ * What an agent's history records of it in a rollout (`agent_history.kind`): its push and
+ * what came of it, or of the rollback's push.
+ */
+export const AGENT_HISTORY_KINDS = [
+  'pushed',
+  'deferred',
+  'applied',
+  'failed',
+  'timed-out',
+  'unhealthy',
+  'denied',
+  'abandoned',
+  'skipped',
+  'rollback-pushed',
+  'rollback-applied',
+  'rollback-failed',
+  'rollback-skipped',
+] as const;
+export type AgentHistoryKind = (typeof AGENT_HISTORY_KINDS)[number];
+
+/** The history kind of an agent's result, when nothing more particular (a timeout, a health verdict…) is known. */
+export function resultKind(
+  state: 'succeeded' | 'failed' | 'skipped' | 'deferred',
+  rollback: boolean,
+): AgentHistoryKind {
+  if (state === 'deferred') return 'deferred';
+  const kind = state === 'succeeded' ? 'applied' : state;
+  return rollback ? `rollback-${kind}` : kind;
+}
+
 export interface BatchProgress extends Progress {
   batch: number;
 }

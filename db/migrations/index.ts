@@ -20,6 +20,7 @@ import * as auditSearchIndex from './20261129000000_audit_search_index';
 import * as rolloutDeferredAgents from './20261130000000_rollout_deferred_agents';
 import * as agentHealthGate from './20261201000000_agent_health_gate';
 import * as rolloutSchedule from './20261201010000_rollout_schedule';
+import * as agentHistory from './20261201020000_agent_history';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -47,6 +48,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261130000000_rollout_deferred_agents': rolloutDeferredAgents,
   '20261201000000_agent_health_gate': agentHealthGate,
   '20261201010000_rollout_schedule': rolloutSchedule,
+  '20261201020000_agent_history': agentHistory,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

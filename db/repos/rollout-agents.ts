@@ -108,6 +108,13 @@ export async function rolloutAgentIdsPage(
 /** A rollout's agent with the agent's name (null when its row is gone). */
 export type RolloutAgentListRow = RolloutAgentRow & { agent_name: string | null };
 
+/** Whether the agent is one of the rollout's. */
+export async function isRolloutAgent(db: Db, rolloutId: string, agentId: string): Promise<boolean> {
+  return (
+    (await db('rollout_agents').where({ rollout_id: rolloutId, agent_id: agentId }).first('agent_id')) !== undefined
+  );
+}
+
 export function rolloutAgentsQuery(
   db: Db,
   rolloutId: string,

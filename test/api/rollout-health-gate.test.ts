@@ -97,6 +97,15 @@ test('a batch whose agents apply cleanly and then turn unhealthy rolls the rollo
       ['succeeded', 'rollback'],
     ]);
   }
+  // The agent's history keeps the verdict between its report and its rollback.
+  const history = await call('GET', `/api/rollouts/${second}/agents/${batch1[0]![0]}/history`);
+  expect(history.body.items.map((entry: { kind: string }) => entry.kind)).toEqual([
+    'pushed',
+    'applied',
+    'unhealthy',
+    'rollback-pushed',
+    'rollback-applied',
+  ]);
   expect(rolledBack.progress).toMatchObject({ failed: 2, skipped: 2 });
   // Batch 1 is back on v1 and healthy again, as the API shows; batch 2 never saw v2.
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v1!.contentHash);

@@ -1,3 +1,4 @@
+import { agentHistoryQuery, type AgentHistoryRow } from '../../../db/repos/agent-history';
 import { findAgent, listAgentsQuery, type AgentRow } from '../../../db/repos/agents';
 import { decideAgent, moveAgentToGroup, revokeAgentAccess } from '../../../domain/agents';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
@@ -7,6 +8,7 @@ import { problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 import { labelFilter } from '../../http/labels';
 import { AGENT_QUERY_RULES, agentListQuery, agentSchema, moveBody, presentAgent } from './schema';
+import { agentHistoryEntrySchema, historyKeys, presentHistoryEntry } from './history';
 
 // An agent's id is its OpAMP instance uid: any 16 bytes, so any 8-4-4-4-12 hex, not only RFC UUIDs.
 const agentId = z.object({ id: z.guid() });
@@ -44,6 +46,28 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
         const row = await findAgent(db, principal.tenantId, params.id);
         if (!row) throw problems.notFound('agent', params.id);
         return { body: presentAgent(row) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/agents/{id}/history',
+      summary: "The agent's history: what was pushed to it, by which rollout, and what it said",
+      tag: 'agents',
+      permission: 'read',
+      resource: 'agent',
+      params: agentId,
+      query: pageQuery.extend({ rolloutId: z.uuid().optional() }).strict(),
+      response: {
+        status: 200,
+        description: 'A page of entries, newest first.',
+        schema: pageOf(agentHistoryEntrySchema),
+      },
+      handler: async ({ db, principal, params, query, ctx }) => {
+        const agent = await findAgent(db, principal.tenantId, params.id);
+        if (!agent) throw problems.notFound('agent', params.id);
+        const history = agentHistoryQuery(db, principal.tenantId, agent.id, { rolloutId: query.rolloutId });
+        const page = await paginate<AgentHistoryRow>(history, query, historyKeys('desc'));
+        return { body: respondPage(ctx, options.baseUrl, page, presentHistoryEntry) };
       },
     }),
     route({

@@ -2,7 +2,9 @@ import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { findConfiguration } from '../../../db/repos/configurations';
 import { findRollout, listRolloutsQuery, type RolloutRow } from '../../../db/repos/rollouts';
-import { rolloutAgentsQuery, type RolloutAgentListRow } from '../../../db/repos/rollout-agents';
+import { isRolloutAgent, rolloutAgentsQuery, type RolloutAgentListRow } from '../../../db/repos/rollout-agents';
+import { agentHistoryQuery, type AgentHistoryRow } from '../../../db/repos/agent-history';
+import { agentHistoryEntrySchema, historyKeys, presentHistoryEntry } from '../agents/history';
 import { createRollout } from '../../../domain/rollout-creation';
 import {
   ROLLOUT_OPERATIONS,
@@ -197,6 +199,30 @@ export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Clie
           direction: 'asc',
         });
         return { body: respondPage(ctx, options.baseUrl, page, presentRolloutAgent) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/api/rollouts/{id}/agents/{agentId}/history',
+      summary: "One agent's history in the rollout: its push, its reports, the rollout's verdicts, its rollback",
+      tag: 'rollouts',
+      permission: 'read',
+      resource: 'rollout',
+      params: rolloutId.extend({ agentId: z.guid() }),
+      query: pageQuery.strict(),
+      response: {
+        status: 200,
+        description: 'A page of entries, oldest first.',
+        schema: pageOf(agentHistoryEntrySchema),
+      },
+      handler: async ({ db, principal, params, query, ctx }) => {
+        const row = await findRollout(db, principal.tenantId, params.id);
+        if (!row) throw problems.notFound('rollout', params.id);
+        if (!(await isRolloutAgent(db, row.id, params.agentId)))
+          throw problems.notFound('agent of this rollout', params.agentId);
+        const history = agentHistoryQuery(db, principal.tenantId, params.agentId, { rolloutId: row.id });
+        const page = await paginate<AgentHistoryRow>(history, query, historyKeys('asc'));
+        return { body: respondPage(ctx, options.baseUrl, page, presentHistoryEntry) };
       },
     }),
     ...operations,

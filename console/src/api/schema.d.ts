@@ -2213,6 +2213,103 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The agent's history: what was pushed to it, by which rollout, and what it said
+         * @description Requires permission `read`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Page size (1-1000, default 50). */
+                    limit?: number;
+                    /** @description Rows to skip. Give `offset` or `cursor`, not both (400). */
+                    offset?: number;
+                    /** @description Opaque cursor from `nextCursor` or the `Link` header. Give `cursor` or `offset`, not both (400). */
+                    cursor?: string;
+                    rolloutId?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of entries, newest first. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: components["schemas"]["AgentHistoryEntry"][];
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+                /** @description Validation failed or malformed JSON. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing, invalid or expired token. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The role or the PAT’s endpoint list does not allow this call. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No such object in your tenant. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An RFC 9457 problem; `type` names the error (see /errors). */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{id}/move": {
         parameters: {
             query?: never;
@@ -5098,6 +5195,103 @@ export interface paths {
                     content: {
                         "application/json": {
                             items: components["schemas"]["RolloutAgent"][];
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+                /** @description Validation failed or malformed JSON. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing, invalid or expired token. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The role or the PAT’s endpoint list does not allow this call. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No such object in your tenant. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An RFC 9457 problem; `type` names the error (see /errors). */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/rollouts/{id}/agents/{agentId}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One agent's history in the rollout: its push, its reports, the rollout's verdicts, its rollback
+         * @description Requires permission `read`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Page size (1-1000, default 50). */
+                    limit?: number;
+                    /** @description Rows to skip. Give `offset` or `cursor`, not both (400). */
+                    offset?: number;
+                    /** @description Opaque cursor from `nextCursor` or the `Link` header. Give `cursor` or `offset`, not both (400). */
+                    cursor?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                    agentId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of entries, oldest first. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            items: components["schemas"]["AgentHistoryEntry"][];
                             nextCursor: string | null;
                         };
                     };
@@ -9642,6 +9836,27 @@ export interface components {
             effectiveConfigHash: string | null;
             createdAt: string;
             updatedAt: string;
+        };
+        AgentHistoryEntry: {
+            at: string;
+            /**
+             * @description `pushed` (the version was sent), `deferred` (sent while the agent was offline), `applied`, `failed` (the agent reported FAILED; `detail` is its message), `timed-out`, `unhealthy` (the health gate), `denied` (a policy), `abandoned` (an abort), `skipped`; and the rollback's `rollback-pushed`, `rollback-applied`, `rollback-failed`, `rollback-skipped`.
+             * @enum {string}
+             */
+            kind: "pushed" | "deferred" | "applied" | "failed" | "timed-out" | "unhealthy" | "denied" | "abandoned" | "skipped" | "rollback-pushed" | "rollback-applied" | "rollback-failed" | "rollback-skipped";
+            rollout: {
+                id: string;
+                name: string | null;
+                /** @description Who created it: an operator, or a Git source (`git-source:…`). */
+                createdBy: string;
+            } | null;
+            batch: number | null;
+            configurationId: string | null;
+            /** @description The version this entry is about (a rollback's: the one restored). */
+            version: number | null;
+            contentHash: string | null;
+            /** @description The agent's message, or why (a timeout, a policy, a health verdict). */
+            detail: string | null;
         };
         AgentMove: {
             /** Format: uuid */
