@@ -111,7 +111,7 @@ export function createRolloutBatchActivities(db: Knex) {
               configurationId: rollout.configuration_id,
               version: rollout.version,
             });
-            await recordPushes(trx, rollout, claimed.push, 'pushed');
+            await recordPushes(trx, rollout, claimed.push, { kind: 'pushed', batch: input.batch });
           }
           const skipped = claimed.unreachable.length + claimed.offline.length;
           return { pushed: claimed.push.length, skipped, deferred: claimed.deferred.length };

@@ -14,7 +14,7 @@ import { loadRolloutRow, POLL_MS, recordPushes, recordResults } from './rollout-
 /** The rollback fails for these agents (unreachable, or silent past the timeout), recorded in their history. */
 async function failRollback(trx: Knex.Transaction, rollout: RolloutRow, agentIds: string[], error: string) {
   await failRollbackAgents(trx, rollout.id, agentIds, error);
-  await recordPushes(trx, rollout, agentIds, 'rollback-failed', error);
+  await recordPushes(trx, rollout, agentIds, { kind: 'rollback-failed', detail: error });
 }
 
 /** `startRollback` and `awaitRollback`: the pushes back, then the wait for their reports. */
@@ -41,7 +41,7 @@ export function createRolloutRollbackActivities(db: Knex) {
                 version: group.version,
               });
               pushed += result.agentIds.length;
-              await recordPushes(trx, rollout, result.agentIds, 'rollback-pushed');
+              await recordPushes(trx, rollout, result.agentIds, { kind: 'rollback-pushed' });
               const reached = new Set(result.agentIds);
               const unreachable = group.agentIds.filter((id) => !reached.has(id));
               await failRollback(trx, rollout, unreachable, 'the agent can no longer receive configurations');

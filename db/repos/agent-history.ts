@@ -16,21 +16,24 @@ export interface NewHistoryEntry {
 
 /**
  * Records entries of one rollout in one statement, each with the version it is about (the
- * rollout's, or for a rollback's the agent's previous one) and its batch.
+ * rollout's, or for a rollback's the agent's previous one) and its batch. Only a rollback's
+ * entries, or entries without their batch, read the agents' rollout rows.
  */
 export async function recordRolloutHistory(db: Db, rolloutId: string, entries: NewHistoryEntry[]): Promise<void> {
   if (entries.length === 0) return;
+  const readsRows = entries.some((e) => e.rollback || e.batch === null);
+  const columns = readsRows
+    ? `coalesce(e.batch, ra.batch), e.kind, e.detail,
+       CASE WHEN e.rollback THEN ra.previous_configuration_id ELSE r.configuration_id END,
+       CASE WHEN e.rollback THEN ra.previous_version ELSE r.version END,
+       CASE WHEN e.rollback THEN ra.previous_hash ELSE r.content_hash END`
+    : 'e.batch, e.kind, e.detail, r.configuration_id, r.version, r.content_hash';
   await db.raw(
     `INSERT INTO agent_history (tenant_id, agent_id, rollout_id, batch, kind, detail, configuration_id, version, content_hash)
-     SELECT r.tenant_id, e.agent_id, r.id, coalesce(e.batch, ra.batch), e.kind, e.detail,
-            CASE WHEN e.rollback THEN ra.previous_configuration_id ELSE r.configuration_id END,
-            CASE WHEN e.rollback THEN ra.previous_version ELSE r.version END,
-            CASE WHEN e.rollback THEN ra.previous_hash ELSE r.content_hash END
-       FROM unnest(?::uuid[], ?::text[], ?::text[], ?::int[], ?::boolean[]) WITH ORDINALITY
-              AS e(agent_id, kind, detail, batch, rollback, n)
+     SELECT r.tenant_id, e.agent_id, r.id, ${columns}
+       FROM unnest(?::uuid[], ?::text[], ?::text[], ?::int[], ?::boolean[]) AS e(agent_id, kind, detail, batch, rollback)
        JOIN rollouts r ON r.id = ?
-       LEFT JOIN rollout_agents ra ON ra.rollout_id = r.id AND ra.agent_id = e.agent_id
-      ORDER BY e.n`,
+       ${readsRows ? 'LEFT JOIN rollout_agents ra ON ra.rollout_id = r.id AND ra.agent_id = e.agent_id' : ''}`,
     [
       entries.map((e) => e.agentId),
       entries.map((e) => e.kind),
