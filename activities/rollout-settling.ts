@@ -17,7 +17,7 @@ import {
   settleDeferred,
   withdrawDeferred,
 } from '../db/repos/rollout-agents';
-import type { RolloutRow } from '../db/repos/rollouts';
+import { lockRolloutState, type RolloutRow } from '../db/repos/rollouts';
 import { healthVerdict, NEVER_CAME_ONLINE, offlineRules, type ComponentHealthJson } from '../domain/rollouts';
 import type { BatchOutcome, RolloutCounts } from '../workflows/definitions';
 import { whileHeartbeating } from './keep-alive';
@@ -124,15 +124,20 @@ export function createRolloutSettlingActivities(db: Knex) {
       }
       const outcome = await judgedOutcome(db, rollout.id, input.batch);
       const counts = await countsOf(db, rollout.id);
-      await emitEvents(db, [
-        {
-          tenantId: rollout.tenant_id,
-          type: 'rollout.progress',
-          source: source(rollout.id),
-          subject: rollout.id,
-          data: { rolloutId: rollout.id, name: rollout.name, batch: input.batch, progress: counts.progress },
-        },
-      ]);
+      await db.transaction(async (trx) => {
+        // An abort or rollback that settled the batch meanwhile had the last word: its event stays the last.
+        const state = await lockRolloutState(trx, rollout.id);
+        if (state !== 'running' && state !== 'paused') return;
+        await emitEvents(trx, [
+          {
+            tenantId: rollout.tenant_id,
+            type: 'rollout.progress',
+            source: source(rollout.id),
+            subject: rollout.id,
+            data: { rolloutId: rollout.id, name: rollout.name, batch: input.batch, progress: counts.progress },
+          },
+        ]);
+      });
       return { ...outcome, awaited, counts };
     },
 

@@ -46,7 +46,14 @@ export function agentEvents(
     type: 'rollout.agent-updated',
     source: source(rollout.id),
     subject: agent.agent_id,
-    data: { rolloutId: rollout.id, agentId: agent.agent_id, state: agent.state, error: agent.error, ...extra },
+    data: {
+      rolloutId: rollout.id,
+      rolloutName: rollout.name,
+      agentId: agent.agent_id,
+      state: agent.state,
+      error: agent.error,
+      ...extra,
+    },
   }));
 }
 
@@ -105,12 +112,13 @@ export async function recordPushes(
   trx: Knex.Transaction,
   rollout: RolloutRow,
   agentIds: string[],
-  kind: 'pushed' | 'rollback-pushed' | 'rollback-failed',
-  detail: string | null = null,
+  push: { kind: 'pushed'; batch: number } | { kind: 'rollback-pushed' | 'rollback-failed'; detail?: string },
 ): Promise<void> {
+  const batch = push.kind === 'pushed' ? push.batch : null;
+  const detail = push.kind === 'pushed' ? null : (push.detail ?? null);
   await recordRolloutHistory(
     trx,
     rollout.id,
-    agentIds.map((agentId) => ({ agentId, kind, detail, batch: null, rollback: kind !== 'pushed' })),
+    agentIds.map((agentId) => ({ agentId, kind: push.kind, detail, batch, rollback: push.kind !== 'pushed' })),
   );
 }

@@ -1,7 +1,9 @@
 /**
- * `npm run watch -- --types 'rollout.*' [--subject <id>] [--since <event id>]`: prints the
- * service's events as they happen, one line each, what an operator runs in a terminal during
- * a rollout. Reconnects (with `since`, so nothing is missed) when the connection drops.
+ * `npm run watch -- --types 'rollout.*' [--subject <id>] [--rollout <id>] [--since <event id>]`:
+ * prints the service's events as they happen, one line each, what an operator runs in a
+ * terminal during a rollout (`--rollout`: that rollout's events and its agents'; an agent's
+ * line names its rollout, batch, direction and error). Reconnects (with `since`, so nothing
+ * is missed) when the connection drops.
  *
  * The address and token: --url (default $FLEET_URL or http://localhost:8080) and $FLEET_TOKEN
  * (or --token, which npm echoes with the command line), a PAT or an OIDC access token with at
@@ -16,23 +18,41 @@ const { values } = parseArgs({
     token: { type: 'string', default: process.env.FLEET_TOKEN },
     types: { type: 'string', default: '*' },
     subject: { type: 'string' },
+    rollout: { type: 'string' },
     since: { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
 
+/** "state succeeded, reason …": the fields of `data` that say what happened, those present. */
+function fields(data: Record<string, unknown>, keys: readonly string[]): string {
+  return keys
+    .filter((key) => data[key] !== undefined && data[key] !== null)
+    .map((key) => `${key} ${String(data[key])}`)
+    .join(', ');
+}
+
+/** An agent's result in a rollout: which rollout, which batch, forward or rollback, and its error. */
+function agentUpdate(data: Record<string, unknown>): string {
+  const rollout = `rollout ${String(data.rolloutName ?? data.rolloutId)}`;
+  const batch = data.batch !== undefined ? ` batch ${String(data.batch)}` : '';
+  const direction = data.rollback ? 'rollback' : 'forward';
+  const gate = data.healthGate ? ' (health gate)' : '';
+  const error = data.error ? `: ${String(data.error)}` : '';
+  return `${rollout}${batch} ${direction}: ${String(data.state)}${gate}${error}`;
+}
+
 function line(event: CloudEvent): string {
   if (values.json) return JSON.stringify(event);
   const data = event.data;
   const progress = data.progress as Record<string, number> | undefined;
-  const detail = progress
-    ? Object.entries(progress)
-        .map(([state, count]) => `${state} ${count}`)
-        .join(', ')
-    : (['state', 'reason', 'name', 'status'] as const)
-        .filter((key) => data[key] !== undefined && data[key] !== null)
-        .map((key) => `${key} ${String(data[key])}`)
-        .join(', ');
+  let detail;
+  if (event.type === 'rollout.agent-updated') detail = agentUpdate(data);
+  else if (progress)
+    detail = `${data.name ? `${String(data.name)}: ` : ''}${Object.entries(progress)
+      .map(([state, count]) => `${state} ${count}`)
+      .join(', ')}`;
+  else detail = fields(data, ['name', 'state', 'reason', 'status', 'startAt', 'opensAt', 'batch']);
   return `${event.time}  ${event.type.padEnd(32)} ${event.subject ?? ''}  ${detail}`;
 }
 
@@ -43,10 +63,9 @@ async function watch(since: string | undefined): Promise<never> {
       // It may run for days: events are printed, not kept.
       const client = await LiveUpdatesClient.connect(values.url, values.token!, { keepEvents: false });
       client.onEvent((event) => process.stdout.write(`${line(event)}\n`));
-      await client.subscribe(types, { subject: values.subject, since });
-      process.stderr.write(
-        `watching ${types.join(', ')}${values.subject ? ` of ${values.subject}` : ''} on ${values.url}\n`,
-      );
+      await client.subscribe(types, { subject: values.subject, rollout: values.rollout, since });
+      const of = [values.subject && ` of ${values.subject}`, values.rollout && ` in rollout ${values.rollout}`];
+      process.stderr.write(`watching ${types.join(', ')}${of.filter(Boolean).join('')} on ${values.url}\n`);
       delay = 1000;
       const { code, reason } = await client.closed;
       since = client.lastEventId ?? since;

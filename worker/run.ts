@@ -57,6 +57,10 @@ export async function startWorker(
       outbound: outbound ?? createOutbound(settings.outbound, { logger }),
     }),
     ...(bundle ? { workflowBundle: bundle } : { workflowsPath: require.resolve('../workflows') }),
+    // A waiting activity hears of its cancellation (an abort, a rollback, a pause of a health
+    // watch) with the answer to a heartbeat that reaches the server; the rollout waits for it
+    // to end, so heartbeats go out at least every second (not 80 % of the heartbeat timeout).
+    maxHeartbeatThrottleInterval: '1 second',
   });
   const running = worker.run();
   await client.workflow.start<OutboxRetentionWorkflow>(outboxRetentionWorkflowType, {

@@ -10,6 +10,7 @@
  * continued-as-new run goes on with the next batch.
  */
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
@@ -57,11 +58,27 @@ const quick = proxyActivities<Activities>({
 });
 
 /** Waiting activities heartbeat; a worker that dies is noticed within the heartbeat timeout. */
-const waiting = proxyActivities<Activities>({
+const WAITING = {
   startToCloseTimeout: '2 days',
   heartbeatTimeout: '10 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds' },
+} as const;
+const waiting = proxyActivities<Activities>(WAITING);
+
+/**
+ * The same, for waits the workflow cancels (a batch's, a health watch, late arrivals): a
+ * cancelled wait ends when the activity has stopped, so a run never closes with it pending.
+ */
+const cancellableWait = proxyActivities<Activities>({
+  ...WAITING,
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
+
+/** The patch that made cancelled waits end with their activity: older histories replay without it. */
+const WAIT_FOR_CANCELLED = 'wait-for-cancelled-activities';
+
+/** The proxy a cancellable wait goes through (the older one in histories from before the patch). */
+const waitsFor = () => (patched(WAIT_FOR_CANCELLED) ? cancellableWait : waiting);
 
 /** The patch that added late arrivals (deferred agents settling after completion): older histories replay without it. */
 const LATE_ARRIVALS = 'late-arrivals';
@@ -324,7 +341,8 @@ const hasDeferred = (run: RolloutRun) => (run.counts?.progress.deferred ?? 0) > 
 async function awaitLateArrivals(run: RolloutRun) {
   try {
     run.batchWait = new CancellationScope();
-    const settled = await run.batchWait.run(() => waiting.awaitLateArrivals({ rolloutId: run.input.rolloutId }));
+    const wait = waitsFor();
+    const settled = await run.batchWait.run(() => wait.awaitLateArrivals({ rolloutId: run.input.rolloutId }));
     run.counts = settled.counts;
     showDetails(run);
   } catch (error) {
@@ -400,7 +418,8 @@ async function pushAndAwait(
   let outcome;
   try {
     run.batchWait = new CancellationScope();
-    outcome = await run.batchWait.run(() => waiting.awaitBatch({ rolloutId: run.input.rolloutId, batch }));
+    const wait = waitsFor();
+    outcome = await run.batchWait.run(() => wait.awaitBatch({ rolloutId: run.input.rolloutId, batch }));
   } catch (error) {
     if (!isCancellation(error)) throw error;
     // Aborted: the agents that have not answered are given up. Rolling back: they are rolled back.
@@ -457,11 +476,17 @@ async function bakeWatchingHealth(run: RolloutRun, strategy: RolloutStrategy) {
     try {
       run.bakeWatch = new CancellationScope();
       watched = await run.bakeWatch.run(() =>
-        waiting.watchBatchHealth({ rolloutId: run.input.rolloutId, batch: run.currentBatch, until: run.bakeUntil }),
+        cancellableWait.watchBatchHealth({
+          rolloutId: run.input.rolloutId,
+          batch: run.currentBatch,
+          until: run.bakeUntil,
+        }),
       );
     } catch (error) {
       if (!isCancellation(error)) throw error;
-      return;
+      // Paused (or ended); a resume that came before the watch had stopped watches on.
+      if (stateNow(run) !== 'running') return;
+      continue;
     } finally {
       run.bakeWatch = undefined;
     }

@@ -99,6 +99,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 interface Subscription {
   events: string[];
   subject?: string;
+  rollout?: string;
 }
 
 /** What a connection was admitted with, and is checked again with. */
@@ -141,7 +142,10 @@ class Subscriber {
     if (row.tenant_id !== this.principal.tenantId) return false;
     if (needs !== undefined && !this.principal.permissions.has(needs)) return false;
     return this.subscriptions.some(
-      (s) => matchesAny(s.events, row.type) && (s.subject === undefined || s.subject === row.subject),
+      (s) =>
+        matchesAny(s.events, row.type) &&
+        (s.subject === undefined || s.subject === row.subject) &&
+        (s.rollout === undefined || s.rollout === row.rollout_id),
     );
   }
 
@@ -405,10 +409,16 @@ export class LiveHub {
     if (message.type === 'unsubscribe') {
       const gone = (s: Subscription) =>
         (message.events === undefined || message.events.every((e) => s.events.includes(e))) &&
-        (message.subject === undefined || s.subject === message.subject);
+        (message.subject === undefined || s.subject === message.subject) &&
+        (message.rollout === undefined || s.rollout === message.rollout);
       const kept = subscriber.subscriptions.filter((s) => !gone(s));
       subscriber.subscriptions.splice(0, subscriber.subscriptions.length, ...kept);
-      return reply({ type: 'unsubscribed', events: message.events ?? null, subject: message.subject ?? null });
+      return reply({
+        type: 'unsubscribed',
+        events: message.events ?? null,
+        subject: message.subject ?? null,
+        ...(message.rollout ? { rollout: message.rollout } : {}),
+      });
     }
     await this.subscribe(subscriber, message, reply);
   }
@@ -423,15 +433,21 @@ export class LiveHub {
       ? await resolveSince(this.options.db, subscriber.principal.tenantId, message.since, this.options.replayHours)
       : undefined;
     if (position && !position.ok) return reply({ type: 'error', code: position.code, message: position.message });
-    const subscription: Subscription = { events: message.events, subject: message.subject };
+    const subscription: Subscription = { events: message.events, subject: message.subject, rollout: message.rollout };
+    const subscribed = {
+      type: 'subscribed',
+      events: message.events,
+      subject: message.subject ?? null,
+      ...(message.rollout ? { rollout: message.rollout } : {}),
+    };
     if (!position) {
       subscriber.subscriptions.push(subscription);
-      return reply({ type: 'subscribed', events: message.events, subject: message.subject ?? null });
+      return reply(subscribed);
     }
     // Live events that arrive during the replay wait for it, so the subscriber reads in order.
     subscriber.held ??= [];
     subscriber.subscriptions.push(subscription);
-    reply({ type: 'subscribed', events: message.events, subject: message.subject ?? null, since: message.since });
+    reply({ ...subscribed, since: message.since });
     try {
       await this.replay(subscriber, subscription, position.seq);
     } finally {
@@ -445,6 +461,7 @@ export class LiveHub {
     const filters = {
       types: subscription.events,
       subject: subscription.subject,
+      rollout: subscription.rollout,
       hiddenTypePrefixes: hiddenPrefixes(subscriber.principal),
     };
     for (let after = afterSeq; subscriber.ws.readyState === subscriber.ws.OPEN;) {

@@ -17,6 +17,8 @@ const subscribe = z
     events: z.array(eventPattern).min(1).max(50),
     /** One object's events (a rollout's, an agent's): the event's `subject`. */
     subject: z.string().min(1).max(200).optional(),
+    /** One rollout's events, its agents' too: the event's `rollout` attribute. */
+    rollout: z.uuid().optional(),
     /** The id of the last event the client got: the missed ones are replayed first. */
     since: z.uuid().optional(),
   })
@@ -27,6 +29,7 @@ const unsubscribe = z
     type: z.literal('unsubscribe'),
     events: z.array(eventPattern).min(1).max(50).optional(),
     subject: z.string().min(1).max(200).optional(),
+    rollout: z.uuid().optional(),
   })
   .strict();
 

@@ -21,6 +21,7 @@ import * as rolloutDeferredAgents from './20261130000000_rollout_deferred_agents
 import * as agentHealthGate from './20261201000000_agent_health_gate';
 import * as rolloutSchedule from './20261201010000_rollout_schedule';
 import * as agentHistory from './20261201020000_agent_history';
+import * as eventRollout from './20261201030000_event_rollout';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -49,6 +50,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261201000000_agent_health_gate': agentHealthGate,
   '20261201010000_rollout_schedule': rolloutSchedule,
   '20261201020000_agent_history': agentHistory,
+  '20261201030000_event_rollout': eventRollout,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

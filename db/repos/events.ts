@@ -86,6 +86,15 @@ export interface NewEvent {
   source: string;
   subject?: string;
   data: Record<string, unknown>;
+  /** The rollout it belongs to; by default a `rollout.*` event's `data.rolloutId`. */
+  rollout?: string;
+}
+
+/** The rollout an event belongs to (its `rollout` extension attribute), or null. */
+function rolloutOf(event: NewEvent): string | null {
+  if (event.rollout !== undefined) return event.rollout;
+  const id = event.data.rolloutId;
+  return event.type.startsWith('rollout.') && typeof id === 'string' ? id : null;
 }
 
 export interface EventRow {
@@ -97,6 +106,7 @@ export interface EventRow {
   subject: string | null;
   time: Date;
   data: Record<string, unknown>;
+  rollout_id: string | null;
 }
 
 /**
@@ -104,7 +114,7 @@ export interface EventRow {
  * an event exists exactly when the change that caused it does. Payloads are ids only
  * (NOTIFY payloads are capped at 8000 bytes); listeners read the rows.
  *
- * One statement however many: the columns go as five arrays, not five parameters a row (a
+ * One statement however many: the columns go as six arrays, not six parameters a row (a
  * statement takes at most 65,535), so a replica stopping with 10,000 agents or a rollback
  * settling tens of thousands writes its events in one round trip.
  */
@@ -112,8 +122,8 @@ export async function emitEvents(db: Db, events: NewEvent[]): Promise<void> {
   if (events.length === 0) return;
   await db.raw(
     `WITH written AS (
-       INSERT INTO events (tenant_id, type, source, subject, data)
-       SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[])
+       INSERT INTO events (tenant_id, type, source, subject, data, rollout_id)
+       SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::uuid[])
        RETURNING id
      )
      SELECT count(pg_notify(?, id::text)) FROM written`,
@@ -124,6 +134,7 @@ export async function emitEvents(db: Db, events: NewEvent[]): Promise<void> {
       // An event without a subject stores NULL (knex's types know no arrays with nulls).
       events.map((e) => e.subject ?? null) as string[],
       events.map((e) => JSON.stringify(e.data)),
+      events.map(rolloutOf) as string[],
       EVENTS_CHANNEL,
     ],
   );
@@ -136,6 +147,7 @@ export function toCloudEvent(row: EventRow) {
     source: row.source,
     type: row.type,
     subject: row.subject ?? undefined,
+    rollout: row.rollout_id ?? undefined,
     time: row.time.toISOString(),
     datacontenttype: 'application/json',
     tenant: row.tenant_id,
@@ -174,6 +186,8 @@ export interface EventFilters {
   /** Types the caller may not see. */
   hiddenTypePrefixes?: string[];
   subject?: string;
+  /** Only the events of one rollout: its own and its agents'. */
+  rollout?: string;
   /** Only events written after this one. */
   afterSeq?: number;
 }
@@ -183,6 +197,7 @@ export function listEventsQuery(db: Db, tenantId: string, filters: EventFilters)
   const query = db('events').where({ tenant_id: tenantId });
   if (filters.afterSeq !== undefined) query.where('seq', '>', filters.afterSeq);
   if (filters.subject !== undefined) query.where({ subject: filters.subject });
+  if (filters.rollout !== undefined) query.where({ rollout_id: filters.rollout });
   const types = filters.types ?? ['*'];
   if (!types.includes('*')) {
     query.where((where) => {

@@ -17,6 +17,8 @@ export interface CloudEvent {
   source: string;
   type: string;
   subject?: string;
+  /** Extension attribute: the rollout the event belongs to. */
+  rollout?: string;
   time: string;
   datacontenttype: 'application/json';
   tenant: string;
@@ -31,6 +33,8 @@ export type ControlMessage =
 
 export interface SubscribeOptions {
   subject?: string;
+  /** One rollout's events, its agents' too. */
+  rollout?: string;
   /** The id of the last event already seen: the hub replays what came after it first. */
   since?: string;
 }

@@ -598,6 +598,8 @@ test('abort while a batch is being applied: the wait ends at once and the silent
   expect(agents[0].error).toBe('the rollout was aborted before the agent reported');
   const handle = env.client.workflow.getHandle(`rollout:${rollout.id}`);
   await eventually(async () => expect((await handle.describe()).status.name).toBe('COMPLETED'));
+  // The cancelled wait ended with the run: the closed run lists no pending activity.
+  expect((await handle.describe()).raw.pendingActivities ?? []).toEqual([]);
   // The abort's event is the rollout's last: the agents it gave up on were announced before it.
   const last = await env.t.database
     .db('events')

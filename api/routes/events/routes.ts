@@ -18,6 +18,10 @@ const cloudEventSchema = z
     source: z.string(),
     type: z.string(),
     subject: z.string().optional(),
+    rollout: z.string().optional().openapi({
+      description:
+        "CloudEvents extension attribute: the rollout the event belongs to (a rollout's own events, and each agent's `rollout.agent-updated`, whose subject is the agent).",
+    }),
     time: z.string(),
     datacontenttype: z.literal('application/json'),
     tenant: z.string(),
@@ -36,6 +40,10 @@ const eventsQuery = pageQuery
         pattern: typeListPattern(TRIMMED_SPACE).source,
       }),
     subject: z.string().min(1).max(200).optional().openapi({ description: 'Only the events of one object (its id).' }),
+    rollout: z
+      .uuid()
+      .optional()
+      .openapi({ description: "Only one rollout's events: its own and its agents' (`rollout.agent-updated`)." }),
     after: z
       .uuid()
       .optional()
@@ -73,7 +81,13 @@ export function eventsRoutes(baseUrl: string, replayHours: number): RouteDef[] {
           if (!position.ok) throw problems.validation([{ path: 'query.after', message: position.message }]);
           afterSeq = position.seq;
         }
-        const filters = { types, subject: query.subject, afterSeq, hiddenTypePrefixes: hiddenPrefixes(principal) };
+        const filters = {
+          types,
+          subject: query.subject,
+          rollout: query.rollout,
+          afterSeq,
+          hiddenTypePrefixes: hiddenPrefixes(principal),
+        };
         const page = await paginate<EventRow>(listEventsQuery(db, principal.tenantId, filters).select('*'), query, {
           columns: [{ column: 'seq', type: 'bigint' }],
           direction: 'asc',

@@ -1260,6 +1260,8 @@ export interface paths {
                     type?: string;
                     /** @description Only the events of one object (its id). */
                     subject?: string;
+                    /** @description Only one rollout's events: its own and its agents' (`rollout.agent-updated`). */
+                    rollout?: string;
                     /** @description Only events written after this one (the last id you saw). */
                     after?: string;
                 };
@@ -9750,6 +9752,8 @@ export interface components {
             source: string;
             type: string;
             subject?: string;
+            /** @description CloudEvents extension attribute: the rollout the event belongs to (a rollout's own events, and each agent's `rollout.agent-updated`, whose subject is the agent). */
+            rollout?: string;
             time: string;
             /** @enum {string} */
             datacontenttype: "application/json";
