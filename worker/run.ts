@@ -70,6 +70,7 @@ export async function startWorker(
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
   await client.workflow.start<PeerHealthWorkflow>(peerHealthWorkflowType, {
+    staticSummary: 'Peer health: pings every federation peer, for ever',
     workflowId: peerHealthWorkflowId(settings.temporal.taskQueue),
     taskQueue: settings.temporal.taskQueue,
     args: [{ intervalSeconds: settings.federation.healthCheckSeconds }],

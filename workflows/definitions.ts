@@ -12,6 +12,7 @@ import type {
   RolloutOperation,
   RolloutState,
 } from '../domain/rollouts';
+import type { GitSyncTrigger } from '../domain/git/sync-trigger';
 
 // ---------------------------------------------------------------------------------------
 // Outbox retention
@@ -154,6 +155,24 @@ export type GitSyncWake = { reason: 'webhook' | 'manual' } | { reason: 'source-c
 /** Wakes the loop (signal-with-start, so a source whose loop is not running gets one). */
 export const gitSyncWakeSignal = defineSignal<[GitSyncWake]>('gitSyncWakeSignal');
 
+/** Where a source's loop stands (the Temporal UI's query, and its current details). */
+export interface GitSyncStatus {
+  sourceId: string;
+  /** The source's name and branch once loaded (absent in a run that has not read it). */
+  name?: string;
+  branch?: string;
+  state: 'loading' | 'waiting' | 'syncing' | 'paused';
+  /** When the poll is due next (ISO), while waiting. */
+  nextPollAt: string | null;
+  /** What woke the sync running now, or the last one. */
+  lastTrigger: GitSyncTrigger | null;
+  /** The last run the loop started (its id, `GET /api/git-sources/{id}/sync-runs`). */
+  lastRunId: string | null;
+  /** Wake-ups received and not handled yet. */
+  pendingWakes: number;
+}
+export const gitSyncStatusQuery = defineQuery<GitSyncStatus>('gitSyncStatusQuery');
+
 // ---------------------------------------------------------------------------------------
 // Federation (docs/federation.md)
 
@@ -167,6 +186,15 @@ export interface PeerHealthInput {
   intervalSeconds: number;
 }
 
+/** The health loop's last sweep (the Temporal UI's query). */
+export interface PeerHealthStatus {
+  sweepsThisRun: number;
+  intervalSeconds: number;
+  /** The last sweep: peers pinged, how many answered healthy, how many flipped. */
+  last: { pinged: number; healthy: number; changed: number; at: string } | null;
+}
+export const peerHealthStatusQuery = defineQuery<PeerHealthStatus>('peerHealthStatusQuery');
+
 /** Hands agents to a peer: prepare the receiver, offer, wait for it to see them, settle. */
 export const handoverWorkflowId = (handoverId: string) => `handover:${handoverId}`;
 export const handoverWorkflowType = 'handoverWorkflow';
@@ -176,6 +204,15 @@ export interface HandoverWorkflowInput {
   handoverId: string;
   tenantId: string;
 }
+
+/** The step a handover is at (the Temporal UI's query, and its current details). */
+export interface HandoverStatus {
+  step: 'loading' | 'preparing the receiver' | 'offering' | 'waiting for the receiver' | 'compensating' | 'settled';
+  /** When the receiver must have the agents (ISO). */
+  deadlineAt: string | null;
+  outcome: HandoverOutcome | null;
+}
+export const handoverStatusQuery = defineQuery<HandoverStatus>('handoverStatusQuery');
 
 /** The handover's final state, with how many agents moved (the Temporal UI's result). */
 export interface HandoverOutcome {
@@ -214,6 +251,15 @@ export interface FederatedRolloutOutcome {
   state: string;
   reason: string | null;
 }
+
+/** Where a federated rollout and each installation's part stand (the Temporal UI's query). */
+export interface FederatedRolloutStatus {
+  state: string;
+  reason: string | null;
+  mode: 'sequential' | 'parallel';
+  parts: Array<{ position: number; name: string; started: boolean; ended: string | null }>;
+}
+export const federatedRolloutStatusQuery = defineQuery<FederatedRolloutStatus>('federatedRolloutStatusQuery');
 
 /** Pause, resume, abort or roll back every installation's rollout (answered once applied or refused). */
 export const operateFederatedRolloutUpdate = defineUpdate<

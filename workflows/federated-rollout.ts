@@ -15,8 +15,11 @@ import {
   ApplicationFailure,
   allHandlersFinished,
   condition,
+  patched,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
+  upsertSearchAttributes,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { LoadedFederatedRollout } from '../activities/federation/rollouts';
@@ -29,13 +32,19 @@ import {
 } from '../domain/rollouts';
 import {
   ROLLOUT_FAILURES,
+  federatedRolloutStatusQuery,
   operateFederatedRolloutUpdate,
+  type FederatedRolloutStatus,
   type FederatedRolloutOperationRequest,
   type FederatedRolloutOperationResult,
   type FederatedRolloutOutcome,
   type FederatedRolloutWorkflowInput,
 } from './definitions';
 import { oneAtATime } from './one-at-a-time';
+import { federatedRolloutStateKey } from './search-attributes';
+
+/** The patch that made the workflow keep its FederatedRolloutState search attribute: older histories replay without it. */
+const STATE_ATTRIBUTE = 'federated-state-attribute';
 
 const retry = { initialInterval: '1 second', maximumInterval: '30 seconds' } as const;
 const quick = proxyActivities<Activities>({ startToCloseTimeout: '1 minute', retry });
@@ -75,6 +84,7 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
   setHandler(operateFederatedRolloutUpdate, (request) => run.transitions.run(() => operate(run, request)), {
     validator: validateOperation,
   });
+  setHandler(federatedRolloutStatusQuery, () => statusOf(run));
 
   await load(run);
 
@@ -95,6 +105,33 @@ export async function federatedRolloutWorkflow(input: FederatedRolloutWorkflowIn
       return { state: now, reason: run.reason };
     }
   }
+}
+
+/** The answer to `federatedRolloutStatusQuery`: the state and each installation's part. */
+function statusOf(run: FederatedRun): FederatedRolloutStatus {
+  return {
+    state: run.state,
+    reason: run.reason,
+    mode: run.mode,
+    parts: run.parts.map((p) => ({
+      position: p.position,
+      name: p.name,
+      started: run.started.has(p.position),
+      ended: run.ended.get(p.position) ?? null,
+    })),
+  };
+}
+
+/** The Temporal UI's current details (metadata, not a command): the state and each part. */
+function showDetails(run: FederatedRun) {
+  const status = statusOf(run);
+  setCurrentDetails(
+    [
+      `**${status.state}** · ${status.mode}${status.reason ? ` · ${status.reason}` : ''}`,
+      ...status.parts.map((p) => `- ${p.name}: ${p.ended ?? (p.started ? 'running' : 'not started')}`),
+      `- REST: GET /api/federation/rollouts/${run.id}`,
+    ].join('\n'),
+  );
 }
 
 /** A run that has not loaded its federated rollout yet (`loading`: updates wait for the load). */
@@ -129,6 +166,7 @@ async function load(run: FederatedRun) {
   run.parts = loaded.parts;
   run.mode = loaded.mode;
   run.started = new Set(loaded.parts.filter((p) => p.started).map((p) => p.position));
+  showDetails(run);
 }
 
 /**
@@ -143,6 +181,9 @@ async function transition(
   const result = await quick.transitionFederatedRollout({ federatedRolloutId: run.id, to, ...options });
   if (result.ok || result.state) [run.state, run.rowVersion] = [result.state!, result.rowVersion ?? run.rowVersion];
   if (result.ok && options.reason !== undefined) run.reason = options.reason;
+  if (result.ok && patched(STATE_ATTRIBUTE))
+    upsertSearchAttributes([{ key: federatedRolloutStateKey, value: run.state }]);
+  showDetails(run);
   return result;
 }
 
@@ -227,6 +268,7 @@ async function start(run: FederatedRun, position: number): Promise<boolean> {
     return false;
   }
   run.started.add(position);
+  showDetails(run);
   return true;
 }
 
@@ -251,6 +293,7 @@ async function lane(run: FederatedRun, position: number): Promise<string | undef
     const outcome = await follow(run, position);
     if (outcome.state !== 'unreachable') {
       run.ended.set(position, outcome.state);
+      showDetails(run);
       if (outcome.state !== 'completed')
         await move(
           run,

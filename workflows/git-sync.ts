@@ -15,6 +15,7 @@ import {
   log,
   ParentClosePolicy,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   startChild,
   workflowInfo,
@@ -23,7 +24,9 @@ import type { Activities } from '../activities';
 import type { GitSourceState } from '../activities/git-sync';
 import type { TemplateRollout } from '../activities/git/rollouts';
 import {
+  gitSyncStatusQuery,
   gitSyncWakeSignal,
+  type GitSyncStatus,
   rolloutWorkflowId,
   rolloutWorkflowType,
   type GitSyncWake,
@@ -64,6 +67,24 @@ export async function gitSyncWorkflow(input: GitSyncWorkflowInput): Promise<void
   let source: GitSourceState | null = null;
   let nextPollAt = 0;
   let due = false;
+  const status: GitSyncStatus = {
+    sourceId: input.sourceId,
+    state: 'loading',
+    nextPollAt: null,
+    lastTrigger: null,
+    lastRunId: null,
+    pendingWakes: 0,
+  };
+  const show = (state: GitSyncStatus['state']) => {
+    Object.assign(status, {
+      state,
+      name: source?.name,
+      branch: source?.branch,
+      nextPollAt: state === 'waiting' ? new Date(nextPollAt).toISOString() : null,
+    });
+    setCurrentDetails(gitSyncDetails(status));
+  };
+  setHandler(gitSyncStatusQuery, () => ({ ...status, pendingWakes: wakes.length }));
   for (;;) {
     if (changed) {
       changed = false;
@@ -78,7 +99,9 @@ export async function gitSyncWorkflow(input: GitSyncWorkflowInput): Promise<void
     } else if (due || wakes.length > 0) {
       const taken = wakes.splice(0);
       due = false;
-      await sync(taken.includes('manual') ? 'manual' : taken.includes('webhook') ? 'webhook' : 'poll');
+      status.lastTrigger = taken.includes('manual') ? 'manual' : taken.includes('webhook') ? 'webhook' : 'poll';
+      show('syncing');
+      await sync(status.lastTrigger);
     }
     if (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (input.historyLimit ?? HISTORY_LIMIT)) {
       await condition(allHandlersFinished);
@@ -86,6 +109,7 @@ export async function gitSyncWorkflow(input: GitSyncWorkflowInput): Promise<void
       if (changed) pending.push({ reason: 'source-changed' });
       await continueAsNew<typeof gitSyncWorkflow>({ ...input, pending, nextPollAt: changed ? undefined : nextPollAt });
     }
+    show(source!.paused ? 'paused' : 'waiting');
     if (source!.paused) {
       await condition(() => changed);
     } else if (!(await condition(() => changed || wakes.length > 0, Math.max(1, nextPollAt - Date.now())))) {
@@ -98,6 +122,7 @@ export async function gitSyncWorkflow(input: GitSyncWorkflowInput): Promise<void
     try {
       const run = await quick.checkTip({ sourceId: input.sourceId, trigger, force: trigger === 'manual' });
       if (!run) return;
+      status.lastRunId = run.runId;
       const { rollouts } = await sweeping.sweep({ runId: run.runId });
       for (const rollout of rollouts) await startRollout(rollout);
     } catch (error) {
@@ -107,6 +132,19 @@ export async function gitSyncWorkflow(input: GitSyncWorkflowInput): Promise<void
       log.warn('git sync step failed for good', { sourceId: input.sourceId, error: error.message });
     }
   }
+}
+
+/** The Temporal UI's current details of a source's loop. */
+function gitSyncDetails(status: GitSyncStatus): string {
+  const lines = [
+    `Git sync of ${status.name ? `'${status.name}' (${status.branch})` : `source ${status.sourceId}`}`,
+    '',
+    `**${status.state}**${status.nextPollAt ? ` · next poll at ${status.nextPollAt}` : ''}`,
+  ];
+  if (status.lastTrigger) lines.push(`- Last woken by: ${status.lastTrigger}`);
+  if (status.lastRunId)
+    lines.push(`- Last run: ${status.lastRunId} (GET /api/git-sources/${status.sourceId}/sync-runs)`);
+  return lines.join('\n');
 }
 
 /**

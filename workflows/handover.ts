@@ -6,9 +6,22 @@
  * step works on all of the handover's agents in the database, so a handover of 10,000 agents
  * has the history of one of three: six activities, some forty events (more with retries).
  */
-import { ActivityFailure, ApplicationFailure, log, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  log,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  TimeoutFailure,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { HandoverOutcome, HandoverWorkflowInput } from './definitions';
+import {
+  handoverStatusQuery,
+  type HandoverOutcome,
+  type HandoverStatus,
+  type HandoverWorkflowInput,
+} from './definitions';
 
 const retry = { initialInterval: '2 seconds', maximumInterval: '30 seconds' } as const;
 
@@ -34,25 +47,54 @@ function untilDeadline(deadlineAt: number, heartbeat?: string) {
 }
 
 export async function handoverWorkflow(input: HandoverWorkflowInput): Promise<HandoverOutcome> {
+  const status: HandoverStatus = { step: 'loading', deadlineAt: null, outcome: null };
+  setHandler(handoverStatusQuery, () => status);
+  const at = (step: HandoverStatus['step']) => {
+    status.step = step;
+    setCurrentDetails(handoverDetails(input.handoverId, status));
+  };
+  const settled = (outcome: HandoverOutcome) => {
+    status.outcome = outcome;
+    at('settled');
+    return outcome;
+  };
   const step = { handoverId: input.handoverId, tenantId: input.tenantId };
   const { deadlineAt, running } = await quick.loadHandover(step);
-  if (!running) return quick.settleHandover(step); // ended already: its outcome again
+  status.deadlineAt = new Date(deadlineAt).toISOString();
+  if (!running) return settled(await quick.settleHandover(step)); // ended already: its outcome again
 
   try {
+    at('preparing the receiver');
     await untilDeadline(deadlineAt).prepareHandoverReceiver({ ...step, deadlineAt });
   } catch (error) {
     await bestEffort.cancelOnReceiver(step).catch(() => log.warn('receiver not told the handover failed'));
-    return quick.settleHandover({ ...step, failure: whyFailed(error, 'the receiver could not be prepared') });
+    const failure = whyFailed(error, 'the receiver could not be prepared');
+    return settled(await quick.settleHandover({ ...step, failure }));
   }
 
+  at('offering');
   await quick.offerHandover(step);
   try {
+    at('waiting for the receiver');
     await untilDeadline(deadlineAt, '30 seconds').awaitHandedOver({ ...step, deadlineAt });
   } catch (error) {
     log.warn('stopped waiting for the receiver', { reason: whyFailed(error, 'no answer') });
   }
+  at('compensating');
   const { receiverTold } = await quick.compensateHandover(step);
-  return quick.settleHandover({ ...step, receiverUntold: !receiverTold });
+  return settled(await quick.settleHandover({ ...step, receiverUntold: !receiverTold }));
+}
+
+/** The Temporal UI's current details of a handover. */
+function handoverDetails(handoverId: string, status: HandoverStatus): string {
+  const lines = [`**${status.step}**${status.deadlineAt ? ` · deadline ${status.deadlineAt}` : ''}`];
+  const outcome = status.outcome;
+  if (outcome)
+    lines.push(
+      `- Outcome: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ''}: ${outcome.handedOver} handed over, ${outcome.withdrawn} withdrawn, ${outcome.skipped} skipped`,
+    );
+  lines.push(`- REST: GET /api/federation/handovers/${handoverId}`);
+  return lines.join('\n');
 }
 
 /** The failure's own words (a receiver's refusal), or what a timeout means here. */

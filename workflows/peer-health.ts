@@ -1,6 +1,13 @@
-import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  continueAsNew,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { PeerHealthInput } from './definitions';
+import { peerHealthStatusQuery, type PeerHealthInput, type PeerHealthStatus } from './definitions';
 
 const { pingAllPeers } = proxyActivities<Activities>({
   startToCloseTimeout: '10 minutes',
@@ -14,9 +21,21 @@ const { pingAllPeers } = proxyActivities<Activities>({
  * of the moment, which each sweep reports (the input holds the one the worker started it
  * with), so a changed Federation:HealthCheckSeconds takes effect without restarting this singleton.
  */
-export async function peerHealthWorkflow(_input: PeerHealthInput): Promise<void> {
+export async function peerHealthWorkflow(input: PeerHealthInput): Promise<void> {
+  const status: PeerHealthStatus = { sweepsThisRun: 0, intervalSeconds: input.intervalSeconds, last: null };
+  setHandler(peerHealthStatusQuery, () => status);
   for (let sweep = 0; ; sweep++) {
-    const { intervalSeconds } = await pingAllPeers();
+    const { intervalSeconds, pinged, healthy, changed } = await pingAllPeers();
+    status.sweepsThisRun = sweep + 1;
+    status.intervalSeconds = intervalSeconds;
+    status.last = { pinged, healthy, changed, at: new Date().toISOString() };
+    setCurrentDetails(
+      [
+        `Pings every federation peer every ${intervalSeconds} s`,
+        '',
+        `**Last sweep** ${status.last.at}: ${healthy} of ${pinged} peers healthy, ${changed} changed (GET /api/federation/peers)`,
+      ].join('\n'),
+    );
     if (workflowInfo().continueAsNewSuggested || sweep >= 500)
       await continueAsNew<typeof peerHealthWorkflow>({ intervalSeconds });
     await sleep(intervalSeconds * 1000);

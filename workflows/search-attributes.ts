@@ -10,3 +10,4 @@ export const rolloutIdKey = defineSearchAttributeKey('RolloutId', SearchAttribut
 export const configurationIdKey = defineSearchAttributeKey('ConfigurationId', SearchAttributeType.KEYWORD);
 export const rolloutStateKey = defineSearchAttributeKey('RolloutState', SearchAttributeType.KEYWORD);
 export const gitSourceIdKey = defineSearchAttributeKey('GitSourceId', SearchAttributeType.KEYWORD);
+export const federatedRolloutStateKey = defineSearchAttributeKey('FederatedRolloutState', SearchAttributeType.KEYWORD);

@@ -13,6 +13,9 @@ import { recordUnreadable, startRun } from './sync-runs';
 export interface GitSourceState {
   paused: boolean;
   pollIntervalSeconds: number;
+  /** For the Temporal UI (absent from results recorded before it). */
+  name?: string;
+  branch?: string;
 }
 
 export interface StartedRun {
@@ -27,7 +30,9 @@ export function createGitTipActivities(deps: GitSyncDeps) {
     /** The source's state, or null once it is deleted (the loop then ends). */
     async loadGitSource(sourceId: string): Promise<GitSourceState | null> {
       const source = await findGitSourceById(db, sourceId);
-      return source ? { paused: source.paused, pollIntervalSeconds: source.poll_interval_seconds } : null;
+      if (!source) return null;
+      const { paused, poll_interval_seconds: pollIntervalSeconds, name, branch } = source;
+      return { paused, pollIntervalSeconds, name, branch };
     },
 
     /**

@@ -134,8 +134,8 @@ export async function activeGitSourcesAfter(
   db: Db,
   afterId: string | null,
   limit: number,
-): Promise<Array<{ id: string; tenant_id: string }>> {
-  const query = db('git_sources').select('id', 'tenant_id').where({ paused: false }).orderBy('id').limit(limit);
+): Promise<Array<{ id: string; tenant_id: string; name: string }>> {
+  const query = db('git_sources').select('id', 'tenant_id', 'name').where({ paused: false }).orderBy('id').limit(limit);
   if (afterId) query.where('id', '>', afterId);
   return query;
 }

@@ -14,6 +14,7 @@ export const SEARCH_ATTRIBUTES = {
   ConfigurationId: 'Keyword',
   RolloutState: 'Keyword',
   GitSourceId: 'Keyword',
+  FederatedRolloutState: 'Keyword',
 } as const;
 
 export class MissingToolError extends Error {}

@@ -571,6 +571,16 @@ test('the Temporal UI names the rollout, finds it by its search attributes, and 
     '- Agents: 1 succeeded of 1 agents',
     '- Last batch 1: 1 pushed, 1 succeeded, 0 failed, 0 skipped',
   ]);
+
+  // A rollback of the finished rollout is a new run: it says rolling-back, then rolled-back.
+  expect((await call('POST', `/api/rollouts/${rollout.id}/rollback`)).status).toBe(200);
+  await waitForState(rollout.id, 'rolled-back');
+  await eventually(async () => {
+    const description = await handle.describe();
+    expect(description.status.name).toBe('COMPLETED');
+    expect((description.searchAttributes as Record<string, unknown[]>).RolloutState).toEqual(['rolled-back']);
+  });
+  expect(await handle.result()).toMatchObject({ state: 'rolled-back' });
 }, 60_000);
 
 test('abort while a batch is being applied: the wait ends at once and the silent agents are given up', async () => {

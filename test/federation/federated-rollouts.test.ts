@@ -6,7 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { federatedRolloutWorkflowId } from '../../workflows/definitions';
+import { federatedRolloutStatusQuery, federatedRolloutWorkflowId } from '../../workflows/definitions';
+import { federatedRolloutStateKey } from '../../workflows/search-attributes';
 import { seedAgent } from '../support/agents-seed';
 import { startTestApp } from '../support/app';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
@@ -102,6 +103,26 @@ test('a federated rollout across a (here) and b runs to completion; b gets the s
   expect(types[0]).toBe('federation.rollout.created');
   expect(types).toContain('federation.rollout.installation-updated');
   expect(types.at(-1)).toBe('federation.rollout.completed');
+  // The Temporal UI: the run's state is a search attribute, and its query and details name each part.
+  const handle = a.client.workflow.getHandle(federatedRolloutWorkflowId(created.body.id));
+  await eventually(async () =>
+    expect((await handle.describe()).typedSearchAttributes.get(federatedRolloutStateKey)).toBe('completed'),
+  );
+  expect(await handle.query(federatedRolloutStatusQuery)).toEqual({
+    state: 'completed',
+    reason: null,
+    mode: 'sequential',
+    parts: [
+      { position: 0, name: 'a', started: true, ended: 'completed' },
+      { position: 1, name: 'b', started: true, ended: 'completed' },
+    ],
+  });
+  const metadata = await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata');
+  expect(metadata.currentDetails.split('\n').slice(0, 3)).toEqual([
+    '**completed** · sequential',
+    '- a: completed',
+    '- b: completed',
+  ]);
 
   // Rolled back once completed: its workflow starts again and rolls back every installation.
   const rolling = await operate(created.body.id, 'rollback');
@@ -110,6 +131,9 @@ test('a federated rollout across a (here) and b runs to completion; b gets the s
   const rolledBack = await waitFor(created.body.id, (body) => expect(body.state).toBe('rolled-back'));
   expect(rolledBack.installations.map((i: { state: string }) => i.state)).toEqual(['rolled-back', 'rolled-back']);
   expect((await bRollout(onB.rolloutId)).body.state).toBe('rolled-back');
+  await eventually(async () =>
+    expect((await handle.describe()).typedSearchAttributes.get(federatedRolloutStateKey)).toBe('rolled-back'),
+  );
 }, 120_000);
 
 test('paused mid-way, resumed, then aborted: each operation reaches b’s rollout', async () => {

@@ -7,7 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { insertHandover } from '../../db/repos/handovers';
-import { handoverWorkflowId, peerHealthWorkflowId, type HandoverOutcome } from '../../workflows/definitions';
+import {
+  handoverStatusQuery,
+  handoverWorkflowId,
+  peerHealthStatusQuery,
+  peerHealthWorkflowId,
+  type HandoverOutcome,
+} from '../../workflows/definitions';
 import { tenantIdKey } from '../../workflows/search-attributes';
 import { seedAgent } from '../support/agents-seed';
 import { startTestApp } from '../support/app';
@@ -85,6 +91,14 @@ describe('a handover of live agents', () => {
       skipped: 0,
       reason: null,
     });
+    // The Temporal UI: the query and the current details say where it ended.
+    const handle = a.client.workflow.getHandle(handoverWorkflowId(created.id));
+    expect(await handle.query(handoverStatusQuery)).toMatchObject({
+      step: 'settled',
+      outcome: { state: 'completed', handedOver: 3 },
+    });
+    const metadata = await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata');
+    expect(metadata.currentDetails).toContain('- Outcome: completed: 3 handed over, 0 withdrawn, 0 skipped');
     // No activity per agent: a handover's history stays small whatever its size.
     const history = await a.client.workflow.getHandle(handoverWorkflowId(created.id)).fetchHistory();
     expect(history.events!.length).toBeLessThan(60); // six activities, whatever the agent count
@@ -168,6 +182,11 @@ describe('a handover of live agents', () => {
     }
     expect(await events(a, 'federation.handover.agent-received', back.body.id)).toHaveLength(3);
     // The peer-health loop of a, which has checked bravo (and charlie) since the pairing.
+    const health = a.client.workflow.getHandle(peerHealthWorkflowId(a.taskQueue));
+    expect(await health.query(peerHealthStatusQuery)).toMatchObject({
+      last: { pinged: expect.any(Number), healthy: expect.any(Number) },
+    });
+    expect(await (await health.describe()).staticSummary()).toBe('Peer health: pings every federation peer, for ever');
     await recordHistories(a.client, peerHealthWorkflowId(a.taskQueue), 'peer-health');
   }, 90_000);
 });

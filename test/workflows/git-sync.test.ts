@@ -12,6 +12,7 @@ import { REPOSITORY_UNREACHABLE } from '../../activities/git/repository';
 import { sealCredentials, type GitCredentials } from '../../domain/git/credentials';
 import {
   gitSyncWakeSignal,
+  gitSyncStatusQuery,
   gitSyncWorkflowId,
   gitSyncWorkflowType,
   type GitSyncWake,
@@ -253,6 +254,21 @@ test('a push then a webhook: one run attributed to webhook, with the new SHA and
     }),
   ]);
   expect((await call('GET', `/api/git-sources/${source.id}`)).body.lastSyncedSha).toBe(sha);
+  // The Temporal UI: the loop's summary names the source; its query says what woke the last run.
+  const loop = env.client.workflow.getHandle(gitSyncWorkflowId(source.id));
+  const named = (await call('GET', `/api/git-sources/${source.id}`)).body.name;
+  expect(await (await loop.describe()).staticSummary()).toBe(`Git sync of '${named}'`);
+  await eventually(async () =>
+    expect(await loop.query(gitSyncStatusQuery)).toMatchObject({
+      sourceId: source.id,
+      name: named,
+      branch: 'main',
+      state: 'waiting',
+      lastTrigger: 'webhook',
+      lastRunId: runs[1]!.id,
+      pendingWakes: 0,
+    }),
+  );
 
   const configuration = await configurationNamed('otel-collector');
   const shown = await call('GET', `/api/configurations/${configuration!.id}`);

@@ -19,7 +19,7 @@ import {
   type FederatedRolloutWorkflow,
   type FederatedRolloutWorkflowInput,
 } from '../../../workflows/definitions';
-import { configurationIdKey, tenantIdKey } from '../../../workflows/search-attributes';
+import { configurationIdKey, federatedRolloutStateKey, tenantIdKey } from '../../../workflows/search-attributes';
 import { problems } from '../../problems';
 
 /**
@@ -51,6 +51,7 @@ export class FederatedRolloutWorkflows {
       typedSearchAttributes: new TypedSearchAttributes([
         { key: tenantIdKey, value: row.tenant_id },
         { key: configurationIdKey, value: row.configuration_id },
+        { key: federatedRolloutStateKey, value: row.state },
       ]),
     };
   }

@@ -22,6 +22,8 @@ const SIGNAL_DEADLINE_MS = 10_000;
 export interface SourceRef {
   id: string;
   tenant_id: string;
+  /** Names the loop in the Temporal UI when it is started. */
+  name?: string;
 }
 
 export class GitSyncWorkflows {
