@@ -185,22 +185,25 @@ export function createRolloutSettlingActivities(db: Knex) {
     },
 
     /**
-     * A completed rollout's late arrivals: its deferred agents settle as they connect and
-     * report, until none is left or the strategy's `lateArrivalSeconds` from the end have
-     * passed; then the rest are skipped and no longer get the version. Runs at most
-     * LATE_CALL_MAX_MS a call: `done` says whether the window closed (or nobody is left).
+     * A completed (or paused) rollout's late arrivals: its deferred agents settle as they
+     * connect and report, until none is left or, once completed, the strategy's
+     * `lateArrivalSeconds` from the end have passed; then the rest are skipped and no longer
+     * get the version. Runs at most LATE_CALL_MAX_MS a call: `done` says whether the window
+     * closed (or nobody is left).
      */
     async awaitLateArrivals(input: {
       rolloutId: string;
     }): Promise<{ done: boolean; deferred: number; counts: RolloutCounts }> {
       const rollout = await loadRolloutRow(db, input.rolloutId);
-      const windowEnds =
-        (rollout.finished_at?.getTime() ?? Date.now()) + offlineRules(rollout.strategy).lateArrivalSeconds * 1000;
+      const windowEnds = rollout.finished_at
+        ? rollout.finished_at.getTime() + offlineRules(rollout.strategy).lateArrivalSeconds * 1000
+        : Infinity;
       const callEnds = Date.now() + LATE_CALL_MAX_MS;
       for (;;) {
         await whileHeartbeating(() => settleLateArrivals(db, rollout));
         const deferred = await countDeferred(db, rollout.id);
         if (deferred === 0) return { done: true, deferred, counts: await countsOf(db, rollout.id) };
+        // Only a finished rollout's window closes (a paused one waits for its agents as long as it is paused).
         if (Date.now() >= windowEnds) {
           await db.transaction(async (trx) => {
             const expired = await withdrawDeferred(trx, rollout.id, rollout.content_hash, NEVER_CAME_ONLINE.late);

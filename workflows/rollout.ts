@@ -83,6 +83,9 @@ const waitsFor = () => (patched(WAIT_FOR_CANCELLED) ? cancellableWait : waiting)
 /** The patch that added late arrivals (deferred agents settling after completion): older histories replay without it. */
 const LATE_ARRIVALS = 'late-arrivals';
 
+/** The patch that settles deferred agents while the rollout is paused: older histories replay without it. */
+const SETTLE_WHILE_PAUSED = 'settle-deferred-while-paused';
+
 /** Continue as new after this many events even when the server does not suggest it yet. */
 const HISTORY_LIMIT = 1000;
 
@@ -96,6 +99,8 @@ interface RolloutRun extends RolloutView {
   bakeUntil: number;
   /** The wait for the batch in flight; an abort or a rollback cancels it. */
   batchWait?: CancellationScope;
+  /** The wait for deferred agents (completed, or paused); leaving the state it started in cancels it. */
+  lateWait?: { scope: CancellationScope; state: RolloutState };
   /** Not before then (ms) is the first batch pushed. */
   startAt: number | null;
   /** Outside the strategy's windows: when the next opens (ms), for the details. */
@@ -122,6 +127,13 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<Roll
     switch (run.state) {
       case 'pending':
       case 'paused':
+        // Paused with agents that were offline at their push: they settle as they come back
+        // (until the rollout moves on), rather than only after the resume.
+        if (run.state === 'paused' && hasDeferred(run) && patched(SETTLE_WHILE_PAUSED)) {
+          await awaitLateArrivals(run);
+          if (stateNow(run) === 'paused' && !hasDeferred(run)) await condition(() => run.state !== 'paused');
+          break;
+        }
         await condition(() => run.state !== 'pending' && run.state !== 'paused');
         break;
       case 'scheduled':
@@ -220,6 +232,7 @@ async function transition(
     upsertSearchAttributes([{ key: rolloutStateKey, value: run.state }]);
     if (run.state === 'aborted' || run.state === 'rolling-back') run.batchWait?.cancel();
     if (run.state !== 'running') run.bakeWatch?.cancel();
+    if (run.lateWait && run.state !== run.lateWait.state) run.lateWait.scope.cancel();
   } else if (result.state) {
     run.state = result.state;
     run.rowVersion = result.rowVersion ?? run.rowVersion;
@@ -335,20 +348,26 @@ const hasDeferred = (run: RolloutRun) => (run.counts?.progress.deferred ?? 0) > 
 
 /**
  * Waits (a call at a time, each up to half a day) until the rollout's deferred agents have
- * all settled or its late-arrival window closed; a rollback cancels the wait, and the loop
+ * all settled, or a completed rollout's late-arrival window closed; leaving the state it
+ * started in (a rollback; a paused rollout's resume or abort) cancels the wait, and the loop
  * follows the new state.
  */
 async function awaitLateArrivals(run: RolloutRun) {
+  // Histories from before the paused wait cancelled a completed rollout's through batchWait.
+  const scope = new CancellationScope();
+  const paused = run.state === 'paused';
+  if (paused) run.lateWait = { scope, state: 'paused' };
+  else run.batchWait = scope;
   try {
-    run.batchWait = new CancellationScope();
     const wait = waitsFor();
-    const settled = await run.batchWait.run(() => wait.awaitLateArrivals({ rolloutId: run.input.rolloutId }));
+    const settled = await scope.run(() => wait.awaitLateArrivals({ rolloutId: run.input.rolloutId }));
     run.counts = settled.counts;
     showDetails(run);
   } catch (error) {
     if (!isCancellation(error)) throw error;
   } finally {
-    run.batchWait = undefined;
+    if (paused) run.lateWait = undefined;
+    else run.batchWait = undefined;
   }
 }
 

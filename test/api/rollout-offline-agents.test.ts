@@ -215,3 +215,39 @@ test('rolling back a completed rollout covers its deferred agents: they never ge
   for (const agentId of offline)
     expect((await call('GET', `/api/agents/${agentId}`)).body.desired).toMatchObject({ version: v1!.version });
 }, 180_000);
+
+test('a paused rollout settles its deferred agents as they come back (a window of 0 does not skip them while paused); the resume goes on', async () => {
+  const [v1] = await publishConfiguration(env.t, env.operator, ['paused: late arrivals\n']);
+  const { groupId, fleet } = await env.fleet(4, {
+    apply: (agent) => (agent === fleet.agents[2] ? 'exporter otlp: connection refused' : undefined),
+  });
+  const laptops = fleet.agents.slice(0, 2);
+  await Promise.all(laptops.map((agent) => agent.stop()));
+  await eventually(async () => {
+    for (const agent of laptops) expect((await call('GET', `/api/agents/${agent.id}`)).body.status).toBe('offline');
+  });
+  const id = await startRollout({
+    configurationId: v1!.configurationId,
+    version: v1!.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 4, lateArrivalSeconds: 0 },
+  });
+  // One of the two that answered failed: paused, with the laptops deferred.
+  const paused = await waitForRollout(id, (body) => expect(body.state).toBe('paused'));
+  expect(paused.progress).toMatchObject({ deferred: 2, failed: 1, succeeded: 1 });
+
+  await Promise.all(laptops.map((agent) => agent.start()));
+  const settled = await waitForRollout(id, (body) =>
+    expect(body.progress).toMatchObject({ deferred: 0, succeeded: 3 }),
+  );
+  expect(settled.state).toBe('paused');
+  for (const agent of laptops) {
+    expect(agent.state.lastConfigHash).toBe(v1!.contentHash);
+    expect((await agentUpdates(id, agent.id)).map((data: { state: string }) => data.state)).toEqual([
+      'deferred',
+      'succeeded',
+    ]);
+  }
+  expect((await call('POST', `/api/rollouts/${id}/resume`)).body.state).toBe('running');
+  await waitForRollout(id, (body) => expect(body.state).toBe('completed'));
+}, 120_000);
