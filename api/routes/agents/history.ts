@@ -19,7 +19,9 @@ export const agentHistoryEntrySchema = z
         name: z.string().nullable(),
         createdBy: z
           .string()
-          .openapi({ description: 'Who created it: an operator, or a Git source (`git-source:…`).' }),
+          .openapi({
+            description: "Who created it: an operator, or a Git source (`git:<source name>`, a template's rollout).",
+          }),
       })
       .nullable(),
     batch: z.number().int().nullable(),

@@ -9851,7 +9851,7 @@ export interface components {
             rollout: {
                 id: string;
                 name: string | null;
-                /** @description Who created it: an operator, or a Git source (`git-source:…`). */
+                /** @description Who created it: an operator, or a Git source (`git:<source name>`, a template's rollout). */
                 createdBy: string;
             } | null;
             batch: number | null;
