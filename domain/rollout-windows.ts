@@ -55,8 +55,9 @@ function wallClock(timeZone: string, ms: number): number {
     });
     formatters.set(timeZone, format);
   }
-  const part = Object.fromEntries(format.formatToParts(ms).map((p) => [p.type, Number(p.value)]));
-  return Date.UTC(part.year!, part.month! - 1, part.day!, part.hour!, part.minute!, part.second!);
+  const parts = format.formatToParts(ms);
+  const part = (type: Intl.DateTimeFormatPartTypes) => Number(parts.find((p) => p.type === type)?.value);
+  return Date.UTC(part('year'), part('month') - 1, part('day'), part('hour'), part('minute'), part('second'));
 }
 
 /** The instant at which the wall clock in `timeZone` reads `wall` (ms as UTC); in a DST gap, about then. */

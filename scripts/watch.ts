@@ -28,18 +28,23 @@ const { values } = parseArgs({
 function fields(data: Record<string, unknown>, keys: readonly string[]): string {
   return keys
     .filter((key) => data[key] !== undefined && data[key] !== null)
-    .map((key) => `${key} ${String(data[key])}`)
+    .map((key) => `${key} ${text(data[key])}`)
     .join(', ');
+}
+
+/** A value of an event's data as a line shows it: scalars as they are, anything else as JSON. */
+function text(value: unknown): string {
+  return typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value);
 }
 
 /** An agent's result in a rollout: which rollout, which batch, forward or rollback, and its error. */
 function agentUpdate(data: Record<string, unknown>): string {
-  const rollout = `rollout ${String(data.rolloutName ?? data.rolloutId)}`;
-  const batch = data.batch !== undefined ? ` batch ${String(data.batch)}` : '';
+  const rollout = `rollout ${text(data.rolloutName ?? data.rolloutId)}`;
+  const batch = data.batch !== undefined ? ` batch ${text(data.batch)}` : '';
   const direction = data.rollback ? 'rollback' : 'forward';
   const gate = data.healthGate ? ' (health gate)' : '';
-  const error = data.error ? `: ${String(data.error)}` : '';
-  return `${rollout}${batch} ${direction}: ${String(data.state)}${gate}${error}`;
+  const error = data.error ? `: ${text(data.error)}` : '';
+  return `${rollout}${batch} ${direction}: ${text(data.state)}${gate}${error}`;
 }
 
 function line(event: CloudEvent): string {
@@ -49,7 +54,7 @@ function line(event: CloudEvent): string {
   let detail;
   if (event.type === 'rollout.agent-updated') detail = agentUpdate(data);
   else if (progress)
-    detail = `${data.name ? `${String(data.name)}: ` : ''}${Object.entries(progress)
+    detail = `${data.name ? `${text(data.name)}: ` : ''}${Object.entries(progress)
       .map(([state, count]) => `${state} ${count}`)
       .join(', ')}`;
   else detail = fields(data, ['name', 'state', 'reason', 'status', 'startAt', 'opensAt', 'batch']);
