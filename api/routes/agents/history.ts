@@ -17,11 +17,9 @@ export const agentHistoryEntrySchema = z
       .object({
         id: z.string(),
         name: z.string().nullable(),
-        createdBy: z
-          .string()
-          .openapi({
-            description: "Who created it: an operator, or a Git source (`git:<source name>`, a template's rollout).",
-          }),
+        createdBy: z.string().openapi({
+          description: "Who created it: an operator, or a Git source (`git:<source name>`, a template's rollout).",
+        }),
       })
       .nullable(),
     batch: z.number().int().nullable(),
