@@ -8,13 +8,20 @@ import { lockAgentRows } from '../db/repos/agents';
 import { claimRollback, failRollbackAgents, rollbackWaiting, settleRollback } from '../db/repos/rollout-agents';
 import { pushConfiguration, PushError } from '../domain/pushes';
 import { whileHeartbeating } from './keep-alive';
+import type { PreviousVersion } from '../db/repos/agent-history';
 import type { RolloutRow } from '../db/repos/rollouts';
 import { loadRolloutRow, POLL_MS, recordPushes, recordResults } from './rollout-shared';
 
 /** The rollback fails for these agents (unreachable, or silent past the timeout), recorded in their history. */
-async function failRollback(trx: Knex.Transaction, rollout: RolloutRow, agentIds: string[], error: string) {
+async function failRollback(
+  trx: Knex.Transaction,
+  rollout: RolloutRow,
+  agentIds: string[],
+  error: string,
+  version?: PreviousVersion,
+) {
   await failRollbackAgents(trx, rollout.id, agentIds, error);
-  await recordPushes(trx, rollout, agentIds, { kind: 'rollback-failed', detail: error });
+  await recordPushes(trx, rollout, agentIds, { kind: 'rollback-failed', detail: error, version });
 }
 
 /** `startRollback` and `awaitRollback`: the pushes back, then the wait for their reports. */
@@ -33,6 +40,7 @@ export function createRolloutRollbackActivities(db: Knex) {
             groups.flatMap((group) => group.agentIds),
           );
           for (const group of groups) {
+            const version = { configurationId: group.configurationId, version: group.version, hash: null };
             try {
               const result = await pushConfiguration(trx, {
                 tenantId: rollout.tenant_id,
@@ -41,13 +49,15 @@ export function createRolloutRollbackActivities(db: Knex) {
                 version: group.version,
               });
               pushed += result.agentIds.length;
-              await recordPushes(trx, rollout, result.agentIds, { kind: 'rollback-pushed' });
+              const pushedVersion = { ...version, hash: result.hash };
+              await recordPushes(trx, rollout, result.agentIds, { kind: 'rollback-pushed', version: pushedVersion });
               const reached = new Set(result.agentIds);
               const unreachable = group.agentIds.filter((id) => !reached.has(id));
-              await failRollback(trx, rollout, unreachable, 'the agent can no longer receive configurations');
+              const why = 'the agent can no longer receive configurations';
+              await failRollback(trx, rollout, unreachable, why, pushedVersion);
             } catch (error) {
               if (!(error instanceof PushError)) throw error;
-              await failRollback(trx, rollout, group.agentIds, error.message);
+              await failRollback(trx, rollout, group.agentIds, error.message, version);
             }
           }
           return { pushed };

@@ -3,7 +3,7 @@
  * result is recorded: its `rollout.agent-updated` event and its history entry.
  */
 import type { Knex } from 'knex';
-import { recordRolloutHistory } from '../db/repos/agent-history';
+import { recordRolloutHistory, type PreviousVersion } from '../db/repos/agent-history';
 import { emitEvents, type NewEvent } from '../db/repos/events';
 import { resultKind, type AgentHistoryKind } from '../domain/rollouts';
 import { rolloutProgress, type SettledAgent, type SettledDeferredAgent } from '../db/repos/rollout-agents';
@@ -33,6 +33,8 @@ export type AgentResult = {
   agent_id: string;
   state: SettledAgent['state'] | 'skipped' | 'deferred';
   error: string | null;
+  /** A rollback's result: the version it restored (its history entry names it). */
+  previous?: PreviousVersion;
 };
 
 /** One `rollout.agent-updated` event per agent result (`extra` adds e.g. the batch). */
@@ -88,6 +90,7 @@ export async function recordResults(
       detail: result.error,
       batch: context.batch ?? null,
       rollback,
+      version: result.previous,
     })),
   );
 }
@@ -112,13 +115,15 @@ export async function recordPushes(
   trx: Knex.Transaction,
   rollout: RolloutRow,
   agentIds: string[],
-  push: { kind: 'pushed'; batch: number } | { kind: 'rollback-pushed' | 'rollback-failed'; detail?: string },
+  push:
+    | { kind: 'pushed'; batch: number }
+    | { kind: 'rollback-pushed' | 'rollback-failed'; detail?: string; version?: PreviousVersion },
 ): Promise<void> {
-  const batch = push.kind === 'pushed' ? push.batch : null;
-  const detail = push.kind === 'pushed' ? null : (push.detail ?? null);
+  const [batch, detail, version] =
+    push.kind === 'pushed' ? [push.batch, null, undefined] : [null, push.detail ?? null, push.version];
   await recordRolloutHistory(
     trx,
     rollout.id,
-    agentIds.map((agentId) => ({ agentId, kind: push.kind, detail, batch, rollback: push.kind !== 'pushed' })),
+    agentIds.map((agentId) => ({ agentId, kind: push.kind, detail, batch, rollback: push.kind !== 'pushed', version })),
   );
 }

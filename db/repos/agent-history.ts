@@ -8,30 +8,38 @@ export interface NewHistoryEntry {
   kind: AgentHistoryKind;
   /** The agent's message, the reason, the timeout. */
   detail: string | null;
-  /** Null: the batch the agent is in. */
+  /** The rollout's batch it was in; null for the rollback's entries (a rollback has no batches). */
   batch: number | null;
   /** A rollback's entry: its version is the one the agent had before the rollout. */
   rollback: boolean;
+  /** A rollback entry's version when the caller knows it (else read from the agent's rollout row). */
+  version?: PreviousVersion;
+}
+
+/** The version an agent had before a rollout, which its rollback restores. */
+export interface PreviousVersion {
+  configurationId: string;
+  version: number;
+  hash: string | null;
 }
 
 /**
- * Records entries of one rollout in one statement, each with the version it is about (the
- * rollout's, or for a rollback's the agent's previous one) and its batch. Only a rollback's
- * entries, or entries without their batch, read the agents' rollout rows.
+ * Records entries of one rollout in one statement, each with the version it is about: the
+ * rollout's, or a rollback's, the agent's previous one (read from the agents' rollout rows
+ * only for rollback entries that do not carry it).
  */
 export async function recordRolloutHistory(db: Db, rolloutId: string, entries: NewHistoryEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  const readsRows = entries.some((e) => e.rollback || e.batch === null);
-  const columns = readsRows
-    ? `coalesce(e.batch, ra.batch), e.kind, e.detail,
-       CASE WHEN e.rollback THEN ra.previous_configuration_id ELSE r.configuration_id END,
-       CASE WHEN e.rollback THEN ra.previous_version ELSE r.version END,
-       CASE WHEN e.rollback THEN ra.previous_hash ELSE r.content_hash END`
-    : 'e.batch, e.kind, e.detail, r.configuration_id, r.version, r.content_hash';
+  const readsRows = entries.some((e) => e.rollback && !e.version);
+  const previous = (column: string) => (readsRows ? `ra.previous_${column}` : 'NULL');
   await db.raw(
     `INSERT INTO agent_history (tenant_id, agent_id, rollout_id, batch, kind, detail, configuration_id, version, content_hash)
-     SELECT r.tenant_id, e.agent_id, r.id, ${columns}
-       FROM unnest(?::uuid[], ?::text[], ?::text[], ?::int[], ?::boolean[]) AS e(agent_id, kind, detail, batch, rollback)
+     SELECT r.tenant_id, e.agent_id, r.id, e.batch, e.kind, e.detail,
+            CASE WHEN e.rollback THEN coalesce(e.configuration_id, ${previous('configuration_id')}) ELSE r.configuration_id END,
+            CASE WHEN e.rollback THEN coalesce(e.version, ${previous('version')}) ELSE r.version END,
+            CASE WHEN e.rollback THEN coalesce(e.hash, ${previous('hash')}) ELSE r.content_hash END
+       FROM unnest(?::uuid[], ?::text[], ?::text[], ?::int[], ?::boolean[], ?::uuid[], ?::int[], ?::text[])
+              AS e(agent_id, kind, detail, batch, rollback, configuration_id, version, hash)
        JOIN rollouts r ON r.id = ?
        ${readsRows ? 'LEFT JOIN rollout_agents ra ON ra.rollout_id = r.id AND ra.agent_id = e.agent_id' : ''}`,
     [
@@ -40,6 +48,9 @@ export async function recordRolloutHistory(db: Db, rolloutId: string, entries: N
       entries.map((e) => e.detail),
       entries.map((e) => e.batch),
       entries.map((e) => e.rollback),
+      entries.map((e) => e.version?.configurationId ?? null),
+      entries.map((e) => e.version?.version ?? null),
+      entries.map((e) => e.version?.hash ?? null),
       rolloutId,
     ] as Knex.Value[],
   );

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../connection';
 import type { RolloutRow } from './rollouts';
+import type { PreviousVersion } from './agent-history';
 import type {
   AgentRolloutState,
   BatchProgress,
@@ -591,7 +592,10 @@ export async function claimRollback(
 }
 
 /** Rollback agents whose report on their previous configuration is in. */
-export async function settleRollback(db: Db, rolloutId: string): Promise<SettledAgent[]> {
+export async function settleRollback(
+  db: Db,
+  rolloutId: string,
+): Promise<Array<SettledAgent & { previous: PreviousVersion }>> {
   return (
     await db.raw(
       `UPDATE rollout_agents ra
@@ -600,7 +604,9 @@ export async function settleRollback(db: Db, rolloutId: string): Promise<Settled
          FROM agents a
         WHERE ra.rollout_id = ? AND ra.rollback_state = 'applying'
           AND a.id = ra.agent_id AND a.applied_hash = ra.previous_hash AND a.applied_status IN ('APPLIED', 'FAILED')
-        RETURNING ra.agent_id, ra.rollback_state AS state, ra.rollback_error AS error`,
+        RETURNING ra.agent_id, ra.rollback_state AS state, ra.rollback_error AS error,
+                  json_build_object('configurationId', ra.previous_configuration_id,
+                                    'version', ra.previous_version, 'hash', ra.previous_hash) AS previous`,
       [rolloutId],
     )
   ).rows;
