@@ -119,6 +119,7 @@ runBench(async () => {
     const onV1 = await count(
       db('agents').where({ group_id: groupId, applied_hash: v1.hash, applied_status: 'APPLIED' }),
     );
+    const timeline = await rollbackTimeline(db, id);
     const reports = await reporter.stop();
     reporter = undefined;
     const agentEvents = await count(
@@ -139,6 +140,7 @@ runBench(async () => {
       `  CPU s until completed: worker ${used('worker')}, temporal ${used('temporal')}, postgres ${used('postgres')}, api + stand-in ${used('bench')}`,
       `  history until completed: ${forward.events} events in ${forward.runs.length} run(s) (${forward.runs.join(', ')})`,
       `  rollback answered in ${rollback.ms.toFixed(0)} ms; ${rolledBack.state} ${seconds(rollbackMs)} later; ${onV1} agents APPLIED the previous version again`,
+      `  rollback timeline from rolling-back (its events' transaction times): first results +${timeline.firstResults} s, last +${timeline.lastResults} s, rolled-back +${timeline.rolledBack} s`,
       `  history in all: ${total.events} events in ${total.runs.length} run(s) (${total.runs.join(', ')}); stand-in reports written: ${reports}`,
       `  rollout.agent-updated events: ${agentEvents} (one per agent, forward and back)`,
       `  reproduce: npm run bench:rollout-scale -- --agents ${agents} --batch-percent ${batchPercent} --policies ${args.policies}`,
@@ -252,4 +254,23 @@ function cpus(stack: RolloutStack) {
 
 async function count(query: Knex.QueryBuilder): Promise<number> {
   return Number(((await query.count({ n: '*' }).first()) as { n: string }).n);
+}
+
+/**
+ * Where a rollback's time goes, from its events: when its first and last agents' results
+ * were written and when it ended, in seconds after `rollout.rolling-back` (each event's time
+ * is its transaction's start).
+ */
+async function rollbackTimeline(db: Knex, id: string) {
+  const { rows } = await db.raw(
+    `SELECT min(time) FILTER (WHERE type = 'rollout.rolling-back') AS start,
+            min(time) FILTER (WHERE type = 'rollout.agent-updated' AND data->>'rollback' = 'true') AS first,
+            max(time) FILTER (WHERE type = 'rollout.agent-updated' AND data->>'rollback' = 'true') AS last,
+            min(time) FILTER (WHERE type = 'rollout.rolled-back') AS end
+       FROM events WHERE data->>'rolloutId' = ?`,
+    [id],
+  );
+  const times = rows[0] as Record<'start' | 'first' | 'last' | 'end', Date | null>;
+  const after = (at: Date | null) => (((at?.getTime() ?? NaN) - (times.start?.getTime() ?? NaN)) / 1000).toFixed(1);
+  return { firstResults: after(times.first), lastResults: after(times.last), rolledBack: after(times.end) };
 }

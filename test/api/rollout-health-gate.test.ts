@@ -6,7 +6,7 @@
  */
 import { publishConfiguration } from '../support/configurations';
 import { eventually } from '../support/eventually';
-import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+import { startRollout, startRolloutEnv, waitForRollout, type RolloutEnv } from '../support/rollout-env';
 
 let env: RolloutEnv;
 beforeAll(async () => {
@@ -15,21 +15,6 @@ beforeAll(async () => {
 afterAll(() => env?.close());
 
 const call = (method: string, path: string, body?: unknown) => env.t.call(method, path, { token: env.operator, body });
-
-async function waitForRollout(id: string, check: (body: Record<string, any>) => void, timeoutMs = 30_000) {
-  return eventually(async () => {
-    const res = await call('GET', `/api/rollouts/${id}`);
-    check(res.body);
-    return res.body;
-  }, timeoutMs);
-}
-
-async function startRollout(body: Record<string, unknown>): Promise<string> {
-  const created = await call('POST', '/api/rollouts', body);
-  expect(created.status).toBe(201);
-  expect((await call('POST', `/api/rollouts/${created.body.id}/start`)).status).toBe(200);
-  return created.body.id as string;
-}
 
 async function agentsOf(rolloutId: string) {
   const res = await call('GET', `/api/rollouts/${rolloutId}/agents`);
@@ -51,24 +36,24 @@ test('a batch whose agents apply cleanly and then turn unhealthy rolls the rollo
   };
 
   // v1 leaves them healthy: the gate watches each batch's bake and lets it through.
-  const first = await startRollout({
+  const first = await startRollout(env, {
     configurationId: v1!.configurationId,
     version: v1!.version,
     target: { groupIds: [groupId] },
     strategy: { ...strategy, bakeSeconds: 3 },
   });
-  const completed = await waitForRollout(first, (body) => expect(body.state).toBe('completed'), 60_000);
+  const completed = await waitForRollout(env, first, (body) => expect(body.state).toBe('completed'), 60_000);
   expect(completed.progress).toMatchObject({ succeeded: 4, failed: 0 });
   expect(completed.strategy.healthGate).toEqual({ unhealthyAfterSeconds: 2, maxDisconnects: 3 });
 
   // v2 applies cleanly, then the agents report their exporter failing.
-  const second = await startRollout({
+  const second = await startRollout(env, {
     configurationId: v2!.configurationId,
     version: v2!.version,
     target: { groupIds: [groupId] },
     strategy,
   });
-  const rolledBack = await waitForRollout(second, (body) => expect(body.state).toBe('rolled-back'), 60_000);
+  const rolledBack = await waitForRollout(env, second, (body) => expect(body.state).toBe('rolled-back'), 60_000);
   expect(rolledBack.reason).toBe('2 of 2 agents of batch 1 failed (100.0% > maxFailurePercent 0)');
   const agents = await agentsOf(second);
   const batch1 = [...agents.entries()].filter(([, agent]) => agent.batch === 1);
@@ -118,13 +103,13 @@ test('a batch whose agents apply cleanly and then turn unhealthy rolls the rollo
 test('an agent whose connection drops more than maxDisconnects times during the bake fails in its batch and pauses the rollout; a steady agent stays succeeded', async () => {
   const [v1] = await publishConfiguration(env.t, env.operator, ['flapping: after apply\n']);
   const { groupId, fleet } = await env.fleet(2);
-  const id = await startRollout({
+  const id = await startRollout(env, {
     configurationId: v1!.configurationId,
     version: v1!.version,
     target: { groupIds: [groupId] },
     strategy: { batchSize: 2, bakeSeconds: 600, healthGate: { unhealthyAfterSeconds: 60, maxDisconnects: 1 } },
   });
-  await waitForRollout(id, (body) => expect(body.progress.succeeded).toBe(2));
+  await waitForRollout(env, id, (body) => expect(body.progress.succeeded).toBe(2));
   const [flapping, steady] = fleet.agents;
   for (let drop = 0; drop < 2; drop++) {
     await flapping!.stop();
@@ -134,7 +119,7 @@ test('an agent whose connection drops more than maxDisconnects times during the 
     await flapping!.start();
     await flapping!.waitFor((state) => state.connected);
   }
-  const paused = await waitForRollout(id, (body) => expect(body.state).toBe('paused'));
+  const paused = await waitForRollout(env, id, (body) => expect(body.state).toBe('paused'));
   expect(paused.reason).toBe('1 of 2 agents of batch 1 failed (50.0% > maxFailurePercent 0)');
   const agents = await agentsOf(id);
   expect(agents.get(flapping!.id)).toMatchObject({

@@ -10,7 +10,7 @@ import { NEVER_CAME_ONLINE, ROLLBACK_OF_DEFERRED } from '../../domain/rollouts';
 import type { Fleet } from '../../scripts/agents/fleet';
 import { publishConfiguration } from '../support/configurations';
 import { eventually } from '../support/eventually';
-import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+import { startRollout, startRolloutEnv, waitForRollout, type RolloutEnv } from '../support/rollout-env';
 
 let env: RolloutEnv;
 beforeAll(async () => {
@@ -19,14 +19,6 @@ beforeAll(async () => {
 afterAll(() => env?.close());
 
 const call = (method: string, path: string, body?: unknown) => env.t.call(method, path, { token: env.operator, body });
-
-async function waitForRollout(id: string, check: (body: Record<string, any>) => void, timeoutMs = 30_000) {
-  return eventually(async () => {
-    const res = await call('GET', `/api/rollouts/${id}`);
-    check(res.body);
-    return res.body;
-  }, timeoutMs);
-}
 
 /** Five connected agents, two of them then closed (the service sees them offline). */
 async function fleetWithTwoOffline(): Promise<{ groupId: string; fleet: Fleet; online: string[]; offline: string[] }> {
@@ -42,13 +34,6 @@ async function fleetWithTwoOffline(): Promise<{ groupId: string; fleet: Fleet; o
     .map((agent) => agent.id)
     .sort();
   return { groupId, fleet, online, offline };
-}
-
-async function startRollout(body: Record<string, unknown>): Promise<string> {
-  const created = await call('POST', '/api/rollouts', body);
-  expect(created.status).toBe(201);
-  expect((await call('POST', `/api/rollouts/${created.body.id}/start`)).status).toBe(200);
-  return created.body.id as string;
 }
 
 async function agentsOf(rolloutId: string) {
@@ -69,13 +54,13 @@ const agentUpdates = (rolloutId: string, agentId: string) =>
 test('deferred by default: the rollout completes on its online agents (maxFailurePercent 0 unmoved), and each late arrival gets the version and settles with its event', async () => {
   const { groupId, fleet, offline } = await fleetWithTwoOffline();
   const [v1] = await publishConfiguration(env.t, env.operator, ['late: arrivals\n']);
-  const id = await startRollout({
+  const id = await startRollout(env, {
     configurationId: v1!.configurationId,
     version: v1!.version,
     target: { groupIds: [groupId] },
     strategy: { batchSize: 2 },
   });
-  const done = await waitForRollout(id, (body) => expect(body.state).toBe('completed'));
+  const done = await waitForRollout(env, id, (body) => expect(body.state).toBe('completed'));
   expect(done.progress).toEqual({
     total: 5,
     pending: 0,
@@ -95,7 +80,7 @@ test('deferred by default: the rollout completes on its online agents (maxFailur
 
   // The laptops open again: each gets the version on connecting, applies it, and settles.
   await Promise.all(fleet.agents.slice(0, 2).map((agent) => agent.start()));
-  const settled = await waitForRollout(id, (body) =>
+  const settled = await waitForRollout(env, id, (body) =>
     expect(body.progress).toMatchObject({ deferred: 0, succeeded: 5 }),
   );
   expect(settled.state).toBe('completed');
@@ -115,13 +100,13 @@ test('deferred by default: the rollout completes on its online agents (maxFailur
 test('offlineAgents skip settles them skipped at once, and they never get the version', async () => {
   const { groupId, fleet, offline } = await fleetWithTwoOffline();
   const [v1] = await publishConfiguration(env.t, env.operator, ['skip: offline\n']);
-  const id = await startRollout({
+  const id = await startRollout(env, {
     configurationId: v1!.configurationId,
     version: v1!.version,
     target: { groupIds: [groupId] },
     strategy: { batchPercent: 100, offlineAgents: 'skip' },
   });
-  const done = await waitForRollout(id, (body) => expect(body.state).toBe('completed'));
+  const done = await waitForRollout(env, id, (body) => expect(body.state).toBe('completed'));
   expect(done.progress).toMatchObject({ deferred: 0, succeeded: 3, skipped: 2 });
   for (const agentId of offline)
     expect((await agentsOf(id)).get(agentId)).toMatchObject({ state: 'skipped', error: OFFLINE_SKIPPED });
@@ -134,13 +119,13 @@ test('offlineAgents skip settles them skipped at once, and they never get the ve
 test('offlineAgents fail keeps the old behaviour: silent past the apply timeout, they fail the batch', async () => {
   const { groupId, offline } = await fleetWithTwoOffline();
   const [v1] = await publishConfiguration(env.t, env.operator, ['fail: offline\n']);
-  const id = await startRollout({
+  const id = await startRollout(env, {
     configurationId: v1!.configurationId,
     version: v1!.version,
     target: { groupIds: [groupId] },
     strategy: { batchPercent: 100, offlineAgents: 'fail', applyTimeoutSeconds: 1 },
   });
-  const paused = await waitForRollout(id, (body) => expect(body.state).toBe('paused'));
+  const paused = await waitForRollout(env, id, (body) => expect(body.state).toBe('paused'));
   expect(paused.progress).toMatchObject({ failed: 2, succeeded: 3, deferred: 0 });
   expect(paused.reason).toMatch(/^2 of 5 agents of batch 1 failed/);
   for (const agentId of offline)
@@ -153,13 +138,13 @@ test('offlineAgents fail keeps the old behaviour: silent past the apply timeout,
 test('a late-arrival window of 0: completed deferred agents are skipped at once and no longer get the version', async () => {
   const { groupId, fleet, offline } = await fleetWithTwoOffline();
   const [v1] = await publishConfiguration(env.t, env.operator, ['window: 0\n']);
-  const id = await startRollout({
+  const id = await startRollout(env, {
     configurationId: v1!.configurationId,
     version: v1!.version,
     target: { groupIds: [groupId] },
     strategy: { batchPercent: 100, lateArrivalSeconds: 0 },
   });
-  const done = await waitForRollout(id, (body) =>
+  const done = await waitForRollout(env, id, (body) =>
     expect(body).toMatchObject({ state: 'completed', progress: { deferred: 0, skipped: 2, succeeded: 3 } }),
   );
   expect(done.progress.total).toBe(5);
@@ -177,29 +162,31 @@ test('rolling back a completed rollout covers its deferred agents: they never ge
   const [v1, v2] = await publishConfiguration(env.t, env.operator, ['before: 1\n', 'after: 2\n']);
   // Everyone runs v1 first (the two offline ones too: they ran it before closing).
   await Promise.all(fleet.agents.slice(0, 2).map((agent) => agent.start()));
-  const first = await startRollout({
+  const first = await startRollout(env, {
     configurationId: v1!.configurationId,
     version: v1!.version,
     target: { groupIds: [groupId] },
     strategy: { batchPercent: 100 },
   });
-  await waitForRollout(first, (body) => expect(body).toMatchObject({ state: 'completed', progress: { succeeded: 5 } }));
+  await waitForRollout(env, first, (body) =>
+    expect(body).toMatchObject({ state: 'completed', progress: { succeeded: 5 } }),
+  );
   await Promise.all(fleet.agents.slice(0, 2).map((agent) => agent.stop()));
   await eventually(async () => {
     for (const agentId of offline) expect((await call('GET', `/api/agents/${agentId}`)).body.status).toBe('offline');
   });
 
-  const id = await startRollout({
+  const id = await startRollout(env, {
     configurationId: v2!.configurationId,
     version: v2!.version,
     target: { groupIds: [groupId] },
     strategy: { batchPercent: 100 },
   });
-  await waitForRollout(id, (body) =>
+  await waitForRollout(env, id, (body) =>
     expect(body).toMatchObject({ state: 'completed', progress: { deferred: 2, succeeded: 3 } }),
   );
   expect((await call('POST', `/api/rollouts/${id}/rollback`)).status).toBe(200);
-  const rolledBack = await waitForRollout(id, (body) => expect(body.state).toBe('rolled-back'));
+  const rolledBack = await waitForRollout(env, id, (body) => expect(body.state).toBe('rolled-back'));
   expect(rolledBack.rollback).toMatchObject({ succeeded: 3, skipped: 2 });
   const agents = await agentsOf(id);
   for (const agentId of offline)
@@ -226,18 +213,18 @@ test('a paused rollout settles its deferred agents as they come back (a window o
   await eventually(async () => {
     for (const agent of laptops) expect((await call('GET', `/api/agents/${agent.id}`)).body.status).toBe('offline');
   });
-  const id = await startRollout({
+  const id = await startRollout(env, {
     configurationId: v1!.configurationId,
     version: v1!.version,
     target: { groupIds: [groupId] },
     strategy: { batchSize: 4, lateArrivalSeconds: 0 },
   });
   // One of the two that answered failed: paused, with the laptops deferred.
-  const paused = await waitForRollout(id, (body) => expect(body.state).toBe('paused'));
+  const paused = await waitForRollout(env, id, (body) => expect(body.state).toBe('paused'));
   expect(paused.progress).toMatchObject({ deferred: 2, failed: 1, succeeded: 1 });
 
   await Promise.all(laptops.map((agent) => agent.start()));
-  const settled = await waitForRollout(id, (body) =>
+  const settled = await waitForRollout(env, id, (body) =>
     expect(body.progress).toMatchObject({ deferred: 0, succeeded: 3 }),
   );
   expect(settled.state).toBe('paused');
@@ -249,5 +236,5 @@ test('a paused rollout settles its deferred agents as they come back (a window o
     ]);
   }
   expect((await call('POST', `/api/rollouts/${id}/resume`)).body.state).toBe('running');
-  await waitForRollout(id, (body) => expect(body.state).toBe('completed'));
+  await waitForRollout(env, id, (body) => expect(body.state).toBe('completed'));
 }, 120_000);

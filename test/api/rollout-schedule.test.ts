@@ -6,7 +6,7 @@
 import { WEEKDAYS } from '../../domain/rollout-windows';
 import { publishConfiguration } from '../support/configurations';
 import { eventually } from '../support/eventually';
-import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+import { startRolloutEnv, waitForRollout, type RolloutEnv } from '../support/rollout-env';
 
 let env: RolloutEnv;
 beforeAll(async () => {
@@ -15,14 +15,6 @@ beforeAll(async () => {
 afterAll(() => env?.close());
 
 const call = (method: string, path: string, body?: unknown) => env.t.call(method, path, { token: env.operator, body });
-
-async function waitForRollout(id: string, check: (body: Record<string, any>) => void, timeoutMs = 30_000) {
-  return eventually(async () => {
-    const res = await call('GET', `/api/rollouts/${id}`);
-    check(res.body);
-    return res.body;
-  }, timeoutMs);
-}
 
 const eventsOf = (rolloutId: string) =>
   env.t.database.db('events').where({ subject: rolloutId }).orderBy('seq').select('type', 'data');
@@ -49,7 +41,7 @@ test('started before its startAt, a rollout is scheduled (announced with the tim
   const started = await call('POST', `/api/rollouts/${id}/start`);
   expect(started.status).toBe(200);
   expect(started.body).toMatchObject({ state: 'scheduled', startAt, progress: { pending: 2, succeeded: 0 } });
-  const done = await waitForRollout(id, (body) => expect(body.state).toBe('completed'));
+  const done = await waitForRollout(env, id, (body) => expect(body.state).toBe('completed'));
   expect(Date.parse(done.startedAt)).toBeGreaterThanOrEqual(Date.parse(startAt));
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v1.contentHash);
   const events = await eventsOf(id);

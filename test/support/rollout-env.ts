@@ -155,3 +155,26 @@ export async function untilWorkflowIdle(handle: WorkflowHandle, timeoutMs = 20_0
     expect(events.at(-1)?.workflowTaskCompletedEventAttributes).toBeTruthy();
   }, timeoutMs);
 }
+
+/** The rollout as `GET /api/rollouts/{id}` shows it once `check` passes on it (read again until then). */
+export function waitForRollout(
+  env: RolloutEnv,
+  id: string,
+  check: (body: Record<string, any>) => void,
+  timeoutMs = 30_000,
+): Promise<Record<string, any>> {
+  return eventually(async () => {
+    const res = await env.t.call('GET', `/api/rollouts/${id}`, { token: env.operator });
+    check(res.body);
+    return res.body as Record<string, any>;
+  }, timeoutMs);
+}
+
+/** Creates a rollout as the environment's operator and starts it; answers its id. */
+export async function startRollout(env: RolloutEnv, body: Record<string, unknown>): Promise<string> {
+  const created = await env.t.call('POST', '/api/rollouts', { token: env.operator, body });
+  expect(created.status).toBe(201);
+  const started = await env.t.call('POST', `/api/rollouts/${created.body.id}/start`, { token: env.operator });
+  expect(started.status).toBe(200);
+  return created.body.id as string;
+}
