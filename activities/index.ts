@@ -17,7 +17,7 @@ export interface ActivityDeps {
    * Git:WorkDir for the working copies, the key that opens Git sources' and peers'
    * credentials, Federation:* for peer calls, and the task queue this worker serves.
    */
-  settings: Pick<Settings, 'git' | 'encryptionKey' | 'isDevelopment' | 'federation' | 'temporal'>;
+  settings: Pick<Settings, 'git' | 'encryptionKey' | 'isDevelopment' | 'federation' | 'temporal' | 'agents'>;
   /** For activities that start or operate other workflows (a federated rollout's local rollout). */
   temporal?: Client;
   /** Where activities log what an operator should see (e.g. a Git sync run that failed). */
@@ -29,7 +29,7 @@ export interface ActivityDeps {
 /** All activities, built from their dependencies (the worker passes real ones). */
 export function createActivities(deps: ActivityDeps) {
   return failDomainErrorsForGood({
-    ...createEventActivities(deps.db),
+    ...createEventActivities(deps.db, deps.settings),
     ...createRolloutActivities(deps.db),
     ...createGitSyncActivities(deps),
     ...createPeerActivities(deps),

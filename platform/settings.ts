@@ -75,6 +75,7 @@ const definitions = {
   'Agents:Enrollment:Mode': z.enum(['token', 'approval']).default('token'),
   'Agents:Enrollment:ApprovalTenant': z.string().min(1).default('default'),
   'Agents:Enrollment:MaxPending': positiveInt.default(1000),
+  'Agents:HistoryRetentionDays': positiveInt.max(3650).default(180),
   'Git:DefaultPollIntervalSeconds': positiveInt.default(60),
   'Git:WorkDir': z.string().min(1).optional(),
   'Git:FileRoots': listOf(
@@ -135,6 +136,8 @@ export interface Settings {
     /** The agents' CA from files; else created on first start and kept encrypted in the database. */
     ca?: { certificateFile: string; keyFile: string };
     enrollment: { mode: 'token' | 'approval'; approvalTenant: string; maxPending: number };
+    /** Each agent's history (pushes, reports, verdicts) is kept this long. */
+    historyRetentionDays: number;
   };
   /**
    * `workDir`: where the worker keeps its per-source working copies (any worker can rebuild
@@ -335,6 +338,7 @@ function agentSettings(raw: Raw, isDevelopment: boolean): Settings['agents'] {
         .map((h) => h.trim())
         .filter(Boolean),
     },
+    historyRetentionDays: raw['Agents:HistoryRetentionDays'],
     ca: pair(raw['Agents:Ca:CertificateFile'], raw['Agents:Ca:KeyFile'], 'Agents:Ca'),
     enrollment: {
       mode: raw['Agents:Enrollment:Mode'],

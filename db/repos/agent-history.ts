@@ -56,6 +56,20 @@ export async function recordRolloutHistory(db: Db, rolloutId: string, entries: N
   );
 }
 
+/**
+ * Deletes up to `batch` of the oldest entries written before `before`; answers how many. It
+ * reads only the head of the table in `seq` order (entries are written in time order), so
+ * a sweep with nothing to delete costs one index page, not a scan.
+ */
+export async function pruneAgentHistory(db: Db, before: Date, batch = 10_000): Promise<number> {
+  const result = await db.raw(
+    `WITH head AS (SELECT seq, at FROM agent_history ORDER BY seq LIMIT ?)
+     DELETE FROM agent_history WHERE seq IN (SELECT seq FROM head WHERE at < ?)`,
+    [batch, before],
+  );
+  return result.rowCount ?? 0;
+}
+
 export interface AgentHistoryRow {
   seq: string;
   agent_id: string;

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startWorker } from '../../worker/run';
@@ -40,13 +40,24 @@ test('the worker registers the workflows, starts the outbox retention (which pru
     { tenant_id: 'default', type: 'test.old', source: '/test', time: old, data: '{}' },
     { tenant_id: 'default', type: 'test.recent', source: '/test', data: '{}' },
   ]);
+  // Agents' history past Agents:HistoryRetentionDays goes too, the rest stays.
+  const entry = (at: Date, kind: string) => ({ tenant_id: 'default', agent_id: randomUUID(), at, kind });
+  await db('agent_history').insert([
+    entry(new Date(Date.now() - 400 * 86_400_000), 'applied'),
+    entry(new Date(), 'pushed'),
+  ]);
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
-  const settings = testSettings(database.url, { Temporal__TaskQueue: taskQueue, Events__RetentionDays: '7' });
+  const settings = testSettings(database.url, {
+    Temporal__TaskQueue: taskQueue,
+    Events__RetentionDays: '7',
+    Agents__HistoryRetentionDays: '365',
+  });
   const handle = await startWorker(settings, db);
   try {
     await eventually(async () => {
       const types = (await db('events').select('type')).map((r) => r.type);
       expect(types).toEqual(['test.recent']);
+      expect(await db('agent_history').pluck('kind')).toEqual(['pushed']);
     }, 20_000);
     const description = await client.workflow.getHandle(outboxRetentionWorkflowId(taskQueue)).describe();
     expect(description.type).toBe('outboxRetentionWorkflow');
