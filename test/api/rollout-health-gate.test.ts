@@ -4,7 +4,9 @@
  * whose connection keeps dropping, fail in their batch during its bake, and the rollout
  * pauses or rolls back on its own; healthy agents go through.
  */
+import { rolloutWorkflowId } from '../../workflows/definitions';
 import { publishConfiguration } from '../support/configurations';
+import { recordHistories } from '../support/histories';
 import { eventually } from '../support/eventually';
 import { startRollout, startRolloutEnv, waitForRollout, type RolloutEnv } from '../support/rollout-env';
 
@@ -55,6 +57,7 @@ test('a batch whose agents apply cleanly and then turn unhealthy rolls the rollo
   });
   const rolledBack = await waitForRollout(env, second, (body) => expect(body.state).toBe('rolled-back'), 60_000);
   expect(rolledBack.reason).toBe('2 of 2 agents of batch 1 failed (100.0% > maxFailurePercent 0)');
+  await recordHistories(env.client, rolloutWorkflowId(second), 'health-gate-rollback');
   const agents = await agentsOf(second);
   const batch1 = [...agents.entries()].filter(([, agent]) => agent.batch === 1);
   expect(batch1).toHaveLength(2);

@@ -8,7 +8,9 @@
 import { OFFLINE_SKIPPED } from '../../db/repos/rollout-agents';
 import { NEVER_CAME_ONLINE, ROLLBACK_OF_DEFERRED } from '../../domain/rollouts';
 import type { Fleet } from '../../scripts/agents/fleet';
+import { rolloutWorkflowId } from '../../workflows/definitions';
 import { publishConfiguration } from '../support/configurations';
+import { recordHistories } from '../support/histories';
 import { eventually } from '../support/eventually';
 import { startRollout, startRolloutEnv, waitForRollout, type RolloutEnv } from '../support/rollout-env';
 
@@ -237,4 +239,5 @@ test('a paused rollout settles its deferred agents as they come back (a window o
   }
   expect((await call('POST', `/api/rollouts/${id}/resume`)).body.state).toBe('running');
   await waitForRollout(env, id, (body) => expect(body.state).toBe('completed'));
+  await recordHistories(env.client, rolloutWorkflowId(id), 'paused-settles-deferred');
 }, 120_000);

@@ -4,7 +4,9 @@
  * one). The week-long cases run on the time-skipping server: test/workflows/rollout-decisions.unit.test.ts.
  */
 import { WEEKDAYS } from '../../domain/rollout-windows';
+import { rolloutWorkflowId } from '../../workflows/definitions';
 import { publishConfiguration } from '../support/configurations';
+import { recordHistories } from '../support/histories';
 import { eventually } from '../support/eventually';
 import { startRolloutEnv, waitForRollout, type RolloutEnv } from '../support/rollout-env';
 
@@ -42,6 +44,7 @@ test('started before its startAt, a rollout is scheduled (announced with the tim
   expect(started.status).toBe(200);
   expect(started.body).toMatchObject({ state: 'scheduled', startAt, progress: { pending: 2, succeeded: 0 } });
   const done = await waitForRollout(env, id, (body) => expect(body.state).toBe('completed'));
+  await recordHistories(env.client, rolloutWorkflowId(id), 'scheduled-start');
   expect(Date.parse(done.startedAt)).toBeGreaterThanOrEqual(Date.parse(startAt));
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v1.contentHash);
   const events = await eventsOf(id);
