@@ -193,12 +193,16 @@ export function createRolloutSettlingActivities(db: Knex) {
      */
     async awaitLateArrivals(input: {
       rolloutId: string;
+      /** Watch until then (ms) and no longer: the workflow holds the window and closes it (`expireLateArrivals`). */
+      until?: number;
     }): Promise<{ done: boolean; deferred: number; counts: RolloutCounts }> {
       const rollout = await loadRolloutRow(db, input.rolloutId);
-      const windowEnds = rollout.finished_at
-        ? rollout.finished_at.getTime() + offlineRules(rollout.strategy).lateArrivalSeconds * 1000
-        : Infinity;
-      const callEnds = Date.now() + LATE_CALL_MAX_MS;
+      // Runs recorded before the workflow held the window left its end to this activity's clock.
+      const windowEnds =
+        input.until === undefined && rollout.finished_at
+          ? rollout.finished_at.getTime() + offlineRules(rollout.strategy).lateArrivalSeconds * 1000
+          : Infinity;
+      const callEnds = input.until ?? Date.now() + LATE_CALL_MAX_MS;
       for (;;) {
         await whileHeartbeating(() => settleLateArrivals(db, rollout));
         const deferred = await countDeferred(db, rollout.id);
@@ -213,8 +217,24 @@ export function createRolloutSettlingActivities(db: Knex) {
         }
         if (Date.now() >= callEnds) return { done: false, deferred, counts: await countsOf(db, rollout.id) };
         heartbeat(deferred);
-        await sleep(Math.min(LATE_POLL_MS, windowEnds - Date.now())); // a rollback cancels it here
+        await sleep(Math.max(1, Math.min(LATE_POLL_MS, windowEnds - Date.now(), callEnds - Date.now()))); // a rollback cancels it here
       }
+    },
+
+    /**
+     * Closes a completed rollout's late-arrival window: its deferred agents still offline are
+     * skipped ("offline for the whole rollout…") and their previous configuration is desired
+     * again, each with its event and history entry.
+     */
+    async expireLateArrivals(input: { rolloutId: string }): Promise<{ counts: RolloutCounts }> {
+      const rollout = await loadRolloutRow(db, input.rolloutId);
+      await db.transaction(async (trx) => {
+        const settled = await settleDeferred(trx, rollout.id, rollout.content_hash);
+        await recordDeferredResults(trx, rollout, settled);
+        const expired = await withdrawDeferred(trx, rollout.id, rollout.content_hash, NEVER_CAME_ONLINE.late);
+        await recordDeferredResults(trx, rollout, expired);
+      });
+      return { counts: await countsOf(db, rollout.id) };
     },
   };
 }

@@ -32,6 +32,8 @@ export interface LoadedRollout {
   summary: string;
   /** Not before then (ms) is the first batch pushed; null: at once (absent from results recorded before it). */
   startAt?: number | null;
+  /** When it reached a final state (ms); null before (absent from results recorded before it). */
+  finishedAt?: number | null;
 }
 
 export type TransitionResult =
@@ -100,6 +102,7 @@ export function createRolloutStateActivities(db: Knex) {
         counts: await countsOf(db, rolloutId),
         summary: describeRollout(row, configuration?.name ?? row.configuration_id).summary,
         startAt: row.start_at?.getTime() ?? null,
+        finishedAt: row.finished_at?.getTime() ?? null,
       };
     },
 

@@ -30,6 +30,7 @@ import {
   ABANDONED_BY_ABORT,
   FINAL_ROLLOUT_STATES,
   batchFailure,
+  offlineRules,
   startedState,
   ROLLOUT_TRANSITIONS,
   refusedOperation,
@@ -83,6 +84,12 @@ const waitsFor = () => (patched(WAIT_FOR_CANCELLED) ? cancellableWait : waiting)
 /** The patch that added late arrivals (deferred agents settling after completion): older histories replay without it. */
 const LATE_ARRIVALS = 'late-arrivals';
 
+/** The patch that made the workflow hold the late-arrival window (a timer it can skip in tests, not the activity's clock). */
+const LATE_WINDOW = 'late-window-in-workflow';
+
+/** The longest one late-arrivals call watches; the workflow calls again until the window closes. */
+const LATE_CALL_MS = 12 * 3600_000;
+
 /** The patch that settles deferred agents while the rollout is paused: older histories replay without it. */
 const SETTLE_WHILE_PAUSED = 'settle-deferred-while-paused';
 
@@ -103,6 +110,8 @@ interface RolloutRun extends RolloutView {
   lateWait?: { scope: CancellationScope; state: RolloutState };
   /** Not before then (ms) is the first batch pushed. */
   startAt: number | null;
+  /** When it reached a final state (ms, the database's time when loaded, else this run's). */
+  finishedAt: number | null;
   /** Outside the strategy's windows: when the next opens (ms), for the details. */
   waitingForWindow?: number;
   /** The health gate's watch of a baking batch; leaving `running` (a pause too) cancels it. */
@@ -149,7 +158,8 @@ export async function rolloutWorkflow(input: RolloutWorkflowInput): Promise<Roll
         // Completed with agents that were offline when pushed: they still get the version
         // until the late-arrival window closes (or a rollback moves the rollout on).
         if (run.state === 'completed' && hasDeferred(run) && patched(LATE_ARRIVALS)) {
-          await awaitLateArrivals(run);
+          if (patched(LATE_WINDOW)) await awaitLateWindow(run, strategy);
+          else await awaitLateArrivals(run);
           break;
         }
         // A final state: let an operation that is still running (e.g. a rollback that
@@ -178,6 +188,7 @@ function newRun(input: RolloutWorkflowInput): RolloutRun {
     batchWait: undefined,
     bakeWatch: undefined,
     startAt: null,
+    finishedAt: null,
     transitions: oneAtATime(() => run.state !== 'loading'),
     unfinishedBatch: false,
   };
@@ -208,6 +219,7 @@ async function load(run: RolloutRun): Promise<RolloutStrategy> {
   run.counts = loaded.counts;
   run.summary = loaded.summary;
   run.startAt = loaded.startAt ?? null;
+  run.finishedAt = loaded.finishedAt ?? null;
   showDetails(run);
   run.unfinishedBatch = run.currentBatch > 0;
   return loaded.strategy;
@@ -230,6 +242,7 @@ async function transition(
     run.counts = result.counts ?? run.counts;
     showDetails(run);
     upsertSearchAttributes([{ key: rolloutStateKey, value: run.state }]);
+    if (FINAL_ROLLOUT_STATES.includes(run.state)) run.finishedAt ??= Date.now();
     if (run.state === 'aborted' || run.state === 'rolling-back') run.batchWait?.cancel();
     if (run.state !== 'running') run.bakeWatch?.cancel();
     if (run.lateWait && run.state !== run.lateWait.state) run.lateWait.scope.cancel();
@@ -352,7 +365,7 @@ const hasDeferred = (run: RolloutRun) => (run.counts?.progress.deferred ?? 0) > 
  * started in (a rollback; a paused rollout's resume or abort) cancels the wait, and the loop
  * follows the new state.
  */
-async function awaitLateArrivals(run: RolloutRun) {
+async function awaitLateArrivals(run: RolloutRun, until?: number) {
   // Histories from before the paused wait cancelled a completed rollout's through batchWait.
   const scope = new CancellationScope();
   const paused = run.state === 'paused';
@@ -360,7 +373,7 @@ async function awaitLateArrivals(run: RolloutRun) {
   else run.batchWait = scope;
   try {
     const wait = waitsFor();
-    const settled = await scope.run(() => wait.awaitLateArrivals({ rolloutId: run.input.rolloutId }));
+    const settled = await scope.run(() => wait.awaitLateArrivals({ rolloutId: run.input.rolloutId, until }));
     run.counts = settled.counts;
     showDetails(run);
   } catch (error) {
@@ -369,6 +382,26 @@ async function awaitLateArrivals(run: RolloutRun) {
     if (paused) run.lateWait = undefined;
     else run.batchWait = undefined;
   }
+}
+
+/**
+ * A completed rollout's late-arrival window, held by the workflow: one watch of up to 12
+ * hours (`awaitLateArrivals` until the slot's end), and the slot waited out if the watch
+ * ended early with agents still deferred; once the window has passed, `expireLateArrivals`
+ * skips the rest. Called again by the loop until nobody is deferred.
+ */
+async function awaitLateWindow(run: RolloutRun, strategy: RolloutStrategy) {
+  const windowEnd = (run.finishedAt ?? Date.now()) + offlineRules(strategy).lateArrivalSeconds * 1000;
+  if (Date.now() >= windowEnd) {
+    const expired = await quick.expireLateArrivals({ rolloutId: run.input.rolloutId });
+    run.counts = expired.counts;
+    showDetails(run);
+    return;
+  }
+  const slotEnd = Math.min(windowEnd, Date.now() + LATE_CALL_MS);
+  await awaitLateArrivals(run, slotEnd);
+  if (hasDeferred(run) && stateNow(run) === 'completed' && Date.now() < slotEnd)
+    await condition(() => run.state !== 'completed', slotEnd - Date.now());
 }
 
 /** The run's result once the rollout is in a final state; undefined while it is not. */

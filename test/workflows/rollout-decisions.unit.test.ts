@@ -135,7 +135,7 @@ function stubRollout(
       return { waitingAfterTimeout: 0 };
     },
   };
-  return { calls, activities, reason: () => reason, pushedAt, announced };
+  return { calls, activities, counts, reason: () => reason, pushedAt, announced };
 }
 
 /** Runs the workflow over the stub until `until` returns; the time-skipping server skips the bakes. */
@@ -337,4 +337,35 @@ test('windows: each batch starts inside a window (Saturdays 10:00–11:00 UTC); 
   // Batches 2 and 3 (and the completion's look for a batch 4) announced their wait with the opening.
   expect(stub.announced.map((wait) => wait.batch).slice(-3)).toEqual([2, 3, 4]);
   for (const wait of stub.announced) expect(new Date(wait.opensAt).getUTCHours()).toBe(10);
+});
+
+test('a week of late arrivals in seconds: the workflow holds the window, watching in slots of 12 hours, and closes it', async () => {
+  const stub = stubRollout({ ...STRATEGY, offlineAgents: 'defer', lateArrivalSeconds: 7 * 86_400 }, [ok]);
+  stub.counts.progress.deferred = 1; // offline at its push, and it never comes back
+  const slots: number[] = [];
+  let expiredAt = 0;
+  Object.assign(stub.activities, {
+    // The real watch polls for the agent until the slot's end; this one finds nobody at once.
+    async awaitLateArrivals({ until }: { until?: number }) {
+      slots.push(until ?? 0);
+      return { done: false, deferred: 1, counts: stub.counts };
+    },
+    async expireLateArrivals() {
+      expiredAt = await temporal.currentTimeMs();
+      stub.counts.progress.deferred = 0;
+      stub.counts.progress.skipped = 1;
+      return { counts: stub.counts };
+    },
+  });
+  const startedAt = await temporal.currentTimeMs();
+  const outcome = await run(stub, (handle) => handle.result());
+  expect(outcome).toMatchObject({ state: 'completed', counts: { progress: { deferred: 0, skipped: 1 } } });
+  // Fourteen slots of 12 hours, each starting where the last ended (the last one cut at the
+  // window's end), then the window closed.
+  expect(slots).toHaveLength(14);
+  for (let i = 1; i < slots.length; i++)
+    expect(Math.abs(slots[i]! - slots[i - 1]! - 12 * HOUR)).toBeLessThan(60_000);
+  // The batch baked its hour, the rollout completed, and the window ran 7 days from then.
+  expect(expiredAt - startedAt).toBeGreaterThanOrEqual(7 * DAY + HOUR);
+  expect(expiredAt - startedAt).toBeLessThan(7 * DAY + 2 * HOUR);
 });
