@@ -363,8 +363,7 @@ test('a week of late arrivals in seconds: the workflow holds the window, watchin
   // Fourteen slots of 12 hours, each starting where the last ended (the last one cut at the
   // window's end), then the window closed.
   expect(slots).toHaveLength(14);
-  for (let i = 1; i < slots.length; i++)
-    expect(Math.abs(slots[i]! - slots[i - 1]! - 12 * HOUR)).toBeLessThan(60_000);
+  for (let i = 1; i < slots.length; i++) expect(Math.abs(slots[i]! - slots[i - 1]! - 12 * HOUR)).toBeLessThan(60_000);
   // The batch baked its hour, the rollout completed, and the window ran 7 days from then.
   expect(expiredAt - startedAt).toBeGreaterThanOrEqual(7 * DAY + HOUR);
   expect(expiredAt - startedAt).toBeLessThan(7 * DAY + 2 * HOUR);
