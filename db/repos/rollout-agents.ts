@@ -596,7 +596,7 @@ export async function settleRollback(
   db: Db,
   rolloutId: string,
 ): Promise<Array<SettledAgent & { previous: PreviousVersion }>> {
-  return (
+  const rows: Array<SettledAgent & { configuration_id: string; version: number; hash: string | null }> = (
     await db.raw(
       `UPDATE rollout_agents ra
           SET rollback_state = CASE WHEN a.applied_status = 'APPLIED' THEN 'succeeded' ELSE 'failed' END,
@@ -605,11 +605,15 @@ export async function settleRollback(
         WHERE ra.rollout_id = ? AND ra.rollback_state = 'applying'
           AND a.id = ra.agent_id AND a.applied_hash = ra.previous_hash AND a.applied_status IN ('APPLIED', 'FAILED')
         RETURNING ra.agent_id, ra.rollback_state AS state, ra.rollback_error AS error,
-                  json_build_object('configurationId', ra.previous_configuration_id,
-                                    'version', ra.previous_version, 'hash', ra.previous_hash) AS previous`,
+                  ra.previous_configuration_id AS configuration_id, ra.previous_version AS version,
+                  ra.previous_hash AS hash`,
       [rolloutId],
     )
   ).rows;
+  return rows.map(({ configuration_id: configurationId, version, hash, ...agent }) => ({
+    ...agent,
+    previous: { configurationId, version, hash },
+  }));
 }
 
 export async function rollbackWaiting(db: Db, rolloutId: string): Promise<string[]> {
