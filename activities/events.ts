@@ -6,6 +6,17 @@ import type { Settings } from '../platform/settings';
 
 const DAY_MS = 86_400_000;
 
+/** Runs `prune` (one batch, answering how many it deleted) until a batch deletes none; heartbeats the total. */
+async function inBatches(prune: () => Promise<number>): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const deleted = await prune();
+    total += deleted;
+    heartbeat(total);
+    if (deleted === 0) return total;
+  }
+}
+
 /** `pruneOutbox` and `pruneAgentHistory`: what the retention workflow keeps to its windows. */
 export function createEventActivities(db: Knex, settings: Pick<Settings, 'agents'>) {
   return {
@@ -15,25 +26,13 @@ export function createEventActivities(db: Knex, settings: Pick<Settings, 'agents
      */
     async pruneAgentHistory(): Promise<number> {
       const before = new Date(Date.now() - settings.agents.historyRetentionDays * DAY_MS);
-      let total = 0;
-      for (;;) {
-        const deleted = await pruneAgentHistory(db, before);
-        total += deleted;
-        heartbeat(total);
-        if (deleted === 0) return total;
-      }
+      return inBatches(() => pruneAgentHistory(db, before));
     },
 
     /** Deletes outbox events older than the retention window, in batches; idempotent. */
     async pruneOutbox(retentionDays: number): Promise<number> {
       const before = new Date(Date.now() - retentionDays * DAY_MS);
-      let total = 0;
-      for (;;) {
-        const deleted = await pruneEvents(db, before);
-        total += deleted;
-        heartbeat(total);
-        if (deleted === 0) return total;
-      }
+      return inBatches(() => pruneEvents(db, before));
     },
   };
 }

@@ -46,11 +46,15 @@ async function judgedOutcome(db: Knex, rolloutId: string, batch: number): Promis
 }
 
 /** Settles the deferred agents that reported since (or that another push reached), with their events. */
-async function settleLateArrivals(db: Knex, rollout: RolloutRow): Promise<void> {
-  await db.transaction(async (trx) => {
-    const settled = await settleDeferred(trx, rollout.id, rollout.content_hash);
-    await recordDeferredResults(trx, rollout, settled);
-  });
+async function settleLateArrivals(trx: Knex.Transaction, rollout: RolloutRow): Promise<void> {
+  const settled = await settleDeferred(trx, rollout.id, rollout.content_hash);
+  await recordDeferredResults(trx, rollout, settled);
+}
+
+/** Closes the late-arrival window: the deferred agents still offline are skipped, each recorded. */
+async function closeLateWindow(trx: Knex.Transaction, rollout: RolloutRow): Promise<void> {
+  const expired = await withdrawDeferred(trx, rollout.id, rollout.content_hash, NEVER_CAME_ONLINE.late);
+  await recordDeferredResults(trx, rollout, expired);
 }
 
 /** `abandonBatch` and `awaitBatch`: how a pushed batch ends. */
@@ -204,15 +208,12 @@ export function createRolloutSettlingActivities(db: Knex) {
           : Infinity;
       const callEnds = input.until ?? Date.now() + LATE_CALL_MAX_MS;
       for (;;) {
-        await whileHeartbeating(() => settleLateArrivals(db, rollout));
+        await whileHeartbeating(() => db.transaction((trx) => settleLateArrivals(trx, rollout)));
         const deferred = await countDeferred(db, rollout.id);
         if (deferred === 0) return { done: true, deferred, counts: await countsOf(db, rollout.id) };
         // Only a finished rollout's window closes (a paused one waits for its agents as long as it is paused).
         if (Date.now() >= windowEnds) {
-          await db.transaction(async (trx) => {
-            const expired = await withdrawDeferred(trx, rollout.id, rollout.content_hash, NEVER_CAME_ONLINE.late);
-            await recordDeferredResults(trx, rollout, expired);
-          });
+          await db.transaction((trx) => closeLateWindow(trx, rollout));
           return { done: true, deferred: 0, counts: await countsOf(db, rollout.id) };
         }
         if (Date.now() >= callEnds) return { done: false, deferred, counts: await countsOf(db, rollout.id) };
@@ -229,10 +230,8 @@ export function createRolloutSettlingActivities(db: Knex) {
     async expireLateArrivals(input: { rolloutId: string }): Promise<{ counts: RolloutCounts }> {
       const rollout = await loadRolloutRow(db, input.rolloutId);
       await db.transaction(async (trx) => {
-        const settled = await settleDeferred(trx, rollout.id, rollout.content_hash);
-        await recordDeferredResults(trx, rollout, settled);
-        const expired = await withdrawDeferred(trx, rollout.id, rollout.content_hash, NEVER_CAME_ONLINE.late);
-        await recordDeferredResults(trx, rollout, expired);
+        await settleLateArrivals(trx, rollout); // those that reported at the last moment are not skipped
+        await closeLateWindow(trx, rollout);
       });
       return { counts: await countsOf(db, rollout.id) };
     },
