@@ -18,16 +18,19 @@ import {
   withdrawDeferred,
 } from '../db/repos/rollout-agents';
 import { lockRolloutState, type RolloutRow } from '../db/repos/rollouts';
-import { healthVerdict, NEVER_CAME_ONLINE, offlineRules, type ComponentHealthJson } from '../domain/rollouts';
+import {
+  healthVerdict,
+  LATE_WATCH_MAX_MS,
+  NEVER_CAME_ONLINE,
+  offlineRules,
+  type ComponentHealthJson,
+} from '../domain/rollouts';
 import type { BatchOutcome, RolloutCounts } from '../workflows/definitions';
 import { whileHeartbeating } from './keep-alive';
 import { countsOf, loadRolloutRow, POLL_MS, recordDeferredResults, recordResults, source } from './rollout-shared';
 
 /** How often a finished rollout looks for its late arrivals (agents come online over days, not seconds). */
 export const LATE_POLL_MS = 5_000;
-
-/** The longest one `awaitLateArrivals` runs; the workflow calls it again until the window closes. */
-const LATE_CALL_MAX_MS = 12 * 3600_000;
 
 /** How often a baking batch's health is looked at (health is reported as it changes, seconds apart at best). */
 export const HEALTH_POLL_MS = 1_000;
@@ -192,7 +195,7 @@ export function createRolloutSettlingActivities(db: Knex) {
      * A completed (or paused) rollout's late arrivals: its deferred agents settle as they
      * connect and report, until none is left or, once completed, the strategy's
      * `lateArrivalSeconds` from the end have passed; then the rest are skipped and no longer
-     * get the version. Runs at most LATE_CALL_MAX_MS a call: `done` says whether the window
+     * get the version. Runs at most LATE_WATCH_MAX_MS a call: `done` says whether the window
      * closed (or nobody is left).
      */
     async awaitLateArrivals(input: {
@@ -206,7 +209,7 @@ export function createRolloutSettlingActivities(db: Knex) {
         input.until === undefined && rollout.finished_at
           ? rollout.finished_at.getTime() + offlineRules(rollout.strategy).lateArrivalSeconds * 1000
           : Infinity;
-      const callEnds = input.until ?? Date.now() + LATE_CALL_MAX_MS;
+      const callEnds = input.until ?? Date.now() + LATE_WATCH_MAX_MS;
       for (;;) {
         await whileHeartbeating(() => db.transaction((trx) => settleLateArrivals(trx, rollout)));
         const deferred = await countDeferred(db, rollout.id);

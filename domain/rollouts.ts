@@ -43,6 +43,9 @@ export type OfflineAgentMode = (typeof OFFLINE_AGENT_MODES)[number];
 export const DEFAULT_LATE_ARRIVAL_SECONDS = 7 * 86_400;
 export const MAX_LATE_ARRIVAL_SECONDS = 30 * 86_400;
 
+/** The longest one watch for late arrivals runs; the workflow starts another until the window closes. */
+export const LATE_WATCH_MAX_MS = 12 * 3600_000;
+
 /**
  * The health gate (strategy `healthGate`): during a batch's bake, an agent that applied the
  * version and then stays unhealthy for `unhealthyAfterSeconds`, or whose connection drops

@@ -29,6 +29,7 @@ import type { Activities } from '../activities';
 import {
   ABANDONED_BY_ABORT,
   FINAL_ROLLOUT_STATES,
+  LATE_WATCH_MAX_MS,
   batchFailure,
   offlineRules,
   startedState,
@@ -86,9 +87,6 @@ const LATE_ARRIVALS = 'late-arrivals';
 
 /** The patch that made the workflow hold the late-arrival window (a timer it can skip in tests, not the activity's clock). */
 const LATE_WINDOW = 'late-window-in-workflow';
-
-/** The longest one late-arrivals call watches; the workflow calls again until the window closes. */
-const LATE_CALL_MS = 12 * 3600_000;
 
 /** The patch that settles deferred agents while the rollout is paused: older histories replay without it. */
 const SETTLE_WHILE_PAUSED = 'settle-deferred-while-paused';
@@ -398,7 +396,7 @@ async function awaitLateWindow(run: RolloutRun, strategy: RolloutStrategy) {
     showDetails(run);
     return;
   }
-  const slotEnd = Math.min(windowEnd, Date.now() + LATE_CALL_MS);
+  const slotEnd = Math.min(windowEnd, Date.now() + LATE_WATCH_MAX_MS);
   await awaitLateArrivals(run, slotEnd);
   if (hasDeferred(run) && stateNow(run) === 'completed' && Date.now() < slotEnd)
     await condition(() => run.state !== 'completed', slotEnd - Date.now());
