@@ -8,12 +8,14 @@
  *
  * One file per concern, under `git/`: the source's state and its tip (`tip.ts`), the sweep
  * (`sweep.ts`) with the commit's files (`tree.ts`), their application as versions (`apply.ts`)
- * and the template's rollouts (`rollouts.ts`), the run's records and events (`sync-runs.ts`),
+ * and the template's rollouts (`rollouts.ts`),
+ * the working copies' removal (`working-copies.ts`), the run's records and events (`sync-runs.ts`),
  * the repository through the `git` binary (`repository.ts`); `sync-shared.ts` holds what they share.
  */
 import { createGitSweepActivities } from './git/sweep';
 import type { GitSyncDeps } from './git/sync-shared';
 import { createGitTipActivities } from './git/tip';
+import { createWorkingCopyActivities } from './git/working-copies';
 
 export type { GitSyncDeps } from './git/sync-shared';
 export type { GitSourceState, StartedRun } from './git/tip';
@@ -23,5 +25,6 @@ export function createGitSyncActivities(deps: GitSyncDeps) {
   return {
     ...createGitTipActivities(deps),
     ...createGitSweepActivities(deps),
+    ...createWorkingCopyActivities(deps),
   };
 }

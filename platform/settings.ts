@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
@@ -274,7 +275,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Readonly<Set
     agents: agentSettings(raw, isDevelopment),
     git: {
       defaultPollIntervalSeconds: raw['Git:DefaultPollIntervalSeconds'],
-      workDir: raw['Git:WorkDir'] ?? join(tmpdir(), 'fleet-config-git'),
+      workDir: raw['Git:WorkDir'] ?? defaultGitWorkDir(raw['Database:Url']),
       fileRoots: raw['Git:FileRoots'].map((dir) => resolve(dir)),
     },
     outbound: { allow: raw['Outbound:Allow'], deny: raw['Outbound:Deny'] },
@@ -359,4 +360,16 @@ export function loadSettingsOrExit(env: NodeJS.ProcessEnv = process.env): Readon
     }
     throw error;
   }
+}
+
+/**
+ * Where working copies live unless Git:WorkDir says: a directory of this installation's own
+ * under the temporary directory (named from its database), since each worker removes the
+ * copies there whose source its database no longer has.
+ */
+function defaultGitWorkDir(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  url.password = '';
+  const installation = createHash('sha256').update(url.toString()).digest('hex').slice(0, 12);
+  return join(tmpdir(), 'fleet-config-git', installation);
 }

@@ -3,6 +3,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { createActivities } from '../activities';
+import { removeStaleWorkingCopies } from '../activities/git/working-copies';
 import { createOutbound, type Outbound } from '../platform/outbound';
 import type { Settings } from '../platform/settings';
 import { activeGitSourcesAfter } from '../db/repos/git-sources';
@@ -76,10 +77,23 @@ export async function startWorker(
     args: [{ intervalSeconds: settings.federation.healthCheckSeconds }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
+  const tidy = keepWorkingCopiesTidy(db, settings.git.workDir, logger);
+  void running.finally(() => clearInterval(tidy));
   startMissingGitSyncLoops(client, db, settings.temporal.taskQueue).catch((error: unknown) =>
     logger?.warn({ err: error }, 'starting the missing git-sync loops failed; the next change or webhook starts them'),
   );
   return { worker, connection, running };
+}
+
+/** Every hour, and now: this worker's working copies of deleted sources are removed. */
+function keepWorkingCopiesTidy(db: Knex, workDir: string, logger: Logger | undefined): NodeJS.Timeout {
+  const tidy = () =>
+    removeStaleWorkingCopies(db, workDir).then(
+      (removed) => removed > 0 && logger?.info({ removed, workDir }, 'removed working copies of deleted Git sources'),
+      (error: unknown) => logger?.warn({ err: error, workDir }, 'removing working copies of deleted Git sources failed'),
+    );
+  void tidy();
+  return setInterval(tidy, 3_600_000).unref();
 }
 
 /**

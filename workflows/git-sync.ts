@@ -13,6 +13,7 @@ import {
   condition,
   continueAsNew,
   log,
+  patched,
   ParentClosePolicy,
   proxyActivities,
   setCurrentDetails,
@@ -46,6 +47,9 @@ const sweeping = proxyActivities<Activities>({
   heartbeatTimeout: '30 seconds',
   retry,
 });
+
+/** Patch: a loop that ends because its source was deleted removes the source's working copy. */
+const REMOVE_WORKING_COPY = 'remove-working-copy';
 
 /** Continue as new after this many events even when the server does not suggest it yet. */
 const HISTORY_LIMIT = 1000;
@@ -89,7 +93,11 @@ export async function gitSyncWorkflow(input: GitSyncWorkflowInput): Promise<void
     if (changed) {
       changed = false;
       source = await quick.loadGitSource(input.sourceId);
-      if (!source) return; // deleted
+      if (!source) {
+        // Deleted: its working copy goes with it (other workers' copies go at their next tidy).
+        if (patched(REMOVE_WORKING_COPY)) await quick.removeWorkingCopy(input.sourceId);
+        return;
+      }
       nextPollAt = carriedPollAt ?? Date.now() + source.pollIntervalSeconds * 1000;
       due = carriedPollAt === undefined || carriedPollAt <= Date.now();
       carriedPollAt = undefined;

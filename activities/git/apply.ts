@@ -28,10 +28,14 @@ import { DomainError } from '../../domain/errors';
 import type { SourceFile } from '../../domain/git/files';
 import type { FetchedCommit } from './repository';
 
-/** A configuration file of the tree, with its content (undefined when over the size limit). */
+/**
+ * A configuration file of the tree, with its content (undefined when over the size limit or
+ * `refused`: a file that cannot be read as a configuration, e.g. a link leaving the source).
+ */
 export interface FileAtTip extends SourceFile {
   size: number;
   content?: string;
+  refused?: string;
 }
 
 export interface Applied {
@@ -85,6 +89,7 @@ export async function applyFiles(
 
 /** The file's content as a version (its error otherwise): checked before the file's transaction opens. */
 async function checkFile(file: FileAtTip): Promise<CheckedContent> {
+  if (file.refused) throw new FileRefused(file.refused);
   // A blob over the limit is not even read: its size is known from the tree.
   if (file.content === undefined)
     throw new FileRefused(`${file.size} bytes; a configuration holds at most ${CONTENT_LIMIT_BYTES} bytes (1 MiB)`);

@@ -30,6 +30,8 @@ const MAX_ERROR_CHARS = 2_000;
 export interface GitAccess {
   url: string;
   credentials: GitCredentials | null;
+  /** PEM certificates an https:// source trusts in place of the system's store (its internal CA). */
+  caCertificate: string | null;
   /** Where https and ssh connections may go. */
   outbound: Outbound;
   /** Where file:// repositories may be (Git:FileRoots). */
@@ -133,7 +135,8 @@ function sshCommand(
  * Runs `work` with a git client whose environment carries the credentials, under the
  * outbound policy: https through a proxy of its own that connects only to checked addresses,
  * ssh pinned to a checked address, file:// only under Git:FileRoots, and no other protocol
- * (GIT_ALLOW_PROTOCOL). An SSH key lives in a private temporary directory for the duration.
+ * (GIT_ALLOW_PROTOCOL). An SSH key, and an https:// source's own CA bundle, live in a private
+ * temporary directory for the duration.
  */
 async function withGit<T>(access: GitAccess, baseDir: string, work: (git: SimpleGit) => Promise<T>): Promise<T> {
   const url = new URL(access.url);
@@ -153,7 +156,13 @@ async function withGit<T>(access: GitAccess, baseDir: string, work: (git: Simple
     invocation.config.push(['http.extraHeader', `Authorization: Basic ${basicAuth(credentials)}`]);
   }
   let keyDir: string | undefined;
+  const privateDir = async () => (keyDir ??= await mkdtemp(join(tmpdir(), 'fleet-git-access-')));
   try {
+    if (url.protocol === 'https:' && access.caCertificate) {
+      const caFile = join(await privateDir(), 'ca.pem');
+      await writeFile(caFile, access.caCertificate, { mode: 0o600 });
+      invocation.config.push(['http.sslCAInfo', caFile]);
+    }
     if (url.protocol === 'file:') {
       await checkFileRepository(access);
       return await runGit(invocation, baseDir, credentials, work);
@@ -163,8 +172,8 @@ async function withGit<T>(access: GitAccess, baseDir: string, work: (git: Simple
       const [address] = await access.outbound.resolve(host);
       let files: { key: string; knownHosts: string } | undefined;
       if (credentials?.kind === 'ssh') {
-        keyDir = await mkdtemp(join(tmpdir(), 'fleet-git-ssh-'));
-        files = { key: join(keyDir, 'key'), knownHosts: join(keyDir, 'known_hosts') };
+        const dir = await privateDir();
+        files = { key: join(dir, 'key'), knownHosts: join(dir, 'known_hosts') };
         const key = credentials.privateKey;
         await writeFile(files.key, key.endsWith('\n') ? key : `${key}\n`, { mode: 0o600 });
         await writeFile(files.knownHosts, `${credentials.knownHosts.trim()}\n`, { mode: 0o600 });
@@ -220,10 +229,38 @@ async function runGit<T>(
     return await work(git);
   } catch (error) {
     const message = redact(describeFailure(error), credentials);
+    const refusal = refusalOf(message, credentials);
+    if (refusal) throw new GitCommandError(refusal);
     const reason = unreached && unreachedReason(message);
     if (reason) throw unreached(reason);
     throw new GitCommandError(message);
   }
+}
+
+/**
+ * A server that answered and refused, in words an operator acts on rather than git's: the
+ * credentials refused (on a 401 git asks for a user name, which GIT_TERMINAL_PROMPT=0 turns
+ * into "could not read Username … terminal prompts disabled"), access denied (403), an SSH
+ * key refused, a TLS certificate not trusted (a server reached through the outbound policy:
+ * saying so tells nothing the policy did not allow).
+ */
+function refusalOf(message: string, credentials: GitCredentials | null): string | undefined {
+  if (/could not read (Username|Password)|Authentication failed|returned error: 401/.test(message)) {
+    return credentials
+      ? 'the repository refused the credentials (HTTP 401): check the token (and the username, for hosts that want one)'
+      : 'the repository asks for credentials (HTTP 401); the source has none';
+  }
+  if (/returned error: 403/.test(message))
+    return 'the repository refused access (HTTP 403): the credentials do not allow reading it';
+  if (/Permission denied \(publickey/.test(message)) return 'the repository refused the SSH key (Permission denied)';
+  const untrusted = /unable to access '[^']*': ([^']*certificate[^']*)/i.exec(message)?.[1];
+  if (untrusted) {
+    return (
+      `the repository's TLS certificate is not trusted (${untrusted.trim()}); if an internal CA issued it, ` +
+      "give the source that CA's certificate as caCertificate"
+    );
+  }
+  return undefined;
 }
 
 /** git's own words (its stderr, on one line), without simple-git's framing; long output is cut. */
@@ -298,6 +335,8 @@ export interface TreeFile {
   path: string;
   object: string;
   size: number;
+  /** A symbolic link: its blob is the link's text (mode 120000). */
+  link: boolean;
 }
 
 /** The blobs under `path` at `sha` (recursively), with their sizes. */
@@ -313,8 +352,8 @@ export async function listFiles(workingCopy: string, sha: string, path: string):
     .filter(Boolean)
     .flatMap((entry) => {
       const [meta, file] = entry.split('\t');
-      const [, type, object, size] = meta!.trim().split(/\s+/);
-      return type === 'blob' ? [{ path: file!, object: object!, size: Number(size) }] : [];
+      const [mode, type, object, size] = meta!.trim().split(/\s+/);
+      return type === 'blob' ? [{ path: file!, object: object!, size: Number(size), link: mode === '120000' }] : [];
     });
 }
 

@@ -11,7 +11,7 @@ import { findSyncRun, finishSyncRun, type SyncRunFileError, type SyncRunRow } fr
 import { whileHeartbeating } from '../keep-alive';
 import { createRolloutActivities } from '../rollouts';
 import { applyFiles, SourceDeleted, type Applied, type FileAtTip } from './apply';
-import { fetchTip, GitCommandError, type FetchedCommit } from './repository';
+import type { FetchedCommit } from './repository';
 import {
   createTemplateRollouts,
   resumeTemplateRollouts,
@@ -19,9 +19,9 @@ import {
   type TemplateRollout,
   type Transition,
 } from './rollouts';
-import { accessOf, workingCopy, type GitSyncDeps } from './sync-shared';
+import type { GitSyncDeps } from './sync-shared';
 import { finishFailed, runEvent } from './sync-runs';
-import { filesAt, UnusableTree } from './tree';
+import { isUnreadable, readBranch } from './tree';
 
 /** `sweep`: a run's commit fetched, applied, and its rollouts handed to the loop. */
 export function createGitSweepActivities(deps: GitSyncDeps) {
@@ -85,11 +85,9 @@ async function fetchFiles(
   source: GitSourceRow,
 ): Promise<{ commit: FetchedCommit; files: FileAtTip[]; misnamed: SyncRunFileError[] } | null> {
   try {
-    const dir = workingCopy(deps.settings, source.id);
-    const commit = await fetchTip(accessOf(deps, source), source.branch, dir);
-    return { commit, ...(await filesAt(dir, source, commit)) };
+    return await readBranch(deps, source);
   } catch (error) {
-    if (!(error instanceof GitCommandError || error instanceof UnusableTree)) throw error;
+    if (!isUnreadable(error)) throw error;
     await finishFailed(deps.db, deps.logger, run, error.message);
     return null;
   }

@@ -33,6 +33,7 @@ export function accessOf(
   return {
     url: source.repo_url,
     credentials: openCredentials(encryptionKey(settings), source),
+    caCertificate: source.ca_certificate,
     outbound,
     fileRoots: settings.git.fileRoots,
   };

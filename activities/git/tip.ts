@@ -3,11 +3,13 @@
  * decides in one step whether a run is due (a poll at the same tip costs one activity and
  * writes nothing); when it is, the run is recorded at once (`running`).
  */
-import { findGitSourceById } from '../../db/repos/git-sources';
+import { findGitSourceById, type GitSourceRow } from '../../db/repos/git-sources';
+import { latestSyncRun } from '../../db/repos/git-sync-runs';
 import type { GitSyncTrigger } from '../../domain/git/sync-trigger';
 import { GitCommandError, readTip } from './repository';
 import { accessOf, type GitSyncDeps } from './sync-shared';
 import { recordUnreadable, startRun } from './sync-runs';
+import { isUnreadable, readBranch } from './tree';
 
 /** What the loop needs of its source at a wake-up. */
 export interface GitSourceState {
@@ -52,8 +54,27 @@ export function createGitTipActivities(deps: GitSyncDeps) {
         return null;
       }
       if (!input.force && tip === source.last_synced_sha) return null;
+      if (input.trigger === 'poll' && (await failsAsBefore(deps, source, tip))) return null;
       const run = await startRun(db, source, input.trigger, tip);
       return { runId: run.id, commitSha: tip };
     },
   };
+}
+
+/**
+ * A poll at a tip whose last run failed: true when reading it fails again in the same words,
+ * and nothing is recorded. A failure retrying cannot change (1,001 files, a fetch the server
+ * refuses) adds one failed run for the tip, not one per poll, as an unreadable branch does;
+ * a failure that went away makes a run.
+ */
+async function failsAsBefore(deps: GitSyncDeps, source: GitSourceRow, tip: string): Promise<boolean> {
+  const last = await latestSyncRun(deps.db, source.id);
+  if (last?.status !== 'failed' || last.commit_sha !== tip) return false;
+  try {
+    await readBranch(deps, source);
+    return false;
+  } catch (error) {
+    if (!isUnreadable(error)) throw error;
+    return error.message === last.error;
+  }
 }

@@ -22,6 +22,7 @@ import * as agentHealthGate from './20261201000000_agent_health_gate';
 import * as rolloutSchedule from './20261201010000_rollout_schedule';
 import * as agentHistory from './20261201020000_agent_history';
 import * as eventRollout from './20261201030000_event_rollout';
+import * as gitSourceCa from './20261202000000_git_source_ca';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -51,6 +52,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261201010000_rollout_schedule': rolloutSchedule,
   '20261201020000_agent_history': agentHistory,
   '20261201030000_event_rollout': eventRollout,
+  '20261202000000_git_source_ca': gitSourceCa,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

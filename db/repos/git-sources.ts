@@ -19,6 +19,8 @@ export interface GitSourceRow {
   credentials_iv: Buffer | null;
   credentials_tag: Buffer | null;
   credentials_ciphertext: Buffer | null;
+  /** PEM: the CA certificates git trusts for this source alone (null: the system's store). */
+  ca_certificate: string | null;
   webhook_token_hash: Buffer | null;
   webhook_token_created_at: Date | null;
   rollout_template: unknown;
@@ -50,7 +52,14 @@ export interface GitSourceView extends GitSourceRow {
 /** The columns the API may change; the sealed credentials and the webhook hash have their own writes. */
 export type GitSourceSettings = Pick<
   GitSourceRow,
-  'name' | 'repo_url' | 'branch' | 'path' | 'poll_interval_seconds' | 'auto_publish' | 'rollout_template'
+  | 'name'
+  | 'repo_url'
+  | 'branch'
+  | 'path'
+  | 'poll_interval_seconds'
+  | 'auto_publish'
+  | 'rollout_template'
+  | 'ca_certificate'
 >;
 
 export interface GitSourceFilters {
@@ -138,6 +147,12 @@ export async function activeGitSourcesAfter(
   const query = db('git_sources').select('id', 'tenant_id', 'name').where({ paused: false }).orderBy('id').limit(limit);
   if (afterId) query.where('id', '>', afterId);
   return query;
+}
+
+/** Which of `ids` are sources (of any tenant). */
+export async function existingGitSourceIds(db: Db, ids: string[]): Promise<Set<string>> {
+  const rows: Array<{ id: string }> = await db('git_sources').whereIn('id', ids).select('id');
+  return new Set(rows.map((row) => row.id));
 }
 
 /**

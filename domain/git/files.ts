@@ -43,3 +43,42 @@ export function sourceFileOf(
     };
   return { path: filePath, name, format };
 }
+
+/** A chain of symbolic links longer than this is an error (as the kernel's ELOOP, well before a cycle matters). */
+export const MAX_LINK_HOPS = 8;
+
+/**
+ * The path in the tree a symbolic link at `linkPath` points to (its blob is the link's text),
+ * or the link's error when it leaves the source's path: a link is followed only to a file the
+ * source holds itself, never to another part of the repository or outside it.
+ */
+export function linkTarget(sourcePath: string, linkPath: string, target: string): string | { error: string } {
+  const prefix = normalizeSourcePath(sourcePath);
+  const where = prefix ? `the source's path '${prefix}'` : 'the repository';
+  if (target.startsWith('/')) return { error: `a symbolic link to '${target}', outside ${where}` };
+  const resolved = posix.normalize(posix.join(posix.dirname(linkPath), target));
+  const inside = prefix ? resolved.startsWith(`${prefix}/`) : resolved !== '..' && !resolved.startsWith('../');
+  if (!inside) return { error: `a symbolic link to '${target}', outside ${where}` };
+  return resolved;
+}
+
+/**
+ * Files of one tree whose names collide (`dup.yaml` and `dup.yml` both name `dup`): each is
+ * an error naming the others, and none of them applies; answers the errors by path.
+ */
+export function collidingNames(files: Array<{ path: string; name: string }>): Map<string, string> {
+  const byName = new Map<string, string[]>();
+  for (const file of files) byName.set(file.name, [...(byName.get(file.name) ?? []), file.path]);
+  const errors = new Map<string, string>();
+  for (const [name, paths] of byName) {
+    if (paths.length < 2) continue;
+    for (const path of paths) {
+      const others = paths.filter((other) => other !== path).map((other) => `'${other}'`);
+      errors.set(
+        path,
+        `'${path}' and ${others.join(' and ')} both name the configuration '${name}'; rename or remove all but one`,
+      );
+    }
+  }
+  return errors;
+}

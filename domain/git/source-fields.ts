@@ -1,9 +1,10 @@
 /**
- * What a Git source's repository URL, branch and path may be. Each check returns why a
+ * What a Git source's repository URL, branch, path and CA bundle may be. Each check returns why a
  * value is refused (undefined: accepted), in words an operator can act on; the api turns
  * them into 400s. The values end up as arguments of `git`, so anything git could read as
  * an option, another transport or an escape is refused here rather than quoted later.
  */
+import { X509Certificate } from 'node:crypto';
 
 /** Schemes a source may use: `ext::`, `fd::`, `git://` (unauthenticated) and scp-like `host:path` are not. */
 export const REPO_URL_SCHEMES = ['https:', 'ssh:', 'file:'] as const;
@@ -138,3 +139,38 @@ export function credentialsMismatch(repoUrl: string, kind: 'https' | 'ssh' | nul
   if (scheme === 'ssh:' && kind !== 'ssh') return 'an ssh:// repository takes credentials of kind ssh';
   return undefined;
 }
+
+/** A CA bundle holds at most this many certificates, in at most this many bytes. */
+export const CA_BUNDLE_MAX_CERTIFICATES = 32;
+export const CA_BUNDLE_MAX_BYTES = 65_536;
+
+/** The PEM blocks of certificates in a bundle, and the text between them (which must be blank). */
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----\r?\n([A-Za-z0-9+/=\r\n]+?)-----END CERTIFICATE-----/g;
+
+/**
+ * Why a source's CA bundle (`caCertificate`) is refused: it must be one or more PEM
+ * certificates and nothing else, each one readable and valid today. Whether it is the right
+ * CA only the server's certificate can tell, at the next sync (its error says so).
+ */
+export function caBundleProblem(pem: string, now = new Date()): string | undefined {
+  const blocks = [...pem.matchAll(PEM_CERTIFICATE)];
+  if (blocks.length === 0) return 'must be one or more PEM certificates (-----BEGIN CERTIFICATE-----)';
+  if (blocks.length > CA_BUNDLE_MAX_CERTIFICATES)
+    return `holds ${blocks.length} certificates; at most ${CA_BUNDLE_MAX_CERTIFICATES}`;
+  if (pem.replace(PEM_CERTIFICATE, '').trim() !== '')
+    return 'must hold PEM certificates only (no private key or other text between them)';
+  for (const [index, block] of blocks.entries()) {
+    let certificate: X509Certificate;
+    try {
+      certificate = new X509Certificate(block[0]);
+    } catch {
+      return `certificate ${index + 1} is not a readable X.509 certificate`;
+    }
+    if (new Date(certificate.validTo) < now)
+      return `certificate ${index + 1} (${certificate.subject.replace(/\n/g, ', ')}) expired on ${new Date(certificate.validTo).toISOString()}`;
+  }
+  return undefined;
+}
+
+/** The bundle as stored and handed to git: LF line ends, one final newline. */
+export const normalCaBundle = (pem: string) => `${pem.replace(/\r\n/g, '\n').trim()}\n`;

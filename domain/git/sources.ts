@@ -50,6 +50,8 @@ export interface GitSourceFields {
   pollIntervalSeconds?: number;
   autoPublish: boolean;
   rolloutTemplate: GitRolloutTemplate | null;
+  /** PEM certificates trusted for this https:// source alone; null: the system's store. */
+  caCertificate: string | null;
 }
 
 /** What the operations need of the installation and of the caller. */
@@ -89,6 +91,7 @@ export function gitSourceView(row: GitSourceView, webhookUrl: string) {
     autoPublish: row.auto_publish,
     paused: row.paused,
     credentials: row.credentials_kind ? { kind: row.credentials_kind, configured: true as const } : null,
+    caCertificate: row.ca_certificate,
     webhook: {
       url: webhookUrl,
       configured: row.webhook_token_hash !== null,
@@ -151,6 +154,7 @@ function settingsOf(fields: GitSourceFields, context: GitSourceContext): GitSour
     poll_interval_seconds: fields.pollIntervalSeconds ?? context.defaultPollIntervalSeconds,
     auto_publish: fields.autoPublish,
     rollout_template: fields.rolloutTemplate,
+    ca_certificate: fields.caCertificate,
   };
 }
 

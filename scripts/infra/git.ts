@@ -4,8 +4,9 @@
  * that runs git's own `git http-backend` as CGI behind basic auth with a fixed token.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, mkdir, rm, writeFile, unlink } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm, symlink, writeFile, unlink } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -18,8 +19,14 @@ export interface TestRepository {
   bare: string;
   /** file:// URL of the bare repository. */
   url: string;
-  /** Writes (or with `null` deletes) files in the clone, commits them as `author` and pushes. Returns the new SHA. */
-  commit(files: Record<string, string | null>, options?: { message?: string; author?: string }): Promise<string>;
+  /**
+   * Writes files in the clone (`{ link }`: a symbolic link to that path; `null`: deletes),
+   * commits them as `author` and pushes. Returns the new SHA.
+   */
+  commit(
+    files: Record<string, string | { link: string } | null>,
+    options?: { message?: string; author?: string },
+  ): Promise<string>;
   /** The SHA at the tip of `main`. */
   tip(): Promise<string>;
   remove(): Promise<void>;
@@ -45,7 +52,8 @@ export async function createTestRepository(parent: string = tmpdir()): Promise<T
         if (content === null) await unlink(file);
         else {
           await mkdir(dirname(file), { recursive: true });
-          await writeFile(file, content);
+          if (typeof content === 'string') await writeFile(file, content);
+          else await symlink(content.link, file);
         }
       }
       const author = options.author ?? 'Alice Example';
@@ -69,7 +77,7 @@ export async function createTestRepository(parent: string = tmpdir()): Promise<T
 }
 
 export interface SmartHttpServer {
-  /** http://127.0.0.1:<port>/ ; a repository `<root>/x.git` is at `<baseUrl>x.git`. */
+  /** http(s)://127.0.0.1:<port>/ ; a repository `<root>/x.git` is at `<baseUrl>x.git`. */
   baseUrl: string;
   /** Requests refused for want of the right credentials. */
   refused: number;
@@ -77,10 +85,15 @@ export interface SmartHttpServer {
 }
 
 /**
- * Serves every repository under `projectRoot` over smart HTTP, asking basic auth whose
- * password is `token` (any user name), as hosting services do for access tokens.
+ * Serves every repository under `projectRoot` over smart HTTP (HTTPS with `tls`: a server
+ * certificate of the test's own CA, as a self-hosted server behind an internal CA), asking
+ * basic auth whose password is `token` (any user name), as hosting services do for tokens.
  */
-export async function startSmartHttpServer(projectRoot: string, token: string): Promise<SmartHttpServer> {
+export async function startSmartHttpServer(
+  projectRoot: string,
+  token: string,
+  options: { tls?: { certificatePem: string; keyPem: string } } = {},
+): Promise<SmartHttpServer> {
   const state = { refused: 0 };
   const expected = (header: string | undefined) => {
     const match = /^Basic (.+)$/.exec(header ?? '');
@@ -88,17 +101,21 @@ export async function startSmartHttpServer(projectRoot: string, token: string): 
     const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
     return decoded.slice(decoded.indexOf(':') + 1) === token;
   };
-  const server: Server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     if (!expected(req.headers.authorization)) {
       state.refused++;
       res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="test"' }).end('unauthorized');
       return;
     }
     runBackend(projectRoot, req, res);
-  });
+  };
+  const tls = options.tls;
+  const server: Server = tls
+    ? createHttpsServer({ cert: tls.certificatePem, key: tls.keyPem }, handle)
+    : createServer(handle);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
-    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    baseUrl: `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}/`,
     get refused() {
       return state.refused;
     },

@@ -7,6 +7,7 @@ import { gitSyncWorkflowId } from '../../workflows/definitions';
 import { gitSourceIdKey, tenantIdKey } from '../../workflows/search-attributes';
 import { eventually } from '../support/eventually';
 import { sourceBody, startGitSourcesApp, wakeUps, type GitSourcesApp } from '../support/git-sources';
+import { testCa } from '../support/tls';
 import { startTestApp, type TestApp } from '../support/app';
 import { capturedLogger } from '../support/logs';
 
@@ -72,6 +73,7 @@ describe('registering and reading sources', () => {
       autoPublish: true,
       paused: false,
       credentials: { kind: 'https', configured: true },
+      caCertificate: null,
       webhook: { url: `http://fleet.test/api/git/webhook/${id}`, configured: false, createdAt: null },
       rolloutTemplate: null,
       lastSyncedSha: null,
@@ -286,6 +288,12 @@ describe('validation: every field has its 400', () => {
       { autoPublish: true, rolloutTemplate: { target: {}, strategy: { batchSize: 1 } } },
       'body.rolloutTemplate.target',
     ],
+    ['a CA certificate that is no PEM', { caCertificate: 'trust me' }, 'body.caCertificate'],
+    [
+      'a CA certificate whose PEM is no certificate',
+      { caCertificate: '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' },
+      'body.caCertificate',
+    ],
     ['an unknown member', { paused: true }, 'body'],
   ];
 
@@ -295,6 +303,31 @@ describe('validation: every field has its 400', () => {
     expect(res.body.type).toBe(`${ERRORS}/validation-failed`);
     expect(res.body.errors.map((e: { path: string }) => e.path)).toContain(path);
     expectNoSecret(res);
+  });
+
+  test('a CA certificate: a valid bundle is kept (LF, one final newline); an expired one, text beside it, or a private key is 400', async () => {
+    const ca = (await testCa('Acme internal CA')).certificatePem;
+    const second = (await testCa('Acme second CA')).certificatePem;
+    const expired = (await testCa('Acme old CA', { expired: true })).certificatePem;
+    const refusal = async (caCertificate: string, message: RegExp, fields: Record<string, unknown> = {}) => {
+      const body = sourceBody({ caCertificate, ...fields });
+      const res = await t.call('POST', '/api/git-sources', { token: operator, body });
+      expect(res.status).toBe(400);
+      expect(res.body.errors).toEqual([{ path: 'body.caCertificate', message: expect.stringMatching(message) }]);
+    };
+    await refusal(expired, /^certificate 1 \(CN=Acme old CA\) expired on \d{4}-/);
+    await refusal(`${ca}\n${expired}`, /^certificate 2 \(CN=Acme old CA\) expired on/);
+    await refusal(`${ca}\nnot a certificate\n`, /PEM certificates only/);
+    await refusal(`${ca}\n-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n`, /PEM certificates only/);
+    await refusal(ca, /^is for https:\/\/ repositories only$/, { repoUrl: 'ssh://git@git.example.com/a.git' });
+
+    const bundle = `\r\n${ca.replace(/\n/g, '\r\n')}\r\n${second}  `;
+    const res = await create({ caCertificate: bundle });
+    expect(res.status).toBe(201);
+    expect(res.body.caCertificate).toBe(`${ca.trim()}\n${second.trim()}\n`);
+    expect(await t.database.db('git_sources').where({ id: res.body.id }).first('ca_certificate')).toEqual({
+      ca_certificate: res.body.caCertificate,
+    });
   });
 
   test('a rollout template naming a group the tenant does not have is 404, as for a rollout', async () => {

@@ -355,6 +355,7 @@ test('the list pages with the API’s cursor and filters by name and state, all 
       poll_interval_seconds: 60,
       auto_publish: false,
       rollout_template: null,
+      ca_certificate: null,
       paused: i === 7,
     });
     seeded.push(row.id);

@@ -4,7 +4,7 @@
  * simulated agents for the rollout-template pipeline.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ensureTenant } from '../../db/repos/tenants';
@@ -27,6 +27,7 @@ import { testOutbound } from '../support/outbound';
 import { freePort } from '../support/processes';
 import { testInfra } from '../support/infra-env';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+import { serverCertificate, testCa } from '../support/tls';
 import { expectConfigurationCreatedAsShown, expectRolloutCreatedAsShown } from '../support/events';
 
 const { logger: workerLogger, lines: logLines } = capturedLogger('info');
@@ -61,7 +62,7 @@ afterAll(async () => {
 const db = () => env.t.database.db;
 const call = (method: string, path: string, body?: unknown) => env.t.call(method, path, { token: env.operator, body });
 
-async function repository(files: Record<string, string> = { 'otel.yaml': 'receivers: {}\n' }) {
+async function repository(files: Parameters<TestRepository['commit']>[0] = { 'otel.yaml': 'receivers: {}\n' }) {
   const repo = await createTestRepository(fileRoot);
   repositories.push(repo);
   await repo.commit(files, { message: 'first configurations' });
@@ -119,6 +120,7 @@ interface ApiRun {
     rolloutId?: string;
   }>;
   fileErrors: Array<{ path: string; error: string }>;
+  error: string | null;
   rolloutId: string | null;
 }
 
@@ -434,6 +436,97 @@ test('a file deleted from the branch marks its configuration; back again, the ma
   expect((await call('GET', `/api/configurations/${gone!.id}`)).body.sourceRemovedAt).toBeNull();
 });
 
+describe('trees as they are hosted', () => {
+  /** A configuration's content at a version, through the API. */
+  const contentOf = async (name: string, version = 1) => {
+    const found = await configurationNamed(name);
+    const shown = await call('GET', `/api/configurations/${found!.id}/versions/${version}`);
+    return shown.body.content as string;
+  };
+
+  test('a symbolic link to a file of the source is followed (that content, under the link’s name); a link leaving the source is that file’s error, never its text', async () => {
+    const tag = `ln-${randomUUID().slice(0, 6)}`;
+    const app = 'receivers: { otlp: {} }\n';
+    const repo = await repository({
+      [`${tag}/app.yaml`]: app,
+      [`${tag}/app-link.yaml`]: { link: 'app.yaml' },
+      [`${tag}/nested/chain.yaml`]: { link: '../app-link.yaml' },
+      [`${tag}/up.yaml`]: { link: '../shared/base.yaml' },
+      [`${tag}/abs.yaml`]: { link: '/etc/hostname' },
+      [`${tag}/gone.yaml`]: { link: 'missing.yaml' },
+      [`${tag}/loop.yaml`]: { link: 'loop.yaml' },
+      'shared/base.yaml': 'exporters: {}\n',
+    });
+    const sourceId = await createSource(repo.url, { path: tag });
+    await wake(sourceId, { reason: 'source-changed' });
+    const [run] = await finishedRuns(sourceId, 1);
+    expect(run!.status).toBe('succeeded');
+    expect(run!.changes.map((change) => change.name).sort()).toEqual(['app', 'app-link', 'nested/chain']);
+    expect(await contentOf('app-link')).toBe(app);
+    expect(await contentOf('nested/chain')).toBe(app);
+    const errors = Object.fromEntries(run!.file_errors.map((error) => [error.path, error.error]));
+    expect(errors).toEqual({
+      [`${tag}/up.yaml`]: `a symbolic link to '../shared/base.yaml', outside the source's path '${tag}'`,
+      [`${tag}/abs.yaml`]: `a symbolic link to '/etc/hostname', outside the source's path '${tag}'`,
+      [`${tag}/gone.yaml`]: "a symbolic link to 'missing.yaml', which is not a file of the commit",
+      [`${tag}/loop.yaml`]: 'more than 8 symbolic links in a row',
+    });
+    const managed = await db()('configurations').where({ managed_by: sourceId }).pluck('name');
+    expect(managed.sort()).toEqual(['app', 'app-link', 'nested/chain']);
+  });
+
+  test('two files that name one configuration are both errors naming each other: nothing is created, and unrelated commits add no version', async () => {
+    const tag = `dup-${randomUUID().slice(0, 6)}`;
+    const repo = await repository({ [`${tag}.yaml`]: 'a: 1\n', [`${tag}-other.yaml`]: 'b: 1\n' });
+    const sourceId = await createSource(repo.url, { autoPublish: true });
+    await wake(sourceId, { reason: 'source-changed' });
+    await finishedRuns(sourceId, 1);
+    const existing = await configurationNamed(tag);
+
+    await repo.commit({ [`${tag}.yml`]: 'a: 2\n' }, { message: 'a second file for the same name' });
+    await wake(sourceId, { reason: 'webhook' });
+    const runs = await finishedRuns(sourceId, 2);
+    const both = `both name the configuration '${tag}'; rename or remove all but one`;
+    expect(runs[1]!.changes).toEqual([]);
+    expect(runs[1]!.file_errors).toEqual([
+      { path: `${tag}.yaml`, error: `'${tag}.yaml' and '${tag}.yml' ${both}` },
+      { path: `${tag}.yml`, error: `'${tag}.yml' and '${tag}.yaml' ${both}` },
+    ]);
+    // Unrelated commits: the configuration stays as it was, not removed, no version added.
+    for (const round of [2, 3]) {
+      await repo.commit({ [`${tag}-other.yaml`]: `b: ${round}\n` }, { message: `unrelated ${round}` });
+      await wake(sourceId, { reason: 'webhook' });
+      const after = await finishedRuns(sourceId, round + 1);
+      expect(after[round]!.changes).toEqual([expect.objectContaining({ name: `${tag}-other`, change: 'updated' })]);
+    }
+    const shown = await call('GET', `/api/configurations/${existing!.id}`);
+    expect(shown.body).toMatchObject({ latestVersion: 1, sourceRemovedAt: null });
+    expect(await contentOf(tag)).toBe('a: 1\n');
+  });
+
+  test('a tree that fails the same way at the same tip (1,001 files) adds one failed run, not one per poll; fixed, the next poll syncs', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i <= 1000; i++) files[`many/f${i}.yaml`] = `i: ${i}\n`;
+    const repo = await repository(files);
+    const sourceId = await createSource(repo.url, { path: 'many', pollIntervalSeconds: 1 });
+    await wake(sourceId, { reason: 'source-changed' });
+    const [run] = await finishedRuns(sourceId, 1);
+    expect(run).toMatchObject({ status: 'failed', commit_sha: await repo.tip() });
+    expect(run!.error).toBe("1001 configuration files under 'many'; a source holds at most 1000");
+    await eventually(async () => {
+      const { events } = await env.client.workflow.getHandle(gitSyncWorkflowId(sourceId)).fetchHistory();
+      expect((events ?? []).filter((event) => event.timerFiredEventAttributes).length).toBeGreaterThanOrEqual(3);
+    }, 30_000);
+    await idle(sourceId);
+    expect(await runsOf(sourceId)).toHaveLength(1);
+
+    await repo.commit({ 'many/f1000.yaml': null }, { message: 'back to 1,000' });
+    const runs = await finishedRuns(sourceId, 2, 60_000);
+    expect(runs[1]).toMatchObject({ status: 'succeeded', trigger: 'poll', commit_sha: await repo.tip() });
+    await call('POST', `/api/git-sources/${sourceId}/pause`);
+  }, 120_000);
+});
+
 test('a source deleted during its sweep: the sweep stops, and no configuration stays managed by the deleted source', async () => {
   const repo = await repository({ 'race/b.yaml': 'b: 1\n' });
   const source = await registerSource(repo.url);
@@ -493,7 +586,9 @@ describe('over smart HTTP with basic auth', () => {
       await wake(bad, { reason: 'webhook' });
       const [failed] = await finishedRuns(bad, 1);
       expect(failed).toMatchObject({ status: 'failed', commit_sha: null });
-      expect(failed!.error).toMatch(/Authentication failed|could not read Username|401/);
+      expect(failed!.error).toBe(
+        'the repository refused the credentials (HTTP 401): check the token (and the username, for hosts that want one)',
+      );
       expect(server.refused).toBeGreaterThan(0);
       const secrets = [WRONG, TOKEN, Buffer.from(`git:${WRONG}`).toString('base64')];
       const logged = logLines.join('');
@@ -508,9 +603,45 @@ describe('over smart HTTP with basic auth', () => {
   });
 });
 
+describe('over HTTPS, the server’s certificate issued by an internal CA', () => {
+  const TOKEN = 'gitea-token-0123456789abcdef';
+
+  test('a source given the CA syncs; without it, or with another CA, the run says the certificate is not trusted; missing credentials say so', async () => {
+    const ca = await testCa('Acme internal CA');
+    const repo = await repository({ 'otel.yaml': 'receivers: {}\n' });
+    const server = await startSmartHttpServer(dirname(repo.bare), TOKEN, {
+      tls: await serverCertificate(ca, ['127.0.0.1']),
+    });
+    try {
+      const url = `${server.baseUrl}repo.git`;
+      const credentials = { kind: 'https', token: TOKEN };
+      const trusting = await registerSource(url, { credentials, caCertificate: ca.certificatePem });
+      const [run] = await runsThroughApi(trusting.id, 1);
+      expect(run).toMatchObject({ status: 'succeeded', commitSha: await repo.tip() });
+      const shown = await call('GET', `/api/git-sources/${trusting.id}`);
+      expect(shown.body.caCertificate).toBe(ca.certificatePem.replace(/\r\n/g, '\n').trim() + '\n');
+
+      const untrusted = /^the repository's TLS certificate is not trusted \(.+\); if an internal CA issued it, give the source that CA's certificate as caCertificate$/;
+      const system = await registerSource(url, { credentials });
+      const another = await registerSource(url, { credentials, caCertificate: (await testCa('Other CA')).certificatePem });
+      for (const source of [system, another]) {
+        const [failed] = await runsThroughApi(source.id, 1);
+        expect(failed).toMatchObject({ status: 'failed' });
+        expect(failed!.error).toMatch(untrusted);
+      }
+
+      const anonymous = await registerSource(url, { caCertificate: ca.certificatePem });
+      const [refused] = await runsThroughApi(anonymous.id, 1);
+      expect(refused!.error).toBe('the repository asks for credentials (HTTP 401); the source has none');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 test('an SSH key is used from a private file that is deleted after; the refused connection fails the run, neutrally, without the key', async () => {
   const privateKey = `-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA-${randomUUID()}\n-----END OPENSSH PRIVATE KEY-----\n`;
-  const keyDirs = async () => (await readdir(tmpdir())).filter((name) => name.startsWith('fleet-git-ssh-'));
+  const keyDirs = async () => (await readdir(tmpdir())).filter((name) => name.startsWith('fleet-git-access-'));
   const before = await keyDirs();
   // Port 1 on loopback: nothing listens, so ssh fails at once (no sshd on the test machine).
   const sourceId = await createSource('ssh://git@127.0.0.1:1/fleet.git', {
@@ -636,6 +767,27 @@ test('deleting the source ends its workflow', async () => {
   await handle.result();
   expect((await handle.describe()).status.name).toBe('COMPLETED');
   await recordHistories(env.client, gitSyncWorkflowId(source.id), 'git-sync-deleted');
+});
+
+test('a deleted source’s working copy goes with it; a worker starting removes those of sources deleted while it was away', async () => {
+  const repo = await repository();
+  const source = await registerSource(repo.url);
+  await runsThroughApi(source.id, 1);
+  expect(await readdir(workDir)).toContain(source.id);
+  expect((await call('DELETE', `/api/git-sources/${source.id}`)).status).toBe(204);
+  await env.client.workflow.getHandle(gitSyncWorkflowId(source.id)).result();
+  expect(await readdir(workDir)).not.toContain(source.id);
+  await recordHistories(env.client, gitSyncWorkflowId(source.id), 'git-sync-deleted-removes-copy');
+
+  // A copy left behind (deleted while no worker ran the loop's end), beside a live source's.
+  const live = await registerSource(repo.url);
+  await runsThroughApi(live.id, 1);
+  const orphan = randomUUID();
+  await mkdir(join(workDir, orphan, 'objects'), { recursive: true });
+  await env.stopWorker();
+  await env.startWorker();
+  await eventually(async () => expect(await readdir(workDir)).not.toContain(orphan), 15_000);
+  expect(await readdir(workDir)).toContain(live.id);
 });
 
 test('continue-as-new keeps the loop working with its pending wakes', async () => {

@@ -16,6 +16,9 @@ export const auditEventSchema = z
     occurredAt: z.string(),
     actorType: z.enum(['oidc', 'session', 'pat', 'anonymous', 'webhook']),
     actor: z.string().nullable().openapi({ description: 'OIDC subject or PAT name.' }),
+    actorId: z.string().nullable().openapi({
+      description: "The actor's id: the PAT's id, the OIDC subject, a webhook's source; null for an anonymous call.",
+    }),
     method: z.string(),
     path: z.string(),
     route: z.string().nullable(),
@@ -38,6 +41,7 @@ function presentAudit(row: AuditCall): z.infer<typeof auditEventSchema> {
     occurredAt: row.occurred_at.toISOString(),
     actorType: row.actor_type,
     actor: row.actor,
+    actorId: row.actor_id,
     method: row.method,
     path: row.path,
     route: row.route,

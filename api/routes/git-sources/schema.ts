@@ -2,7 +2,10 @@ import type { GitSourceView } from '../../../db/repos/git-sources';
 import type { SyncRunRow } from '../../../db/repos/git-sync-runs';
 import {
   branchProblem,
+  caBundleProblem,
+  CA_BUNDLE_MAX_BYTES,
   credentialsMismatch,
+  normalCaBundle,
   normalTreePath,
   repoUrlProblem,
   treePathProblem,
@@ -140,10 +143,23 @@ const sourceFields = {
   autoPublish: z.boolean().default(false),
   // A union with null, not .nullable(), which would make the registered component nullable.
   rolloutTemplate: z.union([rolloutTemplateBody, z.null()]).default(null),
+  caCertificate: z
+    .string()
+    .max(CA_BUNDLE_MAX_BYTES)
+    .superRefine(refusedWhen(caBundleProblem))
+    .transform(normalCaBundle)
+    .nullable()
+    .default(null)
+    .openapi({
+      description:
+        "PEM certificates of the CA(s) that issued an https:// repository's server certificate (an internal " +
+        "CA): git trusts these for this source alone, in place of the system's store. null: the system's store.",
+    }),
 };
 
 type SourceFields = {
   repoUrl: string;
+  caCertificate: string | null;
   autoPublish: boolean;
   rolloutTemplate: unknown;
   credentials?: CredentialsBody | null;
@@ -157,6 +173,9 @@ function checkAcrossFields(body: SourceFields, ctx: z.core.$RefinementCtx<Source
       path: ['rolloutTemplate'],
       message: 'needs autoPublish: true (only published versions are rolled out)',
     });
+  }
+  if (body.caCertificate !== null && !/^\s*https:/i.test(body.repoUrl)) {
+    ctx.addIssue({ code: 'custom', path: ['caCertificate'], message: 'is for https:// repositories only' });
   }
   if (body.credentials && repoUrlProblem(body.repoUrl) === undefined) {
     const mismatch = credentialsMismatch(body.repoUrl, body.credentials.kind);
@@ -181,6 +200,10 @@ const ACROSS_FIELDS = {
     {
       if: { required: ['repoUrl'], properties: { repoUrl: { pattern: schemePattern('file') } } },
       then: { properties: { credentials: { type: 'null' } } },
+    },
+    {
+      if: { required: ['caCertificate'], properties: { caCertificate: { type: 'string' } } },
+      then: { required: ['repoUrl'], properties: { repoUrl: { pattern: schemePattern('https') } } },
     },
     {
       if: { required: ['rolloutTemplate'], properties: { rolloutTemplate: { type: 'object' } } },
@@ -244,6 +267,7 @@ export const sourceSchema = z
       .object({ kind: z.enum(['https', 'ssh']), configured: z.literal(true) })
       .nullable()
       .openapi({ description: 'Whether credentials are stored, and their kind; never their content.' }),
+    caCertificate: z.string().nullable().openapi({ description: 'The CA bundle trusted for this source alone.' }),
     webhook: z.object({
       url: z.string().openapi({ description: 'Where the Git host sends its webhook.' }),
       configured: z.boolean().openapi({ description: 'A webhook token was generated.' }),

@@ -2129,6 +2129,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/ca.pem": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The agents' CA certificate (PEM): what agents, and peers' handover offers, trust the agent listener by
+         * @description Requires permission `read`.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The certificate, PEM. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/x-pem-file": string;
+                    };
+                };
+                /** @description Missing, invalid or expired token. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The role or the PAT’s endpoint list does not allow this call. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An RFC 9457 problem; `type` names the error (see /errors). */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{id}": {
         parameters: {
             query?: never;
@@ -9734,6 +9800,8 @@ export interface components {
             actorType: "oidc" | "session" | "pat" | "anonymous" | "webhook";
             /** @description OIDC subject or PAT name. */
             actor: string | null;
+            /** @description The actor's id: the PAT's id, the OIDC subject, a webhook's source; null for an anonymous call. */
+            actorId: string | null;
             method: string;
             path: string;
             route: string | null;
@@ -10329,6 +10397,8 @@ export interface components {
                 /** @enum {boolean} */
                 configured: true;
             } | null;
+            /** @description The CA bundle trusted for this source alone. */
+            caCertificate: string | null;
             webhook: {
                 /** @description Where the Git host sends its webhook. */
                 url: string;
@@ -10405,8 +10475,13 @@ export interface components {
             autoPublish: boolean;
             /** @default null */
             rolloutTemplate: components["schemas"]["GitRolloutTemplate"] | null;
+            /**
+             * @description PEM certificates of the CA(s) that issued an https:// repository's server certificate (an internal CA): git trusts these for this source alone, in place of the system's store. null: the system's store.
+             * @default null
+             */
+            caCertificate: string | null;
             credentials?: components["schemas"]["GitCredentialsWrite"];
-        } & (unknown & unknown & unknown & unknown);
+        } & (unknown & unknown & unknown & unknown & unknown);
         /** @description A rollout created and started for every version a sync publishes (needs `autoPublish`). */
         GitRolloutTemplate: {
             target: components["schemas"]["RolloutTarget"];
@@ -10452,6 +10527,11 @@ export interface components {
             autoPublish: boolean;
             /** @default null */
             rolloutTemplate: components["schemas"]["GitRolloutTemplate"] | null;
+            /**
+             * @description PEM certificates of the CA(s) that issued an https:// repository's server certificate (an internal CA): git trusts these for this source alone, in place of the system's store. null: the system's store.
+             * @default null
+             */
+            caCertificate: string | null;
             /** @description Omitted: kept (unless repoUrl moves to another host). null: removed. An object: replaced. */
             credentials?: {
                 /** @enum {string} */
@@ -10468,7 +10548,7 @@ export interface components {
                 /** @description The server's host key(s), pinned: git refuses any other. */
                 knownHosts: string;
             } | null;
-        } & (unknown & unknown & unknown & unknown);
+        } & (unknown & unknown & unknown & unknown & unknown);
         GitSyncRequested: {
             sourceId: string;
             /** @enum {string} */
@@ -10598,7 +10678,7 @@ export interface components {
             id: string;
             name: string;
             /**
-             * @description ok: answered (or had no more agents on an earlier page); failed, timeout, unreachable: this page lacks its agents, and the next asks it again from where it was; skipped: unhealthy at its last check, not asked.
+             * @description ok: answered (or had no more agents on an earlier page); failed, timeout, unreachable: did not answer, so this listing goes on without it (its agents are missing from here on; start the listing again to ask it); skipped: unhealthy at its last check, or failed on an earlier page of this listing, not asked.
              * @enum {string}
              */
             status: "ok" | "failed" | "timeout" | "unreachable" | "skipped";

@@ -188,6 +188,7 @@ export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCa
   const [poll, setPoll] = useState<string | number>(source?.pollIntervalSeconds ?? '');
   const [autoPublish, setAutoPublish] = useState(source?.autoPublish ?? false);
   const [choice, setChoice] = useState<CredentialsChoice>(source?.credentials ? 'keep' : 'none');
+  const [caCertificate, setCaCertificate] = useState(source?.caCertificate ?? '');
   const [secrets, setSecrets] = useState<Secrets>(NO_SECRETS);
   const stored = source?.rolloutTemplate;
   const [rollOut, setRollOut] = useState(Boolean(stored));
@@ -216,6 +217,8 @@ export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCa
           }
         : null,
       ...(choice !== 'keep' && { credentials: credentialsOf(choice, secrets) }),
+      // A PUT replaces every setting: the stored CA is sent back unless the operator cleared it.
+      caCertificate: caCertificate.trim() === '' ? null : caCertificate,
     });
   };
 
@@ -284,6 +287,17 @@ export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCa
           onChange={(value) => setChoice(value ?? 'none')}
         />
         <CredentialInputs choice={choice} secrets={secrets} change={(next) => setSecrets({ ...secrets, ...next })} />
+        <Textarea
+          label="CA certificate (PEM)"
+          description="For an https:// server whose certificate an internal CA issued: that CA's certificate(s), trusted for this source alone. Empty: the system's trusted CAs."
+          autosize
+          minRows={2}
+          maxRows={10}
+          spellCheck={false}
+          styles={{ input: { fontFamily: 'monospace' } }}
+          value={caCertificate}
+          onChange={(e) => setCaCertificate(e.currentTarget.value)}
+        />
         {error && <ProblemAlert error={error} />}
         <Group>
           <Button type="submit" loading={pending}>
