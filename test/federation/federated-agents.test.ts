@@ -1,3 +1,4 @@
+import { ensureTenant } from '../../db/repos/tenants';
 import { seedAgents } from '../support/agents-seed';
 import { pair, startInstallation, type Installation } from '../support/federation';
 
@@ -98,6 +99,9 @@ test('the filters of GET /api/agents are passed on to every peer', async () => {
 test.each([
   ['?cursor=bogus', 'query.cursor'],
   [`?cursor=${Buffer.from('{"p":{"x":"y"}}').toString('base64url')}`, 'query.cursor'],
+  // Well-formed, but invented: no MAC of this installation's (the positions are plain base64 JSON).
+  [`?cursor=${Buffer.from('{"p":{}}').toString('base64url')}`, 'query.cursor'],
+  [`?cursor=${Buffer.from('{"p":{}}').toString('base64url')}.${Buffer.alloc(32).toString('base64url')}`, 'query.cursor'],
   ['?limit=0', 'query.limit'],
   ['?limit=1001', 'query.limit'],
   ['?offset=3', 'query'],
@@ -168,7 +172,23 @@ test('a peer that refuses (its PAT revoked since its last check) is named failed
   }
 });
 
-test('a peer that does not answer in time is named timeout; the others are listed and its place kept', async () => {
+test('a cursor is only what this list issued to this tenant: edited positions, or a cursor of another tenant, are 400', async () => {
+  const first = await list('?limit=2');
+  const [body, tag] = (first.body.nextCursor as string).split('.');
+  const positions = JSON.parse(Buffer.from(body!, 'base64url').toString('utf8'));
+  for (const peer of Object.keys(positions.p)) positions.p[peer] = null;
+  const edited = `${Buffer.from(JSON.stringify(positions)).toString('base64url')}.${tag}`;
+  const refused = await list(`?limit=2&cursor=${edited}`);
+  expect(refused.status).toBe(400);
+  expect(refused.body.errors).toEqual([{ path: 'query.cursor', message: 'is not a cursor this list issued' }]);
+
+  await ensureTenant(a.t.database.db, 'acme');
+  const other = await a.t.token('acme.admin');
+  expect((await list(`?limit=2&cursor=${first.body.nextCursor}`, other)).status).toBe(400);
+  expect((await list(`?limit=2&cursor=${first.body.nextCursor}`)).status).toBe(200);
+});
+
+test('a peer that does not answer in time is named timeout; the others are listed, and the listing goes on without it', async () => {
   // B is slow for real: its agents table is locked, so its inventory query waits.
   const slow = await b.t.database.db.transaction();
   try {
@@ -180,20 +200,18 @@ test('a peer that does not answer in time is named timeout; the others are liste
       { id: bPeer, name: 'bravo', status: 'timeout', error: expect.stringMatching(/no answer within 2000 ms/) },
       { id: cPeer, name: 'charlie', status: 'ok' },
     ]);
-    // C has no more; B, which did not answer, is asked again from its start on the next page.
-    const positions = JSON.parse(Buffer.from(res.body.nextCursor, 'base64url').toString());
-    expect(positions).toEqual({ p: { [cPeer]: null } });
+    // C has no more and B did not answer: this listing is done (no next page that would wait on B).
+    expect(res.body.nextCursor).toBeNull();
     await slow.rollback();
-    const next = await list(`?limit=1000&cursor=${res.body.nextCursor}`);
-    expect(next.body.items.map((agent: Item) => agent.id)).toEqual([...bAgents].sort());
-    expect(next.body.peers.map((peer: { status: string }) => peer.status)).toEqual(['ok', 'ok']);
-    expect(next.body.nextCursor).toBeNull();
+    const again = await list('?limit=1000'); // a listing started afresh asks B again
+    expect(again.body.items).toHaveLength(bAgents.length + cAgents.length);
+    expect(again.body.peers.map((peer: { status: string }) => peer.status)).toEqual(['ok', 'ok']);
   } finally {
     if (!slow.isCompleted()) await slow.rollback();
   }
 });
 
-test("one peer down: 200 with the other peer's agents, the down peer named; its place is kept for the next page", async () => {
+test("one peer down: 200 with the other peer's agents, the down peer named; following the pages never meets an empty one", async () => {
   const first = await list('?limit=2');
   await c.close();
   cClosed = true;
@@ -204,11 +222,25 @@ test("one peer down: 200 with the other peer's agents, the down peer named; its 
     { id: bPeer, name: 'bravo', status: 'ok' },
     { id: cPeer, name: 'charlie', status: 'unreachable', error: expect.stringMatching(/could not be reached/) },
   ]);
-  // Mid-way through the pages too: B's agents after its place, C named again.
+  // Mid-way through the pages too: B's agents after its place, C named once, then left out.
   const next = await list(`?limit=1000&cursor=${first.body.nextCursor}`);
   expect(next.status).toBe(200);
   const bTaken = (first.body.items as Item[]).filter((agent) => agent.peer.name === 'bravo').map((agent) => agent.id);
   const bLeft = [...bAgents].sort().filter((id) => !bTaken.includes(id));
   expect(next.body.items.map((agent: Item) => agent.id)).toEqual(bLeft);
   expect(next.body.peers[1]).toMatchObject({ name: 'charlie', status: 'unreachable' });
+  expect(next.body.nextCursor).toBeNull();
+
+  // C is still marked healthy (no health check since it went down): a client following the
+  // pages one agent at a time gets one agent a page, every page, and an end.
+  const { pages, peers } = await allPages('?limit=1');
+  expect(pages.every((page) => page.length === 1)).toBe(true);
+  expect(pages.flat().map((agent) => agent.id)).toEqual([...bAgents].sort());
+  expect((peers[0] as Array<{ status: string }>)[1]).toMatchObject({ status: 'unreachable' });
+  expect((peers[1] as Array<{ status: string; error?: string }>)[1]).toEqual({
+    id: cPeer,
+    name: 'charlie',
+    status: 'skipped',
+    error: 'did not answer an earlier page of this listing',
+  });
 });

@@ -50,7 +50,7 @@ test('the same id at two peers comes once from each, by peer name; the list ends
   expect(page.more).toBe(false);
 });
 
-test('a peer that did not answer keeps its place, and there is a next page to ask it again', () => {
+test('a peer that did not answer is left out of the rest of the listing: no next page waits on it', () => {
   const page = mergePage(
     [
       { peer: B, status: 'timeout', error: 'no answer' },
@@ -60,6 +60,20 @@ test('a peer that did not answer keeps its place, and there is a next page to as
     10,
   );
   expect(ids(page.items)).toEqual(['charlie:2']);
-  expect(page.positions).toEqual({ [B.id]: agent(1).id, [C.id]: null });
+  expect(page.positions).toEqual({ [B.id]: false, [C.id]: null });
+  expect(page.more).toBe(false);
+});
+
+test('while another peer has more, the listing goes on without the one that failed', () => {
+  const page = mergePage(
+    [
+      { peer: B, status: 'unreachable', error: 'refused' },
+      { peer: C, status: 'ok', items: [agent(2), agent(3)], more: true },
+    ],
+    {},
+    2,
+  );
+  expect(ids(page.items)).toEqual(['charlie:2', 'charlie:3']);
+  expect(page.positions).toEqual({ [B.id]: false, [C.id]: agent(3).id });
   expect(page.more).toBe(true);
 });

@@ -1,3 +1,4 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { issuedBy } from '../../http/pagination';
 import { decimalQuery, z } from '../../http/zod';
 import { problems } from '../../problems';
@@ -31,8 +32,12 @@ export const peerInventoryPage = (max: number) =>
     nextAfter: z.guid().nullable(),
   });
 
-/** Each peer's place in a federated list: the last agent id taken from it, or null when it has no more. */
-export type PeerPositions = Record<string, string | null>;
+/**
+ * Each peer's place in a federated list: the last agent id taken from it, null when it has no
+ * more, or false when it did not answer a page of this listing (it is not asked again: a page
+ * is never empty while the next link waits on a peer that is down).
+ */
+export type PeerPositions = Record<string, string | null | false>;
 
 /**
  * A cursor holds at most this many peers' positions (about 100 characters each): more than
@@ -41,21 +46,37 @@ export type PeerPositions = Record<string, string | null>;
 const MAX_CURSOR_PEERS = 1000;
 
 const positionsSchema = z
-  .object({ p: z.record(z.uuid(), z.guid().nullable()) })
+  .object({ p: z.record(z.uuid(), z.union([z.guid(), z.null(), z.literal(false)])) })
   .strict()
   .refine((cursor) => Object.keys(cursor.p).length <= MAX_CURSOR_PEERS);
 
-export function encodePositions(positions: PeerPositions): string {
-  return Buffer.from(JSON.stringify({ p: positions })).toString('base64url');
+/**
+ * Cursors are this list's own: the positions (JSON, base64url) and a MAC over them and the
+ * tenant (HMAC-SHA-256 under a key derived from Secrets:EncryptionKey), so an invented or
+ * edited cursor, or one issued to another tenant, is refused before any peer is asked.
+ */
+function mac(key: Buffer, tenantId: string, json: string): Buffer {
+  return createHmac('sha256', key).update(`federated-agents-cursor\0${tenantId}\0${json}`).digest();
 }
 
-/** A cursor is only ever what this list issued: anything else is a 400, never a query or a call. */
-export function decodePositions(cursor: string): PeerPositions {
-  try {
-    const parsed = positionsSchema.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
-    if (parsed.success) return parsed.data.p;
-  } catch {
-    // fall through to the problem below
+export function encodePositions(key: Buffer, tenantId: string, positions: PeerPositions): string {
+  const json = JSON.stringify({ p: positions });
+  return `${Buffer.from(json).toString('base64url')}.${mac(key, tenantId, json).toString('base64url')}`;
+}
+
+/** A cursor is only ever what this list issued (to this tenant): anything else is a 400, never a query or a call. */
+export function decodePositions(key: Buffer, tenantId: string, cursor: string): PeerPositions {
+  const [body = '', tag = '', ...rest] = cursor.split('.');
+  const json = Buffer.from(body, 'base64url').toString('utf8');
+  const presented = Buffer.from(tag, 'base64url');
+  const expected = mac(key, tenantId, json);
+  if (rest.length === 0 && presented.length === expected.length && timingSafeEqual(presented, expected)) {
+    try {
+      const parsed = positionsSchema.safeParse(JSON.parse(json));
+      if (parsed.success) return parsed.data.p;
+    } catch {
+      // fall through to the problem below
+    }
   }
   throw problems.validation([{ path: 'query.cursor', message: 'is not a cursor this list issued' }]);
 }
@@ -88,8 +109,9 @@ export const peerOutcomeSchema = peerRef
   .extend({
     status: z.enum(PEER_STATUSES).openapi({
       description:
-        'ok: answered (or had no more agents on an earlier page); failed, timeout, unreachable: this page lacks its agents, ' +
-        'and the next asks it again from where it was; skipped: unhealthy at its last check, not asked.',
+        'ok: answered (or had no more agents on an earlier page); failed, timeout, unreachable: did not answer, so this ' +
+        'listing goes on without it (its agents are missing from here on; start the listing again to ask it); ' +
+        'skipped: unhealthy at its last check, or failed on an earlier page of this listing, not asked.',
     }),
     error: z.string().optional(),
   })

@@ -56,8 +56,9 @@ function filterParams(query: Record<string, unknown>): URLSearchParams {
  * One page of a federated list: the `limit` smallest ids among every peer's answer (each
  * answer is the peer's next `limit` agents, by id, so none smaller is missing), and each
  * peer's new position: the last id taken from it, null once it has nothing more, unchanged
- * when nothing was taken from it or it did not answer (so the next page asks it again).
- * There is more while a peer that answered has more, or a peer asked did not answer.
+ * when nothing was taken from it, false when it did not answer (the listing goes on without
+ * it, so a page is never empty with a next link for want of a peer that is down). There is
+ * more while a peer that answered has more.
  */
 export function mergePage(
   answers: PeerAnswer[],
@@ -75,7 +76,7 @@ export function mergePage(
   let more = false;
   for (const answer of answers) {
     if (answer.status !== 'ok') {
-      more = true; // asked again on the next page, until its health check finds it down
+      next[answer.peer.id] = false; // this listing goes on without it: no page waits on a peer that is down
       continue;
     }
     const mine = taken.filter((candidate) => candidate.peer === answer.peer);
@@ -91,13 +92,15 @@ export function mergePage(
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** What every peer's row in the answer says: how it answered, was skipped, or had nothing more. */
-function outcomes(peers: PeerRow[], answers: PeerAnswer[]): PeerOutcome[] {
+function outcomes(peers: PeerRow[], positions: PeerPositions, answers: PeerAnswer[]): PeerOutcome[] {
   const byPeer = new Map(answers.map((answer) => [answer.peer.id, answer]));
   return peers.map((peer) => {
     const answer = byPeer.get(peer.id);
     const ref = { id: peer.id, name: peer.name };
     if (answer?.status === 'ok') return { ...ref, status: 'ok' };
     if (answer) return { ...ref, status: answer.status, error: answer.error };
+    if (positions[peer.id] === false)
+      return { ...ref, status: 'skipped', error: 'did not answer an earlier page of this listing' };
     if (!peer.healthy)
       return { ...ref, status: 'skipped', error: `unhealthy at its last check: ${peer.last_error ?? 'no answer yet'}` };
     return { ...ref, status: 'ok' }; // had no more agents on an earlier page
@@ -179,21 +182,22 @@ export function federatedAgentRoutes(options: FederationRouteOptions): RouteDef[
       },
       handler: async ({ db, principal, query, ctx }) => {
         labelFilter(query.label); // a key asked for two values is a 400 here, not at every peer
-        const positions = query.cursor ? decodePositions(query.cursor) : {};
+        const key = encryptionKey(settings);
+        const positions = query.cursor ? decodePositions(key, principal.tenantId, query.cursor) : {};
         const peers = await tenantPeers(db, principal.tenantId);
         const filters = filterParams(query);
-        const asked = peers.filter((peer) => peer.healthy && positions[peer.id] !== null);
+        const asked = peers.filter((peer) => peer.healthy && positions[peer.id] !== null && positions[peer.id] !== false);
         const answers = await Promise.all(
-          asked.map((peer) => askPeer(peer, positions[peer.id] ?? undefined, filters, query.limit)),
+          asked.map((peer) => askPeer(peer, positions[peer.id] || undefined, filters, query.limit)),
         );
         // Positions of peers deleted since the cursor was issued are dropped.
         const known: PeerPositions = Object.fromEntries(
           peers.filter((p) => p.id in positions).map((p) => [p.id, positions[p.id] ?? null]),
         );
         const page = mergePage(answers, known, query.limit);
-        const nextCursor = page.more ? encodePositions(page.positions) : null;
+        const nextCursor = page.more ? encodePositions(key, principal.tenantId, page.positions) : null;
         if (nextCursor) setNextLink(ctx, baseUrl, { cursor: nextCursor });
-        return { body: { items: page.items, nextCursor, peers: outcomes(peers, answers) } };
+        return { body: { items: page.items, nextCursor, peers: outcomes(peers, known, answers) } };
       },
     }),
   ];
