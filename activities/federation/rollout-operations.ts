@@ -6,7 +6,7 @@ import { listInstallations } from '../../db/repos/federated-rollouts';
 import { FINAL_ROLLOUT_STATES, type InstallationState, type RolloutOperation } from '../../domain/rollouts';
 import type { ActivityDeps } from '..';
 import { partOf } from './rollout-parts';
-import { contextOf } from './rollout-shared';
+import { contextOf, record, reported } from './rollout-shared';
 
 /**
  * May the part, last seen in `state`, take the operation? Only a final state is sure (a
@@ -22,8 +22,9 @@ export function createFederatedOperationActivities(deps: ActivityDeps) {
   return {
     /**
      * Passes an operation on to every part that has a rollout and can take it (or only to
-     * `positions`), all at once. A part that refuses or does not answer is logged and left:
-     * its state, as followed, tells what it did.
+     * `positions`), all at once, and records each part's state as it answers (so the
+     * operation's answer shows the parts after it). A part that refuses or does not answer is
+     * logged and left: its state, as followed, tells what it did.
      */
     async operateFederatedParts(request: {
       federatedRolloutId: string;
@@ -42,7 +43,9 @@ export function createFederatedOperationActivities(deps: ActivityDeps) {
         chosen.map(async ({ position }) => {
           const part = { federatedRolloutId: request.federatedRolloutId, position };
           try {
-            await partOf(deps, await contextOf(db, part)).operate(request.operation, request.actor);
+            const status = await partOf(deps, await contextOf(db, part)).operate(request.operation, request.actor);
+            // Recorded now, so the operation's answer lists each part as it is after it.
+            if (status) await record(db, part, reported(status));
           } catch (error) {
             logger?.warn(
               { err: error, ...part, operation: request.operation },

@@ -43,7 +43,8 @@ export type Creation =
 export interface Part {
   create(): Promise<Creation>;
   status(): Promise<PartStatus>;
-  operate(operation: RolloutOperation, actor: string): Promise<void>;
+  /** Passes the operation on; the part's state after it (undefined: a local part with nothing to take it). */
+  operate(operation: RolloutOperation, actor: string): Promise<PartStatus | undefined>;
 }
 
 export interface PartContext {
@@ -133,13 +134,16 @@ function localPart({ db, settings, temporal }: ActivityDeps, { rollout, installa
     },
     async operate(operation, actor) {
       const row = await findRolloutByFederationKey(db, rollout.tenant_id, key);
-      if (!row || !ROLLOUT_TRANSITIONS[operation].from.includes(row.state)) return;
-      // Refused meanwhile (the part moved on since it was read): there is nothing to pass on.
-      await workflows()
-        .operate(row, await configurationName(row), { operation, actor })
-        .catch((error: unknown) => {
-          if (!(error instanceof InvalidTransitionError)) throw error;
-        });
+      if (!row) return undefined;
+      if (ROLLOUT_TRANSITIONS[operation].from.includes(row.state)) {
+        // Refused meanwhile (the part moved on since it was read): there is nothing to pass on.
+        await workflows()
+          .operate(row, await configurationName(row), { operation, actor })
+          .catch((error: unknown) => {
+            if (!(error instanceof InvalidTransitionError)) throw error;
+          });
+      }
+      return statusOf((await findRolloutByFederationKey(db, rollout.tenant_id, key))!);
     },
   };
 }
@@ -204,7 +208,7 @@ function peerPart({ db, settings, outbound }: ActivityDeps, { rollout, installat
       }
     },
     async operate(operation) {
-      await call('POST', `${incomingRolloutPath(key)}/${operation}`);
+      return call('POST', `${incomingRolloutPath(key)}/${operation}`);
     },
   };
 }
