@@ -7,6 +7,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { TENANT_ID } from '../api/auth/principal';
 import { isRole, ROLES } from '../api/auth/roles';
+import { agentCaCertificatePem } from '../domain/certificates';
 import { DomainError } from '../domain/errors';
 import { issuePat } from '../domain/tokens/pats';
 import { parseEndpoint } from '../api/http/endpoints';
@@ -18,7 +19,8 @@ const USAGE = `usage: npm run fleet -- <command>
   migrate                                   apply database migrations
   create-pat --name N --role R [--tenant T] [--expires-in-days D] [--allow "POST /api/x/{id}"]...
                                             issue a PAT and print it once (roles: ${ROLES.join(', ')})
-  verify-audit [--tenant T]                 check the audit log's hash chain`;
+  verify-audit [--tenant T]                 check the audit log's hash chain
+  export-ca                                 print the agents' CA certificate (PEM), which agents and peers trust`;
 
 class UsageError extends Error {}
 
@@ -93,6 +95,10 @@ async function main(argv: string[]): Promise<number> {
         const verdict = await verifyAuditChain(db, values.tenant);
         process.stdout.write(`${JSON.stringify(verdict)}\n`);
         return verdict.valid ? 0 : 1;
+      }
+      case 'export-ca': {
+        process.stdout.write(await agentCaCertificatePem(db, settings));
+        return 0;
       }
       default:
         throw new UsageError(`unknown command '${command}'`);

@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { createPrivateKey } from 'node:crypto';
 import type { Knex } from 'knex';
 import { AgentCertificateError, webcrypto, x509 } from './x509';
-import { decrypt, encrypt } from '../../platform/secrets';
+import { decrypt, encrypt, encryptionKey } from '../../platform/secrets';
+import type { Settings } from '../../platform/settings';
 import { findActiveAgentCa, insertAgentCa, lockAgentCa, type AgentCaRow } from '../../db/repos/agent-ca';
 
 type CryptoKey = webcrypto.CryptoKey;
@@ -33,6 +34,22 @@ export async function loadOrCreateAgentCa(db: Knex, encryptionKey: Buffer): Prom
     return (await findActiveAgentCa(trx)) ?? insertAgentCa(trx, await newCaRow(encryptionKey));
   });
   return fromRow(row, encryptionKey);
+}
+
+/**
+ * The PEM agents (and a peer's handover offer) must trust for this installation's listener:
+ * the agents' CA, from the operator's file (Agents:Ca:CertificateFile) or the one
+ * kept in the database, created if this installation has none yet. Public: what
+ * `GET /api/agents/ca.pem` and `npm run fleet -- export-ca` hand out.
+ */
+export async function agentCaCertificatePem(
+  db: Knex,
+  settings: Pick<Settings, 'agents' | 'encryptionKey' | 'isDevelopment'>,
+): Promise<string> {
+  if (settings.agents.ca) return readFile(settings.agents.ca.certificateFile, 'utf8');
+  const row = await findActiveAgentCa(db);
+  if (row) return row.certificate_pem;
+  return (await loadOrCreateAgentCa(db, encryptionKey(settings))).certificatePem;
 }
 
 async function newCaRow(encryptionKey: Buffer) {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/app';
 import { runScript } from '../support/processes';
 
@@ -51,6 +51,19 @@ describe('npm run fleet', () => {
     expect(dup.stderr).toMatch(/already exists/);
     const setting = await runScript('scripts/fleet.ts', ['migrate'], { ...env, Database__Url: 'mysql://nope' });
     expect(setting).toMatchObject({ code: 78, stderr: 'Invalid setting Database:Url: must be a postgres:// URL\n' });
+  });
+
+  test('export-ca prints the agents’ CA certificate, the one GET /api/agents/ca.pem serves to any reader', async () => {
+    const served = await t.call('GET', '/api/agents/ca.pem', { token: await t.token('default.viewer') });
+    expect(served.status).toBe(200);
+    expect(served.headers.get('content-type')).toMatch(/^application\/x-pem-file/);
+    const pem = served.body as string;
+    const certificate = new X509Certificate(pem);
+    expect(certificate.ca).toBe(true);
+    expect(certificate.subject).toBe('CN=Fleet Config agent CA');
+    const res = await runScript('scripts/fleet.ts', ['export-ca'], env);
+    expect(res).toMatchObject({ code: 0, stdout: pem });
+    expect((await t.call('GET', '/api/agents/ca.pem')).status).toBe(401);
   });
 
   test('verify-audit checks the chain', async () => {

@@ -1,6 +1,7 @@
 import { agentHistoryQuery, type AgentHistoryRow } from '../../../db/repos/agent-history';
 import { findAgent, listAgentsQuery, type AgentRow } from '../../../db/repos/agents';
 import { decideAgent, moveAgentToGroup, revokeAgentAccess } from '../../../domain/agents';
+import { agentCaCertificatePem } from '../../../domain/certificates';
 import { pageOf, pageQuery, paginate, respondPage } from '../../http/pagination';
 import { route, type RouteDef } from '../../http/route';
 import { z } from '../../http/zod';
@@ -32,6 +33,21 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
         });
         return { body: respondPage(ctx, options.baseUrl, page, presentAgent) };
       },
+    }),
+    // Before /api/agents/{id}, which would take `ca.pem` for an id.
+    route({
+      method: 'get',
+      path: '/api/agents/ca.pem',
+      summary: "The agents' CA certificate (PEM): what agents, and peers' handover offers, trust the agent listener by",
+      tag: 'agents',
+      permission: 'read',
+      response: {
+        status: 200,
+        description: 'The certificate, PEM.',
+        schema: z.string(),
+        contentType: 'application/x-pem-file',
+      },
+      handler: async ({ db }) => ({ body: await agentCaCertificatePem(db, options.settings) }),
     }),
     route({
       method: 'get',

@@ -1,15 +1,11 @@
-import { readFile } from 'node:fs/promises';
 import type { Db } from '../../../db/connection';
-import { findActiveAgentCa } from '../../../db/repos/agent-ca';
 import { findIncomingHandover, incomingAgents } from '../../../db/repos/incoming-handovers';
-import { loadOrCreateAgentCa } from '../../../domain/certificates';
+import { agentCaCertificatePem } from '../../../domain/certificates';
 import {
   cancelIncomingAgents,
   redeemHandoverToken,
   requestIncomingHandover,
 } from '../../../domain/federation/incoming-handovers';
-import { encryptionKey } from '../../../platform/secrets';
-import type { Settings } from '../../../platform/settings';
 import { route, type RouteDef } from '../../http/route';
 import { problems } from '../../problems';
 import type { FederationRouteOptions } from '.';
@@ -27,14 +23,6 @@ import {
 
 const INCOMING = '/api/federation/incoming/handovers';
 const tag = 'federation';
-
-/** The PEM agents must trust for our listener: the agents' CA (from files, or the one kept in the database). */
-async function agentCaPem(db: Db, settings: Readonly<Settings>): Promise<string> {
-  if (settings.agents.ca) return readFile(settings.agents.ca.certificateFile, 'utf8');
-  const row = await findActiveAgentCa(db);
-  if (row) return row.certificate_pem;
-  return (await loadOrCreateAgentCa(db, encryptionKey(settings))).certificatePem;
-}
 
 /** Federation: handovers, receiver side (peer): issue, redeem, status, cancel (docs/federation.md). */
 export function incomingHandoverRoutes(options: FederationRouteOptions): RouteDef[] {
@@ -98,7 +86,7 @@ function issueRoutes(options: FederationRouteOptions): RouteDef[] {
           body: {
             bootstrapToken,
             endpoint: settings.federation.agentEndpoint,
-            caPem: await agentCaPem(db, settings),
+            caPem: await agentCaCertificatePem(db, settings),
             expiresAt: expiresAt.toISOString(),
           },
           headers: { 'Cache-Control': 'no-store' },
