@@ -2,7 +2,9 @@
  * Handovers, sender side (docs/federation.md, "What the agent sees"): an agent whose
  * `handover_agents` row is `offered` is offered the receiver's connection settings
  * (endpoint, CA, bootstrap token) instead of this installation's standing settings; once the
- * row is no longer offered (withdrawn), the standing settings are what it should have again.
+ * row is no longer offered (withdrawn), the standing settings are what it should have again,
+ * with this installation's CA. The offered CA is a bundle of the receiver's and ours, so an
+ * agent that applies only part of an offer still reaches this installation.
  *
  * Which agents are offered a receiver is kept here for every tenant (a handful: those of the
  * running handovers), read at start and after a lost LISTEN connection, and re-read for the
@@ -12,8 +14,8 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { findSealedOffer, offeredAgents, type OfferedAgent } from '../db/repos/handover-offers';
-import { openOffer, type HandoverOffer } from '../domain/federation/handover-offer';
+import { findSealedOffer, lastWithdrawnHandover, offeredAgents, type OfferedAgent } from '../db/repos/handover-offers';
+import { offeredCaBundle, openOffer, type HandoverOffer } from '../domain/federation/handover-offer';
 import type { StandingSettings } from './status';
 
 /** Settings an agent should have: the standing ones, or a handover's receiver (not opened yet). */
@@ -21,9 +23,14 @@ export interface WantedSettings extends StandingSettings {
   handoverId?: string;
 }
 
-/** Settings ready to send: with a handover, its opened offer. */
+/**
+ * Settings ready to send: with a handover, its opened offer (its CA the bundle of the
+ * receiver's and ours); after a withdrawn one, the standing settings with our CA again
+ * (`caPem`: an agent that took the offer's CA trusts this listener by its own again).
+ */
 export interface SettingsOffer extends WantedSettings {
   handover?: HandoverOffer;
+  caPem?: string;
 }
 
 /**
@@ -50,6 +57,8 @@ export class HandoverOffers {
     private readonly logger: Logger,
     /** The key offers are sealed with; none: over plain TCP nothing is offered (the token would go in clear). */
     private readonly key: Buffer | undefined,
+    /** The CA agents trust this listener by (the agents' CA). */
+    private readonly ownCaPem: string | undefined,
   ) {}
 
   /** Every offer in force, afresh (at start, and after the LISTEN connection was lost). */
@@ -82,10 +91,14 @@ export class HandoverOffers {
     return { handoverId, heartbeatSeconds, hash: handoverSettingsHash(handoverId, heartbeatSeconds) };
   }
 
-  /** The settings to send, a handover's offer opened; undefined when it cannot be sent (logged once). */
-  async resolve(wanted: WantedSettings): Promise<SettingsOffer | undefined> {
+  /**
+   * The settings to send, a handover's offer opened; undefined when it cannot be sent (logged
+   * once). Standing settings due to an agent last offered a handover's receiver, since
+   * withdrawn (`offered`: the hash it was last offered), carry our CA again.
+   */
+  async resolve(agentId: string, wanted: WantedSettings, offered: string | null): Promise<SettingsOffer | undefined> {
     const { handoverId } = wanted;
-    if (!handoverId) return wanted;
+    if (!handoverId) return (await this.wasWithdrawn(agentId, wanted, offered)) ? { ...wanted, caPem: this.ownCaPem } : wanted;
     const sealed = await findSealedOffer(this.db, handoverId);
     // Withdrawn meanwhile, or not sealed yet: the notification that says so is on its way.
     if (!sealed) return undefined;
@@ -97,7 +110,15 @@ export class HandoverOffers {
     }
     if (!isTlsEndpoint(handover.endpoint))
       return this.giveUp(handoverId, `the receiver's endpoint ${handover.endpoint} is not TLS (wss:// or https://)`);
-    return { ...wanted, handover };
+    const caPem = this.ownCaPem ? offeredCaBundle(handover.caPem, this.ownCaPem) : handover.caPem;
+    return { ...wanted, handover: { ...handover, caPem } };
+  }
+
+  /** Was the agent last offered the receiver of a handover that withdrew it? (A read only when settings are due.) */
+  private async wasWithdrawn(agentId: string, wanted: WantedSettings, offered: string | null): Promise<boolean> {
+    if (!this.key || !this.ownCaPem || offered === null || offered === wanted.hash) return false;
+    const handoverId = await lastWithdrawnHandover(this.db, agentId);
+    return handoverId !== undefined && offered === handoverSettingsHash(handoverId, wanted.heartbeatSeconds);
   }
 
   private giveUp(handoverId: string, why: string): undefined {

@@ -91,6 +91,7 @@ function listenerContext(deps: AgentListenerDeps): ListenerContext {
       tls,
       // Handover offers (they carry a receiver's token) go only over TLS.
       offerKey: tls ? encryptionKey(settings) : undefined,
+      ownCaPem: ca.certificatePem,
     }),
     pending: new Set(),
     closedByShutdown: new Set(),

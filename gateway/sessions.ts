@@ -89,10 +89,12 @@ export class AgentSessions {
       tls: boolean;
       /** Opens handover offers; none: no handover is offered (plain TCP). */
       offerKey?: Buffer;
+      /** The CA agents trust this listener by: offered with a handover's receiver's, and again after it. */
+      ownCaPem?: string;
     },
   ) {
     this.configs = new RemoteConfigCache(db);
-    this.handovers = new HandoverOffers(db, logger, options.offerKey);
+    this.handovers = new HandoverOffers(db, logger, options.offerKey, options.ownCaPem);
     this.listener = new PgListener(
       options.databaseUrl,
       logger,
@@ -265,7 +267,7 @@ export class AgentSessions {
     const standing = standingSettings(capabilities, this.options.heartbeatSeconds);
     const wanted = this.handovers.wanted(agentId, standing);
     if (!settingsDue(wanted, agent)) return undefined;
-    const offer = await this.handovers.resolve(wanted);
+    const offer = await this.handovers.resolve(agentId, wanted, agent.offered);
     if (offer) await recordSettingsOffered(this.db, agentId, offer.hash);
     return offer;
   }

@@ -305,8 +305,9 @@ export function replyTo(message: AgentToServer, options: ReplyOptions): MessageI
 
 /**
  * `connection_settings`: the heartbeat; a handover's receiver (endpoint, the bearer token as
- * a header, the CA that signed the receiver listener's certificate as the TLS CA to trust;
- * no client certificate, so the agent leaves ours behind); or a leaf answering a CSR.
+ * a header, the CAs to trust: the receiver's and ours; no client certificate, so the agent
+ * leaves ours behind); after a withdrawn handover, our CA again (no endpoint: with one and no
+ * certificate, an agent would drop its client certificate); or a leaf answering a CSR.
  */
 export function connectionSettings(
   settings: SettingsOffer | undefined,
@@ -327,6 +328,7 @@ export function connectionSettings(
         headers: { headers: [{ key: 'Authorization', value: `Bearer ${handover.token}` }] },
         tls: { caPemContents: handover.caPem },
       }),
+      ...(settings?.caPem && { tls: { caPemContents: settings.caPem } }),
     },
   };
 }

@@ -28,6 +28,9 @@ const USAGE = `usage: npm run agents -- --token svc-bt.… [options]
   --unhealthy-after-apply HASH|FRACTION
                          apply cleanly, then report unhealthy (component receiver/otlp):
                          after the configuration with that sha256 (hex), or with that probability 0..1
+  --offers-applied all|ca-only
+                         ca-only: apply only an offer's TLS CA, ignoring its endpoint and headers
+                         (as opamp-go's example agent does); default all
   --heartbeat S          heartbeat / poll interval in seconds (default: the server's, 30)
   --no-csr               do not ask for a client certificate
   --concurrency N        connection attempts in flight at once (default 200)
@@ -56,6 +59,7 @@ function parse(argv: string[]): Parsed | 'help' {
       'token-in-url': { type: 'boolean', default: false },
       'fail-rate': { type: 'string', default: '0' },
       'unhealthy-after-apply': { type: 'string' },
+      'offers-applied': { type: 'string', default: 'all' },
       heartbeat: { type: 'string' },
       'no-csr': { type: 'boolean', default: false },
       concurrency: { type: 'string', default: '200' },
@@ -81,6 +85,8 @@ function parse(argv: string[]): Parsed | 'help' {
   const failRate = Number(values['fail-rate']);
   if (!(failRate >= 0 && failRate <= 1)) throw new UsageError('--fail-rate must be a number from 0 to 1');
   const unhealthyAfterApply = unhealthyOption(values['unhealthy-after-apply']);
+  const offersApplied = values['offers-applied'];
+  if (offersApplied !== 'all' && offersApplied !== 'ca-only') throw new UsageError('--offers-applied must be all or ca-only');
   let heartbeatSeconds: number | undefined;
   if (values.heartbeat !== undefined) {
     heartbeatSeconds = Number(values.heartbeat);
@@ -100,6 +106,7 @@ function parse(argv: string[]): Parsed | 'help' {
       mtlsEndpoint,
       failRate,
       unhealthyAfterApply,
+      offersApplied,
       heartbeatSeconds,
       csr: !values['no-csr'],
       serviceName: values['service-name'],

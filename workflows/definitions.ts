@@ -219,6 +219,8 @@ export interface HandoverOutcome {
   state: 'completed' | 'compensated' | 'failed';
   handedOver: number;
   withdrawn: number;
+  /** Withdrawn, and not seen here since the offer: connected to neither installation (absent before it existed). */
+  missing?: number;
   skipped: number;
   reason: string | null;
 }

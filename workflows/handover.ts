@@ -91,7 +91,7 @@ function handoverDetails(handoverId: string, status: HandoverStatus): string {
   const outcome = status.outcome;
   if (outcome)
     lines.push(
-      `- Outcome: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ''}: ${outcome.handedOver} handed over, ${outcome.withdrawn} withdrawn, ${outcome.skipped} skipped`,
+      `- Outcome: ${outcome.state}${outcome.reason ? ` (${outcome.reason})` : ''}: ${outcome.handedOver} handed over, ${outcome.withdrawn} withdrawn, ${outcome.missing ?? 0} missing, ${outcome.skipped} skipped`,
     );
   lines.push(`- REST: GET /api/federation/handovers/${handoverId}`);
   return lines.join('\n');

@@ -188,7 +188,8 @@ export function createHandoverActivities(deps: ActivityDeps) {
 
     /**
      * The deadline passed: the receiver stops admitting the agents still offered, and they stay
-     * here (`withdrawn`: the gateway offers them this installation's settings again). One the
+     * here (`withdrawn`, or `missing` when not seen here since the offer: the gateway offers
+     * them this installation's settings again when they connect). One the
      * receiver says arrived meanwhile is handed over instead. A receiver that does not answer
      * is noted, not waited for: the agents must stay now, and its token expires at the deadline.
      */
@@ -209,7 +210,12 @@ export function createHandoverActivities(deps: ActivityDeps) {
       }
       await handOver(handover, arrived);
       const withdrawn = await db.transaction(async (trx) => {
-        const withdrawn = await withdrawOffered(trx, handover.id, 'the receiver did not see it before the deadline');
+        const withdrawn = await withdrawOffered(trx, handover.id, {
+          withdrawn: 'the receiver did not see it before the deadline',
+          missing:
+            'not seen here since it was offered the receiver, nor by the receiver: connected to neither installation ' +
+            '(offered its settings here again when it reconnects)',
+        });
         await notifyAgentHandover(trx, withdrawn);
         return withdrawn;
       });
@@ -247,19 +253,23 @@ async function settle(
   const state: HandoverOutcome['state'] = failure ? 'failed' : handedOver === total ? 'completed' : 'compensated';
   const reason = failure ?? (state === 'completed' ? null : stayedReason(counts, receiverUntold));
   const finished = await finishHandover(trx, handover.id, state, reason);
-  const outcome: HandoverOutcome = { state, handedOver, withdrawn: counts.withdrawn, skipped: counts.skipped, reason };
+  const { withdrawn, missing, skipped } = counts;
+  const outcome: HandoverOutcome = { state, handedOver, withdrawn, missing, skipped, reason };
   if (finished) await emitEvents(trx, [handoverEvent(handover, `federation.handover.${state}`, { ...outcome })]);
   return finished
     ? outcome
     : { ...outcome, state: handover.state as HandoverOutcome['state'], reason: handover.reason };
 }
 
-function stayedReason({ withdrawn, skipped }: HandoverCounts, receiverUntold = false): string {
+function stayedReason({ withdrawn, missing, skipped }: HandoverCounts, receiverUntold = false): string {
   const parts = [];
   if (withdrawn > 0) parts.push(`${withdrawn} not seen by the receiver before the deadline`);
   if (skipped > 0) parts.push(`${skipped} not connected`);
   const untold = receiverUntold ? ' (the receiver did not answer the cancel; its token expires at the deadline)' : '';
-  return `${parts.join(', ')}: they stay here${untold}`;
+  const stayed = parts.length > 0 ? `${parts.join(', ')}: they stay here${untold}` : '';
+  if (missing === 0) return stayed;
+  const lost = `${missing} not seen since the offer, here or by the receiver: they are connected to neither installation`;
+  return stayed ? `${stayed}; ${lost}` : `${lost}${untold}`;
 }
 
 function handoverEvent(handover: HandoverRow, type: NewEvent['type'], data: Record<string, unknown>): NewEvent {

@@ -23,6 +23,7 @@ import * as rolloutSchedule from './20261201010000_rollout_schedule';
 import * as agentHistory from './20261201020000_agent_history';
 import * as eventRollout from './20261201030000_event_rollout';
 import * as gitSourceCa from './20261202000000_git_source_ca';
+import * as handoverMissingAgents from './20261202010000_handover_missing_agents';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -53,6 +54,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261201020000_agent_history': agentHistory,
   '20261201030000_event_rollout': eventRollout,
   '20261202000000_git_source_ca': gitSourceCa,
+  '20261202010000_handover_missing_agents': handoverMissingAgents,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -21,6 +21,17 @@ export async function offeredAgents(db: Db, agentIds?: readonly string[]): Promi
   return query;
 }
 
+/** The handover whose receiver the agent was last offered and that then withdrew it (withdrawn or missing). */
+export async function lastWithdrawnHandover(db: Db, agentId: string): Promise<string | undefined> {
+  const row = await db('handover_agents')
+    .select('handover_id')
+    .where({ agent_id: agentId })
+    .whereIn('state', ['withdrawn', 'missing'])
+    .orderBy('updated_at', 'desc')
+    .first();
+  return row?.handover_id;
+}
+
 export interface SealedOfferRow {
   offer_iv: Buffer;
   offer_tag: Buffer;

@@ -5,10 +5,11 @@ import type { AgentStatus } from './agents';
 /**
  * Sender side of a handover (docs/federation.md): the handover and its agents. An agent is
  * in at most one running handover (handover_agents_one_active); its state moves pending →
- * offered → handed-over | withdrawn, or to skipped when it cannot be offered.
+ * offered → handed-over | withdrawn | missing (withdrawn, not seen here since the offer), or
+ * to skipped when it cannot be offered.
  */
 export type HandoverState = 'running' | 'completed' | 'compensated' | 'failed';
-export const HANDOVER_AGENT_STATES = ['pending', 'offered', 'handed-over', 'withdrawn', 'skipped'] as const;
+export const HANDOVER_AGENT_STATES = ['pending', 'offered', 'handed-over', 'withdrawn', 'missing', 'skipped'] as const;
 export type HandoverAgentState = (typeof HANDOVER_AGENT_STATES)[number];
 
 export interface HandoverRow {
@@ -193,13 +194,28 @@ export async function markHandedOver(db: Db, handoverId: string, agentIds: reado
   return (rows as Array<{ agent_id: string }>).map((row) => row.agent_id);
 }
 
-/** Compensation: every agent still offered stays here (`withdrawn`, with why). Returns them. */
-export async function withdrawOffered(db: Db, handoverId: string, reason: string): Promise<string[]> {
+/**
+ * Compensation: every agent still offered stays here, `withdrawn` with why, or `missing` when
+ * it is not connected and has not spoken here since it was offered the receiver (it reached
+ * neither installation). Returns them all.
+ */
+export async function withdrawOffered(
+  db: Db,
+  handoverId: string,
+  reasons: { withdrawn: string; missing: string },
+): Promise<string[]> {
   const { rows } = await db.raw(
-    `UPDATE handover_agents SET state = 'withdrawn', active = false, error = ?, updated_at = now()
-      WHERE handover_id = ? AND state = 'offered'
-      RETURNING agent_id`,
-    [reason, handoverId],
+    `UPDATE handover_agents h
+        SET state = CASE WHEN unseen THEN 'missing' ELSE 'withdrawn' END,
+            error = CASE WHEN unseen THEN ? ELSE ? END,
+            active = false, updated_at = now()
+       FROM (SELECT h2.agent_id,
+                    a.status IS DISTINCT FROM 'online' AND (a.last_seen_at IS NULL OR a.last_seen_at <= h2.updated_at) AS unseen
+               FROM handover_agents h2 LEFT JOIN agents a ON a.id = h2.agent_id
+              WHERE h2.handover_id = ? AND h2.state = 'offered') seen
+      WHERE h.handover_id = ? AND h.agent_id = seen.agent_id AND h.state = 'offered'
+      RETURNING h.agent_id`,
+    [reasons.missing, reasons.withdrawn, handoverId, handoverId],
   );
   return (rows as Array<{ agent_id: string }>).map((row) => row.agent_id).sort();
 }

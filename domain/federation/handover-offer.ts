@@ -15,6 +15,15 @@ export interface HandoverOffer {
   token: string;
 }
 
+/**
+ * The CAs an offer tells the agent to trust: the receiver's, then this installation's. An
+ * agent that applies only part of an offer (opamp-go's example agent takes the CA and ignores
+ * the endpoint and the token) keeps connecting here, and still trusts this listener; one that
+ * moves trusts the receiver's.
+ */
+export const offeredCaBundle = (receiverCaPem: string, senderCaPem: string) =>
+  `${receiverCaPem.trim()}\n${senderCaPem.trim()}\n`;
+
 export interface SealedOffer {
   offer_iv: Buffer;
   offer_tag: Buffer;

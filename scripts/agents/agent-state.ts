@@ -135,4 +135,11 @@ export interface SimulatedAgentOptions {
    * report connection_settings_status FAILED. Default true.
    */
   followOffers?: boolean;
+  /**
+   * Apply only part of an offer, as opamp-go's example agent does: `ca-only` takes the offer's
+   * `tls.ca_pem_contents` as the CA it trusts the server by (reconnecting to apply it) and
+   * ignores `destination_endpoint` and `headers`, so it keeps connecting where it was, with
+   * its client certificate. Default `all` (with followOffers: the whole offer).
+   */
+  offersApplied?: 'all' | 'ca-only';
 }

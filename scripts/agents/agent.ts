@@ -207,6 +207,26 @@ export class SimulatedAgent extends EventEmitter {
     this.changed();
   }
 
+  /**
+   * Goes away without a word, as a laptop closed or a host powered off does: no
+   * agent_disconnect, the WebSocket dropped (the server sees the TCP connection close), every
+   * timer stopped. `stop()` after it does nothing more.
+   */
+  async vanish(): Promise<void> {
+    if (this.state.stopped) return;
+    this.state.stopped = true;
+    this.clearTimer();
+    const ws = this.ws;
+    if (ws && ws.readyState !== WebSocket.CLOSED) {
+      const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+      ws.terminate();
+      await closed;
+    }
+    this.settleFirst();
+    if (this.ownsShared) this.shared.destroy();
+    this.changed();
+  }
+
   /** Resolves when `predicate(state)` holds; rejects after `timeoutMs` with the state. */
   waitFor(predicate: (state: AgentState) => boolean, timeoutMs = 10_000): Promise<AgentState> {
     if (predicate(this.state)) return Promise.resolve(this.state);
@@ -578,7 +598,9 @@ export class SimulatedAgent extends EventEmitter {
     }
     if (reply.errorResponse) this.fail(new Error(`server error response: ${reply.errorResponse.errorMessage}`));
     const opamp = reply.connectionSettings?.opamp;
-    const moving = opamp !== undefined && this.tryOffer(reply.connectionSettings!.hash, opamp);
+    const moving =
+      opamp !== undefined &&
+      (this.options.offersApplied === 'ca-only' ? this.applyOfferedCa(opamp) : this.tryOffer(reply.connectionSettings!.hash, opamp));
     if (opamp && !moving) {
       // Not while an offer is being tried: a repeat of it is no mTLS endpoint.
       if (opamp.destinationEndpoint && !this.candidate) this.offeredEndpoint = opamp.destinationEndpoint;
@@ -639,6 +661,23 @@ export class SimulatedAgent extends EventEmitter {
       this.ws?.close(1000, 'applying offered connection settings');
     } else this.pending.full = true; // the next request goes with the offered settings
     return true;
+  }
+
+  /**
+   * `offersApplied: 'ca-only'`: an offered CA becomes the one the agent trusts the server by;
+   * the endpoint and headers of the offer are ignored. True when it reconnects to apply it.
+   */
+  private applyOfferedCa(opamp: OpAMPConnectionSettings): boolean {
+    const ca = opamp.tls?.caPemContents;
+    if (!ca || ca === this.link.ca) return false;
+    this.link = { ...this.link, ca };
+    this.emit('ca-applied', ca);
+    if (this.state.transport === 'ws' && this.ws) {
+      this.reconnectingForOffer = true;
+      this.ws.close(1000, 'applying the offered CA');
+      return true;
+    }
+    return false; // HTTP: the next request trusts the new CA
   }
 
   /** The offered settings work: they are the agent's now, and the old client certificate is gone. */

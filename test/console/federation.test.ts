@@ -388,7 +388,7 @@ test('an admin hands an agent over to bravo after a confirmation and watches it 
       [movingAgent.id, 'handed-over'],
     ]),
   );
-  expect(await tableRows(page, 'Agents by state')).toEqual([['1', '0', '0', '1', '0', '0']]);
+  expect(await tableRows(page, 'Agents by state')).toEqual([['1', '0', '0', '1', '0', '0', '0']]);
   expect((await alphaGet(`/api/federation/handovers/${id}`)).state).toBe('completed');
   await expectAccessible(page, 'federation-handover');
 

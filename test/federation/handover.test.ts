@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { insertHandover } from '../../db/repos/handovers';
+import { offeredCaBundle } from '../../domain/federation/handover-offer';
 import {
   handoverStatusQuery,
   handoverWorkflowId,
@@ -83,11 +84,20 @@ describe('a handover of live agents', () => {
     const done = await ended(created.id);
     expect(done).toMatchObject({ state: 'completed', reason: null });
     await recordHistories(a.client, handoverWorkflowId(created.id), 'handover-completed');
-    expect(done.counts).toEqual({ total: 3, pending: 0, offered: 0, handedOver: 3, withdrawn: 0, skipped: 0 });
+    expect(done.counts).toEqual({
+      total: 3,
+      pending: 0,
+      offered: 0,
+      handedOver: 3,
+      withdrawn: 0,
+      missing: 0,
+      skipped: 0,
+    });
     expect(await outcome(created.id)).toEqual({
       state: 'completed',
       handedOver: 3,
       withdrawn: 0,
+      missing: 0,
       skipped: 0,
       reason: null,
     });
@@ -98,7 +108,7 @@ describe('a handover of live agents', () => {
       outcome: { state: 'completed', handedOver: 3 },
     });
     const metadata = await handle.query<{ currentDetails: string }>('__temporal_workflow_metadata');
-    expect(metadata.currentDetails).toContain('- Outcome: completed: 3 handed over, 0 withdrawn, 0 skipped');
+    expect(metadata.currentDetails).toContain('- Outcome: completed: 3 handed over, 0 withdrawn, 0 missing, 0 skipped');
     // No activity per agent: a handover's history stays small whatever its size.
     const history = await a.client.workflow.getHandle(handoverWorkflowId(created.id)).fetchHistory();
     expect(history.events!.length).toBeLessThan(60); // six activities, whatever the agent count
@@ -287,6 +297,53 @@ describe('a handover the receiver never completes', () => {
     });
     expect(again.status).toBe(201);
     await ended(again.body.id);
+  }, 90_000);
+});
+
+describe('agents that implement part of OpAMP, or vanish', () => {
+  test('one that applies only the offered CA (opamp-go’s example agent) keeps reaching the sender and gets its own CA back; one not seen since the offer is missing', async () => {
+    const options = { csr: true, reconnectMinMs: 50, reconnectMaxMs: 500 } as const;
+    const [partial, vanishing] = await Promise.all([
+      a.fleet(1, { ...options, offersApplied: 'ca-only' }),
+      a.fleet(1, { ...options, followOffers: false }),
+    ]);
+    await Promise.all([partial.fleet, vanishing.fleet].map((fleet) => fleet.waitForAll((state) => state.mtls, 15_000)));
+    const [agent] = partial.fleet.agents;
+    const trusted: string[] = [];
+    agent!.on('ca-applied', (ca: string) => trusted.push(ca));
+    // The vanishing agent (a laptop closed) stops as soon as it is offered the receiver.
+    const [gone] = vanishing.fleet.agents;
+    gone!.on('message', (reply: { connectionSettings?: { opamp?: { destinationEndpoint?: string } } }) => {
+      if (reply.connectionSettings?.opamp?.destinationEndpoint) void gone!.vanish();
+    });
+
+    const created = await handOver({ peerId: peerB, agentIds: [...partial.ids, ...vanishing.ids], deadlineSeconds: 10 });
+    const done = await ended(created.id);
+    expect(done).toMatchObject({
+      state: 'compensated',
+      counts: { total: 2, handedOver: 0, withdrawn: 1, missing: 1, skipped: 0 },
+      reason:
+        '1 not seen by the receiver before the deadline: they stay here; 1 not seen since the offer, here or by the ' +
+        'receiver: they are connected to neither installation',
+    });
+    expect(await outcome(created.id)).toMatchObject({ state: 'compensated', withdrawn: 1, missing: 1 });
+    const rows = await a.t.database.db('handover_agents').where({ handover_id: created.id });
+    const byAgent = Object.fromEntries(rows.map((row) => [row.agent_id, [row.state, row.error]]));
+    expect(byAgent).toEqual({
+      [partial.ids[0]!]: ['withdrawn', 'the receiver did not see it before the deadline'],
+      [vanishing.ids[0]!]: ['missing', expect.stringMatching(/^not seen here since it was offered the receiver/)],
+    });
+    const listed = await a.t.call('GET', `${HANDOVERS}/${created.id}/agents?state=missing`, { token: a.admin });
+    expect(listed.body.items.map((item: { agentId: string }) => item.agentId)).toEqual(vanishing.ids);
+
+    // The partial agent took the offer's CAs (the receiver's and ours), so it came back here at
+    // once; withdrawn, it was offered our CA alone again. It is online here, over mTLS.
+    expect(trusted[0]).toBe(offeredCaBundle(b.gateway.ca.certificatePem, a.gateway.ca.certificatePem));
+    await eventually(async () => expect(trusted.at(-1)).toBe(a.gateway.ca.certificatePem), 15_000);
+    await partial.fleet.waitForAll((state) => state.connected && state.mtls && state.endpoint === a.gateway.wsUrl, 15_000);
+    const shown = await a.t.call('GET', `/api/agents/${partial.ids[0]}`, { token: a.admin });
+    expect(shown.body.status).toBe('online');
+    expect(await b.t.database.db('agents').where({ id: partial.ids[0] })).toEqual([]);
   }, 90_000);
 });
 

@@ -17,7 +17,7 @@ import {
 } from '../../db/repos/handovers';
 import { insertIncomingHandover, setIncomingBootstrapToken } from '../../db/repos/incoming-handovers';
 import { x509 } from '../../domain/certificates/x509';
-import { sealOffer, type HandoverOffer } from '../../domain/federation/handover-offer';
+import { offeredCaBundle, sealOffer, type HandoverOffer } from '../../domain/federation/handover-offer';
 import { generateToken, hashToken } from '../../domain/tokens/secret-token';
 import { handoverSettingsHash } from '../../gateway/handover-offers';
 import { AgentCapability, decodeServerToAgent, unframeWebSocket } from '../../gateway/codec';
@@ -32,6 +32,8 @@ import { connectWs, description, newInstanceUid, uidToUuid } from '../../scripts
 import { SimulatedAgent } from '../../scripts/agents/agent';
 import type { SimulatedAgentOptions } from '../../scripts/agents/agent-state';
 import { freePort } from '../support/processes';
+
+const WITHDRAWN = { withdrawn: 'the receiver never saw it', missing: 'not seen since the offer' };
 
 let sender: Installation;
 let receiver: Installation;
@@ -303,14 +305,15 @@ test('an offer carries the receiver (endpoint, bearer token, CA to trust); withd
   expect(offered.opamp).toMatchObject({
     destinationEndpoint: receiver.gateway.wsUrl,
     headers: { headers: [{ key: 'Authorization', value: `Bearer ${token}` }] },
-    tls: { caPemContents: receiver.gateway.ca.certificatePem },
+    // The receiver's CA and ours: an agent that applies only the CA still reaches us.
+    tls: { caPemContents: offeredCaBundle(receiver.gateway.ca.certificatePem, sender.gateway.ca.certificatePem) },
     heartbeatIntervalSeconds: BigInt(heartbeatSeconds),
   });
   expect(offered.opamp!.certificate).toBeUndefined();
 
   const before = messages.length;
   await sender.t.database.db.transaction(async (trx) => {
-    expect(await withdrawOffered(trx, handoverId, 'the receiver never saw it')).toEqual([agent.id]);
+    expect(await withdrawOffered(trx, handoverId, WITHDRAWN)).toEqual([agent.id]);
     await notifyAgentHandover(trx, [agent.id]);
   });
   const standing = await eventually(async () => {
@@ -318,7 +321,12 @@ test('an offer carries the receiver (endpoint, bearer token, CA to trust); withd
     expect(found).toBeDefined();
     return found!.connectionSettings!;
   });
-  expect(standing.opamp).toMatchObject({ destinationEndpoint: '', heartbeatIntervalSeconds: BigInt(heartbeatSeconds) });
+  // Its own settings: our heartbeat, and our CA to trust again (no endpoint: see docs/federation.md).
+  expect(standing.opamp).toMatchObject({
+    destinationEndpoint: '',
+    heartbeatIntervalSeconds: BigInt(heartbeatSeconds),
+    tls: { caPemContents: sender.gateway.ca.certificatePem },
+  });
   expect(standing.opamp!.headers).toBeUndefined();
   expect(hex(standing.hash)).not.toBe(hex(offered.hash));
   expect(agent.state.connected).toBe(true);
@@ -366,12 +374,13 @@ test('an agent that reported its settings applied is offered them again once its
     expect(unasked[0]!.connectionSettings!.opamp!.destinationEndpoint).toBe(receiver.gateway.wsUrl);
 
     await sender.t.database.db.transaction(async (trx) => {
-      await withdrawOffered(trx, handoverId, 'the receiver never saw it');
+      await withdrawOffered(trx, handoverId, WITHDRAWN);
       await notifyAgentHandover(trx, [agentId]);
     });
     await eventually(async () => expect(unasked).toHaveLength(2));
     expect(hex(unasked[1]!.connectionSettings!.hash)).toBe(hex(standingHash));
     expect(unasked[1]!.connectionSettings!.opamp!.destinationEndpoint).toBe('');
+    expect(unasked[1]!.connectionSettings!.opamp!.tls?.caPemContents).toBe(sender.gateway.ca.certificatePem);
   } finally {
     await ws.close();
   }

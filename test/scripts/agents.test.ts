@@ -151,3 +151,14 @@ test('--unhealthy-after-apply takes a configuration hash or a probability, and s
     'agents: --unhealthy-after-apply must be a configuration hash (64 hex digits) or a number from 0 to 1 (--help for usage)\n',
   );
 }, 30_000);
+
+test('--offers-applied takes all or ca-only, and says so otherwise', async () => {
+  const child = startScript('scripts/agents.ts', ['--token', 'svc-bt.unused', '--offers-applied', 'endpoint'], {
+    FLEET_DEV_DATA: noDevStack,
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  expect(code).toBe(2);
+  expect(stderr).toBe('agents: --offers-applied must be all or ca-only (--help for usage)\n');
+}, 30_000);

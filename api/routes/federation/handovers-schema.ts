@@ -42,6 +42,10 @@ const countsSchema = z.object({
   offered: z.number().int(),
   handedOver: z.number().int(),
   withdrawn: z.number().int(),
+  missing: z
+    .number()
+    .int()
+    .openapi({ description: 'Withdrawn, and not seen here since the offer: connected to neither installation.' }),
   skipped: z.number().int(),
 });
 
@@ -66,20 +70,21 @@ export const handoverAgentSchema = z
   .object({
     agentId: z.string(),
     state: z.enum(HANDOVER_AGENT_STATES),
-    error: z.string().nullable().openapi({ description: 'Why it was skipped or withdrawn.' }),
+    error: z.string().nullable().openapi({ description: 'Why it was skipped, withdrawn or is missing.' }),
     updatedAt: z.string(),
   })
   .openapi('HandoverAgent');
 
 export function presentCounts(counts: HandoverCounts): z.infer<typeof countsSchema> {
-  const { pending, offered, withdrawn, skipped } = counts;
+  const { pending, offered, withdrawn, missing, skipped } = counts;
   const handedOver = counts['handed-over'];
   return {
-    total: pending + offered + handedOver + withdrawn + skipped,
+    total: pending + offered + handedOver + withdrawn + missing + skipped,
     pending,
     offered,
     handedOver,
     withdrawn,
+    missing,
     skipped,
   };
 }

@@ -7983,7 +7983,7 @@ export interface paths {
                     offset?: number;
                     /** @description Opaque cursor from `nextCursor` or the `Link` header. Give `cursor` or `offset`, not both (400). */
                     cursor?: string;
-                    state?: "pending" | "offered" | "handed-over" | "withdrawn" | "skipped";
+                    state?: "pending" | "offered" | "handed-over" | "withdrawn" | "missing" | "skipped";
                 };
                 header?: never;
                 path: {
@@ -10700,6 +10700,8 @@ export interface components {
                 offered: number;
                 handedOver: number;
                 withdrawn: number;
+                /** @description Withdrawn, and not seen here since the offer: connected to neither installation. */
+                missing: number;
                 skipped: number;
             };
             /** @description Where its agents and their states are listed, a page at a time. */
@@ -10725,8 +10727,8 @@ export interface components {
         HandoverAgent: {
             agentId: string;
             /** @enum {string} */
-            state: "pending" | "offered" | "handed-over" | "withdrawn" | "skipped";
-            /** @description Why it was skipped or withdrawn. */
+            state: "pending" | "offered" | "handed-over" | "withdrawn" | "missing" | "skipped";
+            /** @description Why it was skipped, withdrawn or is missing. */
             error: string | null;
             updatedAt: string;
         };

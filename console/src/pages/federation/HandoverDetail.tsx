@@ -20,8 +20,8 @@ import { FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
 
 type Handover = Schemas['Handover'];
 type AgentState = Schemas['HandoverAgent']['state'];
-const AGENT_STATES: readonly AgentState[] = ['pending', 'offered', 'handed-over', 'withdrawn', 'skipped'];
-const COUNTS = ['total', 'pending', 'offered', 'handedOver', 'withdrawn', 'skipped'] as const;
+const AGENT_STATES: readonly AgentState[] = ['pending', 'offered', 'handed-over', 'withdrawn', 'missing', 'skipped'];
+const COUNTS = ['total', 'pending', 'offered', 'handedOver', 'withdrawn', 'missing', 'skipped'] as const;
 
 const handoverKey = (id: string) => [...FEDERATION_KEY, 'handovers', 'one', id];
 const agentsKey = (id: string) => [...FEDERATION_KEY, 'handovers', 'agents', id];
