@@ -98,7 +98,8 @@ export class HandoverOffers {
    */
   async resolve(agentId: string, wanted: WantedSettings, offered: string | null): Promise<SettingsOffer | undefined> {
     const { handoverId } = wanted;
-    if (!handoverId) return (await this.wasWithdrawn(agentId, wanted, offered)) ? { ...wanted, caPem: this.ownCaPem } : wanted;
+    if (!handoverId)
+      return (await this.wasWithdrawn(agentId, wanted, offered)) ? { ...wanted, caPem: this.ownCaPem } : wanted;
     const sealed = await findSealedOffer(this.db, handoverId);
     // Withdrawn meanwhile, or not sealed yet: the notification that says so is on its way.
     if (!sealed) return undefined;

@@ -86,7 +86,8 @@ function parse(argv: string[]): Parsed | 'help' {
   if (!(failRate >= 0 && failRate <= 1)) throw new UsageError('--fail-rate must be a number from 0 to 1');
   const unhealthyAfterApply = unhealthyOption(values['unhealthy-after-apply']);
   const offersApplied = values['offers-applied'];
-  if (offersApplied !== 'all' && offersApplied !== 'ca-only') throw new UsageError('--offers-applied must be all or ca-only');
+  if (offersApplied !== 'all' && offersApplied !== 'ca-only')
+    throw new UsageError('--offers-applied must be all or ca-only');
   let heartbeatSeconds: number | undefined;
   if (values.heartbeat !== undefined) {
     heartbeatSeconds = Number(values.heartbeat);

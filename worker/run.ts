@@ -88,11 +88,12 @@ export async function startWorker(
 /** Every hour, and now: this worker's working copies of deleted sources are removed. */
 function keepWorkingCopiesTidy(db: Knex, workDir: string, logger: Logger | undefined): NodeJS.Timeout {
   const tidy = () =>
-    removeStaleWorkingCopies(db, workDir).then(
+    void removeStaleWorkingCopies(db, workDir).then(
       (removed) => removed > 0 && logger?.info({ removed, workDir }, 'removed working copies of deleted Git sources'),
-      (error: unknown) => logger?.warn({ err: error, workDir }, 'removing working copies of deleted Git sources failed'),
+      (error: unknown) =>
+        logger?.warn({ err: error, workDir }, 'removing working copies of deleted Git sources failed'),
     );
-  void tidy();
+  tidy();
   return setInterval(tidy, 3_600_000).unref();
 }
 

@@ -65,7 +65,7 @@ export async function filesAt(
   const named: Array<SourceFile & TreeFile> = [];
   for (const file of mapped) {
     if ('error' in file) misnamed.push({ path: file.path, error: file.error });
-    else named.push(file as SourceFile & TreeFile);
+    else named.push(file);
   }
   const collisions = collidingNames(named);
   const byPath = new Map(tree.map((file) => [file.path, file]));

@@ -600,7 +600,9 @@ export class SimulatedAgent extends EventEmitter {
     const opamp = reply.connectionSettings?.opamp;
     const moving =
       opamp !== undefined &&
-      (this.options.offersApplied === 'ca-only' ? this.applyOfferedCa(opamp) : this.tryOffer(reply.connectionSettings!.hash, opamp));
+      (this.options.offersApplied === 'ca-only'
+        ? this.applyOfferedCa(opamp)
+        : this.tryOffer(reply.connectionSettings!.hash, opamp));
     if (opamp && !moving) {
       // Not while an offer is being tried: a repeat of it is no mTLS endpoint.
       if (opamp.destinationEndpoint && !this.candidate) this.offeredEndpoint = opamp.destinationEndpoint;

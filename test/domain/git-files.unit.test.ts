@@ -14,9 +14,19 @@ describe('a symbolic link is followed only inside the source', () => {
   test.each([
     ['', 'a.yaml', '../outside.yaml', "a symbolic link to '../outside.yaml', outside the repository"],
     ['', 'a.yaml', '/etc/passwd', "a symbolic link to '/etc/passwd', outside the repository"],
-    ['prod', 'prod/a.yaml', '../shared/b.yaml', "a symbolic link to '../shared/b.yaml', outside the source's path 'prod'"],
+    [
+      'prod',
+      'prod/a.yaml',
+      '../shared/b.yaml',
+      "a symbolic link to '../shared/b.yaml', outside the source's path 'prod'",
+    ],
     ['prod', 'prod/a.yaml', '..', "a symbolic link to '..', outside the source's path 'prod'"],
-    ['prod', 'prod/a.yaml', '../prod-other/b.yaml', "a symbolic link to '../prod-other/b.yaml', outside the source's path 'prod'"],
+    [
+      'prod',
+      'prod/a.yaml',
+      '../prod-other/b.yaml',
+      "a symbolic link to '../prod-other/b.yaml', outside the source's path 'prod'",
+    ],
   ])('source %p: %s → %s is refused', (source, link, target, error) => {
     expect(linkTarget(source, link, target)).toEqual({ error });
   });
@@ -38,7 +48,10 @@ test('files whose names collide are each an error naming the others; the rest ar
 describe("a source's CA bundle", () => {
   test.each([
     ['', /one or more PEM certificates/],
-    ['-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----', /certificate 1 is not a readable X.509 certificate/],
+    [
+      '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----',
+      /certificate 1 is not a readable X.509 certificate/,
+    ],
     ['-----BEGIN CERTIFICATE-----\n' + 'A'.repeat(80), /one or more PEM certificates/],
   ])('%p is refused', (pem, message) => {
     expect(caBundleProblem(pem)).toMatch(message);

@@ -101,7 +101,10 @@ test.each([
   [`?cursor=${Buffer.from('{"p":{"x":"y"}}').toString('base64url')}`, 'query.cursor'],
   // Well-formed, but invented: no MAC of this installation's (the positions are plain base64 JSON).
   [`?cursor=${Buffer.from('{"p":{}}').toString('base64url')}`, 'query.cursor'],
-  [`?cursor=${Buffer.from('{"p":{}}').toString('base64url')}.${Buffer.alloc(32).toString('base64url')}`, 'query.cursor'],
+  [
+    `?cursor=${Buffer.from('{"p":{}}').toString('base64url')}.${Buffer.alloc(32).toString('base64url')}`,
+    'query.cursor',
+  ],
   ['?limit=0', 'query.limit'],
   ['?limit=1001', 'query.limit'],
   ['?offset=3', 'query'],

@@ -317,7 +317,11 @@ describe('agents that implement part of OpAMP, or vanish', () => {
       if (reply.connectionSettings?.opamp?.destinationEndpoint) void gone!.vanish();
     });
 
-    const created = await handOver({ peerId: peerB, agentIds: [...partial.ids, ...vanishing.ids], deadlineSeconds: 10 });
+    const created = await handOver({
+      peerId: peerB,
+      agentIds: [...partial.ids, ...vanishing.ids],
+      deadlineSeconds: 10,
+    });
     const done = await ended(created.id);
     expect(done).toMatchObject({
       state: 'compensated',
@@ -340,7 +344,10 @@ describe('agents that implement part of OpAMP, or vanish', () => {
     // once; withdrawn, it was offered our CA alone again. It is online here, over mTLS.
     expect(trusted[0]).toBe(offeredCaBundle(b.gateway.ca.certificatePem, a.gateway.ca.certificatePem));
     await eventually(async () => expect(trusted.at(-1)).toBe(a.gateway.ca.certificatePem), 15_000);
-    await partial.fleet.waitForAll((state) => state.connected && state.mtls && state.endpoint === a.gateway.wsUrl, 15_000);
+    await partial.fleet.waitForAll(
+      (state) => state.connected && state.mtls && state.endpoint === a.gateway.wsUrl,
+      15_000,
+    );
     const shown = await a.t.call('GET', `/api/agents/${partial.ids[0]}`, { token: a.admin });
     expect(shown.body.status).toBe('online');
     expect(await b.t.database.db('agents').where({ id: partial.ids[0] })).toEqual([]);

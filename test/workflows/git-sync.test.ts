@@ -621,9 +621,13 @@ describe('over HTTPS, the server’s certificate issued by an internal CA', () =
       const shown = await call('GET', `/api/git-sources/${trusting.id}`);
       expect(shown.body.caCertificate).toBe(ca.certificatePem.replace(/\r\n/g, '\n').trim() + '\n');
 
-      const untrusted = /^the repository's TLS certificate is not trusted \(.+\); if an internal CA issued it, give the source that CA's certificate as caCertificate$/;
+      const untrusted =
+        /^the repository's TLS certificate is not trusted \(.+\); if an internal CA issued it, give the source that CA's certificate as caCertificate$/;
       const system = await registerSource(url, { credentials });
-      const another = await registerSource(url, { credentials, caCertificate: (await testCa('Other CA')).certificatePem });
+      const another = await registerSource(url, {
+        credentials,
+        caCertificate: (await testCa('Other CA')).certificatePem,
+      });
       for (const source of [system, another]) {
         const [failed] = await runsThroughApi(source.id, 1);
         expect(failed).toMatchObject({ status: 'failed' });

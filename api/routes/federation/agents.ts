@@ -186,7 +186,9 @@ export function federatedAgentRoutes(options: FederationRouteOptions): RouteDef[
         const positions = query.cursor ? decodePositions(key, principal.tenantId, query.cursor) : {};
         const peers = await tenantPeers(db, principal.tenantId);
         const filters = filterParams(query);
-        const asked = peers.filter((peer) => peer.healthy && positions[peer.id] !== null && positions[peer.id] !== false);
+        const asked = peers.filter(
+          (peer) => peer.healthy && positions[peer.id] !== null && positions[peer.id] !== false,
+        );
         const answers = await Promise.all(
           asked.map((peer) => askPeer(peer, positions[peer.id] || undefined, filters, query.limit)),
         );

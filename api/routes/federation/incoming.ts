@@ -1,4 +1,3 @@
-import type { Db } from '../../../db/connection';
 import { findIncomingHandover, incomingAgents } from '../../../db/repos/incoming-handovers';
 import { agentCaCertificatePem } from '../../../domain/certificates';
 import {
