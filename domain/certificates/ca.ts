@@ -52,23 +52,34 @@ export async function agentCaCertificatePem(
   return (await loadOrCreateAgentCa(db, encryptionKey(settings))).certificatePem;
 }
 
-async function newCaRow(encryptionKey: Buffer) {
+/**
+ * A new self-signed CA (ECDSA P-256; basicConstraints cA, pathLen 0; keyCertSign, cRLSign)
+ * named `name` (an X.500 name, `CN=…`), valid over the given period.
+ */
+export async function createSelfSignedCa(
+  name: string,
+  validity: { notBefore: Date; notAfter: Date },
+): Promise<{ keys: webcrypto.CryptoKeyPair; certificate: x509.X509Certificate }> {
   const keys = await webcrypto.subtle.generateKey(SIGNING, true, ['sign', 'verify']);
-  const notBefore = new Date(Date.now() - 60 * 60 * 1000); // tolerate clock skew on agents
-  const notAfter = new Date(notBefore);
-  notAfter.setUTCFullYear(notAfter.getUTCFullYear() + CA_VALIDITY_YEARS);
   const certificate = await x509.X509CertificateGenerator.createSelfSigned({
-    name: CA_SUBJECT,
+    name,
     keys,
     signingAlgorithm: SIGNING,
-    notBefore,
-    notAfter,
+    ...validity,
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
+  return { keys, certificate };
+}
+
+async function newCaRow(encryptionKey: Buffer) {
+  const notBefore = new Date(Date.now() - 60 * 60 * 1000); // tolerate clock skew on agents
+  const notAfter = new Date(notBefore);
+  notAfter.setUTCFullYear(notAfter.getUTCFullYear() + CA_VALIDITY_YEARS);
+  const { keys, certificate } = await createSelfSignedCa(CA_SUBJECT, { notBefore, notAfter });
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
   const sealed = encrypt(encryptionKey, pkcs8, KEY_CONTEXT);
   return {

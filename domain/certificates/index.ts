@@ -1,4 +1,10 @@
-export { agentCaCertificatePem, loadOrCreateAgentCa, loadAgentCaFromFiles, type AgentCa } from './ca';
+export {
+  agentCaCertificatePem,
+  createSelfSignedCa,
+  loadOrCreateAgentCa,
+  loadAgentCaFromFiles,
+  type AgentCa,
+} from './ca';
 export { checkCsr, CsrRejectedError, type CheckedCsr, type CsrRefusal } from './csr';
 export { issueLeafCertificate, agentUri, type IssuedLeaf } from './leaf';
 export {
