@@ -273,6 +273,34 @@ test('an operator creates a rollout with the form once the policy dry run for ex
   await onPage(async () => expect(await page.getByRole('region', { name: 'Group' }).textContent()).toContain('3'));
 }, 60_000);
 
+test('the form finds a configuration by name however many others there are; a version page rolls that version out', async () => {
+  // 250 more configurations: the form once offered only the first 200 and searched within them.
+  for (let i = 0; i < 250; i += 25) {
+    await Promise.all(
+      Array.from({ length: 25 }, (_, j) =>
+        call('POST', '/api/configurations', { name: `another-${i + j}`, format: 'yaml' }),
+      ),
+    );
+  }
+  await page.goto(`${CONSOLE_ORIGIN}/rollouts/new`);
+  const field = page.getByRole('combobox', { name: 'Configuration' });
+  await field.fill(v2.name);
+  await page.getByRole('option', { name: v2.name, exact: true }).click();
+  await page.getByRole('combobox', { name: 'Published version' }).click();
+  await page.getByRole('option', { name: `v${v2.version}`, exact: true }).click();
+  expect(await field.inputValue()).toBe(v2.name);
+
+  // From the version itself: the form opens with the configuration and the version chosen.
+  await page.goto(`${CONSOLE_ORIGIN}/configurations/${v2.configurationId}/versions/${v2.version}`);
+  await page.getByRole('link', { name: 'Roll out this version' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/rollouts/new?configurationId=${v2.configurationId}&version=${v2.version}`);
+  await onPage(async () => expect(await field.inputValue()).toBe(v2.name));
+  await onPage(async () =>
+    expect(await page.getByRole('combobox', { name: 'Published version' }).inputValue()).toBe(`v${v2.version}`),
+  );
+  await expectAccessible(page, 'rollout-new-preselected');
+}, 60_000);
+
 test('a viewer sees a rollout but none of the operations an operator gets there', async () => {
   await page.goto(`${CONSOLE_ORIGIN}/rollouts/${pastRolloutId}`);
   await page.getByRole('heading', { name: 'past-25' }).waitFor();

@@ -1,12 +1,14 @@
 /**
- * What the forms offer to choose from: the first page of each list, enough to pick from and
- * searchable. One query key per list, so every form showing the same choices shares one read.
+ * What the forms offer to choose from: configurations searched on the server (any of
+ * thousands), and the first page of the short lists (peers, a configuration's published
+ * versions). One query key per list, so every form showing the same choices shares one read.
  */
 import { Select } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { api, ok } from '../api/client';
 import { FEDERATION_KEY } from './federation/shared';
+import { searchConfigurations, SearchSelect, type Choice } from './groups/SearchSelect';
 
 export const CHOICES = 200;
 
@@ -14,13 +16,6 @@ export function useGroupChoices() {
   return useQuery({
     queryKey: ['groups', 'choices'],
     queryFn: () => ok(api.GET('/api/groups', { params: { query: { limit: CHOICES } } })),
-  });
-}
-
-function useConfigurationChoices() {
-  return useQuery({
-    queryKey: ['configurations', 'choices'],
-    queryFn: () => ok(api.GET('/api/configurations', { params: { query: { limit: CHOICES } } })),
   });
 }
 
@@ -46,41 +41,59 @@ function usePublishedVersions(configurationId: string | null) {
 
 /**
  * A configuration and one of its published versions, as a rollout (federated or not) pushes
- * them, with the lists they are chosen from: choosing another configuration clears the
- * version. `<VersionFields {...choice} />` shows the two fields.
+ * them: the configuration searched on the server by name as it is typed (any of thousands),
+ * the versions its published ones; choosing another configuration clears the version.
+ * `initial` preselects both (a version page's "Roll out this version"). `<VersionFields
+ * {...choice} />` shows the two fields.
  */
-export function useVersionChoice() {
-  const [configurationId, setConfigurationId] = useState<string | null>(null);
-  const [version, setVersion] = useState<string | null>(null);
+export function useVersionChoice(initial?: { configurationId: string; version: string }) {
+  const [configuration, setConfiguration] = useState<Choice | null>(null);
+  const [version, setVersion] = useState<string | null>(initial?.version ?? null);
+  const configurationId = configuration?.value ?? null;
+  // A preselected configuration is chosen once its name is read (the field shows names).
+  const named = useQuery({
+    queryKey: ['configurations', 'name', initial?.configurationId],
+    enabled: initial !== undefined,
+    staleTime: Infinity,
+    queryFn: () => ok(api.GET('/api/configurations/{id}', { params: { path: { id: initial!.configurationId } } })),
+  });
+  const preselected = useRef(false);
+  useEffect(() => {
+    if (!named.data || preselected.current) return;
+    preselected.current = true;
+    setConfiguration({ value: named.data.id, label: named.data.name });
+  }, [named.data]);
   return {
-    configurations: useConfigurationChoices(),
+    configuration,
+    configurationError: named.error,
     versions: usePublishedVersions(configurationId),
     configurationId,
     version,
-    choose: (id: string | null, chosen: string | null) => {
-      setConfigurationId(id);
-      setVersion(chosen);
+    choose: (chosen: Choice | null, chosenVersion: string | null) => {
+      setConfiguration(chosen);
+      setVersion(chosenVersion);
     },
   };
 }
 
 export type VersionChoice = ReturnType<typeof useVersionChoice>;
 
-export function VersionFields({ configurations, versions, configurationId, version, choose }: VersionChoice) {
+export function VersionFields({ configuration, versions, configurationId, version, choose }: VersionChoice) {
   return (
     <>
-      <Select
+      <SearchSelect
         label="Configuration"
-        searchable
-        data={(configurations.data?.items ?? []).map((c) => ({ value: c.id, label: c.name }))}
-        value={configurationId}
-        onChange={(id) => choose(id, null)}
+        placeholder="Type to search by name"
+        queryKey={['configurations', 'search']}
+        search={searchConfigurations}
+        chosen={configuration}
+        onChoose={(chosen) => choose(chosen, null)}
       />
       <Select
         label="Published version"
         data={(versions.data?.items ?? []).map((v) => ({ value: String(v.version), label: `v${v.version}` }))}
         value={version}
-        onChange={(chosen) => choose(configurationId, chosen)}
+        onChange={(chosen) => choose(configuration, chosen)}
         disabled={!configurationId}
       />
     </>

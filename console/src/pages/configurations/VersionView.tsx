@@ -1,5 +1,5 @@
 /** One version as saved: its content (read only, highlighted), state, author and times. */
-import { Anchor, Group, Skeleton, Stack, Text } from '@mantine/core';
+import { Anchor, Button, Group, Skeleton, Stack, Text } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
 import { api, ok } from '../../api/client';
@@ -52,6 +52,14 @@ export function VersionViewPage() {
               </Text>
               {data.state === 'draft' && session.data && may(session.data, 'operate') && (
                 <PublishButton configuration={configuration.data} version={data.version} onDone={refresh} />
+              )}
+              {data.state === 'published' && session.data && may(session.data, 'operate') && (
+                <Button
+                  component={Link}
+                  to={`/rollouts/new?configurationId=${encodeURIComponent(id)}&version=${data.version}`}
+                >
+                  Roll out this version
+                </Button>
               )}
             </Group>
             <LazyCodeEditor

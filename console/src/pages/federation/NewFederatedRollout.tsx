@@ -138,7 +138,10 @@ export function NewFederatedRolloutPage() {
     event.preventDefault();
     create.mutate();
   };
-  const errors = [choice.configurations, choice.versions, peers].flatMap((query) => (query.error ? [query.error] : []));
+  const errors = [
+    ...(choice.configurationError ? [choice.configurationError] : []),
+    ...[choice.versions, peers].flatMap((query) => (query.error ? [query.error] : [])),
+  ];
   return (
     <form onSubmit={submit} aria-label="New federated rollout">
       <PageTitle>New federated rollout</PageTitle>

@@ -10,7 +10,6 @@ import {
   Checkbox,
   Fieldset,
   Group,
-  MultiSelect,
   NumberInput,
   PasswordInput,
   Select,
@@ -22,7 +21,7 @@ import {
 import { useState, type FormEvent } from 'react';
 import type { Schemas } from '../../api/client';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { useGroupChoices } from '../choices';
+import { GroupsField } from '../groups/SearchSelect';
 import { DEFAULT_STRATEGY, StrategyFields, type Strategy } from '../rollouts/StrategyFields';
 import { selectorText } from '../rollouts/Target';
 import type { GitSource } from './shared';
@@ -152,18 +151,10 @@ function TemplateFields({
   strategy: Strategy;
   setStrategy: (next: Strategy) => void;
 }) {
-  const groups = useGroupChoices();
-  const known = (groups.data?.items ?? []).map((group) => ({ value: group.id, label: group.name }));
-  // A stored group beyond the first page of choices is shown by its id.
-  const options = [
-    ...known,
-    ...groupIds.filter((id) => !known.some((group) => group.value === id)).map((id) => ({ value: id, label: id })),
-  ];
   const kept = keptTarget(stored?.target);
   return (
     <>
-      {groups.isError && <ProblemAlert error={groups.error} />}
-      <MultiSelect label="Target groups" searchable data={options} value={groupIds} onChange={setGroupIds} />
+      <GroupsField label="Target groups" value={groupIds} onChange={setGroupIds} />
       {kept && <Text size="sm">Its target also names {kept}, set through the API; they are kept.</Text>}
       <StrategyFields strategy={strategy} onChange={setStrategy} />
     </>

@@ -1,11 +1,11 @@
 /**
  * Selects whose choices the API searches as the person types (`q`), so any of thousands of
- * groups or agents can be found, not only the first page's. The chosen one stays a choice
- * while other searches run.
+ * groups, agents or configurations can be found, not only the first page's. The chosen one
+ * stays a choice while other searches run.
  */
 import { MultiSelect, Select, type ComboboxParsedItem } from '@mantine/core';
 import { useDebouncedValue } from '@mantine/hooks';
-import { keepPreviousData, useQuery, type QueryKey } from '@tanstack/react-query';
+import { keepPreviousData, useQueries, useQuery, type QueryKey } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, ok } from '../../api/client';
 
@@ -95,8 +95,52 @@ export async function searchGroups(q: string | undefined): Promise<Choice[]> {
   return page.items.map((group) => ({ value: group.id, label: group.name }));
 }
 
+/** Configurations whose name contains `q`. */
+export async function searchConfigurations(q: string | undefined): Promise<Choice[]> {
+  const page = await ok(api.GET('/api/configurations', { params: { query: { q, limit: MATCHES } } }));
+  return page.items.map((configuration) => ({ value: configuration.id, label: configuration.name }));
+}
+
 /** Agents whose name contains `q` or whose id starts with it. */
 export async function searchAgents(q: string | undefined): Promise<Choice[]> {
   const page = await ok(api.GET('/api/agents', { params: { query: { q, limit: MATCHES } } }));
   return page.items.map((agent) => ({ value: agent.id, label: `${agent.name} (${agent.id.slice(0, 8)})` }));
+}
+
+/**
+ * Groups chosen by id (a rollout's target, a policy's scope), searched on the server as the
+ * person types; the chosen ones show their names, read by id when they were not among a
+ * search's matches (a stored scope), else their ids (a group deleted since).
+ */
+export function GroupsField({
+  label,
+  value,
+  onChange,
+}: {
+  label: string;
+  value: string[];
+  onChange: (ids: string[]) => void;
+}) {
+  const [named, setNamed] = useState<Map<string, string>>(new Map());
+  const unnamed = value.filter((id) => !named.has(id));
+  const looked = useQueries({
+    queries: unnamed.map((id) => ({
+      queryKey: ['groups', 'name', id],
+      queryFn: async () => (await api.GET('/api/groups/{id}', { params: { path: { id } } })).data?.name ?? null,
+      staleTime: Infinity,
+    })),
+  });
+  const nameOf = (id: string) => named.get(id) ?? looked[unnamed.indexOf(id)]?.data ?? id;
+  return (
+    <SearchMultiSelect
+      label={label}
+      queryKey={['groups', 'search']}
+      search={searchGroups}
+      chosen={value.map((id) => ({ value: id, label: nameOf(id) }))}
+      onChoose={(choices) => {
+        setNamed(new Map([...named, ...choices.map((choice): [string, string] => [choice.value, choice.label])]));
+        onChange(choices.map((choice) => choice.value));
+      }}
+    />
+  );
 }

@@ -12,7 +12,6 @@ import {
   Checkbox,
   Code,
   Group,
-  MultiSelect,
   Skeleton,
   Stack,
   Text,
@@ -26,7 +25,7 @@ import { api, ApiProblem, ifMatch, ok } from '../../api/client';
 import { may, useSession } from '../../api/session';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { useGroupChoices } from '../choices';
+import { GroupsField } from '../groups/SearchSelect';
 import { LazyCodeEditor } from '../configurations/LazyCodeEditor';
 import { expressionOffsetIn, positionAt } from './offset';
 import { usePolicy, useRefreshPolicies, type Policy } from './shared';
@@ -57,7 +56,6 @@ function cursorFor(error: Error | null, expression: string | undefined) {
 function PolicyForm({ policy, etag }: { policy?: Policy; etag: string | null }) {
   const navigate = useNavigate();
   const refresh = useRefreshPolicies();
-  const groups = useGroupChoices();
   const initial: PolicyWrite = policy ? writtenOf(policy) : EMPTY;
   const { expression: _, ...rest } = initial;
   const [fields, setFields] = useState<Omit<PolicyWrite, 'expression'>>(rest);
@@ -94,7 +92,6 @@ function PolicyForm({ policy, etag }: { policy?: Policy; etag: string | null }) 
   return (
     <form onSubmit={submit} aria-label={policy ? `Edit ${policy.name}` : 'New policy'}>
       <Stack maw={800}>
-        {groups.isError && <ProblemAlert error={groups.error} />}
         <TextInput label="Name" required value={fields.name} onChange={(e) => set({ name: e.currentTarget.value })} />
         <Textarea
           label="Description"
@@ -125,10 +122,8 @@ function PolicyForm({ policy, etag }: { policy?: Policy; etag: string | null }) 
             It is a bool over agent, configuration, version and rollout.
           </Alert>
         )}
-        <MultiSelect
+        <GroupsField
           label="Scope: the groups it applies to (none: every group)"
-          searchable
-          data={(groups.data?.items ?? []).map((g) => ({ value: g.id, label: g.name }))}
           value={fields.scope}
           onChange={(scope) => set({ scope })}
         />

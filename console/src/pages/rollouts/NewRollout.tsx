@@ -4,23 +4,28 @@
  * exactly these choices before the rollout can be created; it is created pending, and
  * started from its page (where the policies judge it again).
  */
-import { Button, Group, MultiSelect, Stack, Textarea, TextInput } from '@mantine/core';
+import { Button, Group, Stack, Textarea, TextInput } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
-import { useNavigate } from 'react-router';
+import { useNavigate, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
-import { useGroupChoices, useVersionChoice, VersionFields } from '../choices';
+import { useVersionChoice, VersionFields } from '../choices';
+import { GroupsField } from '../groups/SearchSelect';
 import { Verdict } from '../policies/Verdict';
 import { DEFAULT_STRATEGY, StrategyFields, type Strategy } from './StrategyFields';
 
 export function NewRolloutPage() {
   const navigate = useNavigate();
-  const groups = useGroupChoices();
+  const [params] = useSearchParams();
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
-  const choice = useVersionChoice();
+  // A version page's "Roll out this version" comes with both.
+  const preselected = params.get('configurationId');
+  const choice = useVersionChoice(
+    preselected ? { configurationId: preselected, version: params.get('version') ?? '' } : undefined,
+  );
   const { configurationId, version } = choice;
   const [groupIds, setGroupIds] = useState<string[]>([]);
   const [strategy, setStrategy] = useState<Strategy>(DEFAULT_STRATEGY);
@@ -58,18 +63,11 @@ export function NewRolloutPage() {
     <form onSubmit={submit} aria-label="New rollout">
       <PageTitle>New rollout</PageTitle>
       <Stack maw={640}>
-        {choice.configurations.isError && <ProblemAlert error={choice.configurations.error} />}
-        {groups.isError && <ProblemAlert error={groups.error} />}
+        {choice.configurationError && <ProblemAlert error={choice.configurationError} />}
         <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} />
         <Textarea label="Description" value={description} onChange={(e) => setDescription(e.currentTarget.value)} />
         <VersionFields {...choice} />
-        <MultiSelect
-          label="Target groups"
-          searchable
-          data={(groups.data?.items ?? []).map((g) => ({ value: g.id, label: g.name }))}
-          value={groupIds}
-          onChange={setGroupIds}
-        />
+        <GroupsField label="Target groups" value={groupIds} onChange={setGroupIds} />
         <StrategyFields strategy={strategy} onChange={setStrategy} />
         <Group>
           <Button
