@@ -369,7 +369,22 @@ test('GET /api/events pages oldest first, filters by type, subject and after, an
   const paged = await a.call('GET', '/api/events?limit=1', { token: admin });
   expect(paged.headers.get('link')).toMatch(/rel="next"/);
 
-  for (const bad of ['type=rollot.*', 'type=a,,b', 'after=nope', 'after=00000000-0000-4000-8000-000000000000']) {
+  // Newest first: the latest page at once, the next link going back in time.
+  const newest = await a.call('GET', `/api/events?type=group.*&subject=${group}&order=newest&limit=1`, {
+    token: admin,
+  });
+  expect(newest.body.items.map((e: CloudEvent) => e.type)).toEqual(['group.deleted']);
+  const next = new URL(/<([^>]+)>; rel="next"/.exec(newest.headers.get('link')!)![1]!);
+  const older = await a.call('GET', `${next.pathname}${next.search}`, { token: admin });
+  expect(older.body.items.map((e: CloudEvent) => e.type)).toEqual(['group.created']);
+
+  for (const bad of [
+    'type=rollot.*',
+    'type=a,,b',
+    'after=nope',
+    'after=00000000-0000-4000-8000-000000000000',
+    'order=latest',
+  ]) {
     const refused = await a.call('GET', `/api/events?${bad}`, { token: admin });
     expect(refused.status).toBe(400);
   }

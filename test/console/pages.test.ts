@@ -127,6 +127,36 @@ test('the overview shows the agents online and offline, active rollouts and the 
   await expectAccessible(page, 'overview');
 });
 
+test('with 6,000 events the overview reads one page of the newest, the requests it makes are small, and it stays live', async () => {
+  const db = t.database.db;
+  const rows = Array.from({ length: 6_000 }, (_, i) => ({
+    tenant_id: 'default',
+    type: 'group.updated',
+    source: '/api/groups',
+    subject: `bulk-${i}`,
+    data: JSON.stringify({ i }),
+  }));
+  for (let i = 0; i < rows.length; i += 1_000) await db('events').insert(rows.slice(i, i + 1_000));
+  const eventReads: string[] = [];
+  const sizes: number[] = [];
+  page.on('response', (response) => {
+    if (!response.url().includes('/api/events')) return;
+    eventReads.push(new URL(response.url()).search);
+    void response.body().then((body) => sizes.push(body.length));
+  });
+  await page.goto(`${CONSOLE_ORIGIN}/`);
+  await onPage(async () => expect((await tableRows(page, 'Latest events'))[0]?.[2]).toBe('bulk-5999'));
+  // The page, and once more when the hub confirms the subscription (what came between is not replayed).
+  await onPage(async () => expect(eventReads).toEqual(['?order=newest&limit=10', '?order=newest&limit=10']));
+  await onPage(async () => expect(sizes.every((size) => size < 20_000)).toBe(true));
+
+  const created = await t.call('POST', '/api/groups', { token: apiToken, body: { name: 'edge-after-6000' } });
+  await onPage(async () => expect((await tableRows(page, 'Latest events'))[0]?.[2]).toBe(created.body.id));
+  expect((await tableRows(page, 'Latest events'))[1]?.[2]).toBe('bulk-5999');
+  expect(eventReads).toHaveLength(2); // the new event came from the hub, not another read
+  page.removeAllListeners('response');
+});
+
 test('the agents list pages with the API’s cursor and filters, all in a URL that can be reloaded', async () => {
   await page.goto(`${CONSOLE_ORIGIN}/agents`);
   await onPage(async () => expect(await tableRows(page, 'Agents')).toHaveLength(25));

@@ -48,6 +48,10 @@ const eventsQuery = pageQuery
       .uuid()
       .optional()
       .openapi({ description: 'Only events written after this one (the last id you saw).', ...issuedBy('items[].id') }),
+    order: z.enum(['oldest', 'newest']).default('oldest').openapi({
+      description:
+        '`oldest` first (default: to follow, with `after`), or `newest` first (the latest events, one page, then older pages).',
+    }),
   })
   .strict();
 
@@ -68,7 +72,7 @@ export function eventsRoutes(baseUrl: string, replayHours: number): RouteDef[] {
     route({
       method: 'get',
       path: '/api/events',
-      summary: 'The tenant’s events, oldest first (the live-updates hub’s, for polling)',
+      summary: 'The tenant’s events, oldest first (the live-updates hub’s, for polling), or newest first',
       tag: 'events',
       permission: 'read',
       query: eventsQuery,
@@ -90,7 +94,7 @@ export function eventsRoutes(baseUrl: string, replayHours: number): RouteDef[] {
         };
         const page = await paginate<EventRow>(listEventsQuery(db, principal.tenantId, filters).select('*'), query, {
           columns: [{ column: 'seq', type: 'bigint' }],
-          direction: 'asc',
+          direction: query.order === 'newest' ? 'desc' : 'asc',
         });
         return { body: respondPage(ctx, baseUrl, page, toCloudEvent) };
       },

@@ -1244,7 +1244,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The tenant’s events, oldest first (the live-updates hub’s, for polling)
+         * The tenant’s events, oldest first (the live-updates hub’s, for polling), or newest first
          * @description Requires permission `read`.
          */
         get: {
@@ -1264,6 +1264,8 @@ export interface paths {
                     rollout?: string;
                     /** @description Only events written after this one (the last id you saw). */
                     after?: string;
+                    /** @description `oldest` first (default: to follow, with `after`), or `newest` first (the latest events, one page, then older pages). */
+                    order?: "oldest" | "newest";
                 };
                 header?: never;
                 path?: never;

@@ -1,12 +1,12 @@
 /**
  * What the fleet looks like now: agents online and offline, the rollouts under way, and
  * the tenant's latest events. Every figure is an ordinary API call, read again as the
- * live-updates hub announces events.
+ * live-updates hub announces events; the latest events come from the hub itself.
  */
 import { Card, SimpleGrid, Skeleton, Table, Text, Title } from '@mantine/core';
-import { useQuery } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, ok, type Schemas } from '../api/client';
-import { useLiveRefresh } from '../api/live';
+import { useLiveEvents, useLiveRefresh, type CloudEvent } from '../api/live';
 import { EmptyRow } from '../components/EmptyRow';
 import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
@@ -15,9 +15,10 @@ type AgentStatus = Schemas['Agent']['status'];
 
 /** The API has no count: one page of at most this many agents is counted, more shows as "1000+". */
 const COUNT_CAP = 1000;
-/** GET /api/events is oldest first: the overview reads at most this many pages to reach the latest. */
-const EVENT_PAGES = 5;
 const LATEST_EVENTS = 10;
+const LATEST_KEY = ['events', 'latest'];
+/** Every event may change a figure here: the page refreshes as they arrive. */
+const LIVE = ['*'];
 const ACTIVE_STATES = ['running', 'paused', 'rolling-back'] as const;
 
 function useAgentCount(status: AgentStatus) {
@@ -42,21 +43,27 @@ function useActiveRollouts() {
   });
 }
 
+/**
+ * The newest events: one page read newest first, then kept live from the hub (each event it
+ * announces is put on top), never a walk through the whole log. A gap in the hub's stream
+ * (a reconnect it could not replay) reads the page again.
+ */
 function useLatestEvents() {
-  return useQuery({
-    queryKey: ['events', 'latest'],
-    queryFn: async () => {
-      let events: Schemas['CloudEvent'][] = [];
-      let cursor: string | undefined;
-      for (let page = 0; page < EVENT_PAGES; page++) {
-        const found = await ok(api.GET('/api/events', { params: { query: { limit: 1000, cursor } } }));
-        events = [...events, ...found.items].slice(-LATEST_EVENTS);
-        if (!found.nextCursor) break;
-        cursor = found.nextCursor;
-      }
-      return events.reverse();
-    },
+  const queryClient = useQueryClient();
+  const events = useQuery({
+    queryKey: LATEST_KEY,
+    queryFn: async () =>
+      (await ok(api.GET('/api/events', { params: { query: { order: 'newest', limit: LATEST_EVENTS } } }))).items,
   });
+  useLiveEvents(
+    LIVE,
+    (event) =>
+      queryClient.setQueryData<CloudEvent[]>(LATEST_KEY, (shown) =>
+        shown && !shown.some((one) => one.id === event.id) ? [event, ...shown].slice(0, LATEST_EVENTS) : shown,
+      ),
+    () => void queryClient.invalidateQueries({ queryKey: LATEST_KEY }),
+  );
+  return events;
 }
 
 function AgentCount({ status, label }: { status: AgentStatus; label: string }) {
@@ -127,12 +134,9 @@ function LatestEvents() {
   );
 }
 
-/** Every event may change a figure here: the page refreshes as they arrive. */
-const LIVE = ['*'];
 const OVERVIEW_QUERIES = [
   ['agents', 'count'],
   ['rollouts', 'active'],
-  ['events', 'latest'],
 ];
 
 export function OverviewPage() {
