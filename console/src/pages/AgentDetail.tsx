@@ -8,11 +8,12 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
 import { Link, useParams } from 'react-router';
 import { api, ok, type Schemas } from '../api/client';
+import { useLiveRefresh } from '../api/live';
 import { may, useSession, type Session } from '../api/session';
 import { ConfirmButton } from '../components/ConfirmButton';
 import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
-import { StatusBadge } from './Agents';
+import { AGENT_EVENTS, StatusBadge } from './Agents';
 import { MoveAgent } from './groups/MoveAgent';
 import { GroupLink } from './groups/shared';
 
@@ -149,6 +150,8 @@ export function AgentDetailPage() {
     queryKey: ['agents', 'one', id],
     queryFn: () => ok(api.GET('/api/agents/{id}', { params: { path: { id } } })),
   });
+  // Its own events (connected, disconnected, moved, its rollouts' results) read it again.
+  useLiveRefresh([...AGENT_EVENTS, 'rollout.agent-updated'], [['agents', 'one', id]], (event) => event.subject === id);
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['agents'] });
   return (
     <Stack gap="md">

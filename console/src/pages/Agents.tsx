@@ -3,6 +3,7 @@ import { Anchor, Badge, Skeleton, Table } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../api/client';
+import { useLiveRefresh } from '../api/live';
 import { CursorPager } from '../components/CursorPager';
 import { EmptyRow } from '../components/EmptyRow';
 import { PageTitle } from '../components/PageTitle';
@@ -21,7 +22,12 @@ export function StatusBadge({ status }: { status: Schemas['Agent']['status'] }) 
   );
 }
 
+/** Every change of an agent: enrolled, connected, disconnected, moved, approved, revoked… */
+export const AGENT_EVENTS = ['agent.*'];
+
 function useAgents(filters: AgentFilters) {
+  // The page shown is read again as agents change (at most once a second).
+  useLiveRefresh(AGENT_EVENTS, [['agents', filters]]);
   return useQuery({
     queryKey: ['agents', filters],
     queryFn: () => ok(api.GET('/api/agents', { params: { query: { ...filters, limit: PAGE_SIZE } } })),

@@ -10,6 +10,7 @@ import { useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { api, ifMatch, noContent, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
+import { AGENT_EVENTS } from '../Agents';
 import { may, useSession } from '../../api/session';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { CursorPager } from '../../components/CursorPager';
@@ -209,16 +210,24 @@ function GroupFacts({ group }: { group: GroupBody }) {
   );
 }
 
-/** This group's own events: its changes, and agents moved into or out of it. */
+/**
+ * This group's own events: its changes, agents moved into or out of it, agents enrolling into
+ * it, and any member's status (a connection's events do not name the group, so every one
+ * reads the members' page again, at most once a second).
+ */
 const concerns = (id: string) => (event: CloudEvent) =>
-  event.subject === id || event.data.fromGroupId === id || event.data.toGroupId === id;
+  event.subject === id ||
+  event.data.fromGroupId === id ||
+  event.data.toGroupId === id ||
+  event.data.groupId === id ||
+  (event.type.startsWith('agent.') && event.type !== 'agent.moved');
 
 export function GroupDetailPage() {
   const { id = '' } = useParams();
   const session = useSession();
   const found = useGroup(id);
   useLiveRefresh(
-    GROUP_EVENTS,
+    [...GROUP_EVENTS, ...AGENT_EVENTS],
     [
       [...GROUPS_KEY, 'one', id],
       [...GROUPS_KEY, 'members', id],

@@ -1,0 +1,66 @@
+/**
+ * The agent views follow the fleet as it changes, in a real Chromium against a real
+ * installation (api, agent gateway, simulated agents over TLS): a group's members appear as
+ * agents enrol into it, the agents list shows them, and an agent's page says it went offline,
+ * each without a reload (the live-updates hub, as the rollout page does).
+ */
+import type { Browser, Page } from 'playwright-core';
+import {
+  CONSOLE_ORIGIN,
+  expectAccessible,
+  launchBrowser,
+  newContext,
+  newSignedInPage,
+  onPage,
+  tableRows,
+} from '../support/browser';
+import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+
+let env: RolloutEnv;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  env = await startRolloutEnv();
+  browser = await launchBrowser(env.t);
+  page = await newSignedInPage(await newContext(browser), 'olivia', '/agents');
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await env?.close();
+});
+
+const call = (method: string, path: string, body?: unknown) => env.t.call(method, path, { token: env.operator, body });
+
+test('a group’s members and the agents list fill in as agents enrol, and an agent’s page says when it goes offline', async () => {
+  const group = await call('POST', '/api/groups', { name: 'enrolling-live' });
+  expect(group.status).toBe(201);
+  await page.goto(`${CONSOLE_ORIGIN}/groups/${group.body.id}`);
+  const online = async (table: string) =>
+    (await tableRows(page, table)).filter((cells) => cells.some((cell) => cell === 'online'));
+  await page.getByRole('table', { name: 'Members' }).waitFor();
+  expect(await online('Members')).toEqual([]);
+
+  const { fleet } = await env.fleet(3, { groupId: group.body.id });
+  await onPage(async () => expect(await online('Members')).toHaveLength(3));
+  await onPage(async () =>
+    expect(await page.getByRole('region', { name: 'Group' }).textContent()).toContain('Members3'),
+  );
+  await expectAccessible(page, 'group-members-live');
+
+  // The installation has only these agents: the list shows them, online.
+  await page.goto(`${CONSOLE_ORIGIN}/agents`);
+  await onPage(async () => expect(await online('Agents')).toHaveLength(3));
+
+  // One agent's page, open while the agent disconnects.
+  const [agent] = fleet.agents;
+  await page.goto(`${CONSOLE_ORIGIN}/agents/${agent!.id}`);
+  const status = page.getByRole('region', { name: 'Agent' }).getByText(/^(online|offline)$/);
+  await onPage(async () => expect(await status.textContent()).toBe('online'));
+  await agent!.stop();
+  await onPage(async () => expect(await status.textContent()).toBe('offline'));
+  // And the list shows two online.
+  await page.goto(`${CONSOLE_ORIGIN}/agents`);
+  await onPage(async () => expect(await online('Agents')).toHaveLength(2));
+}, 90_000);
