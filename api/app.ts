@@ -120,7 +120,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     ...systemRoutes({ db, temporalHealthy: deps.temporalHealthy, draining: () => draining }, metrics),
     ...openApiRoutes(allRoutes, baseUrl),
     ...(settings.isDevelopment ? swaggerRoutes() : []),
-    ...authRoutes({ sessions, signIn }),
+    ...authRoutes({ sessions, signIn, publicBaseUrl: baseUrl }),
     ...tenantRoutes(),
     ...patRoutes({
       defaultTtlDays: settings.pat.defaultTtlDays,

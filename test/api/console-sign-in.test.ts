@@ -4,7 +4,7 @@
  * CSRF protection on the cookie's writes, logout and expiry.
  */
 import { startTestApp, type TestApp } from '../support/app';
-import { browserCall, signInToConsole, CookieJar } from '../support/console-sign-in';
+import { browserCall, signInToConsole, startSignIn, CookieJar } from '../support/console-sign-in';
 import { eventually } from '../support/eventually';
 
 let t: TestApp;
@@ -16,9 +16,20 @@ afterAll(() => t.close());
 
 test('a demo admin signs in: an httpOnly session cookie, who they are, and the page they started from', async () => {
   const jar = new CookieJar();
-  const login = await fetch(`${t.baseUrl}/api/auth/login?returnTo=${encodeURIComponent('/rollouts?state=running')}`, {
-    redirect: 'manual',
-  });
+  // Reached by another name than Http:PublicBaseUrl's (here its loopback address), the sign-in
+  // first moves the browser there, once, before any cookie: the provider sends it back there.
+  const elsewhere = await fetch(
+    `${t.baseUrl}/api/auth/login?returnTo=${encodeURIComponent('/rollouts?state=running')}`,
+    {
+      redirect: 'manual',
+    },
+  );
+  expect(elsewhere.status).toBe(302);
+  expect(elsewhere.headers.get('location')).toBe(
+    `http://fleet.test/api/auth/login?returnTo=${encodeURIComponent('/rollouts?state=running')}&moved=1`,
+  );
+  expect(elsewhere.headers.getSetCookie()).toEqual([]);
+  const login = await startSignIn(t, new CookieJar(), '/rollouts?state=running');
   expect(login.status).toBe(302);
   const provider = new URL(login.headers.get('location')!);
   expect(provider.searchParams.get('code_challenge_method')).toBe('S256');
@@ -121,9 +132,8 @@ test('sign-in inputs are checked: another site as returnTo, a callback with no s
   expect(noAttempt.status).toBe(401);
   expect(noAttempt.body.detail).toMatch(/No sign-in is in progress/);
 
-  const login = await fetch(`${t.baseUrl}/api/auth/login`, { redirect: 'manual' });
   const jar = new CookieJar();
-  jar.take(login);
+  await startSignIn(t, jar);
   const forged = await fetch(`${t.baseUrl}/api/auth/callback?code=abc&state=not-the-one`, {
     headers: { cookie: jar.header() },
     redirect: 'manual',

@@ -22,6 +22,7 @@ import {
   seriousAccessibilityViolations,
   tableRows,
   confirmDialog,
+  signInOnProviderPage,
 } from '../support/browser';
 
 let t: TestApp;
@@ -105,6 +106,16 @@ test('a person signs in on the provider’s page and lands on the page they aske
     'Federation',
   ]);
 }, 60_000);
+
+test('a person who opens the console by another name (its loopback address) signs in and lands on its configured origin', async () => {
+  const elsewhere = await newContext(browser);
+  const opened = await elsewhere.newPage();
+  await opened.goto(`${t.baseUrl}/groups?q=edge`);
+  await signInOnProviderPage(opened, 'victor');
+  expect(opened.url()).toBe(`${CONSOLE_ORIGIN}/groups?q=edge`);
+  await opened.getByRole('heading', { name: 'Groups' }).waitFor();
+  await elsewhere.close();
+});
 
 test('the overview shows the agents online and offline, active rollouts and the latest events the API lists, live', async () => {
   await page.goto(`${CONSOLE_ORIGIN}/`);

@@ -37,9 +37,12 @@ export interface AuthRouteOptions {
   sessions: ConsoleSessions;
   /** Undefined when no OIDC authority is configured: nobody can sign in to the console. */
   signIn?: ConsoleSignIn;
+  /** Http:PublicBaseUrl: the origin the identity provider sends the browser back to. */
+  publicBaseUrl: string;
 }
 
-export function authRoutes({ sessions, signIn }: AuthRouteOptions): RouteDef[] {
+export function authRoutes({ sessions, signIn, publicBaseUrl }: AuthRouteOptions): RouteDef[] {
+  const publicOrigin = new URL(publicBaseUrl).origin;
   const provider = () => {
     if (!signIn) throw problems.notFound('sign-in', 'console (no Authentication:Oidc:Authority is configured)');
     return signIn;
@@ -56,9 +59,27 @@ export function authRoutes({ sessions, signIn }: AuthRouteOptions): RouteDef[] {
       summary: 'Sign in to the console: redirects to the identity provider (authorization code + PKCE)',
       tag,
       permission: 'public',
-      query: z.object({ returnTo }),
-      response: { status: 302, description: "To the identity provider's sign-in page." },
-      handler: async ({ query, ctx }) => redirect(await provider().begin(ctx, query.returnTo)),
+      query: z.object({
+        returnTo,
+        moved: z.literal('1').optional().openapi({ description: 'Set by the move to the public origin: moved once.' }),
+      }),
+      response: {
+        status: 302,
+        description:
+          "To the identity provider's sign-in page; from another origin than Http:PublicBaseUrl's, to this call there first.",
+      },
+      handler: async ({ query, ctx }) => {
+        // The sign-in's state cookie must be set on the origin the provider sends the browser
+        // back to: a browser that came by another name (127.0.0.1 for localhost) goes there
+        // first, and lands on the page asked for there. Once only (`moved`), so a proxy that
+        // rewrites Host without X-Forwarded-Host cannot make a loop of it.
+        if (ctx.origin !== publicOrigin && !query.moved) {
+          const there = new URL('/api/auth/login', publicOrigin);
+          there.search = new URLSearchParams({ returnTo: query.returnTo, moved: '1' }).toString();
+          return redirect(there.toString());
+        }
+        return redirect(await provider().begin(ctx, query.returnTo));
+      },
     }),
     route({
       method: 'get',

@@ -370,6 +370,8 @@ export interface paths {
             parameters: {
                 query?: {
                     returnTo?: string;
+                    /** @description Set by the move to the public origin: moved once. */
+                    moved?: "1";
                 };
                 header?: never;
                 path?: never;
@@ -377,7 +379,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description To the identity provider's sign-in page. */
+                /** @description To the identity provider's sign-in page; from another origin than Http:PublicBaseUrl's, to this call there first. */
                 302: {
                     headers: {
                         [name: string]: unknown;
