@@ -65,12 +65,32 @@ function fileOf(dist: string, requestPath: string): string | undefined {
   return existsSync(file) && statSync(file).isFile() ? file : undefined;
 }
 
+/** The encodings precompressed at build (scripts/console-compress.ts), by the suffix of their files. */
+const PRECOMPRESSED = { br: '.br', gzip: '.gz' } as const;
+
+/**
+ * The copy of `file` to send: its Brotli or gzip form when the browser accepts it and the
+ * build made one (every script and style sheet), else the file itself.
+ */
+function encodedCopy(ctx: AppContext, file: string): { file: string; encoding?: 'br' | 'gzip' } {
+  if (!existsSync(file + PRECOMPRESSED.br)) return { file };
+  ctx.vary('Accept-Encoding');
+  // Brotli when the browser takes both (they send "gzip, deflate, br" with equal weights).
+  for (const encoding of ['br', 'gzip'] as const) {
+    const copy = file + PRECOMPRESSED[encoding];
+    if (ctx.acceptsEncodings(encoding) === encoding && existsSync(copy)) return { file: copy, encoding };
+  }
+  return { file };
+}
+
 function sendFile(ctx: AppContext, file: string, cacheControl: string): void {
   ctx.type = CONTENT_TYPES[path.extname(file)] ?? 'application/octet-stream';
   ctx.set('Cache-Control', cacheControl);
   ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.length = statSync(file).size;
-  ctx.body = ctx.method === 'HEAD' ? null : createReadStream(file);
+  const sent = encodedCopy(ctx, file);
+  if (sent.encoding) ctx.set('Content-Encoding', sent.encoding);
+  ctx.length = statSync(sent.file).size;
+  ctx.body = ctx.method === 'HEAD' ? null : createReadStream(sent.file);
 }
 
 function sendIndex(ctx: AppContext, dist: string): void {

@@ -1,13 +1,12 @@
 /**
  * Every page of the console, by path: each is deep-linkable (the api serves index.html for
- * any path it does not own). Each area's pages are listed by its own routes module.
+ * any path it does not own). Each area's pages are listed by its own routes module; each page
+ * is a chunk of its own, loaded when first visited (lazyPage).
  */
 import { createBrowserRouter, type RouteObject } from 'react-router';
 import { Shell } from './components/Shell';
-import { AgentDetailPage } from './pages/AgentDetail';
-import { AgentsPage } from './pages/Agents';
+import { lazyPage } from './lazyPage';
 import { NotFoundPage } from './pages/NotFound';
-import { OverviewPage } from './pages/Overview';
 import { SignedOutPage } from './pages/SignedOut';
 import { auditRoutes } from './pages/audit/routes';
 import { configurationRoutes } from './pages/configurations/routes';
@@ -19,9 +18,27 @@ import { rolloutRoutes } from './pages/rollouts/routes';
 import { tokenRoutes } from './pages/tokens/routes';
 
 const pages: RouteObject[] = [
-  { index: true, element: <OverviewPage /> },
-  { path: 'agents', element: <AgentsPage /> },
-  { path: 'agents/:id', element: <AgentDetailPage /> },
+  {
+    index: true,
+    lazy: lazyPage(
+      () => import('./pages/Overview'),
+      (m) => m.OverviewPage,
+    ),
+  },
+  {
+    path: 'agents',
+    lazy: lazyPage(
+      () => import('./pages/Agents'),
+      (m) => m.AgentsPage,
+    ),
+  },
+  {
+    path: 'agents/:id',
+    lazy: lazyPage(
+      () => import('./pages/AgentDetail'),
+      (m) => m.AgentDetailPage,
+    ),
+  },
   ...groupRoutes,
   ...configurationRoutes,
   ...rolloutRoutes,

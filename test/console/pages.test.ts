@@ -157,14 +157,19 @@ test('with 6,000 events the overview reads one page of the newest, the requests 
   });
   await page.goto(`${CONSOLE_ORIGIN}/`);
   await onPage(async () => expect((await tableRows(page, 'Latest events'))[0]?.[2]).toBe('bulk-5999'));
-  // The page, and once more when the hub confirms the subscription (what came between is not replayed).
-  await onPage(async () => expect(eventReads).toEqual(['?order=newest&limit=10', '?order=newest&limit=10']));
+  // The page (and again if the hub confirms its subscription after that read: what came
+  // between is not replayed), never more.
+  await page.waitForLoadState('networkidle');
+  expect(eventReads.length).toBeGreaterThanOrEqual(1);
+  expect(eventReads.length).toBeLessThanOrEqual(2);
+  expect(new Set(eventReads)).toEqual(new Set(['?order=newest&limit=10']));
   await onPage(async () => expect(sizes.every((size) => size < 20_000)).toBe(true));
+  const reads = eventReads.length;
 
   const created = await t.call('POST', '/api/groups', { token: apiToken, body: { name: 'edge-after-6000' } });
   await onPage(async () => expect((await tableRows(page, 'Latest events'))[0]?.[2]).toBe(created.body.id));
   expect((await tableRows(page, 'Latest events'))[1]?.[2]).toBe('bulk-5999');
-  expect(eventReads).toHaveLength(2); // the new event came from the hub, not another read
+  expect(eventReads).toHaveLength(reads); // the new event came from the hub, not another read
   page.removeAllListeners('response');
 });
 

@@ -4,6 +4,8 @@
  * place of the server's own paths.
  */
 import { readdirSync } from 'node:fs';
+import { get as httpGet, type IncomingHttpHeaders } from 'node:http';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import path from 'node:path';
 import { CONSOLE_CSP, CONSOLE_DIST, isConsolePath } from '../../api/middleware/console';
 import { startTestApp, type TestApp } from '../support/app';
@@ -41,6 +43,49 @@ test('hashed assets are cached for a year; a missing asset is a 404 problem, not
   const missing = await t.call('GET', '/assets/index-gone.js');
   expect(missing.status).toBe(404);
   expect(missing.headers.get('content-type')).toMatch(/application\/problem\+json/);
+});
+
+/** GET as a browser sends it, `acceptEncoding` as given, the body as it came over the wire (not decoded). */
+function onTheWire(pathname: string, acceptEncoding: string): Promise<{ headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const request = httpGet(`${t.baseUrl}${pathname}`, { headers: { 'accept-encoding': acceptEncoding } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    request.on('error', reject);
+  });
+}
+
+test('the first load is under 250 KB as a browser gets it: assets precompressed (br, else gzip), each page its own chunk', async () => {
+  const index = (await t.call('GET', '/')).body as string;
+  const shell = [...index.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((match) => match[1]!);
+  // The page a first load opens on (the overview) is a chunk of its own, fetched with it.
+  const overview = readdirSync(path.join(CONSOLE_DIST, 'assets')).find((name) => /^Overview-.*\.js$/.test(name));
+  expect(overview).toBeDefined();
+  let bytes = Buffer.byteLength(index);
+  for (const file of [...shell, `/assets/${overview}`]) {
+    const { headers, body } = await onTheWire(file, 'gzip, deflate, br');
+    expect({ file, encoding: headers['content-encoding'], vary: headers.vary }).toEqual({
+      file,
+      encoding: 'br',
+      vary: 'Accept-Encoding',
+    });
+    bytes += body.length;
+  }
+  expect(bytes).toBeLessThan(250 * 1024);
+  // No page of another area rides along: the rollouts pages are not named by index.html.
+  expect(index).not.toMatch(/Rollout/);
+
+  const script = shell.find((file) => file.endsWith('.js'))!;
+  const plain = await onTheWire(script, 'identity');
+  expect(plain.headers['content-encoding']).toBeUndefined();
+  const gzip = await onTheWire(script, 'gzip');
+  expect(gzip.headers['content-encoding']).toBe('gzip');
+  expect(gunzipSync(gzip.body).equals(plain.body)).toBe(true);
+  const br = await onTheWire(script, 'br');
+  expect(brotliDecompressSync(br.body).equals(plain.body)).toBe(true);
+  expect(br.body.length).toBeLessThan(plain.body.length / 3);
 });
 
 test('paths outside the console’s files never leave its folder', async () => {

@@ -7,6 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { compressAssets } from '../../scripts/console-compress';
 
 export const CHROMIUM = '/usr/bin/chromium';
 const ROOT = path.resolve(__dirname, '../..');
@@ -16,11 +17,11 @@ const BUILT = path.join(CONSOLE, 'dist', 'index.html');
 const log = (line: string) => process.stderr.write(`[console] ${line}\n`);
 
 /** Runs a command to its end; its output shows only when it fails. */
-function run(command: string, args: string[]): void {
+function run(command: string, args: string[], env: Record<string, string> = {}): void {
   const result = spawnSync(command, args, {
     cwd: ROOT,
     encoding: 'utf8',
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive', ...env },
   });
   if (result.status !== 0) process.stderr.write(`${result.stdout}${result.stderr}`);
   if (result.status !== 0)
@@ -75,7 +76,11 @@ export function ensureConsoleBuilt(): void {
   log('building the console (vite build console)...');
   const staging = path.join(ROOT, 'node_modules', '.cache', `console-build-${process.pid}`);
   try {
-    run('npx', ['vite', 'build', 'console', '--logLevel', 'warn', '--outDir', staging, '--emptyOutDir']);
+    // The build users get (jest's NODE_ENV=test would make vite bundle React's development build).
+    run('npx', ['vite', 'build', 'console', '--logLevel', 'warn', '--outDir', staging, '--emptyOutDir'], {
+      NODE_ENV: 'production',
+    });
+    compressAssets(staging);
     publishBuild(staging, path.dirname(BUILT));
   } finally {
     rmSync(staging, { recursive: true, force: true });

@@ -1,21 +1,62 @@
 /** The federation pages, under the shell (console/src/routes.tsx), each a URL of its own. */
 import type { RouteObject } from 'react-router';
-import { FederatedAgentsPage } from './FederatedAgents';
-import { FederatedRolloutDetailPage } from './FederatedRolloutDetail';
-import { FederatedRolloutsPage } from './FederatedRollouts';
-import { HandoverDetailPage } from './HandoverDetail';
-import { NewFederatedRolloutPage } from './NewFederatedRollout';
-import { HandoversPage } from './Handovers';
-import { PeerDetailPage } from './PeerDetail';
-import { PeersPage } from './Peers';
+import { lazyPage } from '../../lazyPage';
 
 export const federationRoutes: RouteObject[] = [
-  { path: 'federation', element: <PeersPage /> },
-  { path: 'federation/peers/:id', element: <PeerDetailPage /> },
-  { path: 'federation/agents', element: <FederatedAgentsPage /> },
-  { path: 'federation/handovers', element: <HandoversPage /> },
-  { path: 'federation/handovers/:id', element: <HandoverDetailPage /> },
-  { path: 'federation/rollouts', element: <FederatedRolloutsPage /> },
-  { path: 'federation/rollouts/new', element: <NewFederatedRolloutPage /> },
-  { path: 'federation/rollouts/:id', element: <FederatedRolloutDetailPage /> },
+  {
+    path: 'federation',
+    lazy: lazyPage(
+      () => import('./Peers'),
+      (m) => m.PeersPage,
+    ),
+  },
+  {
+    path: 'federation/peers/:id',
+    lazy: lazyPage(
+      () => import('./PeerDetail'),
+      (m) => m.PeerDetailPage,
+    ),
+  },
+  {
+    path: 'federation/agents',
+    lazy: lazyPage(
+      () => import('./FederatedAgents'),
+      (m) => m.FederatedAgentsPage,
+    ),
+  },
+  {
+    path: 'federation/handovers',
+    lazy: lazyPage(
+      () => import('./Handovers'),
+      (m) => m.HandoversPage,
+    ),
+  },
+  {
+    path: 'federation/handovers/:id',
+    lazy: lazyPage(
+      () => import('./HandoverDetail'),
+      (m) => m.HandoverDetailPage,
+    ),
+  },
+  {
+    path: 'federation/rollouts',
+    lazy: lazyPage(
+      () => import('./FederatedRollouts'),
+      (m) => m.FederatedRolloutsPage,
+    ),
+  },
+  {
+    path: 'federation/rollouts/new',
+    lazy: lazyPage(
+      () => import('./NewFederatedRollout'),
+      (m) => m.NewFederatedRolloutPage,
+    ),
+  },
+  {
+    path: 'federation/rollouts/:id',
+    lazy: lazyPage(
+      () => import('./FederatedRolloutDetail'),
+      (m) => m.FederatedRolloutDetailPage,
+    ),
+  },
 ];

@@ -1,13 +1,34 @@
 /** The Git source pages, under the shell (console/src/routes.tsx), each a URL of its own. */
 import type { RouteObject } from 'react-router';
-import { EditGitSourcePage } from './EditGitSource';
-import { GitSourceDetailPage } from './GitSourceDetail';
-import { GitSourcesPage } from './GitSourcesList';
-import { NewGitSourcePage } from './NewGitSource';
+import { lazyPage } from '../../lazyPage';
 
 export const gitSourceRoutes: RouteObject[] = [
-  { path: 'git-sources', element: <GitSourcesPage /> },
-  { path: 'git-sources/new', element: <NewGitSourcePage /> },
-  { path: 'git-sources/:id', element: <GitSourceDetailPage /> },
-  { path: 'git-sources/:id/edit', element: <EditGitSourcePage /> },
+  {
+    path: 'git-sources',
+    lazy: lazyPage(
+      () => import('./GitSourcesList'),
+      (m) => m.GitSourcesPage,
+    ),
+  },
+  {
+    path: 'git-sources/new',
+    lazy: lazyPage(
+      () => import('./NewGitSource'),
+      (m) => m.NewGitSourcePage,
+    ),
+  },
+  {
+    path: 'git-sources/:id',
+    lazy: lazyPage(
+      () => import('./GitSourceDetail'),
+      (m) => m.GitSourceDetailPage,
+    ),
+  },
+  {
+    path: 'git-sources/:id/edit',
+    lazy: lazyPage(
+      () => import('./EditGitSource'),
+      (m) => m.EditGitSourcePage,
+    ),
+  },
 ];

@@ -1,9 +1,20 @@
 /** The group pages, under the shell (console/src/routes.tsx), each a URL of its own. */
 import type { RouteObject } from 'react-router';
-import { GroupDetailPage } from './GroupDetail';
-import { GroupsPage } from './GroupsList';
+import { lazyPage } from '../../lazyPage';
 
 export const groupRoutes: RouteObject[] = [
-  { path: 'groups', element: <GroupsPage /> },
-  { path: 'groups/:id', element: <GroupDetailPage /> },
+  {
+    path: 'groups',
+    lazy: lazyPage(
+      () => import('./GroupsList'),
+      (m) => m.GroupsPage,
+    ),
+  },
+  {
+    path: 'groups/:id',
+    lazy: lazyPage(
+      () => import('./GroupDetail'),
+      (m) => m.GroupDetailPage,
+    ),
+  },
 ];

@@ -1,14 +1,41 @@
 /** The policy pages, under the shell (console/src/routes.tsx), each a URL of its own. */
 import type { RouteObject } from 'react-router';
-import { DryRunPage } from './DryRun';
-import { PoliciesPage } from './PoliciesList';
-import { PolicyDetailPage } from './PolicyDetail';
-import { EditPolicyPage, NewPolicyPage } from './PolicyEditor';
+import { lazyPage } from '../../lazyPage';
 
 export const policyRoutes: RouteObject[] = [
-  { path: 'policies', element: <PoliciesPage /> },
-  { path: 'policies/new', element: <NewPolicyPage /> },
-  { path: 'policies/dry-run', element: <DryRunPage /> },
-  { path: 'policies/:id', element: <PolicyDetailPage /> },
-  { path: 'policies/:id/edit', element: <EditPolicyPage /> },
+  {
+    path: 'policies',
+    lazy: lazyPage(
+      () => import('./PoliciesList'),
+      (m) => m.PoliciesPage,
+    ),
+  },
+  {
+    path: 'policies/new',
+    lazy: lazyPage(
+      () => import('./PolicyEditor'),
+      (m) => m.NewPolicyPage,
+    ),
+  },
+  {
+    path: 'policies/dry-run',
+    lazy: lazyPage(
+      () => import('./DryRun'),
+      (m) => m.DryRunPage,
+    ),
+  },
+  {
+    path: 'policies/:id',
+    lazy: lazyPage(
+      () => import('./PolicyDetail'),
+      (m) => m.PolicyDetailPage,
+    ),
+  },
+  {
+    path: 'policies/:id/edit',
+    lazy: lazyPage(
+      () => import('./PolicyEditor'),
+      (m) => m.EditPolicyPage,
+    ),
+  },
 ];

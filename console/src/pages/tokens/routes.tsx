@@ -1,13 +1,34 @@
 /** The bootstrap token, pool and access token (PAT) pages, under the shell (console/src/routes.tsx), each a URL of its own. */
 import type { RouteObject } from 'react-router';
-import { BootstrapTokensPage } from './BootstrapTokens';
-import { PatsPage } from './Pats';
-import { PoolDetailPage } from './PoolDetail';
-import { PoolsPage } from './Pools';
+import { lazyPage } from '../../lazyPage';
 
 export const tokenRoutes: RouteObject[] = [
-  { path: 'tokens', element: <BootstrapTokensPage /> },
-  { path: 'tokens/pools', element: <PoolsPage /> },
-  { path: 'tokens/pools/:id', element: <PoolDetailPage /> },
-  { path: 'pats', element: <PatsPage /> },
+  {
+    path: 'tokens',
+    lazy: lazyPage(
+      () => import('./BootstrapTokens'),
+      (m) => m.BootstrapTokensPage,
+    ),
+  },
+  {
+    path: 'tokens/pools',
+    lazy: lazyPage(
+      () => import('./Pools'),
+      (m) => m.PoolsPage,
+    ),
+  },
+  {
+    path: 'tokens/pools/:id',
+    lazy: lazyPage(
+      () => import('./PoolDetail'),
+      (m) => m.PoolDetailPage,
+    ),
+  },
+  {
+    path: 'pats',
+    lazy: lazyPage(
+      () => import('./Pats'),
+      (m) => m.PatsPage,
+    ),
+  },
 ];
