@@ -1,5 +1,6 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
 import { consoleSignInConfiguration } from '../../scripts/dev/demo-oidc';
 import { TEST_AUDIENCE, TEST_CONSOLE_REDIRECT } from './oidc-tokens';
@@ -30,8 +31,16 @@ export interface RunningIssuer {
   stop(): Promise<void>;
 }
 
-export async function startOidcIssuer(port: number): Promise<RunningIssuer> {
-  const issuer = `http://127.0.0.1:${port}`;
+export async function startOidcIssuer(port = 0): Promise<RunningIssuer> {
+  // Bound first (port 0: the system's choice), so the issuer's URL names the port it has:
+  // a port chosen earlier and bound later could be taken meanwhile (the Temporal dev server
+  // binds ports of its own choosing as it starts).
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const clientIds = [
     ...TEST_TENANTS.flatMap((tenant) => TEST_ROLES.map((role) => `${tenant}.${role}`)),
     ...EXTRA_CLIENTS,
@@ -80,9 +89,7 @@ export async function startOidcIssuer(port: number): Promise<RunningIssuer> {
     extraTokenClaims: (_ctx: unknown, token: { clientId?: string }) =>
       token.clientId ? clientClaims(token.clientId) : undefined,
   } as never);
-  const server: Server = await new Promise((resolve) => {
-    const s = provider.listen(port, '127.0.0.1', () => resolve(s));
-  });
+  server.on('request', provider.callback());
   return {
     issuer,
     stop: () => new Promise((resolve) => server.close(() => resolve())),

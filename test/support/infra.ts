@@ -73,12 +73,7 @@ async function main(): Promise<void> {
   try {
     const cli = await ensureTemporalCli(log);
     const temporalTestServer = await ensureTemporalTestServer(log);
-    const [pgPort, temporalPort, issuerPort, strangerPort] = await Promise.all([
-      freePort(),
-      freePort(),
-      freePort(),
-      freePort(),
-    ]);
+    const [pgPort, temporalPort] = await Promise.all([freePort(), freePort()]);
     // Each one's stop is kept as soon as it is up, so a failure stops those that started.
     const started = <T extends { stop(): Promise<void> }>(starting: Promise<T>) =>
       starting.then((service) => {
@@ -89,8 +84,8 @@ async function main(): Promise<void> {
       Promise.all([
         started(startPostgres({ dataDir: path.join(dataDir, 'pg'), port: pgPort, disposable: true })),
         started(startTemporal({ cli, port: temporalPort })),
-        started(startOidcIssuer(issuerPort)),
-        started(startOidcIssuer(strangerPort)),
+        started(startOidcIssuer()),
+        started(startOidcIssuer()),
       ]),
       'Postgres, the Temporal dev server and the OIDC issuers did not all start',
     );
