@@ -2,6 +2,8 @@
 export interface Area {
   path: string;
   label: string;
+  /** Listed only to whom the API lets read it (a viewer gets no area that answers 403). */
+  permission?: 'audit' | 'admin';
 }
 
 export const AREAS: readonly Area[] = [
@@ -12,8 +14,8 @@ export const AREAS: readonly Area[] = [
   { path: '/rollouts', label: 'Rollouts' },
   { path: '/policies', label: 'Policies' },
   { path: '/tokens', label: 'Bootstrap tokens' },
-  { path: '/pats', label: 'Access tokens' },
-  { path: '/audit', label: 'Audit log' },
+  { path: '/pats', label: 'Access tokens', permission: 'admin' },
+  { path: '/audit', label: 'Audit log', permission: 'audit' },
   { path: '/git-sources', label: 'Git sources' },
   { path: '/federation', label: 'Federation' },
 ];

@@ -126,7 +126,19 @@ test('an admin registers a source from the form; a refused one shows the problem
   await page.getByRole('textbox', { name: 'Name', exact: true }).fill(SOURCE_NAME);
   await page.getByLabel('Repository URL').fill(repo.url);
   await page.getByLabel('Path', { exact: true }).fill('collectors');
-  await page.getByLabel('Poll interval (seconds)').fill('3600'); // the forced syncs below are the test's, not a poll's
+  // A number out of range is said at the field, never changed behind the operator's back.
+  const poll = page.getByLabel('Poll interval (seconds)');
+  for (const [typed, kept] of [
+    ['1', '1'],
+    ['999999', '999,999'],
+  ] as const) {
+    await poll.fill(typed);
+    await page.getByLabel('Path', { exact: true }).focus();
+    expect(await poll.inputValue()).toMatch(new RegExp(`^(${typed}|${kept})$`));
+    await page.getByText('Must be 5 to 86,400 seconds').waitFor();
+  }
+  await poll.fill('3600'); // the forced syncs below are the test's, not a poll's
+  expect(await page.getByText('Must be 5 to 86,400 seconds').count()).toBe(0);
   // Credentials a file:// repository does not take: the API's problem, and the token not echoed.
   await page.getByRole('combobox', { name: 'Credentials' }).click();
   await page.getByRole('option', { name: 'HTTPS: an access token' }).click();

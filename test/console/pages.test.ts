@@ -262,8 +262,53 @@ test('a viewer sees no write buttons', async () => {
     await viewer.getByRole('region', { name: 'Certificate' }).waitFor();
     expect(await viewer.getByTestId('person').getByLabel('role viewer').count()).toBe(1);
     expect(await viewer.getByRole('button').allTextContents()).toEqual(['Sign out']);
+
+    // No area that would answer 403: the access tokens (admins) and the audit log (auditors, admins).
+    const areas = await viewer.getByRole('navigation', { name: 'Console areas' }).getByRole('link').allTextContents();
+    expect(areas).not.toContain('Access tokens');
+    expect(areas).not.toContain('Audit log');
+    expect(areas).toContain('Rollouts');
+    // A form to create something says who may, instead of the whole form.
+    for (const [path, title, notice] of [
+      ['/rollouts/new', 'New rollout', 'Only operators and admins create rollouts'],
+      ['/git-sources/new', 'New Git source', 'Only operators and admins register Git sources'],
+    ] as const) {
+      await viewer.goto(`${CONSOLE_ORIGIN}${path}`);
+      await viewer.getByRole('heading', { name: title }).waitFor();
+      await viewer.getByRole('status').getByText(notice).waitFor();
+      expect(await viewer.getByRole('textbox').count()).toBe(0);
+    }
+    await expectAccessible(viewer, 'viewer-new-rollout');
   } finally {
     await viewerContext.close();
+  }
+}, 60_000);
+
+test('at phone width (390×844) the navigation is a panel a menu button opens and closes, and the header fits', async () => {
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  try {
+    const opened = await newSignedInPage(phone, 'olivia', '/agents', cspViolations);
+    await opened.getByRole('heading', { name: 'Agents' }).waitFor();
+    const navigation = opened.getByRole('navigation', { name: 'Console areas' });
+    /** On the screen: the collapsed panel is moved off it to the left. */
+    const onScreen = async () => {
+      const box = await navigation.boundingBox();
+      return box !== null && box.x >= 0 && box.width > 0;
+    };
+    await onPage(async () => expect(await onScreen()).toBe(false));
+    await opened.getByRole('button', { name: 'Open the navigation' }).click();
+    await onPage(async () => expect(await onScreen()).toBe(true));
+    await expectAccessible(opened, 'phone-navigation-open');
+    await navigation.getByRole('link', { name: 'Groups' }).click();
+    await opened.waitForURL(`${CONSOLE_ORIGIN}/groups`);
+    await onPage(async () => expect(await onScreen()).toBe(false));
+    // Nothing is cut: the role badge shows its whole word, and the page is not wider than the screen.
+    const badge = opened.getByTestId('person').getByLabel('role operator');
+    expect(await badge.evaluate((element) => element.scrollWidth <= element.clientWidth)).toBe(true);
+    expect(await opened.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    await expectAccessible(opened, 'phone-groups');
+  } finally {
+    await phone.close();
   }
 }, 60_000);
 

@@ -153,6 +153,8 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
   await confirmOperation(page, 'Pause');
   await onPage(async () => expect(await shownState()).toBe('paused'));
   expect((await call('GET', `/api/rollouts/${rolloutId}`)).body.state).toBe('paused');
+  // An operator's pause has no reason to give: no "Reason: none".
+  expect(await page.getByRole('region', { name: 'Rollout' }).textContent()).not.toContain('Reason');
   await confirmOperation(page, 'Resume');
   await onPage(async () => expect(await shownState()).toBe('running'));
 
@@ -161,6 +163,11 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
   await onPage(async () => expect(await progress('Rollback')).toEqual(['', '0', '0', '', '1', '0', '0']));
   const reason = (await call('GET', `/api/rollouts/${rolloutId}`)).body.reason;
   expect(await page.getByRole('region', { name: 'Rollout' }).textContent()).toContain(reason);
+  await onPage(async () =>
+    expect(await page.getByRole('region', { name: 'Rollout' }).textContent()).toContain(
+      'Rollback1 of 1 restored, 0 failed, 0 skipped',
+    ),
+  );
   expect(await page.getByRole('group', { name: 'Operations' }).count()).toBe(0);
 
   // The agent of batch 1 had v1 before and got it back; the others were never pushed.
@@ -299,6 +306,32 @@ test('the form finds a configuration by name however many others there are; a ve
     expect(await page.getByRole('combobox', { name: 'Published version' }).inputValue()).toBe(`v${v2.version}`),
   );
   await expectAccessible(page, 'rollout-new-preselected');
+}, 60_000);
+
+test('a rollback that restored nobody says so', async () => {
+  // An aborted rollout that never pushed to anyone: rolling it back restores nothing.
+  const past = (await call('GET', `/api/rollouts/${pastRolloutId}`)).body;
+  const row = await insertRollout(env.t.database.db, {
+    tenant_id: 'default',
+    name: 'never-pushed',
+    description: null,
+    configuration_id: past.configurationId,
+    version: past.version,
+    content_hash: past.contentHash,
+    target: { groupIds: [groupId], agentIds: [], labelSelector: null },
+    strategy: { batchSize: 1, bakeSeconds: 0, applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' },
+    created_by: 'history',
+  });
+  await env.t.database.db('rollouts').where({ id: row.id }).update({ state: 'aborted' });
+  await page.goto(`${CONSOLE_ORIGIN}/rollouts/${row.id}`);
+  await page.getByRole('heading', { name: 'never-pushed' }).waitFor();
+  await confirmOperation(page, 'Roll back');
+  await onPage(async () => expect(await shownState()).toBe('rolled-back'));
+  await onPage(async () =>
+    expect(await page.getByRole('region', { name: 'Rollout' }).textContent()).toContain(
+      'Rollbacknothing was restored: no agent had been pushed',
+    ),
+  );
 }, 60_000);
 
 test('a viewer sees a rollout but none of the operations an operator gets there', async () => {

@@ -2,11 +2,12 @@
  * The frame of every page: the areas in a navigation landmark, who is signed in with their
  * role, sign-out, and the page in <main>. A skip link lets keyboard users past the navigation.
  */
-import { Anchor, AppShell, Badge, Button, Group, Loader, NavLink, Text, Title } from '@mantine/core';
+import { Anchor, AppShell, Badge, Burger, Button, Group, Loader, NavLink, Text, Title } from '@mantine/core';
+import { useDisclosure } from '@mantine/hooks';
 import { useMutation } from '@tanstack/react-query';
 import { Link, Outlet, useLocation, useNavigate } from 'react-router';
 import { api, ok } from '../api/client';
-import { useSession, type Session } from '../api/session';
+import { may, useSession, type Session } from '../api/session';
 import { AREAS } from '../navigation';
 import { ProblemAlert } from './ProblemAlert';
 
@@ -32,8 +33,8 @@ function SignOut() {
 
 function Person({ session }: { session: Session }) {
   return (
-    <Group gap="xs" data-testid="person">
-      <Text size="sm" fw={500}>
+    <Group gap="xs" wrap="nowrap" data-testid="person">
+      <Text size="sm" fw={500} visibleFrom="xs" truncate="end" maw={200}>
         {session.displayName ?? session.subject}
       </Text>
       {session.roles.map((role) => (
@@ -45,11 +46,12 @@ function Person({ session }: { session: Session }) {
   );
 }
 
-function Navigation() {
+function Navigation({ session, onNavigate }: { session: Session; onNavigate: () => void }) {
   const { pathname } = useLocation();
+  const areas = AREAS.filter((area) => !area.permission || may(session, area.permission));
   return (
     <nav aria-label="Console areas">
-      {AREAS.map((area) => {
+      {areas.map((area) => {
         const current = isCurrent(area.path, pathname);
         return (
           <NavLink
@@ -60,6 +62,7 @@ function Navigation() {
             active={current}
             variant="filled"
             aria-current={current ? 'page' : undefined}
+            onClick={onNavigate}
           />
         );
       })}
@@ -67,30 +70,47 @@ function Navigation() {
   );
 }
 
+/**
+ * Below the `sm` breakpoint (a phone) the navigation is a panel a menu button opens and
+ * closes, and choosing an area closes it; from `sm` up it is always there.
+ */
 export function Shell() {
   const session = useSession();
+  const [navigationOpen, navigation] = useDisclosure(false);
   if (session.isPending) return <Loader m="xl" aria-label="Loading the session" />;
   if (session.isError) return <ProblemAlert error={session.error} m="xl" />;
   return (
-    <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'sm' }} padding="md">
+    <AppShell
+      header={{ height: 56 }}
+      navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !navigationOpen } }}
+      padding="md"
+    >
       <AppShell.Header>
-        <Group h="100%" px="md" justify="space-between">
-          <Group>
+        <Group h="100%" px="md" justify="space-between" wrap="nowrap">
+          <Group wrap="nowrap" gap="xs">
             <Anchor href="#content" className="skip-link">
               Skip to content
             </Anchor>
+            <Burger
+              opened={navigationOpen}
+              onClick={navigation.toggle}
+              hiddenFrom="sm"
+              size="sm"
+              aria-label={navigationOpen ? 'Close the navigation' : 'Open the navigation'}
+              aria-expanded={navigationOpen}
+            />
             <Title order={1} size="h4">
               Fleet console
             </Title>
           </Group>
-          <Group>
+          <Group wrap="nowrap" gap="xs">
             <Person session={session.data} />
             <SignOut />
           </Group>
         </Group>
       </AppShell.Header>
       <AppShell.Navbar p="xs">
-        <Navigation />
+        <Navigation session={session.data} onNavigate={navigation.close} />
       </AppShell.Navbar>
       <AppShell.Main id="content" tabIndex={-1}>
         <Outlet />

@@ -3,6 +3,7 @@ import { Anchor, Stack } from '@mantine/core';
 import { useMutation } from '@tanstack/react-query';
 import { Link, useNavigate } from 'react-router';
 import { api, ok } from '../../api/client';
+import { OperatorsOnly } from '../../components/OperatorsOnly';
 import { PageTitle } from '../../components/PageTitle';
 import { SourceForm, type SourceBody } from './SourceForm';
 
@@ -20,13 +21,15 @@ export function NewGitSourcePage() {
         ← All Git sources
       </Anchor>
       <PageTitle>New Git source</PageTitle>
-      <SourceForm
-        submitLabel="Create Git source"
-        pending={create.isPending}
-        error={create.error}
-        onSubmit={(body) => create.mutate(body)}
-        onCancel={() => void navigate('/git-sources')}
-      />
+      <OperatorsOnly what="register Git sources">
+        <SourceForm
+          submitLabel="Create Git source"
+          pending={create.isPending}
+          error={create.error}
+          onSubmit={(body) => create.mutate(body)}
+          onCancel={() => void navigate('/git-sources')}
+        />
+      </OperatorsOnly>
     </Stack>
   );
 }

@@ -237,6 +237,11 @@ export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCa
           description="5 to 86,400; empty for the default (60)."
           min={5}
           max={86_400}
+          // Said at the field, never changed behind the operator's back (1 is not silently 5).
+          clampBehavior="none"
+          error={
+            poll !== '' && !(Number(poll) >= 5 && Number(poll) <= 86_400) ? 'Must be 5 to 86,400 seconds' : undefined
+          }
           allowDecimal={false}
           value={poll}
           onChange={setPoll}

@@ -9,6 +9,7 @@ import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
 import { api, ok } from '../../api/client';
+import { OperatorsOnly } from '../../components/OperatorsOnly';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { useVersionChoice, VersionFields } from '../choices';
@@ -17,6 +18,14 @@ import { Verdict } from '../policies/Verdict';
 import { DEFAULT_STRATEGY, StrategyFields, type Strategy } from './StrategyFields';
 
 export function NewRolloutPage() {
+  return (
+    <OperatorsOnly what="create rollouts" title="New rollout">
+      <NewRolloutForm />
+    </OperatorsOnly>
+  );
+}
+
+function NewRolloutForm() {
   const navigate = useNavigate();
   const [params] = useSearchParams();
   const [name, setName] = useState('');

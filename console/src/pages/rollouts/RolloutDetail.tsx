@@ -67,13 +67,28 @@ function useRolloutAgents(id: string, query: AgentsQuery) {
 
 const when = (time: string | null) => (time ? new Date(time).toLocaleString() : 'not yet');
 
+/** What a rollback did, in words: a rollback that restored nobody says so. */
+function rollbackOutcome(rollback: Rollout['rollback']): string {
+  if (!rollback) return 'nothing was restored: no agent had been pushed';
+  const { pending, applying, succeeded, failed, skipped } = rollback;
+  const total = pending + applying + succeeded + failed + skipped;
+  const counts = `${succeeded} of ${total} restored, ${failed} failed, ${skipped} skipped`;
+  if (pending + applying > 0) return `${counts}, ${pending + applying} under way`;
+  if (succeeded === 0) return `nothing was restored (${counts}): no agent runs the previous version because of it`;
+  return counts;
+}
+
 function RolloutFacts({ rollout }: { rollout: Rollout }) {
   return (
     <Section title="Rollout">
       <Facts
         rows={[
           ['State', <RolloutStateBadge key="state" state={rollout.state} />],
-          ['Reason', <span key="reason">{rollout.reason ?? 'none'}</span>],
+          // Only when there is one: a rollout an operator paused has none to give.
+          ...(rollout.reason ? [['Reason', rollout.reason] as [string, string]] : []),
+          ...(rollout.rollback || rollout.state === 'rolled-back'
+            ? [['Rollback', rollbackOutcome(rollout.rollback)] as [string, string]]
+            : []),
           ['Description', rollout.description ?? 'none'],
           [
             'Configuration',
