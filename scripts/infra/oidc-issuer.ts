@@ -89,7 +89,8 @@ export async function startOidcIssuer(port = 0): Promise<RunningIssuer> {
     extraTokenClaims: (_ctx: unknown, token: { clientId?: string }) =>
       token.clientId ? clientClaims(token.clientId) : undefined,
   } as never);
-  server.on('request', provider.callback());
+  const handle = provider.callback();
+  server.on('request', (req, res) => void handle(req, res));
   return {
     issuer,
     stop: () => new Promise((resolve) => server.close(() => resolve())),
