@@ -356,3 +356,33 @@ test('a page whose hub subscription lands after a change it did not read shows t
     await context.close();
   }
 }, 90_000);
+
+test('a save refused with 412 is no dead end: the latest is loaded and the change re-applied on top, then saved', async () => {
+  await alice.goto(`${CONSOLE_ORIGIN}/policies/${policyId}/edit`);
+  await alice.getByRole('heading', { name: `Edit ${POLICY}` }).waitFor();
+  await alice.getByLabel('Description').fill('Written while someone else saved.');
+  // Someone else saves the policy meanwhile: another expression.
+  const current = await apiGet(`/api/policies/${policyId}`);
+  const theirs = 'rollout.batchPercent <= 5';
+  const changed = await t.call('PUT', `/api/policies/${policyId}`, {
+    token: apiToken,
+    body: { name: POLICY, description: current.description, expression: theirs, scope: [], enabled: true },
+  });
+  expect(changed.status).toBe(200);
+
+  await alice.getByRole('button', { name: 'Save' }).click();
+  await alice.getByText('Someone saved this policy after you opened it').waitFor();
+  expect(await alice.getByLabel('Description').inputValue()).toBe('Written while someone else saved.');
+  await expectAccessible(alice, 'policy-edit-stale');
+  await alice.getByRole('button', { name: 'Load the latest and re-apply my changes' }).click();
+  await alice.getByText('Changed meanwhile: expression.').waitFor();
+  await onPage(async () => expect(await editorText(alice, EXPRESSION)).toBe(theirs));
+  expect(await alice.getByLabel('Description').inputValue()).toBe('Written while someone else saved.');
+
+  await alice.getByRole('button', { name: 'Save' }).click();
+  await alice.waitForURL(`${CONSOLE_ORIGIN}/policies/${policyId}`);
+  expect(await apiGet(`/api/policies/${policyId}`)).toMatchObject({
+    description: 'Written while someone else saved.',
+    expression: theirs,
+  });
+}, 90_000);

@@ -53,13 +53,47 @@ function cursorFor(error: Error | null, expression: string | undefined) {
   return offset === undefined ? undefined : positionAt(expression, offset);
 }
 
-function PolicyForm({ policy, etag }: { policy?: Policy; etag: string | null }) {
+const FIELD_NAMES: Record<keyof PolicyWrite, string> = {
+  name: 'name',
+  description: 'description',
+  expression: 'expression',
+  scope: 'scope',
+  enabled: 'enabled',
+};
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * Someone saved the policy after this form read it (the save was 412): their version with
+ * this form's own changes on top. `base` is what the form was read from, `mine` what it holds
+ * now, `latest` the policy as it is; a field both changed keeps this form's value.
+ */
+function reapply(base: PolicyWrite, mine: PolicyWrite, latest: PolicyWrite) {
+  const keys = Object.keys(FIELD_NAMES) as Array<keyof PolicyWrite>;
+  const changedHere = keys.filter((key) => !same(mine[key], base[key]));
+  const changedThere = keys.filter((key) => !same(latest[key], base[key]));
+  const merged = { ...latest };
+  for (const key of changedHere) (merged as Record<string, unknown>)[key] = mine[key];
+  return {
+    merged,
+    changedThere: changedThere.map((key) => FIELD_NAMES[key]),
+    both: changedThere.filter((key) => changedHere.includes(key)).map((key) => FIELD_NAMES[key]),
+  };
+}
+
+function PolicyForm({ policy, etag: readWith }: { policy?: Policy; etag: string | null }) {
   const navigate = useNavigate();
   const refresh = useRefreshPolicies();
   const initial: PolicyWrite = policy ? writtenOf(policy) : EMPTY;
   const { expression: _, ...rest } = initial;
   const [fields, setFields] = useState<Omit<PolicyWrite, 'expression'>>(rest);
   const expression = useRef(initial.expression);
+  /** The policy the form is a change of, and its ETag: the one read, or the latest once re-applied. */
+  const [base, setBase] = useState<{ policy: PolicyWrite; etag: string | null }>({ policy: initial, etag: readWith });
+  const etag = base.etag;
+  /** The editor starts from `initial`: a re-applied expression starts a new one. */
+  const [editor, setEditor] = useState({ key: 0, initial: initial.expression });
+  const [reapplied, setReapplied] = useState<ReturnType<typeof reapply> | null>(null);
   const check = useMutation({
     mutationFn: (sent: string) => ok(api.POST('/api/policies/check', { body: { expression: sent } })),
   });
@@ -80,6 +114,23 @@ function PolicyForm({ policy, etag }: { policy?: Policy; etag: string | null }) 
     mutation.mutate(expression.current);
   };
   const failed = save.error ?? check.error;
+  const stale = save.error instanceof ApiProblem && save.error.status === 412;
+  const latest = useMutation({
+    mutationFn: async () => {
+      const call = api.GET('/api/policies/{id}', { params: { path: { id: policy!.id } } });
+      return { policy: writtenOf(await ok(call)), etag: (await call).response.headers.get('ETag') };
+    },
+    onSuccess: (now) => {
+      const result = reapply(base.policy, { ...fields, expression: expression.current }, now.policy);
+      const { expression: merged, ...others } = result.merged;
+      setFields(others);
+      expression.current = merged;
+      setEditor((current) => ({ key: current.key + 1, initial: merged }));
+      setBase(now);
+      setReapplied(result);
+      save.reset();
+    },
+  });
   const cursorAt = useMemo(
     () => cursorFor(failed, save.error ? save.variables : check.variables),
     [failed, save.error, save.variables, check.variables],
@@ -107,7 +158,8 @@ function PolicyForm({ policy, etag }: { policy?: Policy; etag: string | null }) 
             allows the push, false denies it.
           </Text>
           <LazyCodeEditor
-            initial={initial.expression}
+            key={editor.key}
+            initial={editor.initial}
             format="text"
             label={EXPRESSION}
             onChange={(next) => {
@@ -117,6 +169,28 @@ function PolicyForm({ policy, etag }: { policy?: Policy; etag: string | null }) 
           />
         </div>
         {failed && <ProblemAlert error={failed} />}
+        {stale && policy && (
+          <Alert color="orange.9" variant="filled" title="Someone saved this policy after you opened it" role="alert">
+            <Stack gap="xs" align="flex-start">
+              <Text size="sm">
+                Nothing was lost: load what they saved and put your changes on top, then save again.
+              </Text>
+              <Button variant="white" color="dark" loading={latest.isPending} onClick={() => latest.mutate()}>
+                Load the latest and re-apply my changes
+              </Button>
+            </Stack>
+          </Alert>
+        )}
+        {latest.error && <ProblemAlert error={latest.error} />}
+        {reapplied && (
+          <Alert color="blue.9" variant="filled" title="Your changes are on the latest version" role="status">
+            {reapplied.changedThere.length === 0
+              ? 'Nothing you see here was changed meanwhile.'
+              : `Changed meanwhile: ${reapplied.changedThere.join(', ')}.`}
+            {reapplied.both.length > 0 && ` You changed ${reapplied.both.join(', ')} too: yours is kept.`} Save to write
+            it.
+          </Alert>
+        )}
         {check.isSuccess && (
           <Alert color="teal.9" variant="filled" title="The expression type-checks" role="status">
             It is a bool over agent, configuration, version and rollout.
