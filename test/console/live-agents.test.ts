@@ -14,6 +14,7 @@ import {
   onPage,
   tableRows,
 } from '../support/browser';
+import { SimulatedAgent } from '../../scripts/agents/agent';
 import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
 
 let env: RolloutEnv;
@@ -64,3 +65,42 @@ test('a group’s members and the agents list fill in as agents enrol, and an ag
   await page.goto(`${CONSOLE_ORIGIN}/agents`);
   await onPage(async () => expect(await online('Agents')).toHaveLength(2));
 }, 90_000);
+
+test('Add agents on a group issues a token and shows what to configure agents with; an agent using it appears among the members', async () => {
+  const group = await call('POST', '/api/groups', { name: 'added-by-form' });
+  await page.goto(`${CONSOLE_ORIGIN}/groups/${group.body.id}`);
+  await page.getByRole('button', { name: 'Add agents' }).click();
+  const form = page.getByRole('form', { name: 'Add agents' });
+  await form.getByLabel('How many agents').fill('2');
+  await form.getByRole('button', { name: 'Issue the token' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Add agents to added-by-form' });
+  const token = await dialog.getByLabel('Bootstrap token').inputValue();
+  expect(token).toMatch(/^svc-bt\./);
+  const { endpoint } = (await call('GET', '/api/agents/enrolment')).body;
+  const supervisor = await dialog.getByTestId('snippet-supervisor').textContent();
+  expect(supervisor).toContain(`endpoint: ${endpoint}`);
+  expect(supervisor).toContain(`Authorization: "Bearer ${token}"`);
+  expect(supervisor).toContain('ca_file: fleet-ca.pem');
+  expect(await dialog.getByRole('link', { name: 'download fleet-ca.pem' }).getAttribute('href')).toBe(
+    '/api/agents/ca.pem',
+  );
+  await expectAccessible(page, 'group-add-agents');
+  const issued = (await call('GET', '/api/tokens')).body.items.find(
+    (item: { groupId: string }) => item.groupId === group.body.id,
+  );
+  expect(issued).toMatchObject({ name: 'add agents to added-by-form', maxUses: 2, state: 'active' });
+
+  // What the dialog gave works: the token and the CA the API serves, at the gateway.
+  const ca = (await env.t.call('GET', '/api/agents/ca.pem', { token: env.operator })).body as string;
+  const agent = new SimulatedAgent({ endpoint: env.gateway.wsUrl, token, ca, csr: false, reconnectMinMs: 50 });
+  try {
+    await agent.start();
+    await agent.waitFor((state) => state.connected, 15_000);
+    await dialog.getByRole('button', { name: 'Done' }).click();
+    const online = async () =>
+      (await tableRows(page, 'Members')).filter((cells) => cells.some((cell) => cell === 'online'));
+    await onPage(async () => expect(await online()).toHaveLength(1));
+  } finally {
+    await agent.stop();
+  }
+}, 60_000);

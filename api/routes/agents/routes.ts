@@ -11,6 +11,13 @@ import { labelFilter } from '../../http/labels';
 import { AGENT_QUERY_RULES, agentListQuery, agentSchema, moveBody, presentAgent } from './schema';
 import { agentHistoryEntrySchema, historyKeys, presentHistoryEntry } from './history';
 
+const enrolmentSchema = z
+  .object({
+    endpoint: z.string().openapi({ description: 'The OpAMP endpoint agents connect to (Agents:PublicEndpoint).' }),
+    caUrl: z.string().openapi({ description: 'Where the CA agents trust the endpoint by is served (PEM).' }),
+  })
+  .openapi('AgentEnrolment');
+
 // An agent's id is its OpAMP instance uid: any 16 bytes, so any 8-4-4-4-12 hex, not only RFC UUIDs.
 const agentId = z.object({ id: z.guid() });
 
@@ -34,7 +41,22 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
         return { body: respondPage(ctx, options.baseUrl, page, presentAgent) };
       },
     }),
-    // Before /api/agents/{id}, which would take `ca.pem` for an id.
+    // Before /api/agents/{id}, which would take `enrolment` and `ca.pem` for ids.
+    route({
+      method: 'get',
+      path: '/api/agents/enrolment',
+      summary: 'Where agents enrol: the OpAMP endpoint to connect to and the CA to trust it by',
+      tag: 'agents',
+      permission: 'read',
+      response: {
+        status: 200,
+        description: 'What an agent is configured with, besides its token.',
+        schema: enrolmentSchema,
+      },
+      handler: async () => ({
+        body: { endpoint: options.settings.federation.agentEndpoint, caUrl: '/api/agents/ca.pem' },
+      }),
+    }),
     route({
       method: 'get',
       path: '/api/agents/ca.pem',

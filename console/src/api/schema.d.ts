@@ -2133,6 +2133,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/enrolment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where agents enrol: the OpAMP endpoint to connect to and the CA to trust it by
+         * @description Requires permission `read`.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description What an agent is configured with, besides its token. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AgentEnrolment"];
+                    };
+                };
+                /** @description Missing, invalid or expired token. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The role or the PAT’s endpoint list does not allow this call. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An RFC 9457 problem; `type` names the error (see /errors). */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/ca.pem": {
         parameters: {
             query?: never;
@@ -9912,6 +9978,12 @@ export interface components {
             effectiveConfigHash: string | null;
             createdAt: string;
             updatedAt: string;
+        };
+        AgentEnrolment: {
+            /** @description The OpAMP endpoint agents connect to (Agents:PublicEndpoint). */
+            endpoint: string;
+            /** @description Where the CA agents trust the endpoint by is served (PEM). */
+            caUrl: string;
         };
         AgentHistoryEntry: {
             at: string;

@@ -11,6 +11,7 @@ import { Link, useParams, useSearchParams } from 'react-router';
 import { api, ifMatch, noContent, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
 import { AGENT_EVENTS } from '../Agents';
+import { AddAgents } from './AddAgents';
 import { may, useSession } from '../../api/session';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { CursorPager } from '../../components/CursorPager';
@@ -91,6 +92,7 @@ function GroupActions({ group, etag }: Shown) {
   }
   return (
     <Group mb="md" role="group" aria-label="Operations">
+      <AddAgents groupId={group.id} groupName={group.name} />
       <EditGroup group={group} etag={etag} />
       {group.name !== DEFAULT_GROUP && (
         <ConfirmButton

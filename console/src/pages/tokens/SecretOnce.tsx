@@ -9,6 +9,7 @@
 import { Alert, Button, Group, Modal, Stack, Text, TextInput } from '@mantine/core';
 import { useClipboard } from '@mantine/hooks';
 import { useMutation } from '@tanstack/react-query';
+import type { ReactNode } from 'react';
 
 export class Secret {
   #value: string | undefined;
@@ -71,6 +72,9 @@ interface SecretDialogProps {
   /** What the secret is, as the field's label. */
   label: string;
   onClose: () => void;
+  /** What is shown with the secret and made from it (snippets that hold it): gone with it. */
+  extra?: (secret: string) => ReactNode;
+  size?: string;
 }
 
 /**
@@ -78,7 +82,7 @@ interface SecretDialogProps {
  * dialog's props, so once the dialog closes (this component unmounted, its elements dropped)
  * no element React keeps from an earlier render holds the secret.
  */
-function ShownSecret({ secret, label, onClose }: Omit<SecretDialogProps, 'title'> & { secret: Secret }) {
+function ShownSecret({ secret, label, onClose, extra }: Omit<SecretDialogProps, 'title'> & { secret: Secret }) {
   const value = secret.value ?? '';
   return (
     <Stack>
@@ -87,6 +91,7 @@ function ShownSecret({ secret, label, onClose }: Omit<SecretDialogProps, 'title'
       </Alert>
       <TextInput label={label} value={value} readOnly onFocus={(e) => e.currentTarget.select()} />
       <CopyButton secret={value} />
+      {extra?.(value)}
       <Group justify="flex-end">
         <Button variant="default" onClick={onClose}>
           Done
@@ -97,11 +102,11 @@ function ShownSecret({ secret, label, onClose }: Omit<SecretDialogProps, 'title'
 }
 
 /** The dialog showing `secret` (while its box holds one); closing it is the caller's cue to forget it. */
-export function SecretDialog({ title, secret, label, onClose }: SecretDialogProps) {
+export function SecretDialog({ title, secret, label, onClose, extra, size }: SecretDialogProps) {
   const shown = secret?.value !== undefined;
   return (
-    <Modal opened={shown} onClose={onClose} title={title} closeButtonProps={{ 'aria-label': 'Close' }}>
-      {shown && <ShownSecret secret={secret} label={label} onClose={onClose} />}
+    <Modal opened={shown} onClose={onClose} title={title} size={size} closeButtonProps={{ 'aria-label': 'Close' }}>
+      {shown && <ShownSecret secret={secret} label={label} onClose={onClose} extra={extra} />}
     </Modal>
   );
 }
