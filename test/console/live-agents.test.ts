@@ -104,3 +104,30 @@ test('Add agents on a group issues a token and shows what to configure agents wi
     await agent.stop();
   }
 }, 60_000);
+
+test('the inventory: group, host, health and configuration columns, and a group chosen by name in the filters, kept in the URL', async () => {
+  const group = (await call('GET', '/api/groups?q=enrolling-live')).body.items[0];
+  await page.goto(`${CONSOLE_ORIGIN}/agents`);
+  const filters = page.getByRole('search', { name: 'Filter agents' });
+  await filters.getByRole('combobox', { name: 'Group' }).fill('enrolling');
+  await page.getByRole('option', { name: 'enrolling-live', exact: true }).click();
+  await filters.getByRole('button', { name: 'Apply filters' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/agents?groupId=${group.id}`);
+  await onPage(async () => expect(await tableRows(page, 'Agents')).toHaveLength(3));
+  const rows = await tableRows(page, 'Agents');
+  const members = (await call('GET', `/api/groups/${group.id}/members`)).body.items as Array<{
+    description: Record<string, string>;
+  }>;
+  expect(rows.map((row) => row[4]).sort()).toEqual(members.map((member) => member.description['host.name']).sort());
+  for (const [, status, health, groupName] of rows) {
+    expect(groupName).toBe('enrolling-live');
+    expect(['online', 'offline']).toContain(status);
+    expect(['healthy', 'not reported']).toContain(health);
+  }
+  // Reloaded, the filter shows the group by name.
+  await page.reload();
+  await onPage(async () =>
+    expect(await filters.getByRole('combobox', { name: 'Group' }).inputValue()).toBe('enrolling-live'),
+  );
+  await expectAccessible(page, 'agents-inventory');
+}, 60_000);

@@ -6,8 +6,10 @@
  * page turn.
  */
 import { Button, Checkbox, Group, Select, TextInput, type ComboboxData } from '@mantine/core';
+import { useQuery } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { searchOf } from '../pages/agentFilters';
+import { SearchSelect, type Choice } from '../pages/groups/SearchSelect';
 
 export type FilterField = { name: string; label: string } & (
   | { kind: 'text'; placeholder?: string }
@@ -15,6 +17,11 @@ export type FilterField = { name: string; label: string } & (
   | { kind: 'choice'; choices: readonly string[] | readonly { value: string; label: string }[] }
   /** Checked: the parameter is `true`; unchecked: left out. */
   | { kind: 'check' }
+  /**
+   * An object chosen by name, searched on the server as it is typed (a group, a configuration):
+   * the parameter is its id; `nameOf` reads the name of one the URL names.
+   */
+  | { kind: 'search'; search: (q: string | undefined) => Promise<Choice[]>; nameOf: (id: string) => Promise<string> }
 );
 
 interface FilterFormProps {
@@ -71,6 +78,15 @@ function Fields({ label, fields, values, apply }: FilterFormProps) {
                   onChange={(chosen) => set(field.name, chosen ?? '')}
                 />
               );
+            case 'search':
+              return (
+                <SearchFilter
+                  key={field.name}
+                  field={field}
+                  value={value}
+                  onChange={(chosen) => set(field.name, chosen)}
+                />
+              );
             case 'check':
               return (
                 <Checkbox
@@ -86,5 +102,38 @@ function Fields({ label, fields, values, apply }: FilterFormProps) {
         <Button type="submit">Apply filters</Button>
       </Group>
     </form>
+  );
+}
+
+/** A `search` field: the chosen object by name (read by id when it came from the URL). */
+function SearchFilter({
+  field,
+  value,
+  onChange,
+}: {
+  field: Extract<FilterField, { kind: 'search' }>;
+  value: string;
+  onChange: (id: string) => void;
+}) {
+  const [picked, setPicked] = useState<Choice | null>(null);
+  const named = useQuery({
+    queryKey: ['filter-name', field.name, value],
+    enabled: value !== '' && picked?.value !== value,
+    staleTime: Infinity,
+    queryFn: () => field.nameOf(value),
+  });
+  const chosen = value === '' ? null : picked?.value === value ? picked : { value, label: named.data ?? value };
+  return (
+    <SearchSelect
+      label={field.label}
+      placeholder="Any"
+      queryKey={['filter-search', field.name]}
+      search={field.search}
+      chosen={chosen}
+      onChoose={(choice) => {
+        setPicked(choice);
+        onChange(choice?.value ?? '');
+      }}
+    />
   );
 }

@@ -1,5 +1,5 @@
 /** The agents of the tenant: filters and the API's cursor pages, all in the URL. */
-import { Anchor, Badge, Skeleton, Table } from '@mantine/core';
+import { Anchor, Badge, Skeleton, Stack, Table, Text } from '@mantine/core';
 import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../api/client';
@@ -8,8 +8,11 @@ import { CursorPager } from '../components/CursorPager';
 import { EmptyRow } from '../components/EmptyRow';
 import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
-import { AGENT_STATUSES, filtersFrom, PAGE_SIZE, type AgentFilters } from './agentFilters';
+import { AGENT_STATUSES, agentQuery, filtersFrom, PAGE_SIZE, type AgentFilters } from './agentFilters';
 import { FilterForm, type FilterField } from '../components/FilterForm';
+import { ConfigurationLink } from './configurations/shared';
+import { GroupLink } from './groups/shared';
+import { searchConfigurations, searchGroups } from './groups/SearchSelect';
 
 // Filled badges in dark shades: white text on them keeps 4.5:1 contrast on any row.
 const STATUS_COLORS: Record<string, string> = { online: 'teal.9', offline: 'gray.8', revoked: 'red.9' };
@@ -30,7 +33,7 @@ function useAgents(filters: AgentFilters) {
   useLiveRefresh(AGENT_EVENTS, [['agents', filters]]);
   return useQuery({
     queryKey: ['agents', filters],
-    queryFn: () => ok(api.GET('/api/agents', { params: { query: { ...filters, limit: PAGE_SIZE } } })),
+    queryFn: () => ok(api.GET('/api/agents', { params: { query: { ...agentQuery(filters), limit: PAGE_SIZE } } })),
     placeholderData: keepPreviousData,
   });
 }
@@ -42,9 +45,67 @@ export const AGENT_FILTERS: FilterField[] = [
   { name: 'label', label: 'Label', kind: 'text', placeholder: 'key:value' },
 ];
 
+const nameOfGroup = async (id: string) => (await ok(api.GET('/api/groups/{id}', { params: { path: { id } } }))).name;
+const nameOfConfiguration = async (id: string) =>
+  (await ok(api.GET('/api/configurations/{id}', { params: { path: { id } } }))).name;
+
+/** This installation's inventory adds what only its own objects mean: a group, a desired configuration and version. */
+const INVENTORY_FILTERS: FilterField[] = [
+  ...AGENT_FILTERS,
+  { name: 'groupId', label: 'Group', kind: 'search', search: searchGroups, nameOf: nameOfGroup },
+  {
+    name: 'configurationId',
+    label: 'Desired configuration',
+    kind: 'search',
+    search: searchConfigurations,
+    nameOf: nameOfConfiguration,
+  },
+  { name: 'version', label: 'Version', kind: 'text', placeholder: 'with a configuration' },
+];
+
+/** Healthy, unhealthy (with the component's error), or not reported. */
+function HealthCell({ health }: { health: Schemas['Agent']['health'] }) {
+  if (!health) return <Text size="sm">not reported</Text>;
+  if (health.healthy === true) return <Text size="sm">healthy</Text>;
+  const error = typeof health.lastError === 'string' ? health.lastError : '';
+  return (
+    <Badge variant="filled" color="red.9" title={error}>
+      unhealthy
+    </Badge>
+  );
+}
+
+/** What it should run against what it runs: the same version once applied, else both. */
+function ConfigurationCell({ agent }: { agent: Schemas['Agent'] }) {
+  const { desired, applied } = agent;
+  if (!desired) return <Text size="sm">none</Text>;
+  const behind = applied?.hash !== desired.hash || applied?.status !== 'APPLIED';
+  return (
+    <Stack gap={0}>
+      <ConfigurationLink id={desired.configurationId} version={desired.version ?? 0} />
+      {behind && (
+        <Text size="xs">
+          runs {applied?.version ? `v${applied.version}` : 'nothing of it'}
+          {applied?.status && applied.status !== 'APPLIED' ? ` (${applied.status.toLowerCase()})` : ''}
+        </Text>
+      )}
+    </Stack>
+  );
+}
+
+const COLUMNS = [
+  'Name',
+  'Status',
+  'Health',
+  'Group',
+  'Host',
+  'Configuration (desired, and what runs when behind)',
+  'Last seen',
+];
+
 function AgentRows({ agents }: { agents: Schemas['Agent'][] }) {
   if (agents.length === 0) {
-    return <EmptyRow columns={4}>No agent matches these filters.</EmptyRow>;
+    return <EmptyRow columns={COLUMNS.length}>No agent matches these filters.</EmptyRow>;
   }
   return agents.map((agent) => (
     <Table.Tr key={agent.id}>
@@ -56,8 +117,17 @@ function AgentRows({ agents }: { agents: Schemas['Agent'][] }) {
       <Table.Td>
         <StatusBadge status={agent.status} />
       </Table.Td>
+      <Table.Td>
+        <HealthCell health={agent.health} />
+      </Table.Td>
+      <Table.Td>
+        <GroupLink id={agent.groupId} />
+      </Table.Td>
+      <Table.Td>{typeof agent.description['host.name'] === 'string' ? agent.description['host.name'] : ''}</Table.Td>
+      <Table.Td>
+        <ConfigurationCell agent={agent} />
+      </Table.Td>
       <Table.Td>{agent.lastSeenAt ? new Date(agent.lastSeenAt).toLocaleString() : 'never'}</Table.Td>
-      <Table.Td>{agent.desired ? `v${agent.desired.version ?? '?'}` : 'none'}</Table.Td>
     </Table.Tr>
   ));
 }
@@ -69,16 +139,17 @@ export function AgentsPage() {
   return (
     <>
       <PageTitle>Agents</PageTitle>
-      <FilterForm label="Filter agents" fields={AGENT_FILTERS} values={filters} apply={setParams} />
+      <FilterForm label="Filter agents" fields={INVENTORY_FILTERS} values={filters} apply={setParams} />
       {agents.isError && <ProblemAlert error={agents.error} mb="md" />}
       <Skeleton visible={agents.isPending}>
         <Table striped highlightOnHover aria-label="Agents" data-testid="agents-table">
           <Table.Thead>
             <Table.Tr>
-              <Table.Th scope="col">Name</Table.Th>
-              <Table.Th scope="col">Status</Table.Th>
-              <Table.Th scope="col">Last seen</Table.Th>
-              <Table.Th scope="col">Desired</Table.Th>
+              {COLUMNS.map((column) => (
+                <Table.Th key={column} scope="col">
+                  {column}
+                </Table.Th>
+              ))}
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>

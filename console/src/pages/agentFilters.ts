@@ -23,6 +23,10 @@ export interface AgentFilters {
   q?: string;
   /** `key:value`, the API's label filter. */
   label?: string;
+  groupId?: string;
+  /** The desired configuration, and (with it) its version. */
+  configurationId?: string;
+  version?: string;
   cursor?: string;
 }
 
@@ -36,6 +40,9 @@ export function filtersFrom(params: URLSearchParams): AgentFilters {
     status: isStatus(status) ? status : undefined,
     q: params.get('q') || undefined,
     label: params.get('label') || undefined,
+    groupId: params.get('groupId') || undefined,
+    configurationId: params.get('configurationId') || undefined,
+    version: (params.get('configurationId') && params.get('version')) || undefined,
     cursor: params.get('cursor') || undefined,
   };
 }
@@ -45,4 +52,9 @@ export function searchOf(filters: object): URLSearchParams {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(filters)) if (value) params.set(name, String(value));
   return params;
+}
+
+/** The filters as `GET /api/agents` takes them (the version a number). */
+export function agentQuery({ version, ...filters }: AgentFilters) {
+  return { ...filters, ...(version !== undefined && { version: Number(version) }) };
 }

@@ -14,7 +14,7 @@ import { EmptyRow } from '../../components/EmptyRow';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { AGENT_FILTERS, StatusBadge } from '../Agents';
-import { filtersFrom } from '../agentFilters';
+import { agentQuery, filtersFrom } from '../agentFilters';
 import { FEDERATION_KEY, FederationNav, PAGE_SIZE, when } from './shared';
 import { FilterForm } from '../../components/FilterForm';
 
@@ -95,7 +95,8 @@ export function FederatedAgentsPage() {
   const filters = filtersFrom(params);
   const agents = useQuery({
     queryKey: [...FEDERATION_KEY, 'agents', filters],
-    queryFn: () => ok(api.GET('/api/federation/agents', { params: { query: { ...filters, limit: PAGE_SIZE } } })),
+    queryFn: () =>
+      ok(api.GET('/api/federation/agents', { params: { query: { ...agentQuery(filters), limit: PAGE_SIZE } } })),
     placeholderData: keepPreviousData,
   });
   return (
