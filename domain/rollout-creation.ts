@@ -103,7 +103,14 @@ export async function createRollout(trx: Knex.Transaction, request: RolloutReque
   if (request.judge) await judgeRollout(trx, row);
   const view = await rolloutView(trx, row);
   await emitEvents(trx, [
-    { tenantId, type: 'rollout.created', source: `/api/rollouts/${row.id}`, subject: row.id, data: { ...view } },
+    {
+      tenantId,
+      type: 'rollout.created',
+      source: `/api/rollouts/${row.id}`,
+      subject: row.id,
+      rollout: row.id,
+      data: { ...view },
+    },
   ]);
   return { row, configuration, view };
 }

@@ -87,7 +87,10 @@ test("a rollout's agents' events carry the rollout: the hub's subscribe { rollou
     expect(updates.map((event) => event.subject).sort()).toEqual(ids);
     expect(watcher.events.every((event) => event.rollout === id)).toBe(true);
     const polled = await env.t.call('GET', `/api/events?rollout=${id}&limit=100`, { token: env.operator });
-    expect(polled.body.items.map((event: { id: string }) => event.id)).toEqual(watcher.events.map((event) => event.id));
+    // Its creation too (before the watcher subscribed), then what the watcher saw.
+    const [creation, ...rest] = polled.body.items as Array<{ id: string; type: string; rollout: string }>;
+    expect(creation).toMatchObject({ type: 'rollout.created', rollout: id });
+    expect(rest.map((event) => event.id)).toEqual(watcher.events.map((event) => event.id));
     expect((await env.t.call('GET', '/api/events?rollout=nope', { token: env.operator })).status).toBe(400);
 
     // The watcher's line for an agent names the rollout, the batch, the direction and the state.

@@ -168,6 +168,20 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
       'Rollback1 of 1 restored, 0 failed, 0 skipped',
     ),
   );
+  // The timeline: what happened, by whom, and why, in order.
+  await onPage(async () => {
+    const what = (await tableRows(page, 'Timeline')).map((cells) => cells[1]);
+    expect(what).toEqual([
+      'created',
+      expect.stringMatching(/^started by /),
+      'batch 1 done: 1 succeeded, 0 failed, 0 deferred, 0 skipped of 3 so far',
+      expect.stringMatching(/^paused by /),
+      expect.stringMatching(/^resumed by /),
+      expect.stringMatching(/^rolling-back by /),
+      'rolled-back',
+    ]);
+  });
+  expect((await tableRows(page, 'Timeline'))[5]?.[2]).toBe(reason);
   expect(await page.getByRole('group', { name: 'Operations' }).count()).toBe(0);
 
   // The agent of batch 1 had v1 before and got it back; the others were never pushed.

@@ -17,6 +17,7 @@ import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { StateFilter } from '../../components/StateFilter';
 import { Facts, Section } from '../AgentDetail';
+import { Timeline, timelineKey } from './Timeline';
 import { ConfigurationLink } from '../configurations/shared';
 import { RolloutOperations } from './RolloutOperations';
 import { describeStrategy } from './StrategyFields';
@@ -175,10 +176,7 @@ export function RolloutDetailPage() {
   const session = useSession();
   const queryClient = useQueryClient();
   const found = useRollout(id);
-  const queries = [
-    ['rollouts', 'one', id],
-    ['rollouts', 'agents', id],
-  ];
+  const queries = [['rollouts', 'one', id], ['rollouts', 'agents', id], timelineKey(id)];
   useLiveRefresh(LIVE, queries, (event: CloudEvent) => event.subject === id || event.data.rolloutId === id);
   const refresh = () => void queryClient.invalidateQueries({ queryKey: ['rollouts'] });
   const rollout = found.data?.rollout;
@@ -197,6 +195,7 @@ export function RolloutDetailPage() {
           <Stack gap="md">
             <RolloutFacts rollout={rollout} />
             <Progress rollout={rollout} />
+            <Timeline id={rollout.id} />
           </Stack>
         )}
       </Skeleton>
