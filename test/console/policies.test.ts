@@ -385,4 +385,21 @@ test('a save refused with 412 is no dead end: the latest is loaded and the chang
     description: 'Written while someone else saved.',
     expression: theirs,
   });
+
+  // Its scope reads as groups by name, each a link to the group.
+  const group = await t.call('POST', '/api/groups', { token: apiToken, body: { name: 'scoped-by-name' } });
+  const scoped = await apiGet(`/api/policies/${policyId}`);
+  const put = await t.call('PUT', `/api/policies/${policyId}`, {
+    token: apiToken,
+    body: {
+      name: scoped.name,
+      description: scoped.description,
+      expression: scoped.expression,
+      scope: [group.body.id],
+      enabled: scoped.enabled,
+    },
+  });
+  expect(put.status).toBe(200);
+  await alice.goto(`${CONSOLE_ORIGIN}/policies/${policyId}`);
+  await alice.getByRole('region', { name: 'Policy' }).getByRole('link', { name: 'scoped-by-name' }).waitFor();
 }, 90_000);

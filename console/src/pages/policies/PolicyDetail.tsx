@@ -15,6 +15,7 @@ import { ConfirmButton } from '../../components/ConfirmButton';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { Facts, Section } from '../AgentDetail';
+import { GroupLink } from '../groups/shared';
 import { LazyCodeEditor } from '../configurations/LazyCodeEditor';
 import { POLICIES_KEY, POLICY_EVENTS, PolicyBadges, usePolicy, useRefreshPolicies, when, type Policy } from './shared';
 
@@ -25,7 +26,18 @@ function PolicyFacts({ policy }: { policy: Policy }) {
         rows={[
           ['State', <PolicyBadges key="state" policy={policy} />],
           ['Description', policy.description || 'none'],
-          ['Scope', policy.scope.length > 0 ? policy.scope.join(', ') : 'every group'],
+          [
+            'Scope',
+            policy.scope.length > 0 ? (
+              <Group key="scope" gap="xs">
+                {policy.scope.map((id) => (
+                  <GroupLink key={id} id={id} />
+                ))}
+              </Group>
+            ) : (
+              'every group'
+            ),
+          ],
           ['Written by', `${policy.author}, ${when(policy.createdAt)}`],
           ['Approved by', policy.approver ? `${policy.approver}, ${when(policy.approvedAt)}` : 'not yet'],
           ['Last change', when(policy.updatedAt)],
