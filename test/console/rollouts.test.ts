@@ -46,21 +46,29 @@ async function progress(name: string): Promise<string[] | undefined> {
 
 const shownState = () => page.getByRole('region', { name: 'Rollout' }).getByTestId('rollout-state').textContent();
 
+/** A rollout written to the database as if it had run long ago and been aborted (no agent of it pushed). */
+async function insertAbortedRollout(
+  name: string,
+  version: Pick<PublishedVersion, 'configurationId' | 'version' | 'contentHash'>,
+) {
+  const row = await insertRollout(env.t.database.db, {
+    tenant_id: 'default',
+    name,
+    description: null,
+    configuration_id: version.configurationId,
+    version: version.version,
+    content_hash: version.contentHash,
+    target: { groupIds: [groupId], agentIds: [], labelSelector: null },
+    strategy: { batchSize: 1, bakeSeconds: 0, applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' },
+    created_by: 'history',
+  });
+  await env.t.database.db('rollouts').where({ id: row.id }).update({ state: 'aborted' });
+  return row.id;
+}
+
 async function seedPastRollouts(version: PublishedVersion): Promise<void> {
   for (let i = 0; i < PAST_ROLLOUTS; i++) {
-    const row = await insertRollout(env.t.database.db, {
-      tenant_id: 'default',
-      name: `past-${String(i).padStart(2, '0')}`,
-      description: null,
-      configuration_id: version.configurationId,
-      version: version.version,
-      content_hash: version.contentHash,
-      target: { groupIds: [groupId], agentIds: [], labelSelector: null },
-      strategy: { batchSize: 1, bakeSeconds: 0, applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' },
-      created_by: 'history',
-    });
-    await env.t.database.db('rollouts').where({ id: row.id }).update({ state: 'aborted' });
-    pastRolloutId = row.id;
+    pastRolloutId = await insertAbortedRollout(`past-${String(i).padStart(2, '0')}`, version);
   }
 }
 
@@ -324,20 +332,8 @@ test('the form finds a configuration by name however many others there are; a ve
 
 test('a rollback that restored nobody says so', async () => {
   // An aborted rollout that never pushed to anyone: rolling it back restores nothing.
-  const past = (await call('GET', `/api/rollouts/${pastRolloutId}`)).body;
-  const row = await insertRollout(env.t.database.db, {
-    tenant_id: 'default',
-    name: 'never-pushed',
-    description: null,
-    configuration_id: past.configurationId,
-    version: past.version,
-    content_hash: past.contentHash,
-    target: { groupIds: [groupId], agentIds: [], labelSelector: null },
-    strategy: { batchSize: 1, bakeSeconds: 0, applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' },
-    created_by: 'history',
-  });
-  await env.t.database.db('rollouts').where({ id: row.id }).update({ state: 'aborted' });
-  await page.goto(`${CONSOLE_ORIGIN}/rollouts/${row.id}`);
+  const id = await insertAbortedRollout('never-pushed', (await call('GET', `/api/rollouts/${pastRolloutId}`)).body);
+  await page.goto(`${CONSOLE_ORIGIN}/rollouts/${id}`);
   await page.getByRole('heading', { name: 'never-pushed' }).waitFor();
   await confirmOperation(page, 'Roll back');
   await onPage(async () => expect(await shownState()).toBe('rolled-back'));
