@@ -161,10 +161,19 @@ test('a stale edit is 412 and a delete with members 409, in their dialogs; empty
   await onPage(async () => expect(await fact(page, 'Group', 'Description')).toBe('Theirs'));
   // …but the form was filled before it: saving it would lose their change.
   await edit.getByRole('button', { name: 'Save' }).click();
-  await edit.getByRole('alert').waitFor();
-  expect(await edit.getByRole('alert').textContent()).toContain('Precondition failed');
+  const problem = edit.getByRole('alert').filter({ hasText: 'Precondition failed' });
+  await problem.waitFor();
   expect((await apiGet(`/api/groups/${groupId}`)).description).toBe('Theirs');
-  await edit.getByRole('button', { name: 'Cancel' }).click();
+  // No dead end: the latest group with this form's change on top, saying what changed meanwhile.
+  await edit.getByText('Someone saved this group after you opened it').waitFor();
+  await expectAccessible(page, 'group-edit-stale');
+  await edit.getByRole('button', { name: 'Load the latest and re-apply my changes' }).click();
+  await edit.getByText('Changed meanwhile: description. You changed description too: yours is kept.').waitFor();
+  expect(await edit.getByLabel('Description').inputValue()).toBe('Mine');
+  await edit.getByRole('button', { name: 'Save' }).click();
+  await onPage(async () => expect(await fact(page, 'Group', 'Description')).toBe('Mine'));
+  expect(await edit.count()).toBe(0);
+  expect((await apiGet(`/api/groups/${groupId}`)).description).toBe('Mine');
 
   await page.getByRole('button', { name: 'Delete' }).click();
   const remove = page.getByRole('dialog', { name: 'Delete' });

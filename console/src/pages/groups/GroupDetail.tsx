@@ -65,6 +65,13 @@ function EditGroup(shown: Shown) {
             }),
           )
         }
+        // A save refused with 412: the group as it is now, whose ETag the next save sends.
+        reload={async () => {
+          const call = api.GET('/api/groups/{id}', { params: { path: { id: shown.group.id } } });
+          const group = await ok(call);
+          setFilledFrom({ group, etag: (await call).response.headers.get('ETag') });
+          return group;
+        }}
         onSaved={() => {
           close();
           refresh();

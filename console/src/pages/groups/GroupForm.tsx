@@ -8,6 +8,8 @@ import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import type { Schemas } from '../../api/client';
 import { FormFooter } from '../../components/FormFooter';
+import { ProblemAlert } from '../../components/ProblemAlert';
+import { isStale, reapply, StaleEdit, type Reapplied } from '../../components/StaleEdit';
 import { labelPairs, type GroupBody } from './shared';
 
 export type GroupWrite = Schemas['GroupWrite'];
@@ -31,26 +33,48 @@ interface GroupFormProps {
   save: (body: GroupWrite) => Promise<GroupBody>;
   onSaved: (saved: GroupBody) => void;
   onCancel: () => void;
+  /** Editing: the group as it is now, for a save refused with 412 (the caller then saves with its ETag). */
+  reload?: () => Promise<GroupWrite>;
 }
 
+/** What the form holds, as the group's fields (labels as typed; unparsable lines kept as they are). */
+type Typed = { name: string; description: string; labels: string };
+const typedOf = (group: GroupWrite | undefined): Typed => ({
+  name: group?.name ?? '',
+  description: group?.description ?? '',
+  labels: labelPairs(group?.labels ?? {}).join('\n'),
+});
+
 /** The form itself: drawn afresh each time its dialog opens, from the group as shown then. */
-function GroupFields({ title, initial, save, onSaved, onCancel }: GroupFormProps) {
-  const [name, setName] = useState(initial?.name ?? '');
-  const [description, setDescription] = useState(initial?.description ?? '');
-  const [labels, setLabels] = useState(labelPairs(initial?.labels ?? {}).join('\n'));
+function GroupFields({ title, initial, save, onSaved, onCancel, reload }: GroupFormProps) {
+  const [typed, setTyped] = useState<Typed>(() => typedOf(initial));
+  const [base, setBase] = useState<Typed>(() => typedOf(initial));
+  const [reapplied, setReapplied] = useState<Reapplied<Typed> | null>(null);
+  const { name, description, labels } = typed;
+  const set = (change: Partial<Typed>) => setTyped((current) => ({ ...current, ...change }));
   const parsed = labelsFrom(labels);
   const mutation = useMutation({ mutationFn: save, onSuccess: onSaved });
+  const latest = useMutation({
+    mutationFn: () => reload!(),
+    onSuccess: (now) => {
+      const result = reapply(base, typed, typedOf(now));
+      setTyped(result.merged);
+      setBase(typedOf(now));
+      setReapplied(result);
+      mutation.reset();
+    },
+  });
   const submit = (event: FormEvent) => {
     event.preventDefault();
     if ('labels' in parsed) mutation.mutate({ name, description, labels: parsed.labels });
   };
   return (
     <form onSubmit={submit} aria-label={title}>
-      <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} mb="sm" />
+      <TextInput label="Name" required value={name} onChange={(e) => set({ name: e.currentTarget.value })} mb="sm" />
       <Textarea
         label="Description"
         value={description}
-        onChange={(e) => setDescription(e.currentTarget.value)}
+        onChange={(e) => set({ description: e.currentTarget.value })}
         mb="sm"
       />
       <Textarea
@@ -60,9 +84,19 @@ function GroupFields({ title, initial, save, onSaved, onCancel }: GroupFormProps
         minRows={2}
         value={labels}
         error={'error' in parsed ? parsed.error : undefined}
-        onChange={(e) => setLabels(e.currentTarget.value)}
+        onChange={(e) => set({ labels: e.currentTarget.value })}
         mb="md"
       />
+      {reload && (
+        <StaleEdit
+          what="this group"
+          stale={isStale(mutation.error)}
+          pending={latest.isPending}
+          onReload={() => latest.mutate()}
+          reapplied={reapplied}
+        />
+      )}
+      {latest.error && <ProblemAlert error={latest.error} />}
       <FormFooter write={mutation} submitLabel="Save" onCancel={onCancel} />
     </form>
   );

@@ -25,6 +25,7 @@ import { api, ApiProblem, ifMatch, ok } from '../../api/client';
 import { may, useSession } from '../../api/session';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
+import { isStale, reapply, StaleEdit, type Reapplied } from '../../components/StaleEdit';
 import { GroupsField } from '../groups/SearchSelect';
 import { LazyCodeEditor } from '../configurations/LazyCodeEditor';
 import { expressionOffsetIn, positionAt } from './offset';
@@ -53,34 +54,6 @@ function cursorFor(error: Error | null, expression: string | undefined) {
   return offset === undefined ? undefined : positionAt(expression, offset);
 }
 
-const FIELD_NAMES: Record<keyof PolicyWrite, string> = {
-  name: 'name',
-  description: 'description',
-  expression: 'expression',
-  scope: 'scope',
-  enabled: 'enabled',
-};
-
-const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-
-/**
- * Someone saved the policy after this form read it (the save was 412): their version with
- * this form's own changes on top. `base` is what the form was read from, `mine` what it holds
- * now, `latest` the policy as it is; a field both changed keeps this form's value.
- */
-function reapply(base: PolicyWrite, mine: PolicyWrite, latest: PolicyWrite) {
-  const keys = Object.keys(FIELD_NAMES) as Array<keyof PolicyWrite>;
-  const changedHere = keys.filter((key) => !same(mine[key], base[key]));
-  const changedThere = keys.filter((key) => !same(latest[key], base[key]));
-  const merged = { ...latest };
-  for (const key of changedHere) (merged as Record<string, unknown>)[key] = mine[key];
-  return {
-    merged,
-    changedThere: changedThere.map((key) => FIELD_NAMES[key]),
-    both: changedThere.filter((key) => changedHere.includes(key)).map((key) => FIELD_NAMES[key]),
-  };
-}
-
 function PolicyForm({ policy, etag: readWith }: { policy?: Policy; etag: string | null }) {
   const navigate = useNavigate();
   const refresh = useRefreshPolicies();
@@ -93,7 +66,7 @@ function PolicyForm({ policy, etag: readWith }: { policy?: Policy; etag: string 
   const etag = base.etag;
   /** The editor starts from `initial`: a re-applied expression starts a new one. */
   const [editor, setEditor] = useState({ key: 0, initial: initial.expression });
-  const [reapplied, setReapplied] = useState<ReturnType<typeof reapply> | null>(null);
+  const [reapplied, setReapplied] = useState<Reapplied<PolicyWrite> | null>(null);
   const check = useMutation({
     mutationFn: (sent: string) => ok(api.POST('/api/policies/check', { body: { expression: sent } })),
   });
@@ -114,7 +87,7 @@ function PolicyForm({ policy, etag: readWith }: { policy?: Policy; etag: string 
     mutation.mutate(expression.current);
   };
   const failed = save.error ?? check.error;
-  const stale = save.error instanceof ApiProblem && save.error.status === 412;
+  const stale = isStale(save.error);
   const latest = useMutation({
     mutationFn: async () => {
       const call = api.GET('/api/policies/{id}', { params: { path: { id: policy!.id } } });
@@ -169,28 +142,14 @@ function PolicyForm({ policy, etag: readWith }: { policy?: Policy; etag: string 
           />
         </div>
         {failed && <ProblemAlert error={failed} />}
-        {stale && policy && (
-          <Alert color="orange.9" variant="filled" title="Someone saved this policy after you opened it" role="alert">
-            <Stack gap="xs" align="flex-start">
-              <Text size="sm">
-                Nothing was lost: load what they saved and put your changes on top, then save again.
-              </Text>
-              <Button variant="white" color="dark" loading={latest.isPending} onClick={() => latest.mutate()}>
-                Load the latest and re-apply my changes
-              </Button>
-            </Stack>
-          </Alert>
-        )}
+        <StaleEdit
+          what="this policy"
+          stale={stale && policy !== undefined}
+          pending={latest.isPending}
+          onReload={() => latest.mutate()}
+          reapplied={reapplied}
+        />
         {latest.error && <ProblemAlert error={latest.error} />}
-        {reapplied && (
-          <Alert color="blue.9" variant="filled" title="Your changes are on the latest version" role="status">
-            {reapplied.changedThere.length === 0
-              ? 'Nothing you see here was changed meanwhile.'
-              : `Changed meanwhile: ${reapplied.changedThere.join(', ')}.`}
-            {reapplied.both.length > 0 && ` You changed ${reapplied.both.join(', ')} too: yours is kept.`} Save to write
-            it.
-          </Alert>
-        )}
         {check.isSuccess && (
           <Alert color="teal.9" variant="filled" title="The expression type-checks" role="status">
             It is a bool over agent, configuration, version and rollout.
