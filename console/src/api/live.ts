@@ -98,22 +98,29 @@ export function useLiveRefresh(
   patterns: readonly string[],
   queryKeys: readonly QueryKey[],
   concerns: (event: CloudEvent) => boolean = () => true,
+  /**
+   * On the same subscription: `onEvent` gets each event that concerns the page as it comes
+   * (a page that shows events themselves), and `gapKeys` are read again only after a gap.
+   */
+  also: { onEvent?: (event: CloudEvent) => void; gapKeys?: readonly QueryKey[] } = {},
 ): void {
   const queryClient = useQueryClient();
   const pending = useRef<number | undefined>(undefined);
   useEffect(() => () => window.clearTimeout(pending.current), []);
-  const refetchAll = () => {
-    for (const queryKey of queryKeys) void refetchAfterEvent(queryClient, queryKey);
+  const refetch = (keys: readonly QueryKey[]) => {
+    for (const queryKey of keys) void refetchAfterEvent(queryClient, queryKey);
   };
   useLiveEvents(
     patterns,
     (event) => {
-      if (pending.current !== undefined || !concerns(event)) return;
+      if (!concerns(event)) return;
+      also.onEvent?.(event);
+      if (pending.current !== undefined) return;
       pending.current = window.setTimeout(() => {
         pending.current = undefined;
-        refetchAll();
+        refetch(queryKeys);
       }, REFRESH_EVERY_MS);
     },
-    refetchAll,
+    () => refetch([...queryKeys, ...(also.gapKeys ?? [])]),
   );
 }

@@ -4,9 +4,9 @@
  * live-updates hub announces events; the latest events come from the hub itself.
  */
 import { Card, SimpleGrid, Skeleton, Table, Text, Title } from '@mantine/core';
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient, type QueryClient } from '@tanstack/react-query';
 import { api, ok, type Schemas } from '../api/client';
-import { useLiveEvents, useLiveRefresh, type CloudEvent } from '../api/live';
+import { useLiveRefresh, type CloudEvent } from '../api/live';
 import { EmptyRow } from '../components/EmptyRow';
 import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
@@ -44,26 +44,22 @@ function useActiveRollouts() {
 }
 
 /**
- * The newest events: one page read newest first, then kept live from the hub (each event it
- * announces is put on top), never a walk through the whole log. A gap in the hub's stream
- * (a reconnect it could not replay) reads the page again.
+ * The newest events: one page read newest first, then kept live from the hub (the page's one
+ * subscription puts each event it announces on top: `putOnTop`), never a walk through the
+ * whole log. A gap in the hub's stream (a reconnect it could not replay) reads the page again.
  */
 function useLatestEvents() {
-  const queryClient = useQueryClient();
-  const events = useQuery({
+  return useQuery({
     queryKey: LATEST_KEY,
     queryFn: async () =>
       (await ok(api.GET('/api/events', { params: { query: { order: 'newest', limit: LATEST_EVENTS } } }))).items,
   });
-  useLiveEvents(
-    LIVE,
-    (event) =>
-      queryClient.setQueryData<CloudEvent[]>(LATEST_KEY, (shown) =>
-        shown && !shown.some((one) => one.id === event.id) ? [event, ...shown].slice(0, LATEST_EVENTS) : shown,
-      ),
-    () => void queryClient.invalidateQueries({ queryKey: LATEST_KEY }),
+}
+
+function putOnTop(queryClient: QueryClient, event: CloudEvent): void {
+  queryClient.setQueryData<CloudEvent[]>(LATEST_KEY, (shown) =>
+    shown && !shown.some((one) => one.id === event.id) ? [event, ...shown].slice(0, LATEST_EVENTS) : shown,
   );
-  return events;
 }
 
 function AgentCount({ status, label }: { status: AgentStatus; label: string }) {
@@ -140,7 +136,11 @@ const OVERVIEW_QUERIES = [
 ];
 
 export function OverviewPage() {
-  useLiveRefresh(LIVE, OVERVIEW_QUERIES);
+  const queryClient = useQueryClient();
+  useLiveRefresh(LIVE, OVERVIEW_QUERIES, undefined, {
+    onEvent: (event) => putOnTop(queryClient, event),
+    gapKeys: [LATEST_KEY],
+  });
   return (
     <>
       <PageTitle>Overview</PageTitle>
