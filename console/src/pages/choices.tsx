@@ -7,6 +7,7 @@ import { Select } from '@mantine/core';
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { api, ok } from '../api/client';
+import { useConfiguration } from './configurations/shared';
 import { FEDERATION_KEY } from './federation/shared';
 import { searchConfigurations, SearchSelect, type Choice } from './groups/SearchSelect';
 
@@ -51,11 +52,9 @@ export function useVersionChoice(initial?: { configurationId: string; version: s
   const [version, setVersion] = useState<string | null>(initial?.version ?? null);
   const configurationId = configuration?.value ?? null;
   // A preselected configuration is chosen once its name is read (the field shows names).
-  const named = useQuery({
-    queryKey: ['configurations', 'name', initial?.configurationId],
+  const named = useConfiguration(initial?.configurationId ?? '', {
     enabled: initial !== undefined,
     staleTime: Infinity,
-    queryFn: () => ok(api.GET('/api/configurations/{id}', { params: { path: { id: initial!.configurationId } } })),
   });
   const preselected = useRef(false);
   useEffect(() => {

@@ -15,11 +15,15 @@ export const CONFIGURATIONS_KEY = ['configurations'];
 /** The events that change what the configuration pages show. */
 export const CONFIGURATION_EVENTS = ['configuration.*'];
 
-export function useConfiguration(id: string, { staleTime = 0 }: { staleTime?: number } = {}) {
+export function useConfiguration(
+  id: string,
+  { staleTime = 0, enabled = true }: { staleTime?: number; enabled?: boolean } = {},
+) {
   return useQuery({
     queryKey: [...CONFIGURATIONS_KEY, 'one', id],
     queryFn: () => ok(api.GET('/api/configurations/{id}', { params: { path: { id } } })),
     staleTime,
+    enabled,
   });
 }
 

@@ -8,6 +8,7 @@ import { useDebouncedValue } from '@mantine/hooks';
 import { keepPreviousData, useQueries, useQuery, type QueryKey } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, ok } from '../../api/client';
+import { groupQuery } from './shared';
 
 export interface Choice {
   value: string;
@@ -123,14 +124,9 @@ export function GroupsField({
 }) {
   const [named, setNamed] = useState<Map<string, string>>(new Map());
   const unnamed = value.filter((id) => !named.has(id));
-  const looked = useQueries({
-    queries: unnamed.map((id) => ({
-      queryKey: ['groups', 'name', id],
-      queryFn: async () => (await api.GET('/api/groups/{id}', { params: { path: { id } } })).data?.name ?? null,
-      staleTime: Infinity,
-    })),
-  });
-  const nameOf = (id: string) => named.get(id) ?? looked[unnamed.indexOf(id)]?.data ?? id;
+  // The groups' own reads (the pages' `useGroup`): one cache for a group, whoever shows it.
+  const looked = useQueries({ queries: unnamed.map(groupQuery) });
+  const nameOf = (id: string) => named.get(id) ?? looked[unnamed.indexOf(id)]?.data?.group.name ?? id;
   return (
     <SearchMultiSelect
       label={label}

@@ -13,15 +13,19 @@ export const GROUPS_KEY = ['groups'];
 export const GROUP_EVENTS = ['group.*', 'agent.moved'];
 
 /** The group with its ETag, which every write sends back as If-Match. */
-export function useGroup(id: string) {
-  return useQuery({
+export function groupQuery(id: string) {
+  return {
     queryKey: [...GROUPS_KEY, 'one', id],
     queryFn: async () => {
       const call = api.GET('/api/groups/{id}', { params: { path: { id } } });
       const group = await ok(call);
       return { group, etag: (await call).response.headers.get('ETag') };
     },
-  });
+  };
+}
+
+export function useGroup(id: string) {
+  return useQuery(groupQuery(id));
 }
 
 export function useRefreshGroups(): () => void {
