@@ -5,7 +5,13 @@
 import { heartbeat, sleep } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import { lockAgentRows } from '../db/repos/agents';
-import { claimRollback, failRollbackAgents, rollbackWaiting, settleRollback } from '../db/repos/rollout-agents';
+import {
+  claimRollback,
+  countRollbackWaiting,
+  failRollbackAgents,
+  rollbackWaiting,
+  settleRollback,
+} from '../db/repos/rollout-agents';
 import { pushConfiguration, PushError } from '../domain/pushes';
 import { whileHeartbeating } from './keep-alive';
 import type { PreviousVersion } from '../db/repos/agent-history';
@@ -42,12 +48,16 @@ export function createRolloutRollbackActivities(db: Knex) {
           for (const group of groups) {
             const version = { configurationId: group.configurationId, version: group.version, hash: null };
             try {
-              const result = await pushConfiguration(trx, {
-                tenantId: rollout.tenant_id,
-                agentIds: group.agentIds,
-                configurationId: group.configurationId,
-                version: group.version,
-              });
+              const result = await pushConfiguration(
+                trx,
+                {
+                  tenantId: rollout.tenant_id,
+                  agentIds: group.agentIds,
+                  configurationId: group.configurationId,
+                  version: group.version,
+                },
+                { rowsLocked: true },
+              );
               pushed += result.agentIds.length;
               const pushedVersion = { ...version, hash: result.hash };
               await recordPushes(trx, rollout, result.agentIds, { kind: 'rollback-pushed', version: pushedVersion });
@@ -77,14 +87,18 @@ export function createRolloutRollbackActivities(db: Knex) {
             await recordResults(trx, rollout, settled, { rollback: true });
           }),
         );
-        const waiting = await rollbackWaiting(db, rollout.id);
-        if (waiting.length === 0) return { waitingAfterTimeout: 0 };
+        const waiting = await countRollbackWaiting(db, rollout.id);
+        if (waiting === 0) return { waitingAfterTimeout: 0 };
         if (Date.now() - started >= timeoutMs) {
           const error = `no report within ${rollout.strategy.applyTimeoutSeconds} s`;
-          await db.transaction((trx) => failRollback(trx, rollout, waiting, error));
-          return { waitingAfterTimeout: waiting.length };
+          const silent = await db.transaction(async (trx) => {
+            const agentIds = await rollbackWaiting(trx, rollout.id);
+            await failRollback(trx, rollout, agentIds, error);
+            return agentIds.length;
+          });
+          return { waitingAfterTimeout: silent };
         }
-        heartbeat(waiting.length);
+        heartbeat(waiting);
         await sleep(POLL_MS);
       }
     },

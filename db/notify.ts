@@ -9,6 +9,15 @@ export async function notify(db: Db, channel: string, payload: string): Promise<
   await db.raw('SELECT pg_notify(?, ?)', [channel, payload]);
 }
 
+/** One notification per payload, all in one statement (a push to 100,000 agents sends 500). */
+export async function notifyEach(db: Db, channel: string, payloads: readonly string[]): Promise<void> {
+  if (payloads.length === 0) return;
+  await db.raw('SELECT count(*) FROM (SELECT pg_notify(?, payload) FROM unnest(?::text[]) AS payload) sent', [
+    channel,
+    payloads as string[],
+  ]);
+}
+
 /**
  * Cuts agents off on every api replica: each agent listener LISTENs here and closes the
  * live sessions the payload names.
@@ -32,7 +41,8 @@ export async function notifyAgentCutoff(db: Db, cutoff: AgentCutoff): Promise<vo
 export const AGENT_HANDOVER_CHANNEL = 'agent_handover';
 
 export async function notifyAgentHandover(db: Db, agentIds: readonly string[]): Promise<void> {
-  for (let i = 0; i < agentIds.length; i += 100) {
-    await notify(db, AGENT_HANDOVER_CHANNEL, JSON.stringify({ agentIds: agentIds.slice(i, i + 100) }));
-  }
+  const payloads: string[] = [];
+  for (let i = 0; i < agentIds.length; i += 100)
+    payloads.push(JSON.stringify({ agentIds: agentIds.slice(i, i + 100) }));
+  await notifyEach(db, AGENT_HANDOVER_CHANNEL, payloads);
 }

@@ -8,7 +8,7 @@
  * notifying commit takes a cluster-wide lock, too dear for 10,000 reports a second).
  */
 import type { Db } from '../db/connection';
-import { notify } from '../db/notify';
+import { notifyEach } from '../db/notify';
 import { findApplied, lockAgentRows, setDesiredConfiguration } from '../db/repos/agents';
 import { findConfiguration } from '../db/repos/configurations';
 import { findVersionWithContent } from '../db/repos/configuration-versions';
@@ -41,10 +41,13 @@ export interface PushResult {
 /**
  * Sets `version` of `configurationId` as the desired configuration of the tenant's agents
  * and tells every replica. Run it in a transaction: the notifications go out at commit.
+ * `rowsLocked`: the caller already holds the agents' rows (lockAgentRows), as a caller
+ * pushing several versions at once must, to lock them all in one order.
  */
 export async function pushConfiguration(
   db: Db,
   push: { tenantId: string; agentIds: readonly string[]; configurationId: string; version: number },
+  options: { rowsLocked?: boolean } = {},
 ): Promise<PushResult> {
   const configuration = await findConfiguration(db, push.tenantId, push.configurationId);
   const version = configuration && (await findVersionWithContent(db, push.configurationId, push.version));
@@ -56,15 +59,16 @@ export async function pushConfiguration(
       `version ${push.version} of configuration ${push.configurationId} is not published`,
     );
   if (push.agentIds.length === 0) return { hash: version.content_hash, agentIds: [] };
-  await lockAgentRows(db, push.tenantId, push.agentIds);
+  if (!options.rowsLocked) await lockAgentRows(db, push.tenantId, push.agentIds);
   const agentIds = await setDesiredConfiguration(db, push.tenantId, push.agentIds, UNREACHABLE_STATUSES, {
     configurationId: push.configurationId,
     version: push.version,
     hash: version.content_hash,
   });
-  for (let i = 0; i < agentIds.length; i += PUSH_IDS_PER_NOTIFY) {
-    await notify(db, AGENT_PUSH_CHANNEL, agentIds.slice(i, i + PUSH_IDS_PER_NOTIFY).join(','));
-  }
+  const payloads: string[] = [];
+  for (let i = 0; i < agentIds.length; i += PUSH_IDS_PER_NOTIFY)
+    payloads.push(agentIds.slice(i, i + PUSH_IDS_PER_NOTIFY).join(','));
+  await notifyEach(db, AGENT_PUSH_CHANNEL, payloads);
   return { hash: version.content_hash, agentIds };
 }
 

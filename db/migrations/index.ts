@@ -24,6 +24,7 @@ import * as agentHistory from './20261201020000_agent_history';
 import * as eventRollout from './20261201030000_event_rollout';
 import * as gitSourceCa from './20261202000000_git_source_ca';
 import * as handoverMissingAgents from './20261202010000_handover_missing_agents';
+import * as rolloutAgentsFillfactor from './20261203000000_rollout_agents_fillfactor';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -55,6 +56,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261201030000_event_rollout': eventRollout,
   '20261202000000_git_source_ca': gitSourceCa,
   '20261202010000_handover_missing_agents': handoverMissingAgents,
+  '20261203000000_rollout_agents_fillfactor': rolloutAgentsFillfactor,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

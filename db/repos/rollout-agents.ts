@@ -537,56 +537,51 @@ export async function claimRollback(
   rolloutId: string,
   hash: string,
 ): Promise<Array<{ configurationId: string; version: number; agentIds: string[] }>> {
-  // An agent a later push moved on from this rollout's configuration is that push's now.
-  await db.raw(
-    `UPDATE rollout_agents ra SET rollback_state = 'skipped', rollback_error = 'a later push replaced this rollout''s configuration'
-       FROM agents a
-      WHERE ra.rollout_id = ? AND ra.state IN ('applying', 'succeeded', 'failed') AND ra.rollback_state IS NULL
-        AND a.id = ra.agent_id AND a.desired_hash IS DISTINCT FROM ?`,
-    [rolloutId, hash],
-  );
-  const rows: Array<{ agent_id: string; previous_configuration_id: string | null; previous_version: number | null }> = (
+  // One statement: the touched agents' rows locked in id order, each claimed (`applying`) or
+  // skipped with its reason, the first that holds:
+  const rows: Array<{
+    agent_id: string;
+    rollback_state: 'applying' | 'skipped';
+    previous_configuration_id: string | null;
+    previous_version: number | null;
+  }> = (
     await db.raw(
-      `SELECT agent_id, previous_configuration_id, previous_version FROM rollout_agents
-        WHERE rollout_id = ? AND state IN ('applying', 'succeeded', 'failed') AND rollback_state IS NULL AND active
-        ORDER BY agent_id FOR UPDATE`,
-      [rolloutId],
+      `WITH touched AS (
+         SELECT ra.agent_id,
+                CASE
+                  -- an agent a later push moved on from this rollout's configuration is that push's now;
+                  WHEN a.id IS NOT NULL AND a.desired_hash IS DISTINCT FROM ? THEN 'a later push replaced this rollout''s configuration'
+                  -- a touched agent another rollout has taken since is that rollout's now;
+                  WHEN NOT ra.active THEN 'the agent is in another active rollout'
+                  -- an agent with nothing before has nothing to go back to.
+                  WHEN ra.previous_configuration_id IS NULL OR ra.previous_version IS NULL
+                    THEN 'the agent had no configuration before this rollout'
+                END AS skipped
+           FROM rollout_agents ra LEFT JOIN agents a ON a.id = ra.agent_id
+          WHERE ra.rollout_id = ? AND ra.state IN ('applying', 'succeeded', 'failed') AND ra.rollback_state IS NULL
+          ORDER BY ra.agent_id
+            FOR UPDATE OF ra
+       )
+       UPDATE rollout_agents ra
+          SET rollback_state = CASE WHEN t.skipped IS NULL THEN 'applying' ELSE 'skipped' END,
+              rollback_error = t.skipped
+         FROM touched t
+        WHERE ra.rollout_id = ? AND ra.agent_id = t.agent_id
+       RETURNING ra.agent_id, ra.rollback_state, ra.previous_configuration_id, ra.previous_version`,
+      [hash, rolloutId, rolloutId],
     )
   ).rows;
-  // Touched agents another rollout has taken since are that rollout's now.
-  await db('rollout_agents')
-    .where({ rollout_id: rolloutId, active: false })
-    .whereIn('state', ['applying', 'succeeded', 'failed'])
-    .whereNull('rollback_state')
-    .update({ rollback_state: 'skipped', rollback_error: 'the agent is in another active rollout' });
   const groups = new Map<string, { configurationId: string; version: number; agentIds: string[] }>();
-  const nothing: string[] = [];
   for (const row of rows) {
-    if (!row.previous_configuration_id || row.previous_version === null) {
-      nothing.push(row.agent_id);
-      continue;
-    }
+    if (row.rollback_state !== 'applying') continue;
     const key = `${row.previous_configuration_id}:${row.previous_version}`;
     let group = groups.get(key);
     if (!group)
       groups.set(
         key,
-        (group = { configurationId: row.previous_configuration_id, version: row.previous_version, agentIds: [] }),
+        (group = { configurationId: row.previous_configuration_id!, version: row.previous_version!, agentIds: [] }),
       );
     group.agentIds.push(row.agent_id);
-  }
-  const claimed = [...groups.values()].flatMap((group) => group.agentIds);
-  if (claimed.length) {
-    await db('rollout_agents')
-      .where({ rollout_id: rolloutId })
-      .whereRaw('agent_id = ANY(?::uuid[])', [claimed])
-      .update({ rollback_state: 'applying' });
-  }
-  if (nothing.length) {
-    await db('rollout_agents')
-      .where({ rollout_id: rolloutId })
-      .whereRaw('agent_id = ANY(?::uuid[])', [nothing])
-      .update({ rollback_state: 'skipped', rollback_error: 'the agent had no configuration before this rollout' });
   }
   return [...groups.values()];
 }
@@ -616,8 +611,18 @@ export async function settleRollback(
   }));
 }
 
+/** The agents the rollback still waits for. */
 export async function rollbackWaiting(db: Db, rolloutId: string): Promise<string[]> {
   return db('rollout_agents').where({ rollout_id: rolloutId, rollback_state: 'applying' }).pluck('agent_id');
+}
+
+/** How many agents the rollback still waits for (each poll: not 100,000 ids a quarter second). */
+export async function countRollbackWaiting(db: Db, rolloutId: string): Promise<number> {
+  const row = await db('rollout_agents')
+    .where({ rollout_id: rolloutId, rollback_state: 'applying' })
+    .count({ n: '*' })
+    .first();
+  return Number(row?.n ?? 0);
 }
 
 export async function failRollbackAgents(db: Db, rolloutId: string, agentIds: string[], error: string): Promise<void> {

@@ -658,6 +658,46 @@ test('rolling back an older rollout leaves the agents a later rollout moved on',
   for (const agent of fleet.agents) expect(agent.state.lastConfigHash).toBe(v2!.contentHash);
 }, 60_000);
 
+test('a rollback skips, each with its reason, agents that had nothing before and agents another rollout holds', async () => {
+  const fresh = await env.fleet(1);
+  const held = await env.fleet(1);
+  const [v1, v2] = await publishConfiguration(env.t, env.operator, ['held: 1\n', 'held: 2\n']);
+  const first = await createRollout({
+    configurationId: v1!.configurationId,
+    version: 1,
+    target: { groupIds: [fresh.groupId, held.groupId] },
+    strategy: { batchPercent: 100 },
+  });
+  await call('POST', `/api/rollouts/${first.id}/start`);
+  await waitForState(first.id, 'completed');
+  // A later rollout holds one of the agents, scheduled: it has not pushed anything yet.
+  const later = await createRollout({
+    configurationId: v2!.configurationId,
+    version: 2,
+    target: { groupIds: [held.groupId] },
+    strategy: { batchPercent: 100 },
+    startAt: new Date(Date.now() + 3_600_000).toISOString(),
+  });
+  await call('POST', `/api/rollouts/${later.id}/start`);
+  await waitForState(later.id, 'scheduled');
+
+  expect((await call('POST', `/api/rollouts/${first.id}/rollback`)).status).toBe(200);
+  const rolledBack = await waitForState(first.id, 'rolled-back');
+  expect(rolledBack.body.rollback).toMatchObject({ skipped: 2, succeeded: 0 });
+  const items: Array<{ agentId: string; rollback: unknown }> = (await call('GET', `/api/rollouts/${first.id}/agents`))
+    .body.items;
+  const rollbackOf = (agentId: string) => items.find((item) => item.agentId === agentId)?.rollback;
+  expect(rollbackOf(fresh.ids[0]!)).toEqual({
+    state: 'skipped',
+    error: 'the agent had no configuration before this rollout',
+  });
+  expect(rollbackOf(held.ids[0]!)).toEqual({ state: 'skipped', error: 'the agent is in another active rollout' });
+  // Nothing was pushed back: both agents keep the version they applied.
+  for (const agent of [...fresh.fleet.agents, ...held.fleet.agents])
+    expect(agent.state.lastConfigHash).toBe(v1!.contentHash);
+  await call('POST', `/api/rollouts/${later.id}/abort`);
+}, 60_000);
+
 test('a rollout and its rollback settle a whole batch at once: every agent result is recorded and an event', async () => {
   const [v1, v2] = await publishConfiguration(env.t, env.operator, ['a: 1\n', 'a: 2\n']);
   const groupId = (await call('POST', '/api/groups', { name: 'settled-at-once' })).body.id as string;
