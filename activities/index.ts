@@ -7,6 +7,7 @@ import { createEventActivities } from './events';
 import { createHandoverActivities } from './federation/handover';
 import { createPeerActivities } from './federation/peers';
 import { createFederatedRolloutActivities } from './federation/rollouts';
+import { createFleetCensusActivities } from './fleet-census';
 import { createGitSyncActivities } from './git-sync';
 import { failDomainErrorsForGood } from './keep-alive';
 import { createRolloutActivities } from './rollouts';
@@ -35,6 +36,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createPeerActivities(deps),
     ...createHandoverActivities(deps),
     ...createFederatedRolloutActivities(deps),
+    ...createFleetCensusActivities(deps.db),
   });
 }
 

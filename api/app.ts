@@ -25,6 +25,7 @@ import { serveConsole } from './middleware/console';
 import { requestEnvelope } from './middleware/envelope';
 import { openApiRoutes, swaggerRoutes } from './openapi/routes';
 import { agentsRoutes } from './routes/agents/routes';
+import { fleetRoutes } from './routes/fleet/routes';
 import { auditRoutes } from './routes/audit/routes';
 import { authRoutes } from './routes/auth/routes';
 import { configurationsRoutes } from './routes/configurations/routes';
@@ -132,6 +133,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
     ...eventsRoutes(baseUrl, settings.events.replayHours),
     ...groupsRoutes(resources),
     ...agentsRoutes(resources),
+    ...fleetRoutes(),
     ...configurationsRoutes(resources),
     ...policiesRoutes(resources),
     ...tokensRoutes(resources),

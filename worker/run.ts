@@ -9,6 +9,9 @@ import type { Settings } from '../platform/settings';
 import { activeGitSourcesAfter } from '../db/repos/git-sources';
 import { gitSyncStartOptions } from '../workflows/git-sync-start';
 import {
+  fleetCensusWorkflowId,
+  fleetCensusWorkflowType,
+  type FleetCensusWorkflow,
   gitSyncWorkflowType,
   type GitSyncWorkflow,
   outboxRetentionWorkflowId,
@@ -18,6 +21,9 @@ import {
   peerHealthWorkflowType,
   type PeerHealthWorkflow,
 } from '../workflows/definitions';
+
+/** The longest window GET /api/fleet/online serves. */
+export const FLEET_CENSUS_KEEP_DAYS = 7;
 
 export interface WorkerHandle {
   worker: Worker;
@@ -75,6 +81,13 @@ export async function startWorker(
     workflowId: peerHealthWorkflowId(settings.temporal.taskQueue),
     taskQueue: settings.temporal.taskQueue,
     args: [{ intervalSeconds: settings.federation.healthCheckSeconds }],
+    workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+  });
+  await client.workflow.start<FleetCensusWorkflow>(fleetCensusWorkflowType, {
+    staticSummary: "Fleet census: counts every tenant's agents once a minute, for ever",
+    workflowId: fleetCensusWorkflowId(settings.temporal.taskQueue),
+    taskQueue: settings.temporal.taskQueue,
+    args: [{ keepDays: FLEET_CENSUS_KEEP_DAYS }],
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
   });
   const tidy = keepWorkingCopiesTidy(db, settings.git.workDir, logger);

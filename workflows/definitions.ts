@@ -33,6 +33,26 @@ export const outboxRetentionWorkflowType = 'outboxRetentionWorkflow';
 export type OutboxRetentionWorkflow = (input: OutboxRetentionInput) => Promise<void>;
 
 // ---------------------------------------------------------------------------------------
+// Fleet census (the overview's agents online over time)
+
+/** One census per deployment (its task queue), like outbox retention. */
+export const fleetCensusWorkflowId = (taskQueue: string) => `fleet-census:${taskQueue}`;
+export const fleetCensusWorkflowType = 'fleetCensusWorkflow';
+export type FleetCensusWorkflow = (input: FleetCensusInput) => Promise<void>;
+
+export interface FleetCensusInput {
+  /** Days of counts kept (the API serves up to 7). */
+  keepDays: number;
+}
+
+/** The census's last count (the Temporal UI's query). */
+export interface FleetCensusStatus {
+  countsThisRun: number;
+  last: { tenants: number; pruned: number; at: string } | null;
+}
+export const fleetCensusStatusQuery = defineQuery<FleetCensusStatus>('fleetCensusStatusQuery');
+
+// ---------------------------------------------------------------------------------------
 // Rollouts
 
 export const rolloutWorkflowId = (rolloutId: string) => `rollout:${rolloutId}`;

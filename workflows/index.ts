@@ -2,12 +2,14 @@
 // declares (checked below). Workflows import only activity *types*.
 import type {
   FederatedRolloutWorkflow,
+  FleetCensusWorkflow,
   GitSyncWorkflow,
   HandoverWorkflow,
   OutboxRetentionWorkflow,
   PeerHealthWorkflow,
   RolloutWorkflow,
   federatedRolloutWorkflowType,
+  fleetCensusWorkflowType,
   gitSyncWorkflowType,
   handoverWorkflowType,
   outboxRetentionWorkflowType,
@@ -15,6 +17,7 @@ import type {
   rolloutWorkflowType,
 } from './definitions';
 import { federatedRolloutWorkflow } from './federated-rollout';
+import { fleetCensusWorkflow } from './fleet-census';
 import { gitSyncWorkflow } from './git-sync';
 import { handoverWorkflow } from './handover';
 import { outboxRetentionWorkflow } from './outbox-retention';
@@ -23,6 +26,7 @@ import { rolloutWorkflow } from './rollout';
 
 export {
   federatedRolloutWorkflow,
+  fleetCensusWorkflow,
   gitSyncWorkflow,
   handoverWorkflow,
   outboxRetentionWorkflow,
@@ -37,7 +41,9 @@ export type Registered = {
   [K in typeof gitSyncWorkflowType]: GitSyncWorkflow;
 } & { [K in typeof peerHealthWorkflowType]: PeerHealthWorkflow } & {
   [K in typeof handoverWorkflowType]: HandoverWorkflow;
-} & { [K in typeof federatedRolloutWorkflowType]: FederatedRolloutWorkflow };
+} & { [K in typeof federatedRolloutWorkflowType]: FederatedRolloutWorkflow } & {
+  [K in typeof fleetCensusWorkflowType]: FleetCensusWorkflow;
+};
 const registered: Registered = {
   rolloutWorkflow,
   outboxRetentionWorkflow,
@@ -45,5 +51,6 @@ const registered: Registered = {
   peerHealthWorkflow,
   handoverWorkflow,
   federatedRolloutWorkflow,
+  fleetCensusWorkflow,
 };
 void registered;

@@ -25,6 +25,8 @@ import * as eventRollout from './20261201030000_event_rollout';
 import * as gitSourceCa from './20261202000000_git_source_ca';
 import * as handoverMissingAgents from './20261202010000_handover_missing_agents';
 import * as rolloutAgentsFillfactor from './20261203000000_rollout_agents_fillfactor';
+import * as fleetMinutes from './20261203010000_fleet_minutes';
+import * as agentsByName from './20261203020000_agents_by_name';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -57,6 +59,8 @@ const migrations: Record<string, Knex.Migration> = {
   '20261202000000_git_source_ca': gitSourceCa,
   '20261202010000_handover_missing_agents': handoverMissingAgents,
   '20261203000000_rollout_agents_fillfactor': rolloutAgentsFillfactor,
+  '20261203010000_fleet_minutes': fleetMinutes,
+  '20261203020000_agents_by_name': agentsByName,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

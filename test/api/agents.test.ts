@@ -289,6 +289,24 @@ describe('listing agents', () => {
     expect(pages).toBe(Math.max(1, Math.ceil(want.length / 97)));
   });
 
+  test('sorted by name either way, cursor pages walk the whole list in that order', async () => {
+    const names = new Map(ids.map((id, i) => [id, i % 100 === 0 ? `edge-special-${i}` : `node-${i}`]));
+    const byName = (a: string, b: string) =>
+      names.get(a)! < names.get(b)! ? -1 : names.get(a)! > names.get(b)! ? 1 : a < b ? -1 : 1;
+    const staging = expected((i) => i % 3 === 1);
+    const ascending = await walk('/api/agents?label=env:staging&sort=name&limit=97', token);
+    // Postgres orders names by the database's collation: here plain byte order ("C").
+    expect(ascending.ids).toEqual([...staging].sort(byName));
+    const descending = await walk('/api/agents?label=env:staging&sort=-name&limit=97', token);
+    expect(descending.ids).toEqual([...staging].sort(byName).reverse());
+    // A cursor of one order is refused by another that reads it otherwise.
+    const first = await t.call('GET', '/api/agents?label=env:staging&limit=10', { token });
+    const cursor = new URL(/^<([^>]+)>/.exec(first.headers.get('link')!)![1]!).searchParams.get('cursor');
+    const mixed = await t.call('GET', `/api/agents?sort=name&cursor=${cursor}`, { token });
+    expect(mixed.status).toBe(400);
+    expect((await t.call('GET', '/api/agents?sort=lastSeenAt', { token })).status).toBe(400);
+  });
+
   test('q matches an id prefix', async () => {
     const target = ids[1234]!;
     const res = await t.call('GET', `/api/agents?q=${target.slice(0, 13)}`, { token });

@@ -159,6 +159,35 @@ test('the second version, one agent at a time: live progress, paused, resumed an
   await confirmOperation(page, 'Pause');
   await onPage(async () => expect(await rolloutState()).toBe('paused'));
   expect(await seriousAccessibilityViolations(page)).toEqual([]); // the paused badge's contrast too
+
+  // The overview pictures the fleet mid-rollout: one agent on v2, two behind on v1, the
+  // rollout paused after 1 of 3, and agents online from the worker's census.
+  await page.getByRole('navigation', { name: 'Console areas' }).getByRole('link', { name: 'Overview' }).click();
+  const versions = page.getByRole('list', { name: `Agents of ${CONFIGURATION} by desired version` });
+  await onPage(async () =>
+    expect(await versions.getByRole('listitem').allTextContents()).toEqual(['v2 (published): 1', 'v1: 2']),
+  );
+  const configurations = page.getByTestId('configurations-by-version');
+  expect(await configurations.textContent()).toContain('3 agents, 2 behind');
+  const inFlight = page.getByTestId('rollouts-in-flight');
+  await onPage(async () => {
+    expect(await inFlight.textContent()).toContain('Debug exporter, carefully');
+    expect(await inFlight.textContent()).toContain('paused, batch 1');
+    expect(await inFlight.textContent()).toContain('1 succeeded, 0 failed, 0 applying, 0 deferred of 3');
+  });
+  await onPage(async () =>
+    expect(await page.getByTestId('online-chart').getAttribute('aria-label')).toMatch(
+      /^Agents online over the last 24 hours: (between \d+ and \d+|\d+ throughout), of \d+ enrolled at the last count\.$/,
+    ),
+  );
+  await expectAccessible(page, 'overview-mid-rollout');
+  // The version behind leads to its agents.
+  await versions.getByRole('link', { name: 'v1: 2' }).click();
+  await page.waitForURL((url) => url.pathname === '/agents' && url.searchParams.get('version') === '1');
+  await onPage(async () => expect(await tableRows(page, 'Agents')).toHaveLength(2));
+  await page.goBack();
+  await page.goBack();
+  await onPage(async () => expect(await rolloutState()).toBe('paused'));
   await confirmOperation(page, 'Resume');
   await onPage(async () => expect(await rolloutState()).toBe('running'));
   await confirmOperation(page, 'Roll back');

@@ -88,8 +88,8 @@ test('a person signs in on the provider’s page and lands on the page they aske
   const person = page.getByTestId('person');
   expect(await person.textContent()).toContain('Alice (admin)');
   expect(await person.getByLabel('role admin').count()).toBe(1);
-  await onPage(async () =>
-    expect((await tableRows(page, 'Agents')).every((cells) => cells[1] === 'offline')).toBe(true),
+  await onPage(
+    async () => expect((await tableRows(page, 'Agents')).every((cells) => cells[2] === 'offline')).toBe(true), // after the box that chooses it
   );
   const areas = await page.getByRole('navigation', { name: 'Console areas' }).getByRole('link').allTextContents();
   expect(areas).toEqual([
@@ -117,7 +117,23 @@ test('a person who opens the console by another name (its loopback address) sign
   await elsewhere.close();
 });
 
-test('the overview shows the agents online and offline, active rollouts and the latest events the API lists, live', async () => {
+test('the overview shows the fleet at a glance, each count a link to the agents it counts, and the latest events, live', async () => {
+  // One online agent reports unhealthy, another failed to apply; the census counted the last hours.
+  const db = t.database.db;
+  const [sick, failing] = await db('agents').where({ tenant_id: 'default', status: 'online' }).orderBy('id').limit(2);
+  await db('agents')
+    .where({ id: sick.id })
+    .update({ health: JSON.stringify({ healthy: false, lastError: 'exporter down' }), unhealthy_since: new Date() });
+  await db('agents').where({ id: failing.id }).update({ applied_status: 'FAILED', applied_error: 'bad exporter' });
+  const minutes = Array.from({ length: 120 }, (_, i) => ({
+    tenant_id: 'default',
+    minute: new Date(Math.floor(Date.now() / 60_000 - 120 + i) * 60_000),
+    online: 15 + (i % 6),
+    unhealthy: i % 40 === 0 ? 1 : 0,
+    enrolled: 30,
+  }));
+  await db('fleet_minutes').insert(minutes).onConflict(['tenant_id', 'minute']).ignore();
+
   await page.goto(`${CONSOLE_ORIGIN}/`);
   const online = (await apiGet('/api/agents?status=online&limit=1000')).items.length;
   const offline = (await apiGet('/api/agents?status=offline&limit=1000')).items.length;
@@ -125,17 +141,41 @@ test('the overview shows the agents online and offline, active rollouts and the 
   await onPage(async () => {
     expect(await page.getByTestId('agents-online').textContent()).toBe(String(online));
     expect(await page.getByTestId('agents-offline').textContent()).toBe(String(offline));
-    expect(await page.getByTestId('rollouts-active').textContent()).toBe('0');
+    expect(await page.getByTestId('agents-pending-approval').textContent()).toBe('1');
+    expect(await page.getByTestId('agents-unhealthy').textContent()).toBe('1');
+    expect(await page.getByTestId('agents-failed-applies').textContent()).toBe('1');
     expect((await tableRows(page, 'Latest events'))[0]?.[1]).toBe(events.at(-1).type);
   });
   expect([online, offline]).toEqual([20, 10]);
   expect(events.at(-1).type).toBe('group.created');
+  const byHealth = page.getByRole('list', { name: 'Online agents by health' });
+  expect(await byHealth.getByRole('listitem').allTextContents()).toEqual([
+    'healthy 0',
+    'unhealthy 1',
+    'not reported 19',
+  ]);
+  expect(await page.getByText('No rollout is in flight.').count()).toBe(1);
+  await onPage(async () =>
+    expect(await page.getByTestId('online-chart').getAttribute('aria-label')).toBe(
+      'Agents online over the last 24 hours: between 15 and 20, of 30 enrolled at the last count.',
+    ),
+  );
+  await expectAccessible(page, 'overview');
+
+  // Each count leads to the list of what it counts.
+  await page.getByTestId('agents-unhealthy').click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/agents?status=online&health=unhealthy`);
+  await onPage(async () => expect((await tableRows(page, 'Agents')).map((cells) => cells[1])).toEqual([sick.name]));
+  await page.goBack();
+  await page.getByTestId('agents-failed-applies').click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/agents?applied=FAILED`);
+  await onPage(async () => expect((await tableRows(page, 'Agents')).map((cells) => cells[1])).toEqual([failing.name]));
+  await page.goBack();
 
   // Live: an event the hub announces (over the session cookie's WebSocket) refreshes the page.
   const created = await t.call('POST', '/api/groups', { token: apiToken, body: { name: 'edge-live' } });
   expect(created.status).toBe(201);
   await onPage(async () => expect((await tableRows(page, 'Latest events'))[0]?.[2]).toBe(created.body.id));
-  await expectAccessible(page, 'overview');
 });
 
 test('with 6,000 events the overview reads one page of the newest, the requests it makes are small, and it stays live', async () => {
@@ -192,10 +232,70 @@ test('the agents list pages with the API’s cursor and filters, all in a URL th
   await page.waitForURL((url) => url.searchParams.get('label') === 'env:prod');
   const listed = (await apiGet('/api/agents?label=env:prod&q=agent-00001&limit=25')).items.map((a: any) => a.name);
   expect([...listed].sort()).toEqual(['agent-000010', 'agent-000012', 'agent-000014', 'agent-000016', 'agent-000018']);
-  await onPage(async () => expect((await tableRows(page, 'Agents')).map((cells) => cells[0])).toEqual(listed));
+  await onPage(async () => expect((await tableRows(page, 'Agents')).map((cells) => cells[1])).toEqual(listed));
   const reloaded = new URL(page.url());
   expect(Object.fromEntries(reloaded.searchParams)).toEqual({ label: 'env:prod', q: 'agent-00001' });
 });
+
+test('the agents list sorts by name either way, and an admin moves and revokes the agents chosen on a page at once', async () => {
+  await page.goto(`${CONSOLE_ORIGIN}/agents?label=env:dev`);
+  await onPage(async () => expect(await tableRows(page, 'Agents')).toHaveLength(15));
+  const names = async () => (await tableRows(page, 'Agents')).map((cells) => cells[1]);
+  const dev = (await apiGet('/api/agents?label=env:dev&limit=100')).items.map((a: { name: string }) => a.name).sort();
+  const header = page.getByRole('columnheader', { name: /^Name/ });
+  await header.getByRole('button').click();
+  await page.waitForURL((url) => url.searchParams.get('sort') === 'name');
+  await onPage(async () => expect(await names()).toEqual(dev));
+  expect(await header.getAttribute('aria-sort')).toBe('ascending');
+  await header.getByRole('button').click();
+  await page.waitForURL((url) => url.searchParams.get('sort') === '-name');
+  await onPage(async () => expect(await names()).toEqual([...dev].reverse()));
+  // New filters keep the order.
+  await page.getByLabel('Name or id').fill('agent-00000');
+  await page.getByRole('button', { name: 'Apply filters' }).click();
+  await page.waitForURL((url) => url.searchParams.get('q') === 'agent-00000');
+  expect(new URL(page.url()).searchParams.get('sort')).toBe('-name');
+  await onPage(async () =>
+    expect(await names()).toEqual(['agent-000009', 'agent-000007', 'agent-000005', 'agent-000003', 'agent-000001']),
+  );
+
+  // Two chosen, moved to a group at once; then one revoked.
+  const edge = (await apiGet('/api/groups?q=edge')).items.find((group: { name: string }) => group.name === 'edge');
+  await page.getByRole('checkbox', { name: 'Choose agent-000009' }).check();
+  await page.getByRole('checkbox', { name: 'Choose agent-000007' }).check();
+  const chosen = page.getByRole('group', { name: 'Chosen agents' });
+  expect(await chosen.textContent()).toContain('2 agents chosen');
+  await chosen.getByRole('combobox', { name: 'Move to group' }).fill('edge');
+  await page.getByRole('option', { name: 'edge', exact: true }).click();
+  await chosen.getByRole('button', { name: 'Move 2 agents' }).click();
+  const moving = page.getByRole('dialog', { name: 'Move 2 agents' });
+  await moving.getByRole('button', { name: 'Move 2 agents' }).click();
+  await moving.getByRole('status').getByText('Done: 2 of 2 agents done.').waitFor();
+  await expectAccessible(page, 'agents-bulk-moved');
+  await moving.getByRole('button', { name: 'Close' }).last().click();
+  const moved = (await apiGet(`/api/agents?groupId=${edge.id}&limit=100`)).items.map((a: { name: string }) => a.name);
+  expect(moved.sort()).toEqual(['agent-000007', 'agent-000009']);
+
+  await page.getByRole('checkbox', { name: 'Choose every agent on this page' }).check();
+  await page.getByRole('checkbox', { name: 'Choose agent-000001' }).uncheck();
+  await page.getByRole('checkbox', { name: 'Choose agent-000003' }).uncheck();
+  await page.getByRole('checkbox', { name: 'Choose agent-000005' }).uncheck();
+  await page.getByRole('checkbox', { name: 'Choose agent-000007' }).uncheck();
+  await chosen.getByRole('button', { name: 'Revoke 1 agent' }).click();
+  const revoking = page.getByRole('dialog', { name: 'Revoke 1 agent' });
+  await revoking.getByRole('button', { name: 'Revoke 1 agent' }).click();
+  await revoking.getByRole('status').getByText('Done: 1 of 1 agents done.').waitFor();
+  await revoking.getByRole('button', { name: 'Close' }).last().click();
+  const nine = (await apiGet('/api/agents?q=agent-000009&limit=1')).items[0];
+  expect(nine.status).toBe('revoked');
+  // Each agent is its own call, audited under the agent.
+  const audited = (await apiGet(`/api/audit/events?resourceId=${nine.id}&limit=10`)).items.map(
+    (event: { method: string; path: string; status: number }) => `${event.method} ${event.path} ${event.status}`,
+  );
+  expect(audited).toEqual(
+    expect.arrayContaining([`POST /api/agents/${nine.id}/revoke-cert 200`, `POST /api/agents/${nine.id}/move 200`]),
+  );
+}, 60_000);
 
 test('a problem the API answers shows its title and detail', async () => {
   await page.goto(`${CONSOLE_ORIGIN}/agents?label=not-a-label`);

@@ -9,7 +9,7 @@ import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSour
 import type { Logger } from 'pino';
 import type { Outbound } from '../../platform/outbound';
 import { startWorker, type WorkerHandle } from '../../worker/run';
-import { outboxRetentionWorkflowId, peerHealthWorkflowId } from '../../workflows/definitions';
+import { fleetCensusWorkflowId, outboxRetentionWorkflowId, peerHealthWorkflowId } from '../../workflows/definitions';
 import { issueBootstrapToken, startTestGateway, type TestGateway } from './agent-gateway';
 import { startTestApp, testSettings, type TestApp } from './app';
 import { eventually } from './eventually';
@@ -132,7 +132,8 @@ export async function startRolloutEnv(options: RolloutEnvOptions = {}): Promise<
     async close() {
       await Promise.all(fleets.map((fleet) => fleet.stop().catch(() => {})));
       await env.stopWorker();
-      for (const singleton of [outboxRetentionWorkflowId(taskQueue), peerHealthWorkflowId(taskQueue)]) {
+      const singletons = [outboxRetentionWorkflowId, peerHealthWorkflowId, fleetCensusWorkflowId];
+      for (const singleton of singletons.map((id) => id(taskQueue))) {
         await client.workflow
           .getHandle(singleton)
           .terminate('test done')

@@ -1,8 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { ensureTenant } from '../../db/repos/tenants';
 import { startWorker } from '../../worker/run';
-import { outboxRetentionWorkflowId, peerHealthWorkflowId } from '../../workflows/definitions';
+import { fleetCensusWorkflowId, outboxRetentionWorkflowId, peerHealthWorkflowId } from '../../workflows/definitions';
 import { testSettings } from '../support/app';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { eventually } from '../support/eventually';
@@ -23,9 +24,11 @@ afterAll(async () => {
   await database?.drop();
 });
 
-/** Ends the singletons a worker starts (retention, peer health), so none outlives its test. */
+/** Ends the singletons a worker starts (retention, peer health, census), so none outlives its test. */
 async function terminateSingletons(taskQueue: string) {
-  for (const id of [outboxRetentionWorkflowId(taskQueue), peerHealthWorkflowId(taskQueue)]) {
+  for (const id of [outboxRetentionWorkflowId, peerHealthWorkflowId, fleetCensusWorkflowId].map((of) =>
+    of(taskQueue),
+  )) {
     await client.workflow
       .getHandle(id)
       .terminate('test done')
@@ -33,7 +36,7 @@ async function terminateSingletons(taskQueue: string) {
   }
 }
 
-test('the worker registers the workflows, starts the outbox retention (which prunes old events) and the peer health check', async () => {
+test('the worker registers the workflows, starts the outbox retention (which prunes old events), the peer health check and the fleet census', async () => {
   const db = database.db;
   const old = new Date(Date.now() - 30 * 86_400_000);
   await db('events').insert([
@@ -46,6 +49,15 @@ test('the worker registers the workflows, starts the outbox retention (which pru
     entry(new Date(Date.now() - 400 * 86_400_000), 'applied'),
     entry(new Date(), 'pushed'),
   ]);
+  // The census counts every tenant's agents into this minute and deletes counts past 7 days.
+  await ensureTenant(db, 'default');
+  await db('fleet_minutes').insert({
+    tenant_id: 'default',
+    minute: new Date(Date.now() - 8 * 86_400_000),
+    online: 1,
+    unhealthy: 0,
+    enrolled: 1,
+  });
   const taskQueue = `test-${randomBytes(4).toString('hex')}`;
   const settings = testSettings(database.url, {
     Temporal__TaskQueue: taskQueue,
@@ -58,6 +70,9 @@ test('the worker registers the workflows, starts the outbox retention (which pru
       const types = (await db('events').select('type')).map((r) => r.type);
       expect(types).toEqual(['test.recent']);
       expect(await db('agent_history').pluck('kind')).toEqual(['pushed']);
+      const counts = await db('fleet_minutes').where({ tenant_id: 'default' });
+      expect(counts).toEqual([expect.objectContaining({ online: 0, unhealthy: 0, enrolled: 0 })]);
+      expect(Date.now() - counts[0].minute.getTime()).toBeLessThan(5 * 60_000);
     }, 20_000);
     const description = await client.workflow.getHandle(outboxRetentionWorkflowId(taskQueue)).describe();
     expect(description.type).toBe('outboxRetentionWorkflow');
@@ -65,6 +80,9 @@ test('the worker registers the workflows, starts the outbox retention (which pru
     const peerHealth = await client.workflow.getHandle(peerHealthWorkflowId(taskQueue)).describe();
     expect(peerHealth.type).toBe('peerHealthWorkflow');
     expect(peerHealth.status.name).toBe('RUNNING');
+    const census = await client.workflow.getHandle(fleetCensusWorkflowId(taskQueue)).describe();
+    expect(census.type).toBe('fleetCensusWorkflow');
+    expect(census.status.name).toBe('RUNNING');
   } finally {
     await terminateSingletons(taskQueue);
     handle.worker.shutdown();

@@ -8,7 +8,7 @@ import { z } from '../../http/zod';
 import { problems } from '../../problems';
 import type { ResourceRouteOptions } from '../options';
 import { labelFilter } from '../../http/labels';
-import { AGENT_QUERY_RULES, agentListQuery, agentSchema, moveBody, presentAgent } from './schema';
+import { AGENT_QUERY_RULES, agentListQuery, agentSchema, agentSortKeys, moveBody, presentAgent } from './schema';
 import { agentHistoryEntrySchema, historyKeys, presentHistoryEntry } from './history';
 
 const enrolmentSchema = z
@@ -34,10 +34,11 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
       response: { status: 200, description: 'A page of agents, by id.', schema: pageOf(agentSchema) },
       handler: async ({ db, principal, query, ctx }) => {
         const filters = { ...query, labels: labelFilter(query.label) };
-        const page = await paginate<AgentRow>(listAgentsQuery(db, principal.tenantId, filters), query, {
-          columns: [{ column: 'id', type: 'uuid' }],
-          direction: 'asc',
-        });
+        const page = await paginate<AgentRow>(
+          listAgentsQuery(db, principal.tenantId, filters),
+          query,
+          agentSortKeys(query.sort),
+        );
         return { body: respondPage(ctx, options.baseUrl, page, presentAgent) };
       },
     }),

@@ -1,5 +1,5 @@
 import { AgentCapability, capabilityNames, type AgentCapabilityName } from '../../../domain/agent-capabilities';
-import { AGENT_STATUSES, APPLIED_STATUSES, type AgentRow } from '../../../db/repos/agents';
+import { AGENT_HEALTHS, AGENT_STATUSES, APPLIED_STATUSES, type AgentRow } from '../../../db/repos/agents';
 import { decimalQuery, z } from '../../http/zod';
 import { requires } from '../../http/query-rules';
 import { labelQuery } from '../../http/labels';
@@ -60,6 +60,18 @@ export const agentSchema = z
 /** The agents list's rule between its filters: a version is of a configuration. */
 export const AGENT_QUERY_RULES = [requires('version', 'configurationId')];
 
+export const AGENT_SORTS = ['id', 'name', '-name'] as const;
+
+/** The keyset of each order of the agents list (`paginate`). */
+export function agentSortKeys(sort: (typeof AGENT_SORTS)[number]) {
+  const id = { column: 'id', type: 'uuid' } as const;
+  if (sort === 'id') return { columns: [id], direction: 'asc' as const };
+  return {
+    columns: [{ column: 'name', type: 'text' } as const, id],
+    direction: sort === 'name' ? ('asc' as const) : ('desc' as const),
+  };
+}
+
 export const agentListQuery = z.object({
   groupId: z.uuid().optional(),
   status: z.enum(AGENT_STATUSES).optional(),
@@ -69,6 +81,18 @@ export const agentListQuery = z.object({
     .optional()
     .openapi({ description: 'Desired version; requires `configurationId`.' }),
   q: z.string().min(1).max(100).optional().openapi({ description: 'Substring of the name, or a prefix of the id.' }),
+  health: z.enum(AGENT_HEALTHS).optional().openapi({
+    description:
+      'By the last ComponentHealth the agent reported: `healthy`, `unhealthy`, or `unknown` (none reported yet).',
+  }),
+  sort: z.enum(AGENT_SORTS).default('id').openapi({
+    description:
+      'The order: by `id` (default), or by `name` A–Z (`-name`: Z–A; agents of one name by id). A cursor continues the order it was made in: pass the same `sort` with it.',
+  }),
+  applied: z
+    .enum(APPLIED_STATUSES)
+    .optional()
+    .openapi({ description: "By the status of the agent's last configuration report (`FAILED`: failed applies)." }),
 });
 
 export const moveBody = z.object({ groupId: z.uuid() }).strict().openapi('AgentMove');

@@ -163,7 +163,7 @@ export const createRolloutBody = z
   .strict()
   .openapi('RolloutCreate');
 
-const progressSchema = z.object({
+export const progressSchema = z.object({
   total: z.number().int(),
   pending: z.number().int(),
   applying: z.number().int(),
@@ -171,6 +171,14 @@ const progressSchema = z.object({
     .number()
     .int()
     .openapi({ description: 'Offline when their batch was pushed; they settle when they connect.' }),
+  succeeded: z.number().int(),
+  failed: z.number().int(),
+  skipped: z.number().int(),
+});
+
+export const rollbackProgressSchema = z.object({
+  pending: z.number().int(),
+  applying: z.number().int(),
   succeeded: z.number().int(),
   failed: z.number().int(),
   skipped: z.number().int(),
@@ -213,16 +221,7 @@ export const rolloutSchema = z
     progress: progressSchema,
     currentBatch: z.number().int(),
     batches: z.array(progressSchema.extend({ batch: z.number().int() })),
-    rollback: z
-      .object({
-        pending: z.number().int(),
-        applying: z.number().int(),
-        succeeded: z.number().int(),
-        failed: z.number().int(),
-        skipped: z.number().int(),
-      })
-      .nullable()
-      .openapi({ description: 'Progress of the rollback, once one started.' }),
+    rollback: rollbackProgressSchema.nullable().openapi({ description: 'Progress of the rollback, once one started.' }),
     createdBy: z.string(),
     createdAt: z.string(),
     updatedAt: z.string(),

@@ -2068,6 +2068,12 @@ export interface paths {
                     version?: number;
                     /** @description Substring of the name, or a prefix of the id. */
                     q?: string;
+                    /** @description By the last ComponentHealth the agent reported: `healthy`, `unhealthy`, or `unknown` (none reported yet). */
+                    health?: "healthy" | "unhealthy" | "unknown";
+                    /** @description The order: by `id` (default), or by `name` A–Z (`-name`: Z–A; agents of one name by id). A cursor continues the order it was made in: pass the same `sort` with it. */
+                    sort?: "id" | "name" | "-name";
+                    /** @description By the status of the agent's last configuration report (`FAILED`: failed applies). */
+                    applied?: "APPLYING" | "APPLIED" | "FAILED";
                 };
                 header?: never;
                 path?: never;
@@ -2790,6 +2796,152 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/fleet/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The fleet at a glance: agents by status, health, configuration and version; rollouts in flight
+         * @description Requires permission `read`.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Counts as they are now. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FleetSummary"];
+                    };
+                };
+                /** @description Missing, invalid or expired token. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The role or the PAT’s endpoint list does not allow this call. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An RFC 9457 problem; `type` names the error (see /errors). */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/fleet/online": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Agents online over the last hours, from the worker's per-minute census
+         * @description Requires permission `read`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description How far back (1–168 hours; default 24). */
+                    hours?: number;
+                    /** @description Minutes per interval (1–60; default 5), aligned to the hour. */
+                    stepMinutes?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The census in intervals. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["FleetOnline"];
+                    };
+                };
+                /** @description Validation failed or malformed JSON. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing, invalid or expired token. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The role or the PAT’s endpoint list does not allow this call. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An RFC 9457 problem; `type` names the error (see /errors). */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -7643,6 +7795,12 @@ export interface paths {
                     version?: number;
                     /** @description Substring of the name, or a prefix of the id. */
                     q?: string;
+                    /** @description By the last ComponentHealth the agent reported: `healthy`, `unhealthy`, or `unknown` (none reported yet). */
+                    health?: "healthy" | "unhealthy" | "unknown";
+                    /** @description The order: by `id` (default), or by `name` A–Z (`-name`: Z–A; agents of one name by id). A cursor continues the order it was made in: pass the same `sort` with it. */
+                    sort?: "id" | "name" | "-name";
+                    /** @description By the status of the agent's last configuration report (`FAILED`: failed applies). */
+                    applied?: "APPLYING" | "APPLIED" | "FAILED";
                     /** @description Page size (1-1000, default 50). */
                     limit?: number;
                     /** @description Only agents whose id sorts after this one. */
@@ -7732,6 +7890,12 @@ export interface paths {
                     version?: number;
                     /** @description Substring of the name, or a prefix of the id. */
                     q?: string;
+                    /** @description By the last ComponentHealth the agent reported: `healthy`, `unhealthy`, or `unknown` (none reported yet). */
+                    health?: "healthy" | "unhealthy" | "unknown";
+                    /** @description The order: by `id` (default), or by `name` A–Z (`-name`: Z–A; agents of one name by id). A cursor continues the order it was made in: pass the same `sort` with it. */
+                    sort?: "id" | "name" | "-name";
+                    /** @description By the status of the agent's last configuration report (`FAILED`: failed applies). */
+                    applied?: "APPLYING" | "APPLIED" | "FAILED";
                     /** @description Page size (1-1000, default 50). */
                     limit?: number;
                     /** @description Opaque cursor from `nextCursor` or the `Link` header: where each peer stands. */
@@ -10009,6 +10173,89 @@ export interface components {
         AgentMove: {
             /** Format: uuid */
             groupId: string;
+        };
+        FleetSummary: {
+            agents: {
+                total: number;
+                byStatus: {
+                    "pending-approval": number;
+                    enrolling: number;
+                    online: number;
+                    offline: number;
+                    revoked: number;
+                    "handed-over": number;
+                };
+                /** @description Of the online agents, by their last ComponentHealth (`unknown`: none reported). */
+                health: {
+                    healthy: number;
+                    unhealthy: number;
+                    unknown: number;
+                };
+                /** @description Agents whose last configuration report is FAILED. */
+                failedApplies: number;
+                withoutConfiguration: number;
+            };
+            /** @description The 10 configurations most agents desire, most first. */
+            configurations: {
+                configurationId: string;
+                name: string;
+                /** @description The newest published version: agents desiring an older one are behind. */
+                publishedVersion: number | null;
+                agents: number;
+                /** @description Desired versions, newest first. */
+                versions: {
+                    version: number;
+                    agents: number;
+                    /** @description Of them, agents that reported this version APPLIED. */
+                    applied: number;
+                    /** @description Of them, agents that reported this version FAILED. */
+                    failed: number;
+                }[];
+            }[];
+            otherConfigurations: {
+                configurations: number;
+                agents: number;
+            };
+            /** @description Rollouts in flight (scheduled, running, paused, rolling back), the 10 newest. */
+            rollouts: {
+                id: string;
+                name: string | null;
+                /** @enum {string} */
+                state: "scheduled" | "running" | "paused" | "rolling-back";
+                currentBatch: number;
+                progress: {
+                    total: number;
+                    pending: number;
+                    applying: number;
+                    /** @description Offline when their batch was pushed; they settle when they connect. */
+                    deferred: number;
+                    succeeded: number;
+                    failed: number;
+                    skipped: number;
+                };
+                rollback: {
+                    pending: number;
+                    applying: number;
+                    succeeded: number;
+                    failed: number;
+                    skipped: number;
+                } | null;
+            }[];
+        };
+        FleetOnline: {
+            from: string;
+            stepMinutes: number;
+            /** @description Oldest first; an interval without a count (no worker ran) is absent. */
+            intervals: {
+                /** @description The interval's start. */
+                at: string;
+                onlineMin: number;
+                onlineMax: number;
+                /** @description Online agents reporting unhealthy, at most. */
+                unhealthyMax: number;
+                /** @description Agents enrolled (online, offline or enrolling) at its last count. */
+                enrolled: number;
+            }[];
         };
         Configuration: {
             id: string;

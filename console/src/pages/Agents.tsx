@@ -1,14 +1,26 @@
 /** The agents of the tenant: filters and the API's cursor pages, all in the URL. */
-import { Anchor, Badge, Skeleton, Stack, Table, Text } from '@mantine/core';
-import { keepPreviousData, useQuery } from '@tanstack/react-query';
+import { Anchor, Badge, Checkbox, Skeleton, Stack, Table, Text, UnstyledButton } from '@mantine/core';
+import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../api/client';
 import { useLiveRefresh } from '../api/live';
+import { may, useSession } from '../api/session';
+import { AgentBulkActions } from './AgentBulkActions';
 import { CursorPager } from '../components/CursorPager';
 import { EmptyRow } from '../components/EmptyRow';
 import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
-import { AGENT_STATUSES, agentQuery, filtersFrom, PAGE_SIZE, type AgentFilters } from './agentFilters';
+import {
+  AGENT_HEALTHS,
+  AGENT_STATUSES,
+  agentQuery,
+  APPLIED_STATUSES,
+  filtersFrom,
+  PAGE_SIZE,
+  searchOf,
+  type AgentFilters,
+} from './agentFilters';
 import { FilterForm, type FilterField } from '../components/FilterForm';
 import { ConfigurationLink } from './configurations/shared';
 import { GroupLink } from './groups/shared';
@@ -61,6 +73,13 @@ const INVENTORY_FILTERS: FilterField[] = [
     nameOf: nameOfConfiguration,
   },
   { name: 'version', label: 'Version', kind: 'text', placeholder: 'with a configuration' },
+  {
+    name: 'health',
+    label: 'Health',
+    kind: 'choice',
+    choices: AGENT_HEALTHS.map((value) => ({ value, label: value === 'unknown' ? 'not reported' : value })),
+  },
+  { name: 'applied', label: 'Last apply', kind: 'choice', choices: APPLIED_STATUSES },
 ];
 
 /** Healthy, unhealthy (with the component's error), or not reported. */
@@ -103,12 +122,27 @@ const COLUMNS = [
   'Last seen',
 ];
 
-function AgentRows({ agents }: { agents: Schemas['Agent'][] }) {
+/** The chosen agents of the page shown, by id (operators choose agents to act on them at once). */
+interface Choosing {
+  chosen: ReadonlySet<string>;
+  toggle: (id: string) => void;
+}
+
+function AgentRows({ agents, choosing }: { agents: Schemas['Agent'][]; choosing?: Choosing }) {
   if (agents.length === 0) {
-    return <EmptyRow columns={COLUMNS.length}>No agent matches these filters.</EmptyRow>;
+    return <EmptyRow columns={COLUMNS.length + (choosing ? 1 : 0)}>No agent matches these filters.</EmptyRow>;
   }
   return agents.map((agent) => (
     <Table.Tr key={agent.id}>
+      {choosing && (
+        <Table.Td>
+          <Checkbox
+            aria-label={`Choose ${agent.name}`}
+            checked={choosing.chosen.has(agent.id)}
+            onChange={() => choosing.toggle(agent.id)}
+          />
+        </Table.Td>
+      )}
       <Table.Td>
         <Anchor component={Link} to={`/agents/${agent.id}`}>
           {agent.name}
@@ -132,20 +166,81 @@ function AgentRows({ agents }: { agents: Schemas['Agent'][] }) {
   ));
 }
 
+/** The Name header sorts: by id (the API's default) → A–Z → Z–A, from the first page. */
+function NameHeader({ filters, setParams }: { filters: AgentFilters; setParams: (params: URLSearchParams) => void }) {
+  const next = { undefined: 'name', name: '-name', '-name': undefined } as const;
+  const sorted = { name: 'ascending', '-name': 'descending' } as const;
+  const sort = () => setParams(searchOf({ ...filters, cursor: undefined, sort: next[`${filters.sort}`] }));
+  return (
+    <Table.Th scope="col" aria-sort={filters.sort ? sorted[filters.sort] : 'none'}>
+      <UnstyledButton onClick={sort} fw={700} fz="sm">
+        Name {filters.sort === 'name' ? '▲' : filters.sort === '-name' ? '▼' : ''}
+      </UnstyledButton>
+    </Table.Th>
+  );
+}
+
 export function AgentsPage() {
   const [params, setParams] = useSearchParams();
   const filters = filtersFrom(params);
   const agents = useAgents(filters);
+  const session = useSession();
+  const queryClient = useQueryClient();
+  const shown = agents.data?.items ?? [];
+  // Chosen agents belong to the page shown: another page, filter or order starts afresh.
+  const [chosen, setChosen] = useState<{ page: string; ids: ReadonlySet<string> }>({ page: '', ids: new Set() });
+  const page = params.toString();
+  const ids = chosen.page === page ? chosen.ids : new Set<string>();
+  const choose = (next: Set<string>) => setChosen({ page, ids: next });
+  const choosing: Choosing | undefined =
+    session.data && may(session.data, 'operate')
+      ? {
+          chosen: ids,
+          toggle: (id) => {
+            const next = new Set(ids);
+            if (!next.delete(id)) next.add(id);
+            choose(next);
+          },
+        }
+      : undefined;
+  const chosenAgents = shown.filter((agent) => ids.has(agent.id));
+  const all = shown.length > 0 && chosenAgents.length === shown.length;
+  // New filters keep the order chosen in the Name header.
+  const keepingOrder = (search: URLSearchParams) => {
+    if (filters.sort) search.set('sort', filters.sort);
+    setParams(search);
+  };
   return (
     <>
       <PageTitle>Agents</PageTitle>
-      <FilterForm label="Filter agents" fields={INVENTORY_FILTERS} values={filters} apply={setParams} />
+      <FilterForm label="Filter agents" fields={INVENTORY_FILTERS} values={filters} apply={keepingOrder} />
       {agents.isError && <ProblemAlert error={agents.error} mb="md" />}
+      {session.data && choosing && (
+        <AgentBulkActions
+          agents={chosenAgents}
+          session={session.data}
+          onDone={() => {
+            choose(new Set());
+            void queryClient.invalidateQueries({ queryKey: ['agents'] });
+          }}
+        />
+      )}
       <Skeleton visible={agents.isPending}>
         <Table striped highlightOnHover aria-label="Agents" data-testid="agents-table">
           <Table.Thead>
             <Table.Tr>
-              {COLUMNS.map((column) => (
+              {choosing && (
+                <Table.Th scope="col">
+                  <Checkbox
+                    aria-label="Choose every agent on this page"
+                    checked={all}
+                    indeterminate={chosenAgents.length > 0 && !all}
+                    onChange={() => choose(all ? new Set() : new Set(shown.map((agent) => agent.id)))}
+                  />
+                </Table.Th>
+              )}
+              <NameHeader filters={filters} setParams={setParams} />
+              {COLUMNS.slice(1).map((column) => (
                 <Table.Th key={column} scope="col">
                   {column}
                 </Table.Th>
@@ -153,7 +248,7 @@ export function AgentsPage() {
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>
-            <AgentRows agents={agents.data?.items ?? []} />
+            <AgentRows agents={shown} choosing={choosing} />
           </Table.Tbody>
         </Table>
       </Skeleton>

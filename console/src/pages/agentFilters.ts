@@ -16,6 +16,9 @@ export const AGENT_STATUSES: readonly AgentStatus[] = [
   'handed-over',
 ];
 
+export const AGENT_HEALTHS = ['healthy', 'unhealthy', 'unknown'] as const;
+export const APPLIED_STATUSES = ['APPLIED', 'APPLYING', 'FAILED'] as const;
+
 export const PAGE_SIZE = 25;
 
 export interface AgentFilters {
@@ -27,17 +30,26 @@ export interface AgentFilters {
   /** The desired configuration, and (with it) its version. */
   configurationId?: string;
   version?: string;
+  /** By the last ComponentHealth reported (`unknown`: none yet). */
+  health?: (typeof AGENT_HEALTHS)[number];
+  /** By the status of the last configuration report. */
+  applied?: (typeof APPLIED_STATUSES)[number];
+  /** By name (`name`, `-name`); by id when absent. */
+  sort?: (typeof AGENT_SORTS)[number];
   cursor?: string;
 }
 
-function isStatus(value: string | null): value is AgentStatus {
-  return (AGENT_STATUSES as readonly (string | null)[]).includes(value);
-}
+export const AGENT_SORTS = ['name', '-name'] as const;
+
+const oneOf = <T extends string>(choices: readonly T[], value: string | null): T | undefined =>
+  (choices as readonly (string | null)[]).includes(value) ? (value as T) : undefined;
 
 export function filtersFrom(params: URLSearchParams): AgentFilters {
-  const status = params.get('status');
   return {
-    status: isStatus(status) ? status : undefined,
+    status: oneOf(AGENT_STATUSES, params.get('status')),
+    health: oneOf(AGENT_HEALTHS, params.get('health')),
+    applied: oneOf(APPLIED_STATUSES, params.get('applied')),
+    sort: oneOf(AGENT_SORTS, params.get('sort')),
     q: params.get('q') || undefined,
     label: params.get('label') || undefined,
     groupId: params.get('groupId') || undefined,

@@ -80,7 +80,14 @@ export interface AgentFilters {
   version?: number;
   /** Substring of the name, or a prefix of the id. */
   q?: string;
+  /** By the last ComponentHealth reported (`unknown`: none yet). */
+  health?: AgentHealth;
+  /** By the status of the last configuration report. */
+  applied?: AppliedStatus;
 }
+
+export const AGENT_HEALTHS = ['healthy', 'unhealthy', 'unknown'] as const;
+export type AgentHealth = (typeof AGENT_HEALTHS)[number];
 
 function toInsert(agent: NewAgent) {
   return {
@@ -122,6 +129,10 @@ export function listAgentsQuery(db: Db, tenantId: string, filters: AgentFilters)
   if (filters.labels) query.whereRaw('labels @> ?::jsonb', [JSON.stringify(filters.labels)]);
   if (filters.configurationId) query.where({ desired_configuration_id: filters.configurationId });
   if (filters.version !== undefined) query.where({ desired_version: filters.version });
+  if (filters.health === 'unknown') query.whereNull('health');
+  else if (filters.health)
+    query.whereNotNull('health')[filters.health === 'healthy' ? 'whereNull' : 'whereNotNull']('unhealthy_since');
+  if (filters.applied) query.where({ applied_status: filters.applied });
   if (filters.q) {
     const q = likeLiteral(filters.q);
     query.where((where) => {
