@@ -10,6 +10,7 @@ import { admitAgent, agentIdFromUid, type Admitted, type Credential } from './en
 import type { SettingsOffer } from './handover-offers';
 import { writingStatus, type ListenerContext } from './listener-context';
 import type { Refusal } from './refusals';
+import { keepEffectiveConfigOf } from './effective-config';
 import { applyRoutineStatus, applyStatus, replyTo, setOffline, settingsDue, standingSettings } from './status';
 
 export interface Served {
@@ -27,6 +28,8 @@ export interface MessageSession {
   newSession: boolean;
   sentHash: string | undefined;
   remember(hash: string): void;
+  /** The effective configuration hash kept for the agent, as far as this session knows (none over HTTP). */
+  keptEffective?: { get(): string | undefined; set(hash: string): void };
   /** A WebSocket is admitted once: its credential and uid cannot change, and cut-offs close it. */
   admitted?: Admitted;
 }
@@ -87,6 +90,8 @@ export async function serveMessage(
     ));
   if (!reported) return { ok: false, reason: 'unknown-agent' }; // the row is gone
   if (reported.cutOff) return { ok: false, reason: 'agent-revoked' };
+  if (message.effectiveConfig?.configMap && !held)
+    await keepEffectiveConfigOf(ctx, { tenantId, agentId }, message.effectiveConfig.configMap, session.keptEffective);
   const tokenId = credential.kind === 'token' ? credential.row.id : undefined;
   const certificate =
     csr && !held

@@ -56,6 +56,8 @@ export interface WsSession {
   admitted?: Admitted;
   /** config_hash of the last remote_config sent in this session. */
   sentHash?: string;
+  /** The effective configuration hash kept for the agent (gateway/effective-config.ts). */
+  keptEffectiveHash?: string;
   /** Answered the last ping. */
   alive: boolean;
   /** Messages in and out of one session run one at a time, in order. */

@@ -137,6 +137,10 @@ async function onMessage(ctx: ListenerContext, session: WsSession, data: RawData
     newSession: session.agentId === undefined,
     sentHash: session.sentHash,
     remember: (hash) => (session.sentHash = hash),
+    keptEffective: {
+      get: () => session.keptEffectiveHash,
+      set: (hash) => (session.keptEffectiveHash = hash),
+    },
     admitted: session.admitted,
   });
   if (!served.ok) {

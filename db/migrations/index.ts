@@ -27,6 +27,7 @@ import * as handoverMissingAgents from './20261202010000_handover_missing_agents
 import * as rolloutAgentsFillfactor from './20261203000000_rollout_agents_fillfactor';
 import * as fleetMinutes from './20261203010000_fleet_minutes';
 import * as agentsByName from './20261203020000_agents_by_name';
+import * as agentEffectiveConfigs from './20261203030000_agent_effective_configs';
 
 /**
  * Migrations are listed here rather than discovered on disk, so the same list runs under
@@ -61,6 +62,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261203000000_rollout_agents_fillfactor': rolloutAgentsFillfactor,
   '20261203010000_fleet_minutes': fleetMinutes,
   '20261203020000_agents_by_name': agentsByName,
+  '20261203030000_agent_effective_configs': agentEffectiveConfigs,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

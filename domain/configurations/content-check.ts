@@ -6,6 +6,13 @@
  */
 import { createThreadPool, TaskTooCostly, type ThreadPool } from '../../platform/thread-pool';
 import { compareContents, contentProblem, type Comparison, type Format } from './content';
+import {
+  diffWithDesired,
+  keptEffectiveConfig,
+  type KeptEffectiveConfig,
+  type KeptFile,
+  type ReportedFile,
+} from '../effective-config';
 
 /** Below this many characters a content is parsed where it is (a few ms at most). */
 const INLINE_CHARS = 16 * 1024;
@@ -17,6 +24,7 @@ export const PARSE_BUDGET = { timeoutMs: 10_000, heapMb: 256 };
 const MAX_WAITING = 64;
 
 const CONTENT_MODULE = require.resolve('./content');
+const EFFECTIVE_CONFIG_MODULE = require.resolve('../effective-config');
 
 let pool: ThreadPool | undefined;
 const threads = () => (pool ??= createThreadPool({ ...PARSE_BUDGET, maxQueued: MAX_WAITING }));
@@ -53,6 +61,36 @@ export async function compareVersions(
   ];
   if (from.content.length + to.content.length < INLINE_CHARS) return compareContents(name, format, from, to);
   return threads().run<Comparison>(CONTENT_MODULE, 'compareContents', [name, format, ...pair]);
+}
+
+/**
+ * keptEffectiveConfig (an agent's reported configuration, redacted), on a thread when it is
+ * large. One beyond the parsing budget is kept as names and sizes only. Throws ThreadPoolBusy.
+ */
+export async function keepReportedConfig(files: ReportedFile[]): Promise<KeptEffectiveConfig> {
+  const bytes = files.reduce((sum, file) => sum + file.body.byteLength, 0);
+  if (bytes < INLINE_CHARS) return keptEffectiveConfig(files);
+  try {
+    return await threads().run<KeptEffectiveConfig>(EFFECTIVE_CONFIG_MODULE, 'keptEffectiveConfig', [files]);
+  } catch (error) {
+    if (!(error instanceof TaskTooCostly)) throw error;
+    const sizes = files.map(({ name, contentType, body }) => ({
+      name,
+      contentType,
+      bytes: body.byteLength,
+      content: null,
+    }));
+    return { files: sizes, kept: false, redacted: 0 };
+  }
+}
+
+/** diffWithDesired, on a thread when the contents are large. Throws ThreadPoolBusy. */
+export async function diffEffectiveWithDesired(
+  desired: Parameters<typeof diffWithDesired>[0],
+  file: KeptFile & { content: string },
+): Promise<string> {
+  if (desired.content.length + file.content.length < INLINE_CHARS) return diffWithDesired(desired, file);
+  return threads().run<string>(EFFECTIVE_CONFIG_MODULE, 'diffWithDesired', [desired, file]);
 }
 
 /** Ends the parsing threads (a process that stops, a test file's end). */

@@ -288,20 +288,23 @@ export function unifiedDiff(
   from: { version: number; content: string },
   to: { version: number; content: string },
 ): string {
-  const oldName = `a/${name}\tversion ${from.version}`;
-  const newName = `b/${name}\tversion ${to.version}`;
-  const patch = createTwoFilesPatch(
-    `a/${name}`,
-    `b/${name}`,
-    from.content,
-    to.content,
-    `version ${from.version}`,
-    `version ${to.version}`,
-    {
-      timeout: DIFF_TIMEOUT_MS,
-    },
+  return diffOf(
+    { path: `a/${name}`, header: `version ${from.version}`, content: from.content },
+    { path: `b/${name}`, header: `version ${to.version}`, content: to.content },
   );
-  return patch ?? replacementPatch(oldName, newName, from.content, to.content);
+}
+
+/** Unified diff of two texts, each labelled by a path and a header (`--- a/name\tversion 1`). */
+export function diffOf(
+  from: { path: string; header: string; content: string },
+  to: { path: string; header: string; content: string },
+): string {
+  const patch = createTwoFilesPatch(from.path, to.path, from.content, to.content, from.header, to.header, {
+    timeout: DIFF_TIMEOUT_MS,
+  });
+  return (
+    patch ?? replacementPatch(`${from.path}\t${from.header}`, `${to.path}\t${to.header}`, from.content, to.content)
+  );
 }
 
 export interface Comparison {

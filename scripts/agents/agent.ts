@@ -127,7 +127,7 @@ export class SimulatedAgent extends EventEmitter {
   private readonly ownsShared: boolean;
   private pending: Pending = { ...NOTHING_PENDING };
   private remote?: StoredConfig;
-  private effective?: Record<string, AgentConfigFile>;
+  private effective?: Record<string, { body: Uint8Array; contentType: string }>;
   private csr?: GeneratedCsr;
   private csrGenerating = false;
   private csrSentOnConnection = false;
@@ -266,6 +266,23 @@ export class SimulatedAgent extends EventEmitter {
     this.state.health = { ...health };
     this.healthSince = BigInt(Date.now()) * 1_000_000n;
     this.pending.health = true;
+    this.flush();
+    this.changed();
+  }
+
+  /**
+   * Reports running these files from now on instead of what it was last pushed (someone
+   * edited the configuration on the host): sent at once when connected, and with every full
+   * state. The next configuration pushed and applied replaces them.
+   */
+  setEffectiveConfig(files: Record<string, { body: string; contentType?: string }>): void {
+    this.effective = Object.fromEntries(
+      Object.entries(files).map(([name, file]) => [
+        name,
+        { body: Buffer.from(file.body, 'utf8'), contentType: file.contentType ?? '' },
+      ]),
+    );
+    this.pending.remoteStatus = true;
     this.flush();
     this.changed();
   }

@@ -29,6 +29,7 @@ let browser: Browser;
 let page: Page;
 let groupName: string;
 let agentIds: string[];
+let agents: Awaited<ReturnType<RolloutEnv['fleet']>>['fleet']['agents'];
 let configurationId: string;
 
 const CONFIGURATION = 'journey-collector';
@@ -103,6 +104,7 @@ beforeAll(async () => {
   env = await startRolloutEnv();
   const fleet = await env.fleet(3);
   agentIds = fleet.ids;
+  agents = fleet.fleet.agents;
   groupName = (await apiGet(`/api/groups/${fleet.groupId}`)).name;
   browser = await launchBrowser(env.t);
 }, 90_000);
@@ -198,3 +200,20 @@ test('the second version, one agent at a time: live progress, paused, resumed an
   // What the fleet runs: the agent of batch 1 is back on v1; the others never left it.
   await eventually(async () => expect(await appliedVersions()).toEqual([1, 1, 1]), 20_000);
 }, 120_000);
+
+test('an agent runs what it should, until someone edits it on its host: its page shows the difference', async () => {
+  const agent = agents[0]!;
+  await page.goto(`${CONSOLE_ORIGIN}/agents/${agent.id}`);
+  const section = page.getByRole('region', { name: 'Effective configuration' });
+  await onPage(async () => expect(await section.textContent()).toContain('It runs exactly its desired'));
+  // Edited by hand on the host: the debug exporter added, which v1 does not have.
+  agent.setEffectiveConfig({ [CONFIGURATION]: { body: V2, contentType: 'text/yaml' } });
+  await eventually(async () =>
+    expect((await apiGet(`/api/agents/${agent.id}/effective-configuration`)).desired.matches).toBe(false),
+  );
+  await page.reload();
+  await onPage(async () => expect(await section.textContent()).toContain('It does not run its desired'));
+  const rows = await tableRows(page, 'Side-by-side diff');
+  expect(rows.some((cells) => cells[3]?.includes('debug: {}'))).toBe(true);
+  await expectAccessible(page, 'agent-effective-configuration');
+}, 60_000);

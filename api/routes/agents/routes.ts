@@ -10,6 +10,7 @@ import type { ResourceRouteOptions } from '../options';
 import { labelFilter } from '../../http/labels';
 import { AGENT_QUERY_RULES, agentListQuery, agentSchema, agentSortKeys, moveBody, presentAgent } from './schema';
 import { agentHistoryEntrySchema, historyKeys, presentHistoryEntry } from './history';
+import { effectiveConfigRoute } from './effective-config';
 
 const enrolmentSchema = z
   .object({
@@ -109,6 +110,7 @@ export function agentsRoutes(options: ResourceRouteOptions): RouteDef[] {
         return { body: respondPage(ctx, options.baseUrl, page, presentHistoryEntry) };
       },
     }),
+    effectiveConfigRoute(),
     route({
       method: 'post',
       path: '/api/agents/{id}/move',

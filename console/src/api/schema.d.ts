@@ -2454,6 +2454,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agents/{id}/effective-configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the agent reports running (secrets redacted), and how it differs from its desired configuration
+         * @description Requires permission `read`.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The effective configuration as kept. 404 when the agent has reported none yet. */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["AgentEffectiveConfiguration"];
+                    };
+                };
+                /** @description Validation failed or malformed JSON. */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Missing, invalid or expired token. */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The role or the PAT’s endpoint list does not allow this call. */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No such object in your tenant. */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An RFC 9457 problem; `type` names the error (see /errors). */
+                default: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/agents/{id}/move": {
         parameters: {
             query?: never;
@@ -10169,6 +10255,38 @@ export interface components {
             contentHash: string | null;
             /** @description The agent's message, or why (a timeout, a policy, a health verdict). */
             detail: string | null;
+        };
+        AgentEffectiveConfiguration: {
+            agentId: string;
+            /** @description sha256 (hex) of what the agent reported (`effectiveConfigHash`). */
+            hash: string;
+            /** @description When the agent reported this configuration (first, if it repeated it). */
+            reportedAt: string;
+            /** @description False when it was over 256 KiB: its files are listed with their sizes, without content. */
+            kept: boolean;
+            /** @description Values replaced by `<redacted>` before it was stored. */
+            redactedValues: number;
+            files: {
+                name: string;
+                contentType: string;
+                /** @description Size as reported, before redaction. */
+                bytes: number;
+                /** @description Redacted; null when not kept. */
+                content: string | null;
+            }[];
+            /** @description The agent's desired configuration and version; null when it has none. */
+            desired: {
+                configurationId: string;
+                name: string;
+                version: number;
+                hash: string;
+                /** @description The agent reports exactly the desired content (same hash). */
+                matches: boolean;
+                /** @description The reported file compared with it. */
+                file: string | null;
+                /** @description Unified diff from the desired version to the reported file, both redacted by the same rule; empty when they are the same. Null when there is nothing to compare: no file by its name among several, a configuration not kept, a version gone. */
+                diff: string | null;
+            } | null;
         };
         AgentMove: {
             /** Format: uuid */

@@ -15,6 +15,7 @@ import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
 import { AGENT_EVENTS, StatusBadge } from './Agents';
 import { MoveAgent } from './groups/MoveAgent';
+import { EffectiveConfiguration } from './AgentEffectiveConfig';
 import { GroupLink } from './groups/shared';
 
 type Agent = Schemas['Agent'];
@@ -167,6 +168,7 @@ export function AgentDetailPage() {
         )}
         {agent.data && <AgentSections agent={agent.data} />}
       </Skeleton>
+      {agent.data && <EffectiveConfiguration agentId={agent.data.id} />}
     </Stack>
   );
 }

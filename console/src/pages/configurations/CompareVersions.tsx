@@ -36,18 +36,29 @@ function Side({ cell, className, mark }: { cell?: Cell; className?: string; mark
   );
 }
 
-function SideBySide({ from, to, unifiedDiff }: { from: number; to: number; unifiedDiff: string }) {
+/** A unified diff in two columns headed `left` and `right` (an agent's page shows its drift so too). */
+export function SideBySide({
+  left,
+  right,
+  unifiedDiff,
+  same = 'The two versions have the same content.',
+}: {
+  left: string;
+  right: string;
+  unifiedDiff: string;
+  same?: string;
+}) {
   const rows = sideBySide(unifiedDiff);
-  if (rows.length === 0) return <Text mb="md">The two versions have the same content.</Text>;
+  if (rows.length === 0) return <Text mb="md">{same}</Text>;
   return (
     <Table aria-label="Side-by-side diff" withColumnBorders mb="lg" className={classes.table}>
       <Table.Thead>
         <Table.Tr>
           <Table.Th scope="col" colSpan={2}>
-            Version {from}
+            {left}
           </Table.Th>
           <Table.Th scope="col" colSpan={2}>
-            Version {to}
+            {right}
           </Table.Th>
         </Table.Tr>
       </Table.Thead>
@@ -143,7 +154,11 @@ export function CompareVersionsPage() {
       {comparison.isFetching && !comparison.data && <Skeleton height={200} />}
       {comparison.data && (
         <>
-          <SideBySide from={comparison.data.from} to={comparison.data.to} unifiedDiff={comparison.data.unifiedDiff} />
+          <SideBySide
+            left={`Version ${comparison.data.from}`}
+            right={`Version ${comparison.data.to}`}
+            unifiedDiff={comparison.data.unifiedDiff}
+          />
           {comparison.data.changes && <KeyChanges changes={comparison.data.changes} />}
         </>
       )}
