@@ -47,7 +47,7 @@ const rolloutState = () => page.getByRole('region', { name: 'Rollout' }).getByTe
 
 /** The Progress table's counts of one row ('All', 'Batch 1', 'Rollback'): total … skipped. */
 async function progress(row: string): Promise<string[] | undefined> {
-  return (await tableRows(page, 'Progress')).find((cells) => cells[0] === row)?.slice(1);
+  return (await tableRows(page, 'Progress')).find((cells) => cells[0] === row)?.slice(1, 8); // not the bar
 }
 
 /** A draft saved in the editor and published from the configuration's page, as `vN`. */

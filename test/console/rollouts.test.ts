@@ -41,7 +41,7 @@ const call = (method: string, path: string, body?: unknown) => env.t.call(method
 
 /** The Progress table's counts of one row ('All', 'Batch 1', 'Rollback'): total, pending, applying, deferred … skipped. */
 async function progress(name: string): Promise<string[] | undefined> {
-  return (await tableRows(page, 'Progress')).find((cells) => cells[0] === name)?.slice(1);
+  return (await tableRows(page, 'Progress')).find((cells) => cells[0] === name)?.slice(1, 8); // not the bar
 }
 
 const shownState = () => page.getByRole('region', { name: 'Rollout' }).getByTestId('rollout-state').textContent();
@@ -198,7 +198,7 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
   await page.waitForURL((url) => url.searchParams.get('state') === 'succeeded');
   await onPage(async () => {
     const results = await tableRows(page, 'Agent results');
-    expect(results.map((cells) => cells.slice(1, 3).concat(cells.slice(4)))).toEqual([
+    expect(results.map((cells) => cells.slice(1, 3).concat(cells.slice(4, 6)))).toEqual([
       ['1', 'succeeded', 'v1', 'succeeded'],
     ]);
   });
@@ -208,6 +208,16 @@ test('an operator starts the rollout, watches it arrive live, pauses, resumes an
   );
   const agent = (await call('GET', `/api/agents/${agentId}`)).body;
   expect((await tableRows(page, 'Agent results'))[0]?.[0]).toBe(`${agent.name}${agent.id}`);
+  // Its history in this rollout, in order, opened in the page.
+  await page.getByRole('button', { name: `History of ${agent.name}` }).click();
+  await onPage(async () =>
+    expect((await tableRows(page, 'Agent history')).map((cells) => cells.slice(1, 3))).toEqual([
+      ['pushed', 'v2'],
+      ['applied', 'v2'],
+      ['rollback-pushed', 'v1'],
+      ['rollback-applied', 'v1'],
+    ]),
+  );
   await expectAccessible(page, 'rollout-rolled-back');
 }, 90_000);
 
@@ -271,6 +281,22 @@ test('an operator creates a rollout with the form once the policy dry run for ex
   await page.getByRole('combobox', { name: 'Batches of' }).click();
   await page.getByRole('option', { name: 'a share of the target (%)' }).click();
   await page.getByLabel('Percent of the target per batch').fill('50');
+  // Weekends only, in Berlin, and not before the day after tomorrow.
+  await page.getByRole('button', { name: 'Add a time window' }).click();
+  const window = page.getByRole('group', { name: 'Window 1', exact: true });
+  for (const day of ['Mon', 'Tue', 'Wed', 'Thu', 'Fri']) await window.getByLabel(day, { exact: true }).uncheck();
+  for (const day of ['Sat', 'Sun']) await window.getByLabel(day, { exact: true }).check();
+  await window.getByLabel('From').fill('00:00');
+  await window.getByLabel('To').fill('24:00');
+  await window.getByRole('combobox', { name: 'Time zone' }).fill('Europe/Berl');
+  await page.getByRole('option', { name: 'Europe/Berlin', exact: true }).click();
+  const later = new Date(Date.now() + 2 * 86_400_000);
+  const local = await page.evaluate(
+    (ms) => new Date(ms - new Date(ms).getTimezoneOffset() * 60_000).toISOString().slice(0, 16),
+    later.getTime(),
+  );
+  await page.getByLabel('Start at').fill(local);
+  const startAt = await page.evaluate((value) => new Date(value).toISOString(), local);
   expect(await page.getByRole('button', { name: 'Create rollout' }).isDisabled()).toBe(true);
 
   await page.getByRole('button', { name: 'Preview policies' }).click();
@@ -289,11 +315,22 @@ test('an operator creates a rollout with the form once the policy dry run for ex
     configurationId: v2.configurationId,
     version: v2.version,
     target: { groupIds: [groupId] },
-    strategy: { batchPercent: 50, bakeSeconds: 0, applyTimeoutSeconds: 300, maxFailurePercent: 0, onFailure: 'pause' },
+    strategy: {
+      batchPercent: 50,
+      bakeSeconds: 0,
+      applyTimeoutSeconds: 300,
+      maxFailurePercent: 0,
+      onFailure: 'pause',
+      windows: [{ days: ['sat', 'sun'], from: '00:00', to: '24:00', timeZone: 'Europe/Berlin' }],
+    },
+    startAt,
     progress: { total: 3 },
   });
   await onPage(async () => expect(await shownState()).toBe('pending'));
   expect(await page.getByRole('region', { name: 'Rollout' }).textContent()).toContain('batches of 50 %');
+  expect(await page.getByRole('region', { name: 'Rollout' }).textContent()).toContain(
+    'batches start only sat,sun 00:00–24:00 Europe/Berlin',
+  );
 
   // Its target group, by name, opens the group's page.
   await page.getByRole('region', { name: 'Rollout' }).getByRole('link', { name: group.name, exact: true }).click();

@@ -1,6 +1,6 @@
 /**
  * A new rollout (operators): a published version of a configuration, the groups it goes to
- * and the strategy. The policy dry run (`POST /api/policies/evaluate`) is previewed for
+ * the strategy (its time windows too) and when it may start. The policy dry run (`POST /api/policies/evaluate`) is previewed for
  * exactly these choices before the rollout can be created; it is created pending, and
  * started from its page (where the policies judge it again).
  */
@@ -38,6 +38,8 @@ function NewRolloutForm() {
   const { configurationId, version } = choice;
   const [groupIds, setGroupIds] = useState<string[]>([]);
   const [strategy, setStrategy] = useState<Strategy>(DEFAULT_STRATEGY);
+  /** `datetime-local`: the browser's own time, sent as an instant. */
+  const [startAt, setStartAt] = useState('');
 
   const push = { configurationId: configurationId ?? '', version: Number(version), target: { groupIds } };
   const batch = { batchSize: strategy.batchSize, batchPercent: strategy.batchPercent };
@@ -56,6 +58,7 @@ function NewRolloutForm() {
             target: { groupIds, agentIds: [], labelSelector: null },
             ...(name.trim() && { name }),
             ...(description.trim() && { description }),
+            ...(startAt && { startAt: new Date(startAt).toISOString() }),
             strategy,
           },
         }),
@@ -78,6 +81,13 @@ function NewRolloutForm() {
         <VersionFields {...choice} />
         <GroupsField label="Target groups" value={groupIds} onChange={setGroupIds} />
         <StrategyFields strategy={strategy} onChange={setStrategy} />
+        <TextInput
+          type="datetime-local"
+          label="Start at"
+          description="Optional, in your browser's time: started before then, the rollout waits (scheduled) and pushes its first batch then"
+          value={startAt}
+          onChange={(e) => setStartAt(e.currentTarget.value)}
+        />
         <Group>
           <Button
             variant="default"

@@ -4,8 +4,9 @@
  * The hub's `rollout.*` events for this rollout refresh it as they arrive; operators get the
  * operations its state allows.
  */
-import { Anchor, Code, Skeleton, Stack, Table, Text } from '@mantine/core';
+import { Anchor, Badge, Button, Code, Group, Skeleton, Stack, Table, Text } from '@mantine/core';
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../../api/client';
 import { useLiveRefresh, type CloudEvent } from '../../api/live';
@@ -124,11 +125,70 @@ function Progress({ rollout }: { rollout: Rollout }) {
   );
 }
 
-function AgentRows({ agents }: { agents: AgentResult[] }) {
+// Filled badges in dark shades (white text at 4.5:1); deferred and failed stand out.
+const STATE_COLORS: Partial<Record<AgentResult['state'], string>> = {
+  succeeded: 'teal.9',
+  failed: 'red.9',
+  deferred: 'yellow.9',
+  applying: 'blue.9',
+  skipped: 'gray.8',
+};
+
+/** Failed by the health gate: unhealthy or disconnecting after it applied (the reason says which). */
+const byHealthGate = (agent: AgentResult) =>
+  agent.state === 'failed' && /^(unhealthy for|disconnected)/.test(agent.error ?? '');
+
+function AgentState({ agent }: { agent: AgentResult }) {
+  return (
+    <Group gap={4} wrap="nowrap">
+      <Badge variant="filled" color={STATE_COLORS[agent.state] ?? 'dark.6'} miw="max-content">
+        {agent.state}
+      </Badge>
+      {byHealthGate(agent) && (
+        <Badge variant="outline" color="red.9" miw="max-content">
+          health gate
+        </Badge>
+      )}
+    </Group>
+  );
+}
+
+/** What happened to one agent in this rollout, in order (`GET …/agents/{agentId}/history`), read when opened. */
+function AgentHistory({ rolloutId, agentId }: { rolloutId: string; agentId: string }) {
+  const history = useQuery({
+    queryKey: ['rollouts', 'agents', rolloutId, 'history', agentId],
+    queryFn: () =>
+      ok(
+        api.GET('/api/rollouts/{id}/agents/{agentId}/history', {
+          params: { path: { id: rolloutId, agentId }, query: { limit: 100 } },
+        }),
+      ),
+  });
+  if (history.isError) return <ProblemAlert error={history.error} />;
+  if (!history.data) return <Text size="sm">Reading its history…</Text>;
+  return (
+    <Table aria-label="Agent history" withRowBorders={false}>
+      <Table.Tbody>
+        {history.data.items.map((entry) => (
+          <Table.Tr key={`${entry.at} ${entry.kind}`}>
+            <Table.Td>{new Date(entry.at).toLocaleString()}</Table.Td>
+            <Table.Td>{entry.kind}</Table.Td>
+            <Table.Td>{entry.version !== null ? `v${entry.version}` : ''}</Table.Td>
+            <Table.Td>{entry.batch !== null ? `batch ${entry.batch}` : ''}</Table.Td>
+            <Table.Td>{entry.detail ?? ''}</Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  );
+}
+
+function AgentRows({ rolloutId, agents }: { rolloutId: string; agents: AgentResult[] }) {
+  const [open, setOpen] = useState<string | null>(null);
   if (agents.length === 0) {
-    return <EmptyRow columns={6}>No agent of this rollout matches.</EmptyRow>;
+    return <EmptyRow columns={7}>No agent of this rollout matches.</EmptyRow>;
   }
-  return agents.map((agent) => (
+  return agents.flatMap((agent) => [
     <Table.Tr key={agent.agentId}>
       <Table.Td>
         {/* By name, with the id: agents of one fleet often share a name (a host name, a role). */}
@@ -142,14 +202,36 @@ function AgentRows({ agents }: { agents: AgentResult[] }) {
         )}
       </Table.Td>
       <Table.Td>{agent.batch ?? ''}</Table.Td>
-      <Table.Td>{agent.state}</Table.Td>
+      <Table.Td>
+        <AgentState agent={agent} />
+      </Table.Td>
       <Table.Td>{agent.error ?? ''}</Table.Td>
       <Table.Td>{agent.previous ? `v${agent.previous.version}` : 'none'}</Table.Td>
       <Table.Td>
         {agent.rollback ? `${agent.rollback.state}${agent.rollback.error ? `: ${agent.rollback.error}` : ''}` : ''}
       </Table.Td>
-    </Table.Tr>
-  ));
+      <Table.Td>
+        <Button
+          variant="default"
+          size="compact-sm"
+          aria-expanded={open === agent.agentId}
+          aria-label={`History of ${agent.agentName ?? agent.agentId}`}
+          onClick={() => setOpen(open === agent.agentId ? null : agent.agentId)}
+        >
+          History
+        </Button>
+      </Table.Td>
+    </Table.Tr>,
+    ...(open === agent.agentId
+      ? [
+          <Table.Tr key={`${agent.agentId}-history`}>
+            <Table.Td colSpan={7}>
+              <AgentHistory rolloutId={rolloutId} agentId={agent.agentId} />
+            </Table.Td>
+          </Table.Tr>,
+        ]
+      : []),
+  ]);
 }
 
 function AgentResults({ id }: { id: string }) {
@@ -161,9 +243,9 @@ function AgentResults({ id }: { id: string }) {
       <StateFilter label="Agent state" states={AGENT_STATES} state={query.state} setParams={setParams} mb="sm" />
       {agents.isError && <ProblemAlert error={agents.error} mb="sm" />}
       <Table striped aria-label="Agent results">
-        <ColumnHeaders columns={['Agent', 'Batch', 'State', 'Error', 'Previous', 'Rollback']} />
+        <ColumnHeaders columns={['Agent', 'Batch', 'State', 'Error', 'Previous', 'Rollback', 'History']} />
         <Table.Tbody>
-          <AgentRows agents={agents.data?.items ?? []} />
+          <AgentRows rolloutId={id} agents={agents.data?.items ?? []} />
         </Table.Tbody>
       </Table>
       <CursorPager filters={query} nextCursor={agents.data?.nextCursor} setParams={setParams} mt="sm" />

@@ -2,9 +2,10 @@
  * A rollout's strategy as form inputs, for a new rollout and for a Git source's rollout
  * template: batches of a number of agents or of a share of the target, the bake between
  * batches, the apply timeout, the failure threshold and what crossing it does, offline
- * agents, the health gate. The inputs' bounds are the API's (RolloutStrategy).
+ * agents, the health gate, the time windows batches start in. The inputs' bounds are the
+ * API's (RolloutStrategy), which says what is wrong with a window (a time, a zone).
  */
-import { Checkbox, Group, NumberInput, Select } from '@mantine/core';
+import { Button, Checkbox, Group, NumberInput, Select, Stack, Text, TextInput } from '@mantine/core';
 import type { Schemas } from '../../api/client';
 
 export type Strategy = Schemas['RolloutStrategy'];
@@ -147,6 +148,7 @@ export function StrategyFields({ strategy, onChange }: { strategy: Strategy; onC
         />
       </Group>
       <HealthGateFields strategy={strategy} set={set} />
+      <WindowFields strategy={strategy} set={set} />
     </>
   );
 }
@@ -191,5 +193,94 @@ function HealthGateFields({ strategy, set }: { strategy: Strategy; set: (change:
         onChange={(v) => gate && set({ healthGate: { ...gate, maxDisconnects: Number(v) } })}
       />
     </Group>
+  );
+}
+
+type Window = NonNullable<Strategy['windows']>[number];
+type Weekday = Window['days'][number];
+
+const DAYS: { value: Weekday; label: string }[] = [
+  { value: 'mon', label: 'Mon' },
+  { value: 'tue', label: 'Tue' },
+  { value: 'wed', label: 'Wed' },
+  { value: 'thu', label: 'Thu' },
+  { value: 'fri', label: 'Fri' },
+  { value: 'sat', label: 'Sat' },
+  { value: 'sun', label: 'Sun' },
+];
+
+/** Every IANA zone the browser knows, UTC first. */
+const TIME_ZONES = ['UTC', ...Intl.supportedValuesOf('timeZone').filter((zone) => zone !== 'UTC')];
+
+const workingHoursHere = (): Window => ({
+  days: ['mon', 'tue', 'wed', 'thu', 'fri'],
+  from: '09:00',
+  to: '17:00',
+  timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC',
+});
+
+/** Windows batches start in (none: any time): days, from–to in a zone; added and removed one by one. */
+function WindowFields({ strategy, set }: { strategy: Strategy; set: (change: Partial<Strategy>) => void }) {
+  const windows = strategy.windows ?? [];
+  const update = (i: number, change: Partial<Window>) =>
+    set({ windows: windows.map((window, j) => (j === i ? { ...window, ...change } : window)) });
+  const remove = (i: number) => {
+    const left = windows.filter((_, j) => j !== i);
+    set({ windows: left.length > 0 ? left : undefined });
+  };
+  return (
+    <Stack gap="xs" role="group" aria-label="Time windows">
+      <Text size="sm" fw={500}>
+        Time windows
+      </Text>
+      <Text size="xs" c="dimmed">
+        A batch starts only inside one of them; a batch that started finishes. None: any time.
+      </Text>
+      {windows.map((window, i) => (
+        <Stack key={i} gap={4} role="group" aria-label={`Window ${i + 1}`}>
+          <Checkbox.Group
+            label={`Window ${i + 1}: days`}
+            value={window.days}
+            onChange={(days) => update(i, { days: DAYS.map((day) => day.value).filter((day) => days.includes(day)) })}
+          >
+            <Group gap="sm" mt={4}>
+              {DAYS.map((day) => (
+                <Checkbox key={day.value} value={day.value} label={day.label} />
+              ))}
+            </Group>
+          </Checkbox.Group>
+          <Group grow align="flex-end">
+            <TextInput
+              label="From"
+              description="HH:MM"
+              value={window.from}
+              onChange={(e) => update(i, { from: e.currentTarget.value })}
+            />
+            <TextInput
+              label="To"
+              description="HH:MM, up to 24:00"
+              value={window.to}
+              onChange={(e) => update(i, { to: e.currentTarget.value })}
+            />
+            <Select
+              label="Time zone"
+              searchable
+              data={TIME_ZONES}
+              value={window.timeZone}
+              onChange={(zone) => zone && update(i, { timeZone: zone })}
+              allowDeselect={false}
+            />
+            <Button variant="default" onClick={() => remove(i)}>
+              Remove window {i + 1}
+            </Button>
+          </Group>
+        </Stack>
+      ))}
+      <Group>
+        <Button variant="default" onClick={() => set({ windows: [...windows, workingHoursHere()] })}>
+          Add a time window
+        </Button>
+      </Group>
+    </Stack>
   );
 }
