@@ -13,13 +13,6 @@ import { searchConfigurations, SearchSelect, type Choice } from './groups/Search
 
 export const CHOICES = 200;
 
-export function useGroupChoices() {
-  return useQuery({
-    queryKey: ['groups', 'choices'],
-    queryFn: () => ok(api.GET('/api/groups', { params: { query: { limit: CHOICES } } })),
-  });
-}
-
 export function usePeerChoices() {
   return useQuery({
     queryKey: [...FEDERATION_KEY, 'peers', 'choices'],

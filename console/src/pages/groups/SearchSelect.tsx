@@ -22,6 +22,7 @@ const TYPING_PAUSE_MS = 250;
 
 interface SearchSelectProps {
   label: string;
+  description?: string;
   placeholder: string;
   queryKey: QueryKey;
   search: (q: string | undefined) => Promise<Choice[]>;
@@ -55,11 +56,20 @@ function useSearchedChoices(queryKey: QueryKey, search: SearchSelectProps['searc
   };
 }
 
-export function SearchSelect({ label, placeholder, queryKey, search, chosen, onChoose }: SearchSelectProps) {
+export function SearchSelect({
+  label,
+  description,
+  placeholder,
+  queryKey,
+  search,
+  chosen,
+  onChoose,
+}: SearchSelectProps) {
   const searched = useSearchedChoices(queryKey, search, chosen ? [chosen] : []);
   return (
     <Select
       label={label}
+      description={description}
       placeholder={placeholder}
       clearable
       {...searched}

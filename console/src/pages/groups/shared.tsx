@@ -24,8 +24,8 @@ export function groupQuery(id: string) {
   };
 }
 
-export function useGroup(id: string) {
-  return useQuery(groupQuery(id));
+export function useGroup(id: string, enabled = true) {
+  return useQuery({ ...groupQuery(id), enabled });
 }
 
 export function useRefreshGroups(): () => void {

@@ -14,12 +14,14 @@ import { searchOf } from '../agentFilters';
 import { IssueToken } from './IssueToken';
 import { TokenTable } from './TokenTable';
 import { TOKEN_STATES, tokenFiltersFrom, type TokenFilters } from './filters';
-import { TOKEN_EVENTS, TOKENS_KEY, useGroupChoices, usePoolChoices, useRefreshTokens, useTokens } from './shared';
+import { TOKEN_EVENTS, TOKENS_KEY, usePoolChoices, useRefreshTokens, useTokens } from './shared';
+import { GROUPS_KEY, useGroup } from '../groups/shared';
+import { searchGroups, SearchSelect } from '../groups/SearchSelect';
 
 /** Each filter applies when chosen, from the first page. */
 function Filters({ filters, apply }: { filters: TokenFilters; apply: (next: TokenFilters) => void }) {
   const pools = usePoolChoices();
-  const groups = useGroupChoices();
+  const group = useGroup(filters.groupId ?? '', filters.groupId !== undefined);
   const { cursor: _cursor, ...current } = filters;
   return (
     <Group role="search" aria-label="Filter bootstrap tokens" align="end" mb="md">
@@ -40,14 +42,13 @@ function Filters({ filters, apply }: { filters: TokenFilters; apply: (next: Toke
         value={filters.poolId ?? null}
         onChange={(poolId) => apply({ ...current, poolId: poolId ?? undefined })}
       />
-      <Select
+      <SearchSelect
         label="Group"
         placeholder="Any group"
-        clearable
-        searchable
-        data={(groups.data?.items ?? []).map((group) => ({ value: group.id, label: group.name }))}
-        value={filters.groupId ?? null}
-        onChange={(groupId) => apply({ ...current, groupId: groupId ?? undefined })}
+        queryKey={[...GROUPS_KEY, 'token-filter-choices']}
+        search={searchGroups}
+        chosen={filters.groupId ? { value: filters.groupId, label: group.data?.group.name ?? filters.groupId } : null}
+        onChoose={(choice) => apply({ ...current, groupId: choice?.value })}
       />
     </Group>
   );

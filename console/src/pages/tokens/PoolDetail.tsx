@@ -7,6 +7,7 @@ import { Button, Group, Select, Skeleton, Stack, TextInput } from '@mantine/core
 import { useQuery } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useParams, useSearchParams } from 'react-router';
+import { GroupLink } from '../groups/shared';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
@@ -18,17 +19,7 @@ import { Facts, Section } from '../AgentDetail';
 import { SecretDialog, useSecretMutation } from './SecretOnce';
 import { TokenTable } from './TokenTable';
 import { TOKEN_STATES, tokenFiltersFrom } from './filters';
-import {
-  duration,
-  nameOf,
-  TOKEN_EVENTS,
-  TOKENS_KEY,
-  useGroupChoices,
-  useRefreshTokens,
-  useTokens,
-  when,
-  type Pool,
-} from './shared';
+import { duration, TOKEN_EVENTS, TOKENS_KEY, useRefreshTokens, useTokens, when, type Pool } from './shared';
 
 function usePool(id: string) {
   return useQuery({
@@ -85,12 +76,11 @@ function IssueFromPool({ pool }: { pool: Pool }) {
 }
 
 function PoolFacts({ pool }: { pool: Pool }) {
-  const groups = useGroupChoices();
   return (
     <Section title="Settings">
       <Facts
         rows={[
-          ['Group', nameOf(groups.data?.items, pool.groupId)],
+          ['Group', <GroupLink key="group" id={pool.groupId} />],
           ['Active tokens', `${pool.activeTokens} of ${pool.maxActiveTokens}`],
           ['Token lifetime', duration(pool.tokenTtlSeconds)],
           ['Enrollments per token', pool.tokenMaxUses],

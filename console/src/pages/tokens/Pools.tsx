@@ -7,6 +7,7 @@ import { useDisclosure } from '@mantine/hooks';
 import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
+import { GroupLink } from '../groups/shared';
 import { api, ok } from '../../api/client';
 import { useLiveRefresh } from '../../api/live';
 import { may, useSession } from '../../api/session';
@@ -20,11 +21,9 @@ import {
   GroupSelect,
   inSeconds,
   LifetimeInput,
-  nameOf,
   PAGE_SIZE,
   TOKEN_EVENTS,
   TOKENS_KEY,
-  useGroupChoices,
   when,
   type Lifetime,
   type Pool,
@@ -90,7 +89,6 @@ function CreatePool() {
 }
 
 function PoolRows({ pools }: { pools: Pool[] }) {
-  const groups = useGroupChoices();
   if (pools.length === 0) {
     return <EmptyRow columns={6}>No token pool yet.</EmptyRow>;
   }
@@ -101,7 +99,9 @@ function PoolRows({ pools }: { pools: Pool[] }) {
           {pool.name}
         </Anchor>
       </Table.Td>
-      <Table.Td>{nameOf(groups.data?.items, pool.groupId)}</Table.Td>
+      <Table.Td>
+        <GroupLink id={pool.groupId} />
+      </Table.Td>
       <Table.Td>
         {pool.activeTokens} of {pool.maxActiveTokens}
       </Table.Td>

@@ -4,7 +4,8 @@ import { Link } from 'react-router';
 import { api, ok } from '../../api/client';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { EmptyRow } from '../../components/EmptyRow';
-import { nameOf, TokenStateBadge, useGroupChoices, usePoolChoices, when, type BootstrapToken } from './shared';
+import { GroupLink } from '../groups/shared';
+import { nameOf, TokenStateBadge, usePoolChoices, when, type BootstrapToken } from './shared';
 
 function RevokeButton({ token, onDone }: { token: BootstrapToken; onDone: () => void }) {
   return (
@@ -28,7 +29,6 @@ export function TokenTable({
   canRevoke: boolean;
   onRevoked: () => void;
 }) {
-  const groups = useGroupChoices();
   const pools = usePoolChoices();
   const columns = canRevoke ? 8 : 7;
   return (
@@ -56,7 +56,9 @@ export function TokenTable({
             <Table.Td>
               {token.uses} of {token.maxUses}
             </Table.Td>
-            <Table.Td>{nameOf(groups.data?.items, token.groupId)}</Table.Td>
+            <Table.Td>
+              <GroupLink id={token.groupId} />
+            </Table.Td>
             <Table.Td>
               {token.poolId ? (
                 <Anchor component={Link} to={`/tokens/pools/${token.poolId}`}>

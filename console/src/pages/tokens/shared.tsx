@@ -1,12 +1,12 @@
 /** What the bootstrap token, pool and access token pages share: keys, events, badges, choices, paging. */
-import { Badge, Group, NumberInput, Select } from '@mantine/core';
+import { Badge, Box, Group, NumberInput, Select } from '@mantine/core';
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
 import { api, ok, type Schemas } from '../../api/client';
-import { CHOICES, useGroupChoices } from '../choices';
+import { CHOICES } from '../choices';
+import { GROUPS_KEY } from '../groups/shared';
+import { searchGroups, SearchSelect, type Choice } from '../groups/SearchSelect';
 import type { TokenFilters } from './filters';
-
-/** The groups to choose from, as every form offers them. */
-export { useGroupChoices };
 
 export type BootstrapToken = Schemas['BootstrapToken'];
 export type Pool = Schemas['TokenPool'];
@@ -73,21 +73,27 @@ export function nameOf(items: { id: string; name: string }[] | undefined, id: st
   return items?.find((item) => item.id === id)?.name ?? id;
 }
 
-/** The group new agents join: the tenant's default group unless one is chosen. */
+/**
+ * The group new agents join: the tenant's default group unless one is chosen, found by name
+ * on the server as it is typed (any of thousands).
+ */
 export function GroupSelect({ value, onChange }: { value: string | null; onChange: (id: string | null) => void }) {
-  const groups = useGroupChoices();
+  const [chosen, setChosen] = useState<Choice | null>(null);
   return (
-    <Select
-      label="Group"
-      description="Where the agents it enrolls go (default: the default group)"
-      placeholder="default"
-      searchable
-      clearable
-      data={(groups.data?.items ?? []).map((group) => ({ value: group.id, label: group.name }))}
-      value={value}
-      onChange={onChange}
-      mb="sm"
-    />
+    <Box mb="sm">
+      <SearchSelect
+        label="Group"
+        description="Where the agents it enrolls go (default: the default group)"
+        placeholder="default"
+        queryKey={[...GROUPS_KEY, 'token-choices']}
+        search={searchGroups}
+        chosen={value && chosen?.value === value ? chosen : null}
+        onChoose={(choice) => {
+          setChosen(choice);
+          onChange(choice?.value ?? null);
+        }}
+      />
+    </Box>
   );
 }
 
