@@ -175,7 +175,10 @@ test('the overview shows the fleet at a glance, each count a link to the agents 
   // Live: an event the hub announces (over the session cookie's WebSocket) refreshes the page.
   const created = await t.call('POST', '/api/groups', { token: apiToken, body: { name: 'edge-live' } });
   expect(created.status).toBe(201);
-  await onPage(async () => expect((await tableRows(page, 'Latest events'))[0]?.[2]).toBe(created.body.id));
+  // The subject by its name, linking to it.
+  await onPage(async () => expect((await tableRows(page, 'Latest events'))[0]?.[2]).toBe('edge-live'));
+  await page.getByRole('table', { name: 'Latest events' }).getByRole('link', { name: 'edge-live' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/groups/${created.body.id}`);
 });
 
 test('with 6,000 events the overview reads one page of the newest, the requests it makes are small, and it stays live', async () => {
@@ -207,8 +210,9 @@ test('with 6,000 events the overview reads one page of the newest, the requests 
   const reads = eventReads.length;
 
   const created = await t.call('POST', '/api/groups', { token: apiToken, body: { name: 'edge-after-6000' } });
-  await onPage(async () => expect((await tableRows(page, 'Latest events'))[0]?.[2]).toBe(created.body.id));
-  expect((await tableRows(page, 'Latest events'))[1]?.[2]).toBe('bulk-5999');
+  expect(created.status).toBe(201);
+  await onPage(async () => expect((await tableRows(page, 'Latest events'))[0]?.[2]).toBe('edge-after-6000'));
+  expect((await tableRows(page, 'Latest events'))[1]?.[2]).toBe('bulk-5999'); // no such group: its id
   expect(eventReads).toHaveLength(reads); // the new event came from the hub, not another read
   page.removeAllListeners('response');
 });

@@ -15,6 +15,7 @@ import { useLiveRefresh, type CloudEvent } from '../api/live';
 import { EmptyRow } from '../components/EmptyRow';
 import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
+import { ResourceName, subjectKind } from '../components/ResourceName';
 import { StackedBar, type BarPart } from '../components/StackedBar';
 import { searchOf } from './agentFilters';
 import { OnlineChart } from './OnlineChart';
@@ -317,7 +318,9 @@ function LatestEvents() {
           <Table.Tr key={event.id}>
             <Table.Td>{new Date(event.time).toLocaleString()}</Table.Td>
             <Table.Td>{event.type}</Table.Td>
-            <Table.Td>{event.subject ?? ''}</Table.Td>
+            <Table.Td>
+              {event.subject ? <ResourceName kind={subjectKind(event.type)} id={event.subject} /> : ''}
+            </Table.Td>
           </Table.Tr>
         ))}
         {events.data?.length === 0 && <EmptyRow columns={3}>No events yet.</EmptyRow>}

@@ -2,6 +2,7 @@
  * A page of audit events, newest first as the API lists them: one line each, and under it,
  * on demand, everything the API returns for the event (hash, request id, source address…).
  */
+import { ResourceName } from '../../components/ResourceName';
 import { Badge, Button, Code, Group, Table, Text } from '@mantine/core';
 import { useState, type ReactNode } from 'react';
 import { when } from '../configurations/shared';
@@ -96,7 +97,10 @@ function EventRow({
             {event.status}
           </Badge>
         </Table.Td>
-        <Table.Td>{event.resourceType ? `${event.resourceType} ${event.resourceId ?? ''}`.trim() : '—'}</Table.Td>
+        <Table.Td>
+          {event.resourceType ?? '—'}{' '}
+          {event.resourceId && <ResourceName kind={event.resourceType ?? undefined} id={event.resourceId} />}
+        </Table.Td>
         <Table.Td>
           {/* Says "Details" open or closed (its name must hold its text); aria-expanded tells which. */}
           <Button
