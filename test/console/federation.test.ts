@@ -115,6 +115,26 @@ test('an admin pairs bravo through the form: a wrong token shows its 401, the ri
   expect(await peerFacts()).toContain('bravo'); // what bravo says of itself
   await expectAccessible(page, 'federation-peer');
 
+  // An edit on a stale view is refused (412), then re-applied on the peer as it is now.
+  await page.getByRole('group', { name: 'Operations' }).getByRole('button', { name: 'Edit' }).click();
+  const stale = page.getByRole('dialog', { name: 'Edit the peer' });
+  const meanwhile = await alpha.t.call('PUT', `/api/federation/peers/${bravoPeerId}`, {
+    token: alpha.admin,
+    body: { name: 'bravo-renamed', baseUrl: bravo.t.baseUrl },
+  });
+  expect(meanwhile.status).toBe(200);
+  await stale.getByLabel('Base URL').fill(`${bravo.t.baseUrl}/`);
+  await stale.getByRole('button', { name: 'Save and check' }).click();
+  await stale.getByRole('button', { name: 'Load the latest and re-apply my changes' }).click();
+  const reapplied = stale.getByRole('status').filter({ hasText: 'Your changes are on the latest version' });
+  await reapplied.waitFor();
+  expect(await reapplied.textContent()).toContain('Changed meanwhile: name.');
+  expect(await stale.getByLabel('Name').inputValue()).toBe('bravo-renamed');
+  expect(await stale.getByLabel('Base URL').inputValue()).toBe(`${bravo.t.baseUrl}/`);
+  await stale.getByLabel('Name').fill('bravo'); // back to the name the rest of the test knows
+  await confirmDialog(stale, 'Save and check');
+  expect(await alphaGet(`/api/federation/peers/${bravoPeerId}`)).toMatchObject({ name: 'bravo' });
+
   // What the browser keeps (the page's address, its storage, what it shows): no token.
   const kept = await page.evaluate<string>(
     'location.href + JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.body.innerHTML',

@@ -327,10 +327,28 @@ test('edit sends If-Match: saved on the source as shown (a rollout template too)
   expect(meanwhile.status).toBe(200);
   await page.getByLabel('Poll interval (seconds)').fill('1200');
   await page.getByRole('button', { name: 'Save settings' }).click();
-  const alert = page.getByRole('alert');
+  const alert = page.getByRole('alert', { name: 'Precondition failed' });
   await alert.waitFor();
   expect(await alert.textContent()).toMatch(/Precondition failed/i);
   expect((await apiGet(`/api/git-sources/${sourceId}`)).pollIntervalSeconds).toBe(900);
+  // No dead end: the latest, with this form's change on top, saved with the latest ETag.
+  await page.getByRole('button', { name: 'Load the latest and re-apply my changes' }).click();
+  const reapplied = page.getByRole('status').filter({ hasText: 'Your changes are on the latest version' });
+  await reapplied.waitFor();
+  expect(await reapplied.textContent()).toContain(
+    'Changed meanwhile: pollIntervalSeconds, autoPublish, rolloutTemplate',
+  );
+  expect(await reapplied.textContent()).toContain('You changed pollIntervalSeconds too: yours is kept.');
+  expect(await page.getByLabel('Poll interval (seconds)').inputValue()).toBe('1200');
+  expect(await page.getByLabel('Publish synced versions at once (otherwise they are drafts)').isChecked()).toBe(false);
+  await expectAccessible(page, 'git-source-reapplied');
+  await page.getByRole('button', { name: 'Save settings' }).click();
+  await page.waitForURL(`${CONSOLE_ORIGIN}/git-sources/${sourceId}`);
+  expect(await apiGet(`/api/git-sources/${sourceId}`)).toMatchObject({
+    pollIntervalSeconds: 1200,
+    autoPublish: false,
+    rolloutTemplate: null,
+  });
 
   // A second source, deleted from its page after the confirmation.
   const other = await call('POST', '/api/git-sources', {

@@ -1,7 +1,8 @@
 /**
  * One peer: its address, its health as the last ping found it, and what it said of itself.
  * Admins change it (name, base URL, a new credential) or unpair it, each sent with `If-Match`
- * = the ETag of the peer as shown, so a change decided on a stale view is refused (412).
+ * = the ETag of the peer as shown, so a change decided on a stale view is refused (412); an
+ * edit so refused can load the latest and re-apply its changes.
  */
 import { Anchor, Button, Code, Group, Modal, PasswordInput, Skeleton, Stack, TextInput } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
@@ -15,6 +16,7 @@ import { FormFooter } from '../../components/FormFooter';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { PageTitle } from '../../components/PageTitle';
 import { ProblemAlert } from '../../components/ProblemAlert';
+import { isStale, reapply, StaleEdit, type Reapplied } from '../../components/StaleEdit';
 import { Facts, Section } from '../AgentDetail';
 import { FEDERATION_KEY, FederationNav, HealthBadge, when } from './shared';
 
@@ -59,18 +61,32 @@ function PeerFacts({ peer }: { peer: Peer }) {
   );
 }
 
-/** The edit form; a new credential lives only in its state, gone when the dialog closes. */
+/** What the edit form holds of the peer (the credential apart: never read back). */
+type PeerFields = { name: string; baseUrl: string };
+const fieldsOf = (peer: Peer): PeerFields => ({ name: peer.name, baseUrl: peer.baseUrl });
+
+/**
+ * The edit form; a new credential lives only in its state, gone when the dialog closes. A
+ * save refused with 412 offers to load the peer as it is now and put this form's changes on
+ * top (StaleEdit); the next save sends the latest ETag.
+ */
 function EditPeerForm({ shown, close }: { shown: Shown; close: () => void }) {
   const queryClient = useQueryClient();
-  const [name, setName] = useState(shown.peer.name);
-  const [baseUrl, setBaseUrl] = useState(shown.peer.baseUrl);
+  const [typed, setTyped] = useState<PeerFields>(() => fieldsOf(shown.peer));
+  const [base, setBase] = useState<{ fields: PeerFields; etag: string | null }>(() => ({
+    fields: fieldsOf(shown.peer),
+    etag: shown.etag,
+  }));
+  const [reapplied, setReapplied] = useState<Reapplied<PeerFields> | null>(null);
   const [credential, setCredential] = useState('');
+  const { name, baseUrl } = typed;
+  const set = (change: Partial<PeerFields>) => setTyped((current) => ({ ...current, ...change }));
   const save = useMutation({
     // Dropped from the mutation cache once the form goes: its function holds the token.
     gcTime: 0,
     mutationFn: async () => {
       const call = api.PUT('/api/federation/peers/{id}', {
-        params: { path: { id: shown.peer.id }, header: ifMatch(shown.etag) },
+        params: { path: { id: shown.peer.id }, header: ifMatch(base.etag) },
         body: { name, baseUrl, ...(credential ? { credential } : {}) },
       });
       const peer = await ok(call);
@@ -83,18 +99,28 @@ function EditPeerForm({ shown, close }: { shown: Shown; close: () => void }) {
       close();
     },
   });
+  const latest = useMutation({
+    mutationFn: () => readPeer(shown.peer.id),
+    onSuccess: (now) => {
+      const result = reapply(base.fields, typed, fieldsOf(now.peer));
+      setTyped(result.merged);
+      setBase({ fields: fieldsOf(now.peer), etag: now.etag });
+      setReapplied(result);
+      save.reset();
+    },
+  });
   const submit = (event: FormEvent) => {
     event.preventDefault();
     save.mutate();
   };
   return (
     <form onSubmit={submit} aria-label="Edit the peer">
-      <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)} mb="sm" />
+      <TextInput label="Name" required value={name} onChange={(e) => set({ name: e.currentTarget.value })} mb="sm" />
       <TextInput
         label="Base URL"
         required
         value={baseUrl}
-        onChange={(e) => setBaseUrl(e.currentTarget.value)}
+        onChange={(e) => set({ baseUrl: e.currentTarget.value })}
         mb="sm"
       />
       <PasswordInput
@@ -105,6 +131,14 @@ function EditPeerForm({ shown, close }: { shown: Shown; close: () => void }) {
         onChange={(e) => setCredential(e.currentTarget.value)}
         mb="md"
       />
+      <StaleEdit
+        what="this peer"
+        stale={isStale(save.error)}
+        pending={latest.isPending}
+        onReload={() => latest.mutate()}
+        reapplied={reapplied}
+      />
+      {latest.error && <ProblemAlert error={latest.error} />}
       <FormFooter write={save} submitLabel="Save and check" onCancel={close} />
     </form>
   );

@@ -18,7 +18,7 @@ import {
   TextInput,
   Textarea,
 } from '@mantine/core';
-import { useState, type FormEvent } from 'react';
+import { useState, type FormEvent, type ReactNode } from 'react';
 import type { Schemas } from '../../api/client';
 import { ProblemAlert } from '../../components/ProblemAlert';
 import { GroupsField } from '../groups/SearchSelect';
@@ -65,6 +65,47 @@ function credentialsOf(choice: CredentialsChoice, secrets: Secrets): Credentials
     case 'ssh':
       return { kind: 'ssh', privateKey: secrets.privateKey, knownHosts: secrets.knownHosts };
   }
+}
+
+/** What the form starts with for credentials: a re-applied edit's, else keep the stored ones (or none). */
+function choiceOf(credentials: Credentials, source: GitSource | undefined): CredentialsChoice {
+  if (credentials === undefined) return source?.credentials ? 'keep' : 'none';
+  if (credentials === null) return 'none';
+  return credentials.kind === 'https' ? 'https' : 'ssh';
+}
+
+function secretsOf(credentials: Credentials): Secrets {
+  if (!credentials) return NO_SECRETS;
+  return credentials.kind === 'https'
+    ? { ...NO_SECRETS, token: credentials.token, username: credentials.username ?? '' }
+    : { ...NO_SECRETS, privateKey: credentials.privateKey, knownHosts: credentials.knownHosts };
+}
+
+/**
+ * A source's settings as the form sends them (credentials left out: kept), in the very shape
+ * the form builds, so that comparing the two shows only what was changed.
+ */
+export function settingsOf(source: GitSource): SourceBody {
+  const stored = source.rolloutTemplate;
+  return {
+    name: source.name,
+    repoUrl: source.repoUrl,
+    branch: source.branch,
+    path: source.path,
+    ...(source.pollIntervalSeconds !== null && { pollIntervalSeconds: source.pollIntervalSeconds }),
+    autoPublish: source.autoPublish,
+    rolloutTemplate: stored
+      ? {
+          target: {
+            agentIds: stored.target.agentIds,
+            labelSelector: stored.target.labelSelector,
+            groupIds: stored.target.groupIds,
+          },
+          strategy: stored.strategy,
+        }
+      : null,
+    caCertificate: source.caCertificate ?? null,
+  };
 }
 
 function CredentialInputs({
@@ -164,6 +205,10 @@ function TemplateFields({
 interface SourceFormProps {
   /** The source as it is (editing), or nothing (registering one). */
   source?: GitSource;
+  /** Settings to start from instead of the source's (an edit re-applied on the latest source). */
+  draft?: SourceBody;
+  /** Shown above the buttons (a stale save's way out). */
+  notice?: ReactNode;
   submitLabel: string;
   pending: boolean;
   error: Error | null;
@@ -171,20 +216,31 @@ interface SourceFormProps {
   onCancel: () => void;
 }
 
-export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCancel }: SourceFormProps) {
-  const [name, setName] = useState(source?.name ?? '');
-  const [repoUrl, setRepoUrl] = useState(source?.repoUrl ?? '');
-  const [branch, setBranch] = useState(source?.branch ?? 'main');
-  const [path, setPath] = useState(source?.path ?? '');
-  const [poll, setPoll] = useState<string | number>(source?.pollIntervalSeconds ?? '');
-  const [autoPublish, setAutoPublish] = useState(source?.autoPublish ?? false);
-  const [choice, setChoice] = useState<CredentialsChoice>(source?.credentials ? 'keep' : 'none');
-  const [caCertificate, setCaCertificate] = useState(source?.caCertificate ?? '');
-  const [secrets, setSecrets] = useState<Secrets>(NO_SECRETS);
+export function SourceForm({
+  source,
+  draft,
+  notice,
+  submitLabel,
+  pending,
+  error,
+  onSubmit,
+  onCancel,
+}: SourceFormProps) {
+  const from = draft ?? (source && settingsOf(source));
+  const [name, setName] = useState(from?.name ?? '');
+  const [repoUrl, setRepoUrl] = useState(from?.repoUrl ?? '');
+  const [branch, setBranch] = useState(from?.branch ?? 'main');
+  const [path, setPath] = useState(from?.path ?? '');
+  const [poll, setPoll] = useState<string | number>(from?.pollIntervalSeconds ?? '');
+  const [autoPublish, setAutoPublish] = useState(from?.autoPublish ?? false);
+  const [choice, setChoice] = useState<CredentialsChoice>(() => choiceOf(draft?.credentials, source));
+  const [caCertificate, setCaCertificate] = useState(from?.caCertificate ?? '');
+  const [secrets, setSecrets] = useState<Secrets>(() => secretsOf(draft?.credentials));
   const stored = source?.rolloutTemplate;
-  const [rollOut, setRollOut] = useState(Boolean(stored));
-  const [groupIds, setGroupIds] = useState<string[]>(stored?.target.groupIds ?? []);
-  const [strategy, setStrategy] = useState<Strategy>(stored?.strategy ?? DEFAULT_STRATEGY);
+  const template = from?.rolloutTemplate;
+  const [rollOut, setRollOut] = useState(Boolean(template));
+  const [groupIds, setGroupIds] = useState<string[]>(template?.target.groupIds ?? []);
+  const [strategy, setStrategy] = useState<Strategy>(template?.strategy ?? DEFAULT_STRATEGY);
   // Only published versions are rolled out: without autoPublish there is no template.
   const templated = rollOut && autoPublish;
 
@@ -295,6 +351,7 @@ export function SourceForm({ source, submitLabel, pending, error, onSubmit, onCa
           onChange={(e) => setCaCertificate(e.currentTarget.value)}
         />
         {error && <ProblemAlert error={error} />}
+        {notice}
         <Group>
           <Button type="submit" loading={pending}>
             {submitLabel}

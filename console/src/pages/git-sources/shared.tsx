@@ -20,16 +20,14 @@ export const aboutSource = (id: string) => (event: CloudEvent) => event.subject 
 export const PAGE_SIZE = 25;
 
 /** The source with its ETag (sent back as If-Match by edit and delete). */
+export async function readGitSource(id: string) {
+  const call = api.GET('/api/git-sources/{id}', { params: { path: { id } } });
+  const source = await ok(call);
+  return { source, etag: (await call).response.headers.get('ETag') };
+}
+
 export function useGitSource(id: string, { staleTime = 0 }: { staleTime?: number } = {}) {
-  return useQuery({
-    queryKey: [...GIT_SOURCES_KEY, 'one', id],
-    queryFn: async () => {
-      const call = api.GET('/api/git-sources/{id}', { params: { path: { id } } });
-      const source = await ok(call);
-      return { source, etag: (await call).response.headers.get('ETag') };
-    },
-    staleTime,
-  });
+  return useQuery({ queryKey: [...GIT_SOURCES_KEY, 'one', id], queryFn: () => readGitSource(id), staleTime });
 }
 
 export function useRefreshGitSources(): () => void {
