@@ -125,6 +125,11 @@ test('the inventory: group, host, health and configuration columns, and a group 
     expect(['online', 'offline']).toContain(status);
     expect(['healthy', 'not reported']).toContain(health);
   }
+  // Each status badge shows its whole word, however narrow the table makes its column.
+  const labels = page.getByRole('table', { name: 'Agents' }).locator('.mantine-Badge-label');
+  expect(await labels.count()).toBeGreaterThan(0);
+  for (const label of await labels.all())
+    expect(await label.evaluate((element) => element.scrollWidth <= element.clientWidth)).toBe(true);
   // Reloaded, the filter shows the group by name.
   await page.reload();
   await onPage(async () =>

@@ -31,7 +31,8 @@ const STATUS_COLORS: Record<string, string> = { online: 'teal.9', offline: 'gray
 
 export function StatusBadge({ status }: { status: Schemas['Agent']['status'] }) {
   return (
-    <Badge variant="filled" color={STATUS_COLORS[status] ?? 'blue.9'}>
+    // The whole word, however narrow the column: a table squeezes a badge to its ellipsis otherwise.
+    <Badge variant="filled" color={STATUS_COLORS[status] ?? 'blue.9'} miw="max-content">
       {status}
     </Badge>
   );
