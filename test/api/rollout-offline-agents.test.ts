@@ -237,7 +237,9 @@ test('a paused rollout settles its deferred agents as they come back (a window o
       'succeeded',
     ]);
   }
-  expect((await call('POST', `/api/rollouts/${id}/resume`)).body.state).toBe('running');
+  // Nothing is left to push: the resume answers the rollout running, or (a busy machine's
+  // answer, read after the workflow went on) already completed.
+  expect(['running', 'completed']).toContain((await call('POST', `/api/rollouts/${id}/resume`)).body.state);
   await waitForRollout(env, id, (body) => expect(body.state).toBe('completed'));
   await recordHistories(env.client, rolloutWorkflowId(id), 'paused-settles-deferred');
 }, 120_000);
