@@ -191,7 +191,16 @@ export async function expectAccessible(on: Page, name: string): Promise<void> {
 /** A screenshot of the whole page, kept as a test artifact under test-artifacts/console/. */
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+  // The whole page in one viewport as tall as it is: a full-page capture would draw the fixed
+  // header where the viewport happened to be, across the middle of the page.
+  const viewport = page.viewportSize();
+  const height = await page.evaluate<number>('document.documentElement.scrollHeight');
+  if (viewport) await page.setViewportSize({ width: viewport.width, height: Math.max(viewport.height, height) });
+  try {
+    await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: !viewport });
+  } finally {
+    if (viewport) await page.setViewportSize(viewport);
+  }
 }
 
 /** The text of a CodeMirror editor (by its textbox's accessible name), line by line. */

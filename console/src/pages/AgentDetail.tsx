@@ -15,6 +15,7 @@ import { PageTitle } from '../components/PageTitle';
 import { ProblemAlert } from '../components/ProblemAlert';
 import { AGENT_EVENTS, StatusBadge } from './Agents';
 import { MoveAgent } from './groups/MoveAgent';
+import { ConfigurationLink } from './configurations/shared';
 import { EffectiveConfiguration } from './AgentEffectiveConfig';
 import { GroupLink } from './groups/shared';
 
@@ -109,12 +110,32 @@ function AgentSections({ agent }: { agent: Agent }) {
       <Section title="Configuration">
         <Facts
           rows={[
-            ['Desired', agent.desired ? `${agent.desired.configurationId} v${agent.desired.version ?? '?'}` : 'none'],
+            [
+              'Desired',
+              agent.desired ? (
+                <ConfigurationLink
+                  key="desired"
+                  id={agent.desired.configurationId}
+                  version={agent.desired.version ?? 0}
+                />
+              ) : (
+                'none'
+              ),
+            ],
             [
               'Applied',
-              agent.applied
-                ? `${agent.applied.configurationId ?? '?'} v${agent.applied.version ?? '?'} (${agent.applied.status ?? 'unknown'})`
-                : 'nothing reported',
+              agent.applied ? (
+                <span key="applied">
+                  {agent.applied.configurationId && agent.applied.version !== null ? (
+                    <ConfigurationLink id={agent.applied.configurationId} version={agent.applied.version} />
+                  ) : (
+                    'a configuration of unknown version'
+                  )}{' '}
+                  ({agent.applied.status ?? 'unknown'})
+                </span>
+              ) : (
+                'nothing reported'
+              ),
             ],
             ['Apply error', agent.applied?.error ?? 'none'],
             ['Effective config hash', agent.effectiveConfigHash ?? 'not reported'],

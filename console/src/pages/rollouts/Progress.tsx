@@ -14,7 +14,8 @@ export type ProgressCounts = Partial<Record<(typeof PROGRESS_COUNTS)[number], nu
 
 /** The row's counts as a bar: succeeded, failed, applying, deferred, skipped, of the total (the numbers are in the row). */
 function ProgressBar({ counts }: { counts: ProgressCounts | null | undefined }) {
-  const total = counts?.total ?? 0;
+  // The rollback's counts have no total: theirs is their sum.
+  const total = counts?.total ?? PROGRESS_COUNTS.reduce((sum, count) => sum + (counts?.[count] ?? 0), 0);
   if (!counts || total === 0) return null;
   const share = (n: number | undefined) => ((n ?? 0) / total) * 100;
   return (
