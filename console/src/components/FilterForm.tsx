@@ -6,7 +6,7 @@
  * page turn.
  */
 import { Button, Checkbox, Group, Select, TextInput, type ComboboxData } from '@mantine/core';
-import { useQuery } from '@tanstack/react-query';
+import { useQuery, useQueryClient, type QueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { searchOf } from '../pages/agentFilters';
 import { SearchSelect, type Choice } from '../pages/groups/SearchSelect';
@@ -21,7 +21,12 @@ export type FilterField = { name: string; label: string } & (
    * An object chosen by name, searched on the server as it is typed (a group, a configuration):
    * the parameter is its id; `nameOf` reads the name of one the URL names.
    */
-  | { kind: 'search'; search: (q: string | undefined) => Promise<Choice[]>; nameOf: (id: string) => Promise<string> }
+  | {
+      kind: 'search';
+      search: (q: string | undefined) => Promise<Choice[]>;
+      /** Through the query client, so the name comes from (and stays in) the object's own query. */
+      nameOf: (id: string, queries: QueryClient) => Promise<string>;
+    }
 );
 
 interface FilterFormProps {
@@ -116,11 +121,12 @@ function SearchFilter({
   onChange: (id: string) => void;
 }) {
   const [picked, setPicked] = useState<Choice | null>(null);
+  const queries = useQueryClient();
   const named = useQuery({
     queryKey: ['filter-name', field.name, value],
     enabled: value !== '' && picked?.value !== value,
     staleTime: Infinity,
-    queryFn: () => field.nameOf(value),
+    queryFn: () => field.nameOf(value, queries),
   });
   const chosen = value === '' ? null : picked?.value === value ? picked : { value, label: named.data ?? value };
   return (

@@ -1,6 +1,6 @@
 /** The agents of the tenant: filters and the API's cursor pages, all in the URL. */
 import { Anchor, Badge, Checkbox, Skeleton, Stack, Table, Text, UnstyledButton } from '@mantine/core';
-import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useQuery, useQueryClient, type QueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { api, ok, type Schemas } from '../api/client';
@@ -22,8 +22,8 @@ import {
   type AgentFilters,
 } from './agentFilters';
 import { FilterForm, type FilterField } from '../components/FilterForm';
-import { ConfigurationLink } from './configurations/shared';
-import { GroupLink } from './groups/shared';
+import { ConfigurationLink, configurationQuery } from './configurations/shared';
+import { GroupLink, groupQuery } from './groups/shared';
 import { searchConfigurations, searchGroups } from './groups/SearchSelect';
 
 // Filled badges in dark shades: white text on them keeps 4.5:1 contrast on any row.
@@ -58,9 +58,9 @@ export const AGENT_FILTERS: FilterField[] = [
   { name: 'label', label: 'Label', kind: 'text', placeholder: 'key:value' },
 ];
 
-const nameOfGroup = async (id: string) => (await ok(api.GET('/api/groups/{id}', { params: { path: { id } } }))).name;
-const nameOfConfiguration = async (id: string) =>
-  (await ok(api.GET('/api/configurations/{id}', { params: { path: { id } } }))).name;
+const nameOfGroup = async (id: string, queries: QueryClient) => (await queries.fetchQuery(groupQuery(id))).group.name;
+const nameOfConfiguration = async (id: string, queries: QueryClient) =>
+  (await queries.fetchQuery(configurationQuery(id))).name;
 
 /** This installation's inventory adds what only its own objects mean: a group, a desired configuration and version. */
 const INVENTORY_FILTERS: FilterField[] = [

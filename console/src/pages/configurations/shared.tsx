@@ -15,16 +15,19 @@ export const CONFIGURATIONS_KEY = ['configurations'];
 /** The events that change what the configuration pages show. */
 export const CONFIGURATION_EVENTS = ['configuration.*'];
 
+/** One configuration: every page and name that shows it reads it under this key. */
+export function configurationQuery(id: string) {
+  return {
+    queryKey: [...CONFIGURATIONS_KEY, 'one', id],
+    queryFn: () => ok(api.GET('/api/configurations/{id}', { params: { path: { id } } })),
+  };
+}
+
 export function useConfiguration(
   id: string,
   { staleTime = 0, enabled = true }: { staleTime?: number; enabled?: boolean } = {},
 ) {
-  return useQuery({
-    queryKey: [...CONFIGURATIONS_KEY, 'one', id],
-    queryFn: () => ok(api.GET('/api/configurations/{id}', { params: { path: { id } } })),
-    staleTime,
-    enabled,
-  });
+  return useQuery({ ...configurationQuery(id), staleTime, enabled });
 }
 
 /** A configuration version by the configuration's name, linked; its id while the name loads or when it is gone. */

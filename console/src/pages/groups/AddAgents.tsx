@@ -10,7 +10,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, ok } from '../../api/client';
 import { FormFooter } from '../../components/FormFooter';
-import { SecretDialog, useSecretMutation } from '../tokens/SecretOnce';
+import { SecretDialog, useIssueToken } from '../tokens/SecretOnce';
 import { inSeconds, LifetimeInput, useRefreshTokens, type Lifetime } from '../tokens/shared';
 
 interface Enrolment {
@@ -90,18 +90,13 @@ export function AddAgents({ groupId, groupName }: { groupId: string; groupName: 
     enabled: opened,
     staleTime: Infinity,
   });
-  const issue = useSecretMutation(
-    () =>
-      ok(
-        api.POST('/api/tokens', {
-          body: {
-            name: `add agents to ${groupName}`.slice(0, 100),
-            groupId,
-            expiresInSeconds: inSeconds(lifetime),
-            maxUses: Number(count),
-          },
-        }),
-      ),
+  const issue = useIssueToken(
+    () => ({
+      name: `add agents to ${groupName}`.slice(0, 100),
+      groupId,
+      expiresInSeconds: inSeconds(lifetime),
+      maxUses: Number(count),
+    }),
     () => {
       close();
       refresh();

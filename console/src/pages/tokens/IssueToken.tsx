@@ -5,9 +5,8 @@
 import { Button, Modal, NumberInput, TextInput } from '@mantine/core';
 import { useDisclosure } from '@mantine/hooks';
 import { useState, type FormEvent } from 'react';
-import { api, ok } from '../../api/client';
 import { FormFooter } from '../../components/FormFooter';
-import { SecretDialog, useSecretMutation } from './SecretOnce';
+import { SecretDialog, useIssueToken } from './SecretOnce';
 import { GroupSelect, inSeconds, LifetimeInput, useRefreshTokens, type Lifetime } from './shared';
 
 export function IssueToken() {
@@ -17,18 +16,8 @@ export function IssueToken() {
   const [groupId, setGroupId] = useState<string | null>(null);
   const [lifetime, setLifetime] = useState<Lifetime>({ amount: 24, unit: '3600' });
   const [maxUses, setMaxUses] = useState<number | string>(1);
-  const issue = useSecretMutation(
-    () =>
-      ok(
-        api.POST('/api/tokens', {
-          body: {
-            name,
-            ...(groupId && { groupId }),
-            expiresInSeconds: inSeconds(lifetime),
-            maxUses: Number(maxUses),
-          },
-        }),
-      ),
+  const issue = useIssueToken(
+    () => ({ name, groupId, expiresInSeconds: inSeconds(lifetime), maxUses: Number(maxUses) }),
     () => {
       close();
       refresh();

@@ -10,6 +10,7 @@ import { Alert, Button, Group, Modal, Stack, Text, TextInput } from '@mantine/co
 import { useClipboard } from '@mantine/hooks';
 import { useMutation } from '@tanstack/react-query';
 import type { ReactNode } from 'react';
+import { api, ok } from '../../api/client';
 
 export class Secret {
   #value: string | undefined;
@@ -46,6 +47,27 @@ export function useSecretMutation<Issued extends { token: string }>(call: () => 
     mutation.reset();
   };
   return { ...mutation, forget };
+}
+
+/** A bootstrap token to issue, as the forms that issue one hold it. */
+export interface TokenToIssue {
+  name: string;
+  /** None: the tenant's default group. */
+  groupId?: string | null;
+  expiresInSeconds: number;
+  maxUses: number;
+}
+
+/**
+ * Issues a bootstrap token (`POST /api/tokens`) from what `read` returns when the form is
+ * sent; the token is shown once (useSecretMutation). The token page's form and a group's
+ * "Add agents" issue through it.
+ */
+export function useIssueToken(read: () => TokenToIssue, onIssued: () => void) {
+  return useSecretMutation(() => {
+    const { groupId, ...token } = read();
+    return ok(api.POST('/api/tokens', { body: { ...token, ...(groupId && { groupId }) } }));
+  }, onIssued);
 }
 
 /**
