@@ -235,6 +235,16 @@ export const problems = {
       {},
       { 'Accept-Encoding': 'identity' },
     ),
-  unavailable: (detail: string) => new Problem('unavailable', detail),
+  /** Temporal's health check went unanswered (platform/temporal.ts, temporalAnswers): nothing was sent. */
+  temporalDown: (error: unknown) =>
+    new Problem(
+      'unavailable',
+      `Temporal does not answer (${(error as Error).message}); nothing was sent. Retry shortly.`,
+      {},
+      { 'Retry-After': '5' },
+    ),
+  /** Every 503 says when to try again. */
+  unavailable: (detail: string, retryAfterSeconds = 5) =>
+    new Problem('unavailable', detail, {}, { 'Retry-After': String(retryAfterSeconds) }),
   internal: () => new Problem('internal', 'An unexpected error occurred.'),
 };

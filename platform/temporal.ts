@@ -19,6 +19,30 @@ export function createTemporal(settings: Pick<Settings, 'temporal'>) {
   };
 }
 
+/**
+ * How long an api request waits to learn whether the Temporal server answers at all, before
+ * it sends an operation: with Temporal down, a request is a 503 within this (plus the rest of
+ * the request), not after the operation's own deadline (docs/deployment.md, "When a
+ * dependency is down").
+ */
+export const TEMPORAL_PROBE_MS = 1_500;
+
+/** Resolves when the Temporal server answers (its system info: the service every call goes to) within `ms`; otherwise throws. */
+export async function temporalAnswers(client: Client, ms = TEMPORAL_PROBE_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    await Promise.race([
+      client.withDeadline(Date.now() + ms, () => client.workflowService.getSystemInfo({})),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** gRPC's NOT_FOUND status code. */
 const GRPC_NOT_FOUND = 5;
 

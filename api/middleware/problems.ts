@@ -51,9 +51,19 @@ function fromDataException(error: { code?: string }): Problem | undefined {
   return problems.validation([{ path: '', message: detail }]);
 }
 
+/**
+ * What node-postgres says, without a code, of a pooled connection the database dropped (a
+ * restart, a failover): the first queries after it fail so before the pool opens new ones.
+ */
+const DROPPED_CONNECTION = /^(Connection terminated|Client has encountered a connection error and is not queryable)/;
+
 /** The database went away or is full: the caller should retry, it did nothing wrong. */
-function isDatabaseUnavailable(error: { code?: string; name?: string }): boolean {
-  return error.name === 'KnexTimeoutError' || (error.code !== undefined && UNREACHABLE.has(error.code));
+function isDatabaseUnavailable(error: { code?: string; name?: string; message?: string }): boolean {
+  return (
+    error.name === 'KnexTimeoutError' ||
+    (error.code !== undefined && UNREACHABLE.has(error.code)) ||
+    (error.code === undefined && typeof error.message === 'string' && DROPPED_CONNECTION.test(error.message))
+  );
 }
 
 /**

@@ -20,6 +20,7 @@ import {
   type FederatedRolloutWorkflowInput,
 } from '../../../workflows/definitions';
 import { configurationIdKey, federatedRolloutStateKey, tenantIdKey } from '../../../workflows/search-attributes';
+import { temporalAnswers } from '../../../platform/temporal';
 import { problems } from '../../problems';
 
 /**
@@ -34,9 +35,13 @@ export class FederatedRolloutWorkflows {
     private readonly settings: Pick<Settings, 'temporal'>,
   ) {}
 
-  private temporal(): Client {
+  /** The client, once Temporal answers (a 503 at once when it does not). */
+  private async temporal(): Promise<Client> {
     if (!this.client)
       throw problems.unavailable('Federated rollouts need Temporal, and this api has no Temporal client configured.');
+    await temporalAnswers(this.client).catch((error: unknown) => {
+      throw problems.temporalDown(error);
+    });
     return this.client;
   }
 
@@ -58,7 +63,7 @@ export class FederatedRolloutWorkflows {
 
   /** Starts the workflow (an existing one is kept). */
   async start(row: FederatedRolloutRow): Promise<void> {
-    const client = this.temporal();
+    const client = await this.temporal();
     await client
       .withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
         client.workflow.start<FederatedRolloutWorkflow>(federatedRolloutWorkflowType, this.startOptions(row)),
@@ -70,7 +75,7 @@ export class FederatedRolloutWorkflows {
     row: FederatedRolloutRow,
     request: FederatedRolloutOperationRequest,
   ): Promise<FederatedRolloutOperationResult> {
-    const client = this.temporal();
+    const client = await this.temporal();
     try {
       return await client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
         updateWithStartAcrossClosingRuns(() =>

@@ -14,6 +14,7 @@ import {
   type GitSyncWorkflow,
 } from '../../../workflows/definitions';
 import { gitSyncStartOptions } from '../../../workflows/git-sync-start';
+import { temporalAnswers } from '../../../platform/temporal';
 import { problems } from '../../problems';
 
 /** How long a wake-up may wait for Temporal before the caller is told to retry. */
@@ -32,15 +33,19 @@ export class GitSyncWorkflows {
     private readonly settings: Pick<Settings, 'temporal'>,
   ) {}
 
-  private temporal(): Client {
+  /** The client, once Temporal answers (a 503 at once when it does not). */
+  private async temporal(): Promise<Client> {
     if (!this.client)
       throw problems.unavailable('Git sources need Temporal, and this api has no Temporal client configured.');
+    await temporalAnswers(this.client).catch((error: unknown) => {
+      throw problems.temporalDown(error);
+    });
     return this.client;
   }
 
   /** Wakes the source's loop, starting it when it is not running. Resolves once Temporal has the signal. */
   async wake(source: SourceRef, wake: GitSyncWake): Promise<void> {
-    const client = this.temporal();
+    const client = await this.temporal();
     await client
       .withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
         client.workflow.signalWithStart<GitSyncWorkflow, [GitSyncWake]>(gitSyncWorkflowType, {
@@ -54,7 +59,7 @@ export class GitSyncWorkflows {
 
   /** Tells a deleted source's loop to read the source (gone) and end; no loop running is fine. */
   async ended(sourceId: string): Promise<void> {
-    const client = this.temporal();
+    const client = await this.temporal();
     await client
       .withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
         client.workflow.getHandle(gitSyncWorkflowId(sourceId)).signal(gitSyncWakeSignal, { reason: 'source-changed' }),

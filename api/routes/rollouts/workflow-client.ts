@@ -10,25 +10,33 @@ import { DomainError } from '../../../domain/errors';
 import type { Settings } from '../../../platform/settings';
 import type { RolloutOperationRequest, RolloutOperationResult } from '../../../workflows/definitions';
 import { RolloutWorkflowClient } from '../../../workflows/rollout-client';
+import { temporalAnswers } from '../../../platform/temporal';
 import type { StartedRollout } from '../../../workflows/rollout-start';
 import { problems } from '../../problems';
 
 export class RolloutWorkflows {
   private readonly workflows: RolloutWorkflowClient | undefined;
 
-  constructor(client: Client | undefined, settings: Pick<Settings, 'temporal'>) {
+  constructor(
+    private readonly client: Client | undefined,
+    settings: Pick<Settings, 'temporal'>,
+  ) {
     this.workflows = client && new RolloutWorkflowClient(client, settings.temporal.taskQueue);
   }
 
-  private temporal(): RolloutWorkflowClient {
-    if (!this.workflows)
+  /** The client, once Temporal answers (a 503 at once when it does not, not after the call's deadline). */
+  private async temporal(): Promise<RolloutWorkflowClient> {
+    if (!this.client || !this.workflows)
       throw problems.unavailable('Rollouts need Temporal, and this api has no Temporal client configured.');
+    await temporalAnswers(this.client).catch((error: unknown) => {
+      throw problems.temporalDown(error);
+    });
     return this.workflows;
   }
 
   /** Starts the rollout's workflow (idempotent: an existing one is kept). */
   async start(rollout: StartedRollout, configurationName: string): Promise<void> {
-    await this.temporal().start(rollout, configurationName).catch(unavailable);
+    await (await this.temporal()).start(rollout, configurationName).catch(unavailable);
   }
 
   async operate(
@@ -36,7 +44,7 @@ export class RolloutWorkflows {
     configurationName: string,
     request: RolloutOperationRequest,
   ): Promise<RolloutOperationResult> {
-    return this.temporal().operate(rollout, configurationName, request).catch(unavailable);
+    return (await this.temporal()).operate(rollout, configurationName, request).catch(unavailable);
   }
 }
 

@@ -1,0 +1,136 @@
+/**
+ * With a dependency down, the api answers at once. With the Temporal server not answering, a request that needs it is a 503 problem at once,
+ * saying Temporal does not answer and when to retry (`Retry-After`), not a wait for the
+ * operation's own deadline; nothing was sent, and what needs no workflow goes on working.
+ *
+ * The Temporal here takes connections and never answers (a server hung, or a load balancer
+ * with no backend left): the probe's call ends at its deadline. (A refused connection ends it
+ * sooner, but the client's gRPC retries of it outlive the test and would hit the connection it
+ * closes.)
+ */
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import pino from 'pino';
+import { createApp } from '../../api/app';
+import { httpServer } from '../../api/http/server';
+import { createDb } from '../../db/connection';
+import { startTestApp, testSettings, type TestApp } from '../support/app';
+import { seedAgents } from '../support/agents-seed';
+import { publishConfiguration } from '../support/configurations';
+import { eventually } from '../support/eventually';
+
+let t: TestApp;
+let connection: Connection;
+let silent: Server;
+const sockets = new Set<Socket>();
+
+beforeAll(async () => {
+  silent = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const { port } = silent.address() as { port: number };
+  connection = Connection.lazy({ address: `127.0.0.1:${port}` });
+  t = await startTestApp({}, { temporal: new Client({ connection }) });
+});
+afterAll(async () => {
+  await t?.close();
+  await connection?.close().catch(() => {});
+  for (const socket of sockets) socket.destroy();
+  await new Promise<void>((resolve) => silent?.close(() => resolve()));
+});
+
+test('starting a rollout with Temporal down is a 503 with Retry-After at once; the rollout stays pending', async () => {
+  const operator = await t.token('default.operator');
+  const [v1] = await publishConfiguration(t, operator, ['down: 1\n']);
+  const group = await t.call('POST', '/api/groups', { token: operator, body: { name: 'temporal-down' } });
+  await seedAgents(t.database.db, 'default', 2, () => ({ group_id: group.body.id, status: 'online' }));
+  const created = await t.call('POST', '/api/rollouts', {
+    token: operator,
+    body: {
+      configurationId: v1!.configurationId,
+      version: 1,
+      target: { groupIds: [group.body.id] },
+      strategy: { batchSize: 1 },
+    },
+  });
+  expect(created.status).toBe(201);
+
+  const started = await t.call('POST', `/api/rollouts/${created.body.id}/start`, { token: operator });
+  expect(started.status).toBe(503);
+  expect(started.headers.get('content-type')).toContain('application/problem+json');
+  expect(started.headers.get('retry-after')).toBe('5');
+  expect(started.body.detail).toMatch(/^Temporal does not answer \(.+\); nothing was sent\. Retry shortly\.$/);
+  expect((await t.call('GET', `/api/rollouts/${created.body.id}`, { token: operator })).body.state).toBe('pending');
+  // Reads need no workflow.
+  expect((await t.call('GET', '/api/fleet/summary', { token: operator })).status).toBe(200);
+}, 20_000);
+
+/** A TCP relay to `port` that can be cut (every connection dropped, none taken) and restored. */
+async function relayTo(port: number) {
+  const open = new Set<Socket>();
+  const relay = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1');
+    for (const socket of [client, upstream]) {
+      open.add(socket);
+      socket.on('close', () => open.delete(socket));
+      socket.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  const relayPort = (relay.address() as { port: number }).port;
+  return {
+    port: relayPort,
+    cut: async () => {
+      const closed = new Promise<void>((resolve) => relay.close(() => resolve()));
+      for (const socket of open) socket.destroy();
+      await closed;
+    },
+    restore: () => new Promise<void>((resolve) => relay.listen(relayPort, '127.0.0.1', resolve)),
+    close: async () => {
+      for (const socket of open) socket.destroy();
+      if (relay.listening) await new Promise<void>((resolve) => relay.close(() => resolve()));
+    },
+  };
+}
+
+test('with its database gone, the api answers 503 problems with Retry-After and /readyz names Postgres; back, it serves again', async () => {
+  // An api of its own, reaching the suite's Postgres through a relay the test cuts.
+  const target = new URL(t.database.url);
+  const relay = await relayTo(Number(target.port));
+  const url = Object.assign(new URL(t.database.url), { port: String(relay.port) }).toString();
+  const db = createDb(url, 2);
+  const settings = testSettings(url);
+  const app = await createApp({ settings, db, logger: pino({ level: 'silent' }) });
+  const server = httpServer(app, settings.errorsBaseUrl);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const token = await t.token('default.viewer');
+  const groups = () => fetch(`${base}/api/groups`, { headers: { authorization: `Bearer ${token}` } });
+  try {
+    expect((await groups()).status).toBe(200);
+    await relay.cut();
+    const refused = await groups();
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('content-type')).toContain('application/problem+json');
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(((await refused.json()) as { detail: string }).detail).toBe('The database is unavailable; retry shortly.');
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(ready.headers.get('retry-after')).toBe('5');
+    expect(((await ready.json()) as { detail: string }).detail).toBe('Unreachable: postgres.');
+    // Back: served again, nothing restarted.
+    await relay.restore();
+    await eventually(async () => expect((await groups()).status).toBe(200));
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await app.close();
+    await db.destroy();
+    await relay.close();
+  }
+}, 30_000);
