@@ -43,6 +43,7 @@ import { tenantRoutes } from './routes/tenant/routes';
 import type { Settings } from '../platform/settings';
 import { createOutbound, type Outbound } from '../platform/outbound';
 import { encryptionKey } from '../platform/secrets';
+import { closeTemporalProbe } from '../platform/temporal';
 
 export interface AppDeps {
   settings: Readonly<Settings>;
@@ -177,6 +178,7 @@ export async function createApp(deps: AppDeps): Promise<FleetApp> {
       await audit.flush();
       await listener.close();
       if (!deps.outbound) await outbound.close();
+      if (deps.temporal) await closeTemporalProbe(deps.temporal);
     },
   };
 }

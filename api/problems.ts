@@ -235,7 +235,7 @@ export const problems = {
       {},
       { 'Accept-Encoding': 'identity' },
     ),
-  /** Temporal's health check went unanswered (platform/temporal.ts, temporalAnswers): nothing was sent. */
+  /** The Temporal server refused the connection (platform/temporal.ts, temporalAnswers): nothing was sent. */
   temporalDown: (error: unknown) =>
     new Problem(
       'unavailable',

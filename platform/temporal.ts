@@ -19,28 +19,54 @@ export function createTemporal(settings: Pick<Settings, 'temporal'>) {
   };
 }
 
-/**
- * How long an api request waits to learn whether the Temporal server answers at all, before
- * it sends an operation: with Temporal down, a request is a 503 within this (plus the rest of
- * the request), not after the operation's own deadline (docs/deployment.md, "When a
- * dependency is down").
- */
+/** How long an api request waits to learn whether the Temporal server is there, before it sends an operation. */
 export const TEMPORAL_PROBE_MS = 1_500;
 
-/** Resolves when the Temporal server answers (its system info: the service every call goes to) within `ms`; otherwise throws. */
+/** The Temporal server refused or dropped the connection: nothing can be sent to it now. */
+export class TemporalDown extends Error {
+  override readonly name = 'TemporalDown';
+}
+
+/** gRPC's UNAVAILABLE status code: the connection was refused, reset, or could not be made. */
+const GRPC_UNAVAILABLE = 14;
+
+/**
+ * A second connection to the client's server, only for `temporalAnswers`: without the client's
+ * retries, so a refused connection is an answer at once (with them, it is retried until the
+ * deadline), and no retry outlives the probe.
+ */
+const probes = new WeakMap<Client, Connection>();
+
+function probeOf(client: Client): Connection | undefined {
+  const options = (client.connection as Partial<Connection>).options;
+  if (!options) return undefined;
+  let probe = probes.get(client);
+  if (!probe) probes.set(client, (probe = Connection.lazy({ ...options, interceptors: [] })));
+  return probe;
+}
+
+/**
+ * Before an api operation that needs a workflow: throws TemporalDown when the Temporal server
+ * refuses the connection (or is not there) within `ms`, so the request is a 503 at once, not
+ * after the operation's own deadline (docs/deployment.md, "When a dependency is down"). A
+ * server that is only slow to answer is not down: the operation goes on to its deadline.
+ */
 export async function temporalAnswers(client: Client, ms = TEMPORAL_PROBE_MS): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
+  const probe = probeOf(client);
+  if (!probe) return;
   try {
-    await Promise.race([
-      client.withDeadline(Date.now() + ms, () => client.workflowService.getSystemInfo({})),
-      late,
-    ]);
-  } finally {
-    clearTimeout(timer);
+    await probe.withDeadline(Date.now() + ms, () => probe.workflowService.getSystemInfo({}));
+  } catch (error) {
+    if (isGrpcServiceError(error) && Number(error.code) === GRPC_UNAVAILABLE)
+      throw new TemporalDown(error.details || error.message);
   }
+}
+
+/** Closes the probe connection of `client` (the api's close). */
+export async function closeTemporalProbe(client: Client): Promise<void> {
+  const probe = probes.get(client);
+  probes.delete(client);
+  await probe?.close().catch(() => {});
 }
 
 /** gRPC's NOT_FOUND status code. */

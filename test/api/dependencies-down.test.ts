@@ -1,14 +1,11 @@
 /**
- * With a dependency down, the api answers at once. With the Temporal server not answering, a request that needs it is a 503 problem at once,
- * saying Temporal does not answer and when to retry (`Retry-After`), not a wait for the
- * operation's own deadline; nothing was sent, and what needs no workflow goes on working.
- *
- * The Temporal here takes connections and never answers (a server hung, or a load balancer
- * with no backend left): the probe's call ends at its deadline. (A refused connection ends it
- * sooner, but the client's gRPC retries of it outlive the test and would hit the connection it
- * closes.)
+ * With a dependency down, the api answers at once. With the Temporal server gone (its port
+ * refuses connections), a request that needs it is a 503 problem saying Temporal does not
+ * answer and when to retry (`Retry-After`), not a wait for the operation's own deadline;
+ * nothing was sent, and what needs no workflow goes on working. With Postgres cut under a
+ * running api, requests are 503 too, and served again once it is back.
  */
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import pino from 'pino';
 import { createApp } from '../../api/app';
@@ -21,24 +18,23 @@ import { eventually } from '../support/eventually';
 
 let t: TestApp;
 let connection: Connection;
-let silent: Server;
-const sockets = new Set<Socket>();
+
+/** A loopback port nothing listens on (taken, then let go). */
+async function closedPort(): Promise<number> {
+  const taken = createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const { port } = taken.address() as { port: number };
+  await new Promise<void>((resolve) => taken.close(() => resolve()));
+  return port;
+}
 
 beforeAll(async () => {
-  silent = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  const { port } = silent.address() as { port: number };
-  connection = Connection.lazy({ address: `127.0.0.1:${port}` });
+  connection = Connection.lazy({ address: `127.0.0.1:${await closedPort()}` });
   t = await startTestApp({}, { temporal: new Client({ connection }) });
 });
 afterAll(async () => {
   await t?.close();
   await connection?.close().catch(() => {});
-  for (const socket of sockets) socket.destroy();
-  await new Promise<void>((resolve) => silent?.close(() => resolve()));
 });
 
 test('starting a rollout with Temporal down is a 503 with Retry-After at once; the rollout stays pending', async () => {

@@ -6,6 +6,7 @@
  */
 import { Alert, Button, Stack, Text } from '@mantine/core';
 import { ApiProblem } from '../api/client';
+import { ProblemAlert } from './ProblemAlert';
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
@@ -29,21 +30,22 @@ export function reapply<T extends object>(base: T, mine: T, latest: T): Reapplie
 
 export const isStale = (error: unknown) => error instanceof ApiProblem && error.status === 412;
 
-/** The notice of a stale save, with the way out; then what re-applying did. */
+/** The notice of a stale save, with the way out; then what re-applying did, or why reading the latest failed. */
 export function StaleEdit<T>({
   what,
   stale,
-  pending,
-  onReload,
+  reload,
   reapplied,
 }: {
   /** The object, as the notice names it ("this policy"). */
   what: string;
   stale: boolean;
-  pending: boolean;
-  onReload: () => void;
+  /** The read of the latest (a mutation: run on the notice's button, its problem shown here). */
+  reload: { isPending: boolean; error: Error | null; mutate: () => void };
   reapplied: Reapplied<T> | null;
 }) {
+  const pending = reload.isPending;
+  const onReload = () => reload.mutate();
   return (
     <>
       {stale && (
@@ -65,6 +67,7 @@ export function StaleEdit<T>({
           it.
         </Alert>
       )}
+      {reload.error && <ProblemAlert error={reload.error} />}
     </>
   );
 }

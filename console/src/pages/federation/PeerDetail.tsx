@@ -131,14 +131,7 @@ function EditPeerForm({ shown, close }: { shown: Shown; close: () => void }) {
         onChange={(e) => setCredential(e.currentTarget.value)}
         mb="md"
       />
-      <StaleEdit
-        what="this peer"
-        stale={isStale(save.error)}
-        pending={latest.isPending}
-        onReload={() => latest.mutate()}
-        reapplied={reapplied}
-      />
-      {latest.error && <ProblemAlert error={latest.error} />}
+      <StaleEdit what="this peer" stale={isStale(save.error)} reload={latest} reapplied={reapplied} />
       <FormFooter write={save} submitLabel="Save and check" onCancel={close} />
     </form>
   );

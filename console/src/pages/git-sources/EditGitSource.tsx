@@ -67,18 +67,7 @@ function EditForm({ source, etag }: { source: GitSource; etag: string | null }) 
       submitLabel="Save settings"
       pending={save.isPending}
       error={save.error}
-      notice={
-        <>
-          <StaleEdit
-            what="this source"
-            stale={isStale(save.error)}
-            pending={latest.isPending}
-            onReload={() => latest.mutate()}
-            reapplied={reapplied}
-          />
-          {latest.error && <ProblemAlert error={latest.error} />}
-        </>
-      }
+      notice={<StaleEdit what="this source" stale={isStale(save.error)} reload={latest} reapplied={reapplied} />}
       onSubmit={(body) => {
         setSent(body);
         save.mutate(body);

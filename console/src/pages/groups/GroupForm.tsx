@@ -8,7 +8,6 @@ import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import type { Schemas } from '../../api/client';
 import { FormFooter } from '../../components/FormFooter';
-import { ProblemAlert } from '../../components/ProblemAlert';
 import { isStale, reapply, StaleEdit, type Reapplied } from '../../components/StaleEdit';
 import { labelPairs, type GroupBody } from './shared';
 
@@ -87,16 +86,7 @@ function GroupFields({ title, initial, save, onSaved, onCancel, reload }: GroupF
         onChange={(e) => set({ labels: e.currentTarget.value })}
         mb="md"
       />
-      {reload && (
-        <StaleEdit
-          what="this group"
-          stale={isStale(mutation.error)}
-          pending={latest.isPending}
-          onReload={() => latest.mutate()}
-          reapplied={reapplied}
-        />
-      )}
-      {latest.error && <ProblemAlert error={latest.error} />}
+      {reload && <StaleEdit what="this group" stale={isStale(mutation.error)} reload={latest} reapplied={reapplied} />}
       <FormFooter write={mutation} submitLabel="Save" onCancel={onCancel} />
     </form>
   );

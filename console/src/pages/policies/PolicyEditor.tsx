@@ -142,14 +142,7 @@ function PolicyForm({ policy, etag: readWith }: { policy?: Policy; etag: string 
           />
         </div>
         {failed && <ProblemAlert error={failed} />}
-        <StaleEdit
-          what="this policy"
-          stale={stale && policy !== undefined}
-          pending={latest.isPending}
-          onReload={() => latest.mutate()}
-          reapplied={reapplied}
-        />
-        {latest.error && <ProblemAlert error={latest.error} />}
+        <StaleEdit what="this policy" stale={stale && policy !== undefined} reload={latest} reapplied={reapplied} />
         {check.isSuccess && (
           <Alert color="teal.9" variant="filled" title="The expression type-checks" role="status">
             It is a bool over agent, configuration, version and rollout.
