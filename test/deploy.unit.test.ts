@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parse } from 'yaml';
 import { loadSettings } from '../platform/settings';
 
 const root = path.resolve(__dirname, '..');
@@ -47,4 +48,38 @@ test('two people can approve each other’s policies: the realm has two admins',
       user.realmRoles?.includes('admin') && !user.serviceAccountClientId,
   );
   expect(admins.length).toBeGreaterThanOrEqual(2);
+});
+
+/** The compose file as data (its merge keys resolved), and HAProxy's template as its lines. */
+const services = (parse(compose, { merge: true }) as { services: Record<string, Record<string, unknown>> }).services;
+const haproxy = readFileSync(path.join(root, 'deploy/haproxy.cfg'), 'utf8')
+  .split('\n')
+  .map((line) => line.trim());
+const section = (name: string) => {
+  const start = haproxy.indexOf(name);
+  const end = haproxy.findIndex((line, i) => i > start && /^(frontend|backend|defaults|global|resolvers) /.test(line));
+  return haproxy.slice(start, end === -1 ? undefined : end);
+};
+
+test('replicas: the load balancer is the one entry, HTTP and the agents’ port, to api replicas that are ready', () => {
+  // `lb` publishes both ports and reads its configuration from deploy/; the api publishes none,
+  // so it can be scaled, and trusts the forwarded address.
+  expect(services.lb).toMatchObject({
+    ports: ['8080:8080', '4320:4320'],
+    volumes: ['./deploy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro'],
+  });
+  expect(services.api!.ports).toBeUndefined();
+  expect(services.api!.environment).toMatchObject({ Http__TrustProxy: 'true', Database__Url: expect.any(String) });
+  // HTTP to the replicas' 8080, TCP passthrough to their 4320 (TLS ends on the replica), both
+  // checked by /readyz and found by the service's DNS name.
+  expect(section('backend api')).toEqual(
+    expect.arrayContaining(['mode http', 'option httpchk GET /readyz', 'server-template api 10 api:8080']),
+  );
+  expect(section('backend agents')).toEqual(
+    expect.arrayContaining(['mode tcp', 'option httpchk GET /readyz', 'server-template agent 10 api:4320']),
+  );
+  expect(section('frontend agents')).toEqual(expect.arrayContaining(['bind :4320', 'mode tcp']));
+  expect(section('frontend http')).toEqual(expect.arrayContaining(['bind :8080', 'option forwardfor']));
+  // WebSockets (the hub, OpAMP) outlive a request's timeouts.
+  expect(section('defaults')).toContain('timeout tunnel 1h');
 });
