@@ -1,0 +1,107 @@
+/**
+ * HAProxy in front of api processes on this machine, as deploy/haproxy.cfg puts it in front
+ * of replicas in compose: HTTP (REST, hub) to the replicas' HTTP ports, TCP passthrough to
+ * their agent ports, each replica in service while its `/readyz` says ready. Here the
+ * replicas are loopback ports, named in the configuration rather than found by DNS. Debian's
+ * `haproxy` is installed when missing (as the browser tests install Chromium).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const HAPROXY = '/usr/sbin/haproxy';
+
+export function ensureHaproxy(log: (line: string) => void = () => {}): void {
+  if (existsSync(HAPROXY)) return;
+  if (process.getuid?.() !== 0)
+    throw new Error(`${HAPROXY} is missing and only root can install it: run \`apt-get install -y haproxy\` as root`);
+  log("installing Debian's haproxy (first run on this machine)...");
+  for (const args of [
+    ['update', '-qq'],
+    ['install', '-y', '-qq', '--no-install-recommends', 'haproxy'],
+  ]) {
+    const result = spawnSync('apt-get', args, {
+      encoding: 'utf8',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
+    if (result.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed: ${result.stderr}`);
+  }
+  if (!existsSync(HAPROXY)) throw new Error(`apt-get installed haproxy but ${HAPROXY} is not there`);
+}
+
+export interface Replica {
+  /** Its REST and hub port; its `/readyz` is the health check of both. */
+  http: number;
+  /** Its agent listener's port. */
+  agents: number;
+}
+
+/**
+ * The configuration: deploy/haproxy.cfg's frontends and backends, with these replicas.
+ * `maxConnections`: HAProxy asks for twice as many file descriptors (mind `ulimit -n`).
+ */
+export function haproxyConfig(
+  ports: { http: number; agents: number },
+  replicas: Replica[],
+  maxConnections = 4_000,
+): string {
+  const check = 'check inter 500ms fall 2 rise 2';
+  return [
+    'global',
+    `  maxconn ${maxConnections}`,
+    'defaults',
+    '  timeout connect 2s',
+    '  timeout client 60s',
+    '  timeout server 60s',
+    '  timeout tunnel 1h',
+    // A replica that refuses a connection before its health check has caught up: try another.
+    '  retries 3',
+    '  option redispatch',
+    'frontend http',
+    `  bind 127.0.0.1:${ports.http}`,
+    '  mode http',
+    '  option forwardfor',
+    '  default_backend api',
+    'backend api',
+    '  mode http',
+    '  balance leastconn',
+    '  option httpchk GET /readyz',
+    '  http-check expect status 200',
+    ...replicas.map((replica, i) => `  server api${i + 1} 127.0.0.1:${replica.http} ${check}`),
+    'frontend agents',
+    `  bind 127.0.0.1:${ports.agents}`,
+    '  mode tcp',
+    '  default_backend agents',
+    'backend agents',
+    '  mode tcp',
+    '  balance leastconn',
+    '  option httpchk GET /readyz',
+    '  http-check expect status 200',
+    ...replicas.map((replica, i) => `  server agent${i + 1} 127.0.0.1:${replica.agents} ${check} port ${replica.http}`),
+    '',
+  ].join('\n');
+}
+
+/** Starts HAProxy in the foreground (its own process), on `ports`, for `replicas`. */
+export function startHaproxy(
+  ports: { http: number; agents: number },
+  replicas: Replica[],
+  maxConnections?: number,
+): { process: ChildProcess; stop: () => Promise<void> } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'fleet-haproxy-'));
+  const config = path.join(dir, 'haproxy.cfg');
+  writeFileSync(config, haproxyConfig(ports, replicas, maxConnections));
+  const child = spawn(HAPROXY, ['-db', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+  return {
+    process: child,
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
