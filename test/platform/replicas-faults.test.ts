@@ -50,9 +50,9 @@ async function runPostgres(): Promise<ChildProcess> {
     },
   );
   let said = '';
-  child.stderr!.on('data', (d) => (said += String(d)));
+  child.stderr.on('data', (d) => (said += String(d)));
   await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (d) => String(d).includes('ready') && resolve());
+    child.stdout.on('data', (d) => String(d).includes('ready') && resolve());
     child.once('exit', (code) => reject(new Error(`embedded Postgres exited (${code}) before it was ready: ${said}`)));
   });
   return child;
