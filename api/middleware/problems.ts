@@ -54,8 +54,10 @@ function fromDataException(error: { code?: string }): Problem | undefined {
 /**
  * What node-postgres says, without a code, of a pooled connection the database dropped (a
  * restart, a failover): the first queries after it fail so before the pool opens new ones.
+ * Knex puts the statement before the message (`select … - Connection terminated unexpectedly`).
  */
-const DROPPED_CONNECTION = /^(Connection terminated|Client has encountered a connection error and is not queryable)/;
+const DROPPED_CONNECTION =
+  /(^|- )(Connection terminated|Client has encountered a connection error and is not queryable|Client was closed and is not queryable)/;
 
 /** The database went away or is full: the caller should retry, it did nothing wrong. */
 function isDatabaseUnavailable(error: { code?: string; name?: string; message?: string }): boolean {
