@@ -541,19 +541,37 @@ async function reconnectStorms(gw: Gateway, f: Fleet, db: Knex): Promise<Reconne
   return { reconnecting, afterReconnect, rssAfterRounds };
 }
 
-/** Phase 3's figures: the heartbeat window, the gateway after it, the round trips sorted. */
+/** Postgres's commits and rows written so far (cumulative statistics of every database). */
+async function databaseWrites(db: Knex): Promise<{ commits: number; rows: number }> {
+  const [row] = (
+    await db.raw(
+      'SELECT sum(xact_commit)::bigint AS commits, sum(tup_inserted + tup_updated + tup_deleted)::bigint AS rows FROM pg_stat_database',
+    )
+  ).rows;
+  return { commits: Number(row.commits), rows: Number(row.rows) };
+}
+
+/** Phase 3's figures: the heartbeat window, the gateway after it, the round trips sorted, the writes. */
 interface Heartbeats {
   heartbeats: Measured<Awaited<ReturnType<typeof heartbeatWindow>>>;
   afterHeartbeats: GatewayStats;
   rtt: number[];
+  /** Postgres commits and rows written during the window (its lead-in and drain too), over `ms`. */
+  writes: { commits: number; rows: number; ms: number };
 }
 
 /** Phase 3: heartbeat round trips at `--heartbeat` seconds over a `--window` (see heartbeatWindow). */
-async function measureHeartbeats(gw: Gateway, f: Fleet): Promise<Heartbeats> {
+async function measureHeartbeats(gw: Gateway, f: Fleet, db: Knex): Promise<Heartbeats> {
+  const before = await databaseWrites(db);
+  const started = Date.now();
   const heartbeats = await cpuOf(gw, () => heartbeatWindow(f));
+  // Backends publish their statistics at most once a second: a moment for the last of them.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  const after = await databaseWrites(db);
   const afterHeartbeats = await gw.stats(true);
   const rtt = [...heartbeats.result.samples].sort((a, b) => a - b);
-  return { heartbeats, afterHeartbeats, rtt };
+  const writes = { commits: after.commits - before.commits, rows: after.rows - before.rows, ms: Date.now() - started };
+  return { heartbeats, afterHeartbeats, rtt, writes };
 }
 
 /** Phase 4's figures: the configuration pushed, the push's times, the gateway after it. */
@@ -656,16 +674,20 @@ function measuredLines(
   { afterConnect }: Connected,
   { reconnecting, afterReconnect, rssAfterRounds }: Reconnected,
   stopMs: number,
-  { heartbeats, afterHeartbeats, rtt }: Heartbeats,
+  { heartbeats, afterHeartbeats, rtt, writes }: Heartbeats,
   { pushing, afterPush }: Pushed,
 ): string[] {
   const hb = heartbeats.result;
+  const thousands = count / 1000;
+  const written = (n: number) => (n / (writes.ms / 1000) / thousands).toFixed(1);
+  const cpuMs = (cpuSeconds: number) => ((cpuSeconds * 1000) / (heartbeats.cpu.ms / 1000) / thousands).toFixed(1);
   return [
     `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s)`,
     `  ${cpu(reconnecting.cpu)}; ${loop(afterReconnect)}`,
     `heartbeat every ${heartbeatSeconds} s, ${(hb.windowMs / 1000).toFixed(0)} s window: ${rtt.length} of ${hb.offered} answered, ${(rtt.length / (hb.windowMs / 1000)).toFixed(0)} heartbeats/s` +
       ` (offered ${(count / heartbeatSeconds).toFixed(0)}/s; backlog drained ${seconds(hb.drainMs)} after the window; ${hb.lostToCloses} unanswered because their connection closed); round trip p50 ${percentile(rtt, 0.5).toFixed(1)} ms, p99 ${percentile(rtt, 0.99).toFixed(1)} ms, max ${rtt.length ? rtt[rtt.length - 1]!.toFixed(1) : '-'} ms`,
     `  ${cpu(heartbeats.cpu)}; ${loop(afterHeartbeats)}`,
+    `  steady state per 1,000 agents at this heartbeat: Postgres ${written(writes.commits)} commits/s and ${written(writes.rows)} rows written/s; CPU ms/s: gateway ${cpuMs(heartbeats.cpu.gateway)}, Postgres ${cpuMs(heartbeats.cpu.postgres)}`,
     `push to ${pushing.result.pushed}: committed in ${pushing.result.committedMs} ms, all APPLIED on the agents in ${seconds(pushing.result.clientMs)}, all APPLIED in the database in ${seconds(pushing.result.appliedMs)}`,
     `  ${cpu(pushing.cpu)}; ${loop(afterPush)}`,
     `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (heap ${mib(afterConnect.heapUsed)}), after the reconnect ${rssAfterRounds.map(mib).join(' → ')} (${afterReconnect.sessions} sessions), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second)`,
@@ -694,7 +716,7 @@ async function main() {
     // 2. everyone away, then back with the certificate only (a reconnect storm after a restart)
     const reconnected = await reconnectStorms(gw, f, db);
     // 3. heartbeats
-    const heartbeats = await measureHeartbeats(gw, f);
+    const heartbeats = await measureHeartbeats(gw, f, db);
     // 4. one push to all
     const pushed = await pushToAll(gw, f, db);
     // 5. a rollout of the next version to all, batch by batch (bench/rollout.ts)
