@@ -1,11 +1,11 @@
 /** Bootstrap tokens as a table (never their secrets: the API lists none), with revoke for operators. */
-import { Anchor, Table } from '@mantine/core';
-import { Link } from 'react-router';
+import { Table } from '@mantine/core';
 import { api, ok } from '../../api/client';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { EmptyRow } from '../../components/EmptyRow';
 import { GroupLink } from '../groups/shared';
-import { nameOf, TokenStateBadge, usePoolChoices, when, type BootstrapToken } from './shared';
+import { ResourceName } from '../../components/ResourceName';
+import { TokenStateBadge, when, type BootstrapToken } from './shared';
 
 function RevokeButton({ token, onDone }: { token: BootstrapToken; onDone: () => void }) {
   return (
@@ -29,7 +29,6 @@ export function TokenTable({
   canRevoke: boolean;
   onRevoked: () => void;
 }) {
-  const pools = usePoolChoices();
   const columns = canRevoke ? 8 : 7;
   return (
     <Table striped highlightOnHover aria-label="Bootstrap tokens">
@@ -59,15 +58,7 @@ export function TokenTable({
             <Table.Td>
               <GroupLink id={token.groupId} />
             </Table.Td>
-            <Table.Td>
-              {token.poolId ? (
-                <Anchor component={Link} to={`/tokens/pools/${token.poolId}`}>
-                  {nameOf(pools.data?.items, token.poolId)}
-                </Anchor>
-              ) : (
-                '—'
-              )}
-            </Table.Td>
+            <Table.Td>{token.poolId ? <ResourceName kind="token-pool" id={token.poolId} /> : '—'}</Table.Td>
             <Table.Td>{when(token.expiresAt)}</Table.Td>
             <Table.Td>
               {token.createdBy}, {when(token.createdAt)}

@@ -67,12 +67,6 @@ export function usePoolChoices() {
   });
 }
 
-/** A name by id from a list of choices, the id itself when it is not among them. */
-export function nameOf(items: { id: string; name: string }[] | undefined, id: string | null): string {
-  if (!id) return '—';
-  return items?.find((item) => item.id === id)?.name ?? id;
-}
-
 /**
  * The group new agents join: the tenant's default group unless one is chosen, found by name
  * on the server as it is typed (any of thousands).
