@@ -46,7 +46,7 @@ export function haproxyConfig(
   replicas: Replica[],
   maxConnections = 4_000,
 ): string {
-  const check = 'check inter 500ms fall 2 rise 2';
+  const check = 'check inter 500ms fall 3 rise 2';
   return [
     'global',
     `  maxconn ${maxConnections}`,
@@ -55,6 +55,8 @@ export function haproxyConfig(
     '  timeout client 60s',
     '  timeout server 60s',
     '  timeout tunnel 1h',
+    // A health check slow on a busy machine is not a replica down.
+    '  timeout check 5s',
     // A replica that refuses a connection before its health check has caught up: try another.
     '  retries 3',
     '  option redispatch',

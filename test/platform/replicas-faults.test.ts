@@ -73,15 +73,29 @@ function started(script: string, env: Record<string, string>): ChildProcess {
   return child;
 }
 
-async function call(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
+/** One call through HAProxy; the raw answer. */
+async function callOnce(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${base}${url}`, {
     method,
     headers: { authorization: `Bearer ${operator}`, ...(body !== undefined && { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  // During a fault HAProxy may answer itself (a 502/503 page, not JSON): the callers retry.
+  // HAProxy may answer itself (a 502/503 page, not JSON).
   const json = res.headers.get('content-type')?.includes('json');
   return { status: res.status, body: json ? await res.json() : await res.text() };
+}
+
+/**
+ * A call as a client of replicas makes it: a 502, 503 or 504 (HAProxy with no replica in
+ * service for a moment — a health check slow on a busy machine, a replica just killed — or
+ * an api whose dependency is away) is tried again after a moment, as `Retry-After` says.
+ */
+async function call(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
+  for (let attempt = 1; ; attempt++) {
+    const answer = await callOnce(method, url, body);
+    if (![502, 503, 504].includes(answer.status) || attempt >= 60) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 }
 
 beforeAll(async () => {
