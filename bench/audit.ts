@@ -57,23 +57,28 @@ async function main() {
       'links (appendAuditCalls)': (batch: AuditRecord[]) => appendAuditCalls(db, batch),
       'rows (insertAudit)': (batch: AuditRecord[]) => insertAudit(db, batch),
     };
-    const cost = new Map<string, { cpu: number; node: number; ms: number; rows: number }>();
+    const cost = new Map<string, { cpu: number; node: number; ms: number; rows: number; bytes: number }>();
+    /** The table's size with its indexes and TOAST: what a call adds to the disk. */
+    const tableBytes = async () =>
+      Number((await db.raw("SELECT pg_total_relation_size('audit_events') AS n")).rows[0].n);
     let n = 0;
     const rowsPerBlock = Math.ceil(totalRows / (BLOCKS * Object.keys(writers).length));
     for (let block = 0; block < BLOCKS; block++) {
       for (const [name, write] of Object.entries(writers)) {
-        const [cpu0, t0, own0] = [database.cpuSeconds(), Date.now(), process.cpuUsage()];
+        const [cpu0, t0, own0, bytes0] = [database.cpuSeconds(), Date.now(), process.cpuUsage(), await tableBytes()];
         for (let written = 0; written < rowsPerBlock; written += batchSize) {
           await write(Array.from({ length: batchSize }, () => recordOf(n++)));
         }
         const own = process.cpuUsage(own0);
         const node = (own.user + own.system) / 1e6;
-        const sum = cost.get(name) ?? { cpu: 0, node: 0, ms: 0, rows: 0 };
+        const bytes = (await tableBytes()) - bytes0;
+        const sum = cost.get(name) ?? { cpu: 0, node: 0, ms: 0, rows: 0, bytes: 0 };
         cost.set(name, {
           cpu: sum.cpu + database.cpuSeconds() - cpu0,
           node: sum.node + node,
           ms: sum.ms + Date.now() - t0,
           rows: sum.rows + rowsPerBlock,
+          bytes: sum.bytes + bytes,
         });
       }
     }
@@ -85,10 +90,10 @@ async function main() {
       `Audit trail — ${n.toLocaleString('en')} rows appended in batches of ${batchSize}, ${BLOCKS} alternating blocks per writer`,
       `reproduce: npm run bench:audit -- --rows ${totalRows} --batch ${batchSize}`,
       '',
-      'append                     µs per call: Postgres CPU   this process   wall',
+      'append                     µs per call: Postgres CPU   this process   wall   bytes on disk per call',
       ...[...cost].map(([name, c]) => {
         const perCall = (seconds: number) => ((seconds * 1e6) / c.rows).toFixed(1);
-        return `${name.padEnd(36)} ${perCall(c.cpu).padStart(8)} ${perCall(c.node).padStart(14)} ${perCall(c.ms / 1e3).padStart(14)}`;
+        return `${name.padEnd(36)} ${perCall(c.cpu).padStart(8)} ${perCall(c.node).padStart(14)} ${perCall(c.ms / 1e3).padStart(14)} ${(c.bytes / c.rows).toFixed(0).padStart(8)}`;
       }),
       `chains verify: ${verdicts.every((v) => v.valid) ? 'yes' : 'no'} (${verdicts.reduce((sum, v) => sum + v.checked, 0)} calls)`,
       '',

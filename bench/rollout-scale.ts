@@ -25,6 +25,7 @@ import { parseArgs } from 'node:util';
 import type { Knex } from 'knex';
 import { ensureTenant } from '../db/repos/tenants';
 import { insertGroup } from '../db/repos/groups';
+import { rolloutWorkflowId } from '../workflows/definitions';
 import { cpuSecondsOf, runBench, startBenchDatabase } from './support';
 import {
   must,
@@ -101,6 +102,7 @@ runBench(async () => {
     const id = created.body.id as string;
     progress(`rollout ${id}: ${created.body.progress.total} agents, created in ${created.ms.toFixed(0)} ms; starting`);
     const cpu0 = cpus(stack);
+    const writes0 = await tableWrites(db, STATS_FLUSH_MS); // after the seeding's statistics are in
     const started = Date.now();
     const start = must('start', await api('POST', `/api/rollouts/${id}/start`), 200);
     const completed = await pollUntilSettled(api, id, started, { timeoutMs, progress });
@@ -110,12 +112,15 @@ runBench(async () => {
     progress(`completed after ${seconds(completedMs)}; rolling back`);
     const gaps = await batchGaps(db, id);
     const forward = await workflowHistory(stack.temporal.client, id);
+    const forwardBytes = await historyBytes(stack.temporal.client, id);
+    const writes1 = await tableWrites(db, STATS_FLUSH_MS);
 
     const rollbackStarted = Date.now();
     const rollback = must('rollback', await api('POST', `/api/rollouts/${id}/rollback`), 200);
     const rolledBack = await pollUntilSettled(api, id, rollbackStarted, { timeoutMs, progress });
     const rollbackMs = Date.now() - rollbackStarted;
     const total = await workflowHistory(stack.temporal.client, id);
+    const totalBytes = await historyBytes(stack.temporal.client, id);
     const onV1 = await count(
       db('agents').where({ group_id: groupId, applied_hash: v1.hash, applied_status: 'APPLIED' }),
     );
@@ -130,6 +135,9 @@ runBench(async () => {
         `${agentEvents} rollout.agent-updated events; expected one per agent and direction (${2 * agents})`,
       );
 
+    const writes2 = await tableWrites(db, STATS_FLUSH_MS);
+    const sizes = await tableSizes(db);
+
     const p = completed.progress;
     const used = (key: keyof ReturnType<typeof cpus>) => (cpu1[key] - cpu0[key]).toFixed(1);
     const lines = [
@@ -143,6 +151,10 @@ runBench(async () => {
       `  rollback timeline from rolling-back (its events' transaction times): first results +${timeline.firstResults} s, last +${timeline.lastResults} s, rolled-back +${timeline.rolledBack} s`,
       `  history in all: ${total.events} events in ${total.runs.length} run(s) (${total.runs.join(', ')}); stand-in reports written: ${reports}`,
       `  rollout.agent-updated events: ${agentEvents} (one per agent, forward and back)`,
+      `  Temporal history bytes: until completed ${forwardBytes}, in all ${totalBytes}`,
+      `  rows written per target agent (insert/update/delete; stand-in reports included), forward: ${perAgent(writes0, writes1)}`,
+      `    rollback: ${perAgent(writes1, writes2)}`,
+      `  tables after both (rows, bytes per row with indexes and TOAST as left and compacted): ${sizes}`,
       `  reproduce: npm run bench:rollout-scale -- --agents ${agents} --batch-percent ${batchPercent} --policies ${args.policies}`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
@@ -250,6 +262,78 @@ function cpus(stack: RolloutStack) {
     postgres: cpuSecondsOf({ name: 'postgres' }),
     bench: (own.user + own.system) / 1e6,
   };
+}
+
+/**
+ * Cumulative statistics are flushed by each backend at most once a second, and by an idle one
+ * after 10 s: a read that follows the work waits this long so it sees all of it (and none of
+ * the work before it is counted in the next).
+ */
+const STATS_FLUSH_MS = 11_000;
+const TABLES = ['agents', 'rollout_agents', 'agent_history', 'events', 'rollouts', 'audit_events'];
+
+/** Rows inserted, updated (HOT among them) and deleted per table so far, and the WAL position. */
+async function tableWrites(db: Knex, waitMs = 0) {
+  if (waitMs) await new Promise((resolve) => setTimeout(resolve, waitMs));
+  const { rows } = await db.raw(
+    `SELECT relname, n_tup_ins::bigint AS ins, n_tup_upd::bigint AS upd, n_tup_hot_upd::bigint AS hot, n_tup_del::bigint AS del
+       FROM pg_stat_user_tables WHERE relname = ANY(?)`,
+    [TABLES],
+  );
+  const wal = (await db.raw("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn AS bytes")).rows[0].bytes;
+  const tables = new Map<string, Record<'ins' | 'upd' | 'hot' | 'del', number>>();
+  for (const row of rows as Array<Record<string, string>>)
+    tables.set(row.relname!, {
+      ins: Number(row.ins),
+      upd: Number(row.upd),
+      hot: Number(row.hot),
+      del: Number(row.del),
+    });
+  return { tables, wal: Number(wal) };
+}
+
+/** What was written between two reads, per target agent: rows per table and WAL bytes. */
+function perAgent(before: Awaited<ReturnType<typeof tableWrites>>, after: Awaited<ReturnType<typeof tableWrites>>) {
+  const per = (n: number) => (n / agents).toFixed(2);
+  const parts = TABLES.flatMap((table) => {
+    const [a, b] = [before.tables.get(table), after.tables.get(table)];
+    if (!a || !b) return [];
+    const [ins, upd, hot, del] = [b.ins - a.ins, b.upd - a.upd, b.hot - a.hot, b.del - a.del];
+    if (ins + upd + del === 0) return [];
+    return [`${table} +${per(ins)} ~${per(upd)} (HOT ${per(hot)})${del ? ` -${per(del)}` : ''}`];
+  });
+  return `${parts.join(', ')}; WAL ${((after.wal - before.wal) / agents).toFixed(0)} B`;
+}
+
+/**
+ * Each table's rows and its total size (heap, indexes, TOAST) per row: as the run left it
+ * (dead rows of its updates not yet vacuumed), and compacted (VACUUM FULL: live rows only).
+ */
+async function tableSizes(db: Knex): Promise<string> {
+  const perRow = async (table: string) => {
+    const { rows } = await db.raw(
+      `SELECT count(*)::bigint AS n, pg_total_relation_size(?::regclass) AS bytes FROM ${table}`,
+      [table],
+    );
+    const n = Number(rows[0].n);
+    return { n, bytes: n ? (Number(rows[0].bytes) / n).toFixed(0) : '-' };
+  };
+  const parts: string[] = [];
+  for (const table of TABLES) {
+    const left = await perRow(table);
+    await db.raw(`VACUUM FULL ${table}`);
+    const compacted = await perRow(table);
+    parts.push(`${table} ${left.n} (${left.bytes} B, compacted ${compacted.bytes} B)`);
+  }
+  return parts.join(', ');
+}
+
+/** The Temporal history of every run of `rollout:<id>`, in bytes (as the server counts them). */
+async function historyBytes(client: RolloutStack['temporal']['client'], rolloutId: string): Promise<number> {
+  let bytes = 0;
+  for await (const run of client.workflow.list({ query: `WorkflowId = "${rolloutWorkflowId(rolloutId)}"` }))
+    bytes += run.historySize ?? 0;
+  return bytes;
 }
 
 async function count(query: Knex.QueryBuilder): Promise<number> {
