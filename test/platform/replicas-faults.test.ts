@@ -7,7 +7,7 @@
  * connected again, through the replica left. The full-size run, with the Temporal server
  * restarted too and figures, is issue 30's `npm run bench:replicas` (to come).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -18,16 +18,17 @@ import { ensureTenant } from '../../db/repos/tenants';
 import { startFleet, type Fleet } from '../../scripts/agents/fleet';
 import { ensureHaproxy, startHaproxy } from '../../scripts/infra/haproxy';
 import { fetchToken } from '../../scripts/infra/oidc-tokens';
+import { spawnPostgres, type PostgresChild } from '../../scripts/infra/postgres-child';
 import { postgresUrl } from '../../scripts/infra/postgres-url';
 import { eventually } from '../support/eventually';
 import { testInfra } from '../support/infra-env';
-import { apiProcessEnv, freePort, ROOT, startScript } from '../support/processes';
+import { apiProcessEnv, freePort, startScript } from '../support/processes';
 
 const AGENTS = 200;
 
 let dataDir: string;
 let pgPort: number;
-let postgres: ChildProcess | undefined;
+let postgres: PostgresChild | undefined;
 let db: Knex;
 let haproxy: ReturnType<typeof startHaproxy>;
 let fleet: Fleet | undefined;
@@ -37,33 +38,6 @@ let base: string;
 let operator: string;
 /** HAProxy's ports: HTTP for REST, TCP for the agents. */
 let lb: { http: number; agents: number };
-
-/** The embedded Postgres in a process of its own (scripts/infra/postgres-process.ts), so it can be stopped and started again. */
-async function runPostgres(): Promise<ChildProcess> {
-  const script = path.join(ROOT, 'scripts/infra/postgres-process.ts');
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', script, path.join(dataDir, 'pg'), String(pgPort), 'fleet'],
-    {
-      cwd: ROOT,
-      stdio: ['pipe', 'pipe', 'pipe'], // its stdin closing stops it
-    },
-  );
-  let said = '';
-  child.stderr.on('data', (d) => (said += String(d)));
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.on('data', (d) => String(d).includes('ready') && resolve());
-    child.once('exit', (code) => reject(new Error(`embedded Postgres exited (${code}) before it was ready: ${said}`)));
-  });
-  return child;
-}
-
-async function stopPostgres(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
 
 function started(script: string, env: Record<string, string>): ChildProcess {
   const child = startScript(script, [], env);
@@ -103,7 +77,7 @@ beforeAll(async () => {
   dataDir = mkdtempSync(path.join(os.tmpdir(), 'fleet-replicas-'));
   chmodSync(dataDir, 0o755); // the embedded server may run as the postgres user
   pgPort = await freePort();
-  postgres = await runPostgres();
+  postgres = await spawnPostgres({ dataDir: path.join(dataDir, 'pg'), port: pgPort, database: 'fleet' });
   const url = postgresUrl(pgPort, 'fleet');
   db = createDb(url, 2);
   await migrateLatest(db);
@@ -154,7 +128,7 @@ afterAll(async () => {
   for (const child of processes) if (child.exitCode === null) child.kill('SIGKILL');
   await haproxy?.stop();
   await db?.destroy();
-  await stopPostgres(postgres);
+  await postgres?.stop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -203,8 +177,8 @@ test('a rollout through an api killed -9 and a Postgres restart: every agent app
   // Batch 6: Postgres restarts under the api, the worker and the rollout.
   await eventually(async () => expect((await state()).currentBatch).toBeGreaterThanOrEqual(6), 120_000);
   expect((await state()).state).toBe('running'); // mid-rollout
-  await stopPostgres(postgres);
-  postgres = await runPostgres();
+  await postgres!.stop();
+  postgres = await spawnPostgres({ dataDir: path.join(dataDir, 'pg'), port: pgPort, database: 'fleet' });
 
   const done = await eventually(async () => {
     const now = await state();
