@@ -84,8 +84,10 @@ export class LiveUpdatesClient {
       ws.once('unexpected-response', (_req, res) => {
         let body = '';
         res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        // A problem from the hub; a proxy in front (HAProxy's 503 page) answers in HTML.
+        const json = /[/+]json\b/.test(res.headers['content-type'] ?? '');
         res.on('end', () =>
-          reject(new HubRefusedError(res.statusCode ?? 0, body ? (JSON.parse(body) as unknown) : undefined)),
+          reject(new HubRefusedError(res.statusCode ?? 0, body && json ? (JSON.parse(body) as unknown) : body || undefined)),
         );
       });
       ws.once('error', reject);
