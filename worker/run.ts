@@ -68,6 +68,11 @@ export async function startWorker(
     // watch) with the answer to a heartbeat that reaches the server; the rollout waits for it
     // to end, so heartbeats go out at least every second (not 80 % of the heartbeat timeout).
     maxHeartbeatThrottleInterval: '1 second',
+    // A workflow's next task goes to the worker that has it cached (its sticky queue); when
+    // that worker is gone (killed, its machine lost) another takes the task after this long
+    // (the SDK's default is 10 s): an operator's pause waits ~1 s for it, not 10
+    // (bench:replicas, docs/deployment.md "When a dependency is down").
+    stickyQueueScheduleToStartTimeout: '1 second',
   });
   const running = worker.run();
   await client.workflow.start<OutboxRetentionWorkflow>(outboxRetentionWorkflowType, {
