@@ -37,7 +37,7 @@ import { ensureTemporalCli, startTemporal, type RunningTemporal } from '../scrip
 import { rolloutWorkflowId } from '../workflows/definitions';
 import { LiveUpdatesClient, type CloudEvent } from '../scripts/live-updates/client';
 import type { AgentsRequest, AgentsStats } from './replicas-agents';
-import { benchPat, freePort, runBench } from './support';
+import { benchPat, freePort, openFilesLimits, runBench } from './support';
 
 const { values: args } = parseArgs({
   options: {
@@ -89,9 +89,11 @@ interface Installation {
   temporalOptions: Parameters<typeof startTemporal>[0];
   apis: ChildProcess[];
   workers: ChildProcess[];
-  haproxy: ReturnType<typeof startHaproxy>;
+  /** One HAProxy, or several when one process may not hold every connection (two file descriptors each): as sites run a pair. */
+  haproxies: Array<ReturnType<typeof startHaproxy>>;
   base: string;
-  agentsEndpoint: string;
+  /** Each HAProxy's agent port, as agents find them (DNS with several addresses): agent process k uses the k-th, round robin. */
+  agentsEndpoints: string[];
   ca: string;
   pat: string;
 }
@@ -101,6 +103,15 @@ const children: ChildProcess[] = [];
 process.on('exit', () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
+
+/**
+ * How many HAProxy processes the connections need: each proxied connection holds two file
+ * descriptors, and HAProxy may raise its limit only to this machine's hard limit.
+ */
+function haproxyCount(): number {
+  const perProcess = Math.floor((openFilesLimits().hard - 1_000) / 2);
+  return Math.ceil((AGENTS + SUBSCRIBERS + 100) / perProcess);
+}
 
 function startNode(script: string, env: Record<string, string>, name: string): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script)], {
@@ -141,7 +152,10 @@ async function install(): Promise<Installation> {
     Secrets__EncryptionKey: randomBytes(32).toString('base64'),
     Logging__Level: 'warn',
   };
-  const lb = { http: await freePort(), agents: await freePort() };
+  const lbs = await Promise.all(
+    Array.from({ length: haproxyCount() }, async () => ({ http: await freePort(), agents: await freePort() })),
+  );
+  const lb = lbs[0]!;
   const replicas: Replica[] = [];
   const apis: ChildProcess[] = [];
   for (let i = 0; i < APIS; i++) {
@@ -170,14 +184,16 @@ async function install(): Promise<Installation> {
     replicas.push(replica);
   }
   const workers = Array.from({ length: WORKERS }, (_, i) => startNode('worker/main.ts', shared, `worker${i + 1}`));
-  const haproxy = startHaproxy(lb, replicas, AGENTS + SUBSCRIBERS + 1_000);
-  children.push(haproxy.process);
+  const haproxies = lbs.map((ports) => startHaproxy(ports, replicas, Math.ceil((AGENTS + SUBSCRIBERS) / lbs.length) + 1_000));
+  children.push(...haproxies.map((haproxy) => haproxy.process));
   const base = `http://127.0.0.1:${lb.http}`;
   await until('HAProxy routes to a ready api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 30_000);
   const { certificate_pem: ca } = (await db('agent_ca').where({ active: true }).first<{ certificate_pem: string }>(
     'certificate_pem',
   ));
-  log(`${APIS} api and ${WORKERS} worker processes behind HAProxy at ${base}, agents at :${lb.agents}`);
+  log(
+    `${APIS} api and ${WORKERS} worker processes behind HAProxy at ${base}, agents at ${lbs.map((ports) => `:${ports.agents}`).join(' and ')}`,
+  );
   return {
     dir,
     db,
@@ -188,9 +204,9 @@ async function install(): Promise<Installation> {
     temporalOptions,
     apis,
     workers,
-    haproxy,
+    haproxies,
     base,
-    agentsEndpoint: `wss://127.0.0.1:${lb.agents}/v1/opamp`,
+    agentsEndpoints: lbs.map((ports) => `wss://127.0.0.1:${ports.agents}/v1/opamp`),
     ca,
     pat,
   };
@@ -198,7 +214,7 @@ async function install(): Promise<Installation> {
 
 async function uninstall(it: Installation): Promise<void> {
   for (const child of [...it.apis, ...it.workers]) if (child.exitCode === null) child.kill('SIGKILL');
-  await it.haproxy.stop();
+  await Promise.all(it.haproxies.map((haproxy) => haproxy.stop()));
   await it.temporal.stop();
   await it.db.destroy().catch(() => {});
   await it.postgres.stop();
@@ -244,7 +260,7 @@ class Agents {
       agents.send(child, {
         type: 'start',
         count,
-        endpoint: it.agentsEndpoint,
+        endpoint: it.agentsEndpoints[(agents.children.length - 1) % it.agentsEndpoints.length]!,
         ca: it.ca,
         token,
         concurrency: Math.ceil(CONCURRENCY / Math.ceil(AGENTS / AGENTS_PER_PROCESS)),

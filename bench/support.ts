@@ -147,6 +147,15 @@ export async function benchPat(db: Knex, role: Role, name: string): Promise<stri
   return token;
 }
 
+/** This process's open files limits (`ulimit -n`, soft and hard: a process may raise its soft limit to the hard one). */
+export function openFilesLimits(): { soft: number; hard: number } {
+  const line = readFileSync('/proc/self/limits', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Max open files'));
+  const [soft, hard] = line!.split(/\s+/).slice(3, 5).map(Number);
+  return { soft: soft!, hard: hard! };
+}
+
 /** Debian's jemalloc, as the image preloads it; undefined (with a line saying so) when it is missing. */
 export function jemalloc(): string | undefined {
   const library = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';

@@ -95,9 +95,17 @@ export function startHaproxy(
   const config = path.join(dir, 'haproxy.cfg');
   writeFileSync(config, haproxyConfig(ports, replicas, maxConnections));
   const child = spawn(HAPROXY, ['-db', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // HAProxy that stops by itself (a configuration or a limit it cannot have) says why.
+  let said = '';
+  let stopping = false;
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (said = (said + d).slice(-4000)));
+  child.once('exit', (code) => {
+    if (!stopping) process.stderr.write(`haproxy exited (${code}): ${said}\n`);
+  });
   return {
     process: child,
     stop: async () => {
+      stopping = true;
       if (child.exitCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
         child.kill('SIGTERM');
