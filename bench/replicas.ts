@@ -759,10 +759,15 @@ async function main(): Promise<void> {
 
     const enrolling = Date.now();
     agents = await Agents.start(it, token.token);
+    let said = Date.now();
     await until(
       'every agent connected over mTLS',
       async () => {
         const stats = await agents!.stats();
+        if (Date.now() - said > 15_000) {
+          said = Date.now();
+          log(`  enrolled ${stats.enrolled}, connected ${stats.connected}, over mTLS ${stats.mtls}, refused ${stats.refused}`);
+        }
         return stats.mtls === AGENTS ? stats : undefined;
       },
       1_800_000,
