@@ -103,6 +103,7 @@ const children: ChildProcess[] = [];
 process.on('exit', () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(1));
 
 /**
  * How many HAProxy processes the connections need: each proxied connection holds two file
