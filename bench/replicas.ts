@@ -533,7 +533,7 @@ async function rollout(
 
   const started = Date.now();
   await must(it, 'POST', `/api/rollouts/${created.id}/start`);
-  clients.phase = faults.length ? 'before the faults' : 'the whole rollout';
+  clients.phase = faults.length ? 'before the faults' : 'during the rollout';
   const state = () => must(it, 'GET', `/api/rollouts/${created.id}`);
   const reports: FaultReport[] = [];
   /** The outages since the last fault began are that fault's (an agent of one fault may be back only during the next). */
@@ -555,7 +555,7 @@ async function rollout(
     if (now.state !== 'running') log(`! ${fault.name}: the rollout is ${now.state} already`);
     log(`${fault.name} (batch ${now.currentBatch})`);
     await closeFault();
-    clients.phase = fault.name;
+    clients.phase = `during ${fault.name}`;
     const at = Date.now();
     await fault.inject();
     await until('agents back', async () => ((await agents.stats()).connected === AGENTS ? true : undefined), 600_000, 100);
@@ -721,7 +721,7 @@ function restLine(what: string, phase: string, tally: RestTally): string {
     .sort(([a], [b]) => a - b)
     .map(([status, n]) => `${status === 0 ? 'no answer' : status === -1 ? 'connection failed' : status} ×${n}`)
     .join(', ');
-  return `  ${what} during ${phase}: ${statuses}; slowest ${tally.slowest} ms, ${tally.slow} over ${SLOW_MS} ms`;
+  return `  ${what}, ${phase}: ${statuses}; slowest ${tally.slowest} ms, ${tally.slow} over ${SLOW_MS} ms`;
 }
 
 function print(run: string, report: RolloutReport): void {
