@@ -101,6 +101,11 @@ function listenerContext(deps: AgentListenerDeps): ListenerContext {
   };
 }
 
+/** ALPN: HTTP/1.1 when offered (WebSocket and OpAMP over HTTP), else none (the client's next choice). */
+function selectHttp1({ protocols }: { protocols: string[] }): string | undefined {
+  return protocols.includes('http/1.1') ? 'http/1.1' : undefined;
+}
+
 /** The server of the agent port: TLS that asks for a client certificate, or plain TCP (Development). */
 function createAgentServer(ctx: ListenerContext, tls: ServerCertificate | undefined, wss: WebSocketServer): Server {
   const handleRequest = requestHandler(ctx);
@@ -115,6 +120,11 @@ function createAgentServer(ctx: ListenerContext, tls: ServerCertificate | undefi
           // judged per request; a certificate of another CA is refused in checkClientCertificate.
           rejectUnauthorized: false,
           minVersion: 'TLSv1.2',
+          // Node copies a server's ALPNProtocols (https: ['http/1.1'] by default) into every
+          // socket as a slice of its shared buffer pool, which keeps a whole 8 KiB pool alive
+          // per connection; a callback keeps nothing. HTTP/1.1 when the client offers it, as
+          // before; a client offering only others gets no protocol instead of a fatal alert.
+          ALPNCallback: selectHttp1,
         },
         handleRequest,
       )
