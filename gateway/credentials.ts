@@ -33,6 +33,13 @@ export function checkClientCertificate(ctx: ListenerContext, socket: TLSSocket):
     socket.destroy();
     return;
   }
+  // A resumed session (session-tickets.ts) carries the certificate OpenSSL verified when the
+  // session began, without checking it again: one that has expired since is refused here.
+  if (socket.isSessionReused() && !validNow(peer)) {
+    logger.info({ ...claimed, reason: 'CERT_HAS_EXPIRED' }, 'agent certificate refused at the handshake');
+    socket.destroy();
+    return;
+  }
   // OpenSSL has checked chain and validity; the full check runs only for what the fast one cannot read.
   const identity = verifyAuthorizedPeer(db, peer)
     .then((found) => found ?? verifyAgentCertificate(db, ca, peer.raw))
@@ -51,4 +58,10 @@ export function checkClientCertificate(ctx: ListenerContext, socket: TLSSocket):
       },
     );
   ctx.certificateIdentity.set(socket, identity);
+}
+
+/** The certificate's validity period includes now. */
+function validNow(peer: { valid_from: string; valid_to: string }): boolean {
+  const now = Date.now();
+  return Date.parse(peer.valid_from) <= now && now <= Date.parse(peer.valid_to);
 }

@@ -22,6 +22,7 @@ import { requestHandler } from './http-transport';
 import type { ListenerContext } from './listener-context';
 import { ReportBatcher } from './report-batcher';
 import { AgentSessions } from './sessions';
+import { rotateTicketKeys, SESSION_ID_CONTEXT, TICKET_PERIOD_SECONDS } from './session-tickets';
 import { closeListener } from './shutdown';
 import { SequenceTracker } from './status';
 import { upgradeHandler } from './websocket';
@@ -53,12 +54,12 @@ export interface AgentListener {
 export function createAgentListener(deps: AgentListenerDeps): AgentListener {
   const ctx = listenerContext(deps);
   const wss = new WebSocketServer({ noServer: true, maxPayload: OPAMP_MAX_MESSAGE_BYTES + 10 });
-  const server = createAgentServer(ctx, deps.tls, wss);
+  const { server, stopTickets } = createAgentServer(ctx, deps, wss);
   return {
     server,
     sessions: ctx.sessions,
     start: () => ctx.sessions.start(),
-    close: () => closeListener(ctx, server, wss),
+    close: () => closeListener(ctx, server, wss).finally(() => stopTickets?.()),
   };
 }
 
@@ -106,30 +107,44 @@ function selectHttp1({ protocols }: { protocols: string[] }): string | undefined
   return protocols.includes('http/1.1') ? 'http/1.1' : undefined;
 }
 
-/** The server of the agent port: TLS that asks for a client certificate, or plain TCP (Development). */
-function createAgentServer(ctx: ListenerContext, tls: ServerCertificate | undefined, wss: WebSocketServer): Server {
+/**
+ * The server of the agent port: TLS that asks for a client certificate, or plain TCP
+ * (Development); with TLS, the stop of its ticket keys' rotation.
+ */
+function createAgentServer(
+  ctx: ListenerContext,
+  deps: AgentListenerDeps,
+  wss: WebSocketServer,
+): { server: Server; stopTickets?: () => void } {
   const handleRequest = requestHandler(ctx);
-  const server: Server = tls
-    ? createTlsServer(
-        {
-          cert: tls.certificatePem,
-          key: tls.keyPem,
-          ca: ctx.ca.certificatePem,
-          requestCert: true,
-          // Agents without a certificate (enrolling with a token) are let through here and
-          // judged per request; a certificate of another CA is refused in checkClientCertificate.
-          rejectUnauthorized: false,
-          minVersion: 'TLSv1.2',
-          // Node copies a server's ALPNProtocols (https: ['http/1.1'] by default) into every
-          // socket as a slice of its shared buffer pool, which keeps a whole 8 KiB pool alive
-          // per connection; a callback keeps nothing. HTTP/1.1 when the client offers it, as
-          // before; a client offering only others gets no protocol instead of a fatal alert.
-          ALPNCallback: selectHttp1,
-        },
-        handleRequest,
-      )
-    : createServer(handleRequest);
-  if (tls) server.on('secureConnection', (socket: TLSSocket) => checkClientCertificate(ctx, socket));
+  const tls = deps.tls;
+  if (!tls) {
+    const server = createServer(handleRequest);
+    server.on('upgrade', upgradeHandler(ctx, wss));
+    return { server };
+  }
+  const server = createTlsServer(
+    {
+      cert: tls.certificatePem,
+      key: tls.keyPem,
+      ca: ctx.ca.certificatePem,
+      requestCert: true,
+      // Agents without a certificate (enrolling with a token) are let through here and
+      // judged per request; a certificate of another CA is refused in checkClientCertificate.
+      rejectUnauthorized: false,
+      minVersion: 'TLSv1.2',
+      // Resumption on any replica (session-tickets.ts): one context, keys by the period.
+      sessionIdContext: SESSION_ID_CONTEXT,
+      sessionTimeout: TICKET_PERIOD_SECONDS,
+      // Node copies a server's ALPNProtocols (https: ['http/1.1'] by default) into every
+      // socket as a slice of its shared buffer pool, which keeps a whole 8 KiB pool alive per
+      // connection; a callback keeps nothing. HTTP/1.1 when the client offers it, as before;
+      // a client offering only others gets no protocol instead of a fatal alert.
+      ALPNCallback: selectHttp1,
+    },
+    handleRequest,
+  );
+  server.on('secureConnection', (socket: TLSSocket) => checkClientCertificate(ctx, socket));
   server.on('upgrade', upgradeHandler(ctx, wss));
-  return server;
+  return { server, stopTickets: rotateTicketKeys(server, encryptionKey(deps.settings)) };
 }

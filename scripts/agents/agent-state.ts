@@ -98,6 +98,12 @@ export interface SimulatedAgentOptions {
   mtlsEndpoint?: string;
   /** Ask for a client certificate once admitted (default true). */
   csr?: boolean;
+  /**
+   * Offer the TLS session of the last WebSocket connection to the same endpoint with the same
+   * client certificate (default true): an abbreviated handshake, as a Go agent whose TLS
+   * configuration has a session cache resumes.
+   */
+  resumeTls?: boolean;
   /** Fraction of the certificate's lifetime after which a new CSR is sent (default 2/3; 0 for tests). */
   renewAtFraction?: number;
   /** Overrides the server's heartbeat_interval_seconds. */

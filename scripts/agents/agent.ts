@@ -8,6 +8,7 @@
  * by the tests, the benches and `npm run agents` alike.
  */
 import { EventEmitter } from 'node:events';
+import { isIP } from 'node:net';
 import tls from 'node:tls';
 import WebSocket from 'ws';
 import {
@@ -140,6 +141,8 @@ export class SimulatedAgent extends EventEmitter {
   private ws?: WebSocket;
   /** The TLS configuration of its connections, built once for its CA, certificate and key. */
   private secureContext?: { key: string; context: tls.SecureContext };
+  /** The last TLS session of a WebSocket, and what it was for (endpoint and client certificate). */
+  private tlsSession?: { key: string; session: Buffer };
   private switchingToMtls = false;
   /** Whether the open WebSocket presents a client certificate (state.mtls once admitted). */
   private wsMtls = false;
@@ -345,6 +348,7 @@ export class SimulatedAgent extends EventEmitter {
     const ws = new WebSocket(url, {
       headers,
       ...(url.protocol === 'wss:' ? { secureContext: this.secureContextFor(tlsOptions) } : {}),
+      ...this.resumption(url, tlsOptions.cert),
       handshakeTimeout: timeoutMs,
       perMessageDeflate: false,
     });
@@ -426,6 +430,31 @@ export class SimulatedAgent extends EventEmitter {
     const key = [options.ca, options.cert, options.key].map((part) => part?.toString() ?? '').join('\n');
     if (this.secureContext?.key !== key) this.secureContext = { key, context: tls.createSecureContext(options) };
     return this.secureContext.context;
+  }
+
+  /**
+   * TLS session resumption (`resumeTls`): the session last received for this endpoint and
+   * client certificate is offered, and the one the server sends now is kept for next time.
+   * A new certificate (renewal) or another endpoint starts afresh: a session resumes the
+   * identity it began with.
+   */
+  private resumption(url: URL, cert: string | undefined): WebSocket.ClientOptions & { session?: Buffer } {
+    if (url.protocol !== 'wss:' || this.options.resumeTls === false) return {};
+    const key = `${url.origin}\n${cert ?? ''}`;
+    const session = this.tlsSession?.key === key ? this.tlsSession.session : undefined;
+    // As ws connects (no path: that would be a Unix socket; no SNI for an IP address), with a
+    // listener for the server's tickets.
+    const connect = (options: tls.ConnectionOptions) => {
+      const host = options.host ?? '';
+      const socket = tls.connect({
+        ...options,
+        path: undefined,
+        servername: options.servername ?? (isIP(host) ? '' : host),
+      });
+      socket.on('session', (received: Buffer) => (this.tlsSession = { key, session: received }));
+      return socket;
+    };
+    return { session, createConnection: connect as unknown as WebSocket.ClientOptions['createConnection'] };
   }
 
   private async stopWebSocket(): Promise<void> {
