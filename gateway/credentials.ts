@@ -41,7 +41,7 @@ export function checkClientCertificate(ctx: ListenerContext, socket: TLSSocket):
     return;
   }
   // OpenSSL has checked chain and validity; the full check runs only for what the fast one cannot read.
-  const identity = verifyAuthorizedPeer(db, peer)
+  const identity = verifyAuthorizedPeer(db, peer, ctx.lookups.certificate)
     .then((found) => found ?? verifyAgentCertificate(db, ca, peer.raw))
     .then(
       (found) => {

@@ -5,7 +5,7 @@
  * The files are redacted before they are written (large ones on the parsing threads). A
  * failure costs the agent nothing: it is logged, and the next report tries again.
  */
-import { keepEffectiveConfig, keptEffectiveHash } from '../db/repos/agent-effective-configs';
+import { keepEffectiveConfig } from '../db/repos/agent-effective-configs';
 import { keepReportedConfig } from '../domain/configurations/content-check';
 import type { AgentConfigMap } from './gen/opamp_pb';
 import type { ListenerContext } from './listener-context';
@@ -20,7 +20,7 @@ export async function keepEffectiveConfigOf(
   const hash = configMapHash(map);
   if (known?.get() === hash) return;
   try {
-    if ((await keptEffectiveHash(ctx.db, agent.agentId)) !== hash) {
+    if ((await ctx.lookups.effectiveHash(agent.agentId)) !== hash) {
       const files = Object.entries(map.configMap).map(([name, file]) => ({
         name,
         contentType: file.contentType,

@@ -150,13 +150,15 @@ export async function admitAgent(
   uid: Uint8Array,
   transport: 'websocket' | 'http',
   approval?: ApprovalMode,
+  /** Reads what admission by certificate needs of the agent (the listener's batched read). */
+  findAdmission: FindAdmission = (id) => findCertificateAdmission(db, id),
 ): Promise<Admission> {
   const agentId = agentIdFromUid(uid);
   if (!agentId) return { ok: false, reason: 'bad-uid' };
   const attempt = () => {
     switch (credential.kind) {
       case 'certificate':
-        return admitByCertificate(db, credential.identity, agentId);
+        return admitByCertificate(db, credential.identity, agentId, findAdmission);
       case 'none':
         return approval
           ? holdForApproval(db, approval, agentId, transport)
@@ -175,10 +177,17 @@ export async function admitAgent(
   }
 }
 
+type FindAdmission = (agentId: string) => ReturnType<typeof findCertificateAdmission>;
+
 /** The certificate (checked at the handshake) names the agent; its uid must be that agent's. */
-async function admitByCertificate(db: Knex, identity: AgentIdentity, agentId: string): Promise<Admission> {
+async function admitByCertificate(
+  db: Knex,
+  identity: AgentIdentity,
+  agentId: string,
+  findAdmission: FindAdmission,
+): Promise<Admission> {
   if (agentId !== identity.agentId) return { ok: false, reason: 'certificate-mismatch' };
-  const agent = await findCertificateAdmission(db, agentId);
+  const agent = await findAdmission(agentId);
   if (!agent || agent.tenant_id !== identity.tenantId) return { ok: false, reason: 'unknown-agent' };
   if (CUT_OFF.has(agent.status) || agent.status === 'pending-approval') return { ok: false, reason: 'agent-revoked' };
   if (!agent.certificate_used_at) {

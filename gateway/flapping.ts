@@ -7,8 +7,8 @@
  * before any database work.
  */
 import type { Knex } from 'knex';
-import { countSessionStart, type SessionRule } from '../db/repos/agents';
-import { emitEvents } from '../db/repos/events';
+import { countSessionStart, type SessionRule, type SessionStart } from '../db/repos/agents';
+import { emitEvents, type NewEvent } from '../db/repos/events';
 import { OPAMP_SOURCE } from './enrollment';
 
 /**
@@ -24,7 +24,7 @@ export class FlapGuard {
 
   constructor(
     private readonly db: Knex,
-    private readonly rule: Readonly<SessionRule> = FLAPPING,
+    readonly rule: Readonly<SessionRule> = FLAPPING,
   ) {}
 
   /** Seconds left of the agent's back-off as this replica knows it; undefined when none. */
@@ -45,24 +45,30 @@ export class FlapGuard {
   async sessionStarted(agentId: string, tenantId: string): Promise<number | undefined> {
     const start = await this.db.transaction(async (trx) => {
       const counted = await countSessionStart(trx, agentId, this.rule);
-      if (counted?.backoffStarted) {
-        await emitEvents(trx, [
-          {
-            tenantId,
-            type: 'agent.flapping',
-            source: OPAMP_SOURCE,
-            subject: agentId,
-            data: {
-              agentId,
-              sessions: this.rule.sessions + 1,
-              windowSeconds: this.rule.windowSeconds,
-              retryAfterSeconds: this.rule.backoffSeconds,
-            },
-          },
-        ]);
-      }
+      if (counted?.backoffStarted) await emitEvents(trx, [this.flappingEvent(agentId, tenantId)]);
       return counted;
     });
+    return this.counted(agentId, start);
+  }
+
+  /** `agent.flapping`: the agent's back-off starts now. */
+  flappingEvent(agentId: string, tenantId: string): NewEvent {
+    return {
+      tenantId,
+      type: 'agent.flapping',
+      source: OPAMP_SOURCE,
+      subject: agentId,
+      data: {
+        agentId,
+        sessions: this.rule.sessions + 1,
+        windowSeconds: this.rule.windowSeconds,
+        retryAfterSeconds: this.rule.backoffSeconds,
+      },
+    };
+  }
+
+  /** Remembers a counted session start's back-off, if any; its seconds left (undefined: none). */
+  counted(agentId: string, start: SessionStart | undefined): number | undefined {
     const until = start?.backoffUntil?.getTime();
     if (until === undefined || until <= Date.now()) return undefined;
     this.backoffs.set(agentId, until);

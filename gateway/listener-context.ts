@@ -9,8 +9,10 @@ import type { Logger } from 'pino';
 import type { AgentCa, AgentIdentity } from '../domain/certificates';
 import type { ApprovalMode } from './enrollment';
 import type { FlapGuard } from './flapping';
+import type { Lookups } from './lookups';
 import type { ReportBatcher } from './report-batcher';
 import type { AgentSessions } from './sessions';
+import type { SessionStarts } from './session-starts';
 import type { SequenceTracker } from './status';
 
 export interface ListenerContext {
@@ -28,6 +30,10 @@ export interface ListenerContext {
   sequences: SequenceTracker;
   flaps: FlapGuard;
   reports: ReportBatcher;
+  /** The reads of a new connection, batched with other connections'. */
+  lookups: Lookups;
+  /** WebSocket sessions' first messages, written in batches. */
+  starts: SessionStarts;
   sessions: AgentSessions;
   /** Offline updates still running, so close() can wait for them. */
   pending: Set<Promise<unknown>>;

@@ -20,7 +20,9 @@ import { checkClientCertificate } from './credentials';
 import { FlapGuard } from './flapping';
 import { requestHandler } from './http-transport';
 import type { ListenerContext } from './listener-context';
+import { createLookups } from './lookups';
 import { ReportBatcher } from './report-batcher';
+import { SessionStarts } from './session-starts';
 import { AgentSessions } from './sessions';
 import { rotateTicketKeys, SESSION_ID_CONTEXT, TICKET_PERIOD_SECONDS } from './session-tickets';
 import { closeListener } from './shutdown';
@@ -69,6 +71,7 @@ function listenerContext(deps: AgentListenerDeps): ListenerContext {
   const logger = deps.logger.child({ component: 'opamp' });
   const tls = deps.tls !== undefined;
   const heartbeatSeconds = settings.agents.heartbeatSeconds;
+  const flaps = new FlapGuard(db);
   return {
     db,
     logger,
@@ -84,8 +87,10 @@ function listenerContext(deps: AgentListenerDeps): ListenerContext {
       minReissueSeconds: deps.minReissueSeconds ?? MIN_REISSUE_SECONDS,
     },
     sequences: new SequenceTracker(),
-    flaps: new FlapGuard(db),
+    flaps,
     reports: new ReportBatcher(db, logger),
+    starts: new SessionStarts(db, logger, flaps),
+    lookups: createLookups(db),
     sessions: new AgentSessions(db, logger, {
       databaseUrl: settings.database.url,
       heartbeatSeconds,

@@ -11,7 +11,16 @@ import type { SettingsOffer } from './handover-offers';
 import { writingStatus, type ListenerContext } from './listener-context';
 import type { Refusal } from './refusals';
 import { keepEffectiveConfigOf } from './effective-config';
-import { applyRoutineStatus, applyStatus, replyTo, setOffline, settingsDue, standingSettings } from './status';
+import type { SessionStarted } from './session-starts';
+import {
+  applyRoutineStatus,
+  applyStatus,
+  replyTo,
+  sessionStartReport,
+  setOffline,
+  settingsDue,
+  standingSettings,
+} from './status';
 
 export interface Served {
   ok: true;
@@ -57,12 +66,18 @@ export async function serveMessage(
     if (retryAfterSeconds !== undefined) return { ok: false, reason: 'flapping', retryAfterSeconds };
   }
   const admission =
-    session.admitted ?? (await admitAgent(db, credential, message.instanceUid, transport, ctx.approval));
+    session.admitted ??
+    (await admitAgent(db, credential, message.instanceUid, transport, ctx.approval, ctx.lookups.admission));
   if (!admission.ok) return admission;
   const { agentId, tenantId, pending: held } = admission;
+  /** A new session's first message written with others' (session-starts.ts): the row as it was. */
+  let started: { reported: ReportedAgent | undefined } | undefined;
   if (session.newSession) {
-    const retryAfterSeconds = await flaps.sessionStarted(agentId, tenantId);
+    const batch = await startSession(ctx, message, session, { agentId, tenantId, transport, admission });
+    // Not counted in a batch: counted here, and written below.
+    const retryAfterSeconds = batch ? batch.flapping : await flaps.sessionStarted(agentId, tenantId);
     if (retryAfterSeconds !== undefined) return { ok: false, reason: 'flapping', retryAfterSeconds };
+    if (batch?.flapping === undefined) started = batch;
   }
   const reportFullState =
     sequences.record(agentId, message.sequenceNum, message.agentDescription !== undefined) && !admission.enrolled;
@@ -76,18 +91,19 @@ export async function serveMessage(
   const batched = routine ? await applyRoutineStatus(ctx.reports, agentId, message) : undefined;
   // A stopping replica has marked its WebSocket agents offline (or is about to): a message
   // still in flight must not bring one back online.
-  if (!batched && ctx.stopping && transport === 'websocket') return { ok: false, reason: 'stopping' };
-  const reported =
-    batched ??
-    (await writingStatus(
-      ctx,
-      applyStatus(db, agentId, message, {
-        newSession: session.newSession,
-        transport,
-        pending: held,
-        session: session.id,
-      }),
-    ));
+  if (!batched && !started && ctx.stopping && transport === 'websocket') return { ok: false, reason: 'stopping' };
+  const reported = started
+    ? started.reported
+    : (batched ??
+      (await writingStatus(
+        ctx,
+        applyStatus(db, agentId, message, {
+          newSession: session.newSession,
+          transport,
+          pending: held,
+          session: session.id,
+        }),
+      )));
   if (!reported) return { ok: false, reason: 'unknown-agent' }; // the row is gone
   if (reported.cutOff) return { ok: false, reason: 'agent-revoked' };
   if (message.effectiveConfig?.configMap && !held)
@@ -112,6 +128,24 @@ export async function serveMessage(
     pending: held,
     reply: replyTo(message, { ...replyOptions, remoteConfig, certificate, settings }),
   };
+}
+
+/**
+ * The first message of an admitted agent's WebSocket session, counted and written with other
+ * sessions' (SessionStarts); undefined when it is not one for a batch (held, just enrolled, a
+ * settings status, a replica stopping) or the batch failed.
+ */
+async function startSession(
+  ctx: ListenerContext,
+  message: AgentToServer,
+  session: MessageSession,
+  agent: { agentId: string; tenantId: string; transport: 'websocket' | 'http'; admission: Admitted },
+): Promise<SessionStarted | undefined> {
+  const { agentId, tenantId, transport, admission } = agent;
+  if (transport !== 'websocket' || admission.pending || admission.enrolled || !session.id || ctx.stopping) return;
+  const report = sessionStartReport(message);
+  if (!report) return;
+  return writingStatus(ctx, ctx.starts.submit({ agentId, tenantId, sessionId: session.id, report }));
 }
 
 /** The message's CSR checked for the agent its instance uid names, or why it is refused. */

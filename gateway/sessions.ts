@@ -23,6 +23,7 @@ import {
 import { revokedBootstrapTokenIds } from '../db/repos/bootstrap-tokens';
 import { emitEvents } from '../db/repos/events';
 import { PgListener } from '../platform/pg-listener';
+import { Coalescer } from './coalescer';
 import { encodeServerToAgent, frameWebSocket } from './codec';
 import type { Admitted, Credential } from './enrollment';
 import { ServerToAgentSchema } from './gen/opamp_pb';
@@ -81,6 +82,14 @@ export class AgentSessions {
   readonly handovers: HandoverOffers;
   private readonly listener: PgListener;
   private sweepTimer?: NodeJS.Timeout;
+  /** New sessions' re-checks, many sessions to a statement (a reconnect storm). */
+  private readonly rechecks = new Coalescer<AdoptedSession, void>(
+    async (sessions) => {
+      await this.recheck(sessions);
+      return sessions.map(() => undefined);
+    },
+    { maxBatch: 1000, maxInFlight: 1, keyOf: (session) => session.id },
+  );
 
   constructor(
     private readonly db: Knex,
@@ -272,6 +281,11 @@ export class AgentSessions {
     const offer = await this.handovers.resolve(agentId, wanted, agent.offered);
     if (offer) await recordSettingsOffered(this.db, agentId, offer.hash);
     return offer;
+  }
+
+  /** `recheck` of a session just adopted, with other sessions adopted meanwhile. */
+  recheckAdopted(session: AdoptedSession): Promise<void> {
+    return this.rechecks.submit(session);
   }
 
   /**

@@ -202,6 +202,16 @@ export async function applyRoutineStatus(
   return batcher.submit(agentId, report);
 }
 
+/**
+ * The report of a WebSocket session's first message when SessionStarts can write it with
+ * other sessions' (status online, the session); undefined when only `applyStatus` can (a
+ * connection settings status answers an offer: rare, not for a batch).
+ */
+export function sessionStartReport(message: AgentToServer): AgentReport | undefined {
+  const report = storable(reportFrom(message));
+  return report.settings ? undefined : report;
+}
+
 export async function setOffline(db: Knex, agentId: string, reason: string, session?: string): Promise<void> {
   await db.transaction(async (trx) => {
     const changed = await markAgentOffline(trx, agentId, session);

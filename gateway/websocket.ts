@@ -160,7 +160,7 @@ async function onMessage(ctx: ListenerContext, session: WsSession, data: RawData
     // message is done either way: should the re-check fail, its reply still goes out
     // (notifications and the resync after a lost LISTEN remain).
     await ctx.sessions
-      .recheck([adopted])
+      .recheckAdopted(adopted)
       .catch((error: unknown) => ctx.logger.warn({ err: error, agentId: adopted.agentId }, 'session re-check failed'));
   }
   if (ws.readyState === ws.OPEN) ws.send(frameWebSocket(encodeServerToAgent(served.reply)));

@@ -33,6 +33,12 @@ export async function findAgentCertificate(db: Db, serial: string): Promise<Agen
   return db<AgentCertificateRow>('agent_certificates').where({ serial }).first();
 }
 
+/** findAgentCertificate for many serials in one statement, by serial (unknown serials are left out). */
+export async function findAgentCertificates(db: Db, serials: string[]): Promise<Map<string, AgentCertificateRow>> {
+  const rows: AgentCertificateRow[] = await db('agent_certificates').whereIn('serial', serials);
+  return new Map(rows.map((row) => [row.serial, row]));
+}
+
 /** An unrevoked certificate of the agent issued within the last `seconds`, if any. */
 export async function findCertificateIssuedWithin(
   db: Db,

@@ -17,6 +17,14 @@ export async function keptEffectiveHash(db: Db, agentId: string): Promise<string
   return row?.hash;
 }
 
+/** keptEffectiveHash for many agents in one statement, by agent id (none kept: left out). */
+export async function keptEffectiveHashes(db: Db, agentIds: string[]): Promise<Map<string, string>> {
+  const rows: Array<{ agent_id: string; hash: string }> = await db('agent_effective_configs')
+    .select('agent_id', 'hash')
+    .whereRaw('agent_id = ANY(?::uuid[])', [agentIds]);
+  return new Map(rows.map((row) => [row.agent_id, row.hash]));
+}
+
 /** Keeps the agent's effective configuration, unless the one kept has this hash already. */
 export async function keepEffectiveConfig(
   db: Db,

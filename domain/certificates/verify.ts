@@ -1,5 +1,5 @@
 import type { Db } from '../../db/connection';
-import { findAgentCertificate } from '../../db/repos/agent-certificates';
+import { findAgentCertificate, type AgentCertificateRow } from '../../db/repos/agent-certificates';
 import type { AgentCa } from './ca';
 import { AgentCertificateError, x509 } from './x509';
 
@@ -71,7 +71,13 @@ export interface VerifiedPeer {
  * JavaScript, only the identity the server wrote and the revocation row. Undefined when the
  * certificate does not look like one of ours; the caller then runs verifyAgentCertificate.
  */
-export async function verifyAuthorizedPeer(db: Db, peer: VerifiedPeer): Promise<AgentIdentity | undefined> {
+export async function verifyAuthorizedPeer(
+  db: Db,
+  peer: VerifiedPeer,
+  /** Reads the certificate row by serial (the listener batches these reads). */
+  findCertificate: (serial: string) => Promise<AgentCertificateRow | undefined> = (serial) =>
+    findAgentCertificate(db, serial),
+): Promise<AgentIdentity | undefined> {
   const uris = (peer.subjectaltname ?? '')
     .split(', ')
     .filter((name) => name.startsWith('URI:'))
@@ -83,7 +89,7 @@ export async function verifyAuthorizedPeer(db: Db, peer: VerifiedPeer): Promise<
   let serial = peer.serialNumber.toLowerCase();
   if (serial.length % 2 === 1) serial = `0${serial}`;
   const identity = { tenantId: match[1]!, agentId: match[2]!.toLowerCase(), serial };
-  const row = await findAgentCertificate(db, serial);
+  const row = await findCertificate(serial);
   if (!row) return undefined;
   if (row.tenant_id !== identity.tenantId || row.agent_id !== identity.agentId) {
     throw new CertificateRejectedError(

@@ -91,6 +91,17 @@ export async function findCertificateAdmission(
   return db('agents').select('tenant_id', 'status', 'certificate_used_at').where({ id }).first();
 }
 
+/** findCertificateAdmission for many agents in one statement, by id (unknown ids are left out). */
+export async function findCertificateAdmissions(
+  db: Db,
+  ids: string[],
+): Promise<Map<string, Pick<AgentBinding, 'tenant_id' | 'status' | 'certificate_used_at'>>> {
+  const rows: Array<Pick<AgentBinding, 'id' | 'tenant_id' | 'status' | 'certificate_used_at'>> = await db('agents')
+    .select('id', 'tenant_id', 'status', 'certificate_used_at')
+    .whereRaw('id = ANY(?::uuid[])', [ids]);
+  return new Map(rows.map(({ id, ...row }) => [id, row]));
+}
+
 /** The agent's first connection with its certificate: from now on that is how it gets in. */
 export async function markCertificateUsed(db: Db, id: string): Promise<void> {
   await db('agents')

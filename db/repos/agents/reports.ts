@@ -189,6 +189,7 @@ export interface BatchedReport {
 export function batchedReport(id: string, report: AgentReport): BatchedReport {
   const row = JSON.stringify({
     id,
+    session_id: report.session ?? null,
     has_description: report.description !== undefined,
     description: report.description ?? null,
     capabilities: report.capabilities?.toString() ?? null,
@@ -205,23 +206,14 @@ export function batchedReport(id: string, report: AgentReport): BatchedReport {
   return { id, report, row };
 }
 
-/**
- * The hot path for many agents at once: one statement applies the routine reports of online
- * agents (ids unique within the batch), locking the rows in id order so concurrent batches
- * cannot deadlock. Returns, per id, the row as it was when the report was applied, or
- * undefined for an agent that was not online (the caller takes the transactional path).
- */
-const REPORTS_SQL = `WITH i AS (
-    SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(
-      id uuid, has_description boolean, description jsonb, capabilities bigint, has_health boolean, health jsonb,
-      has_effective boolean, effective_config_hash text, has_applied boolean, applied_hash text, applied_status text,
-      applied_error text, name_if_empty text)
-  ), b AS (
-    SELECT ${BEFORE_COLUMNS.map((column) => `a.${column}`).join(', ')}
-      FROM agents a WHERE a.id IN (SELECT id FROM i) ORDER BY a.id FOR NO KEY UPDATE
-  ), u AS (
-    UPDATE agents a SET
-      last_seen_at = now(),
+/** The input rows of a batch (batchedReport's JSON, bound at `placeholder`), as a relation. */
+const batchInput = (placeholder: string) => `jsonb_to_recordset(${placeholder}::jsonb) AS x(
+      id uuid, session_id uuid, has_description boolean, description jsonb, capabilities bigint, has_health boolean,
+      health jsonb, has_effective boolean, effective_config_hash text, has_applied boolean, applied_hash text,
+      applied_status text, applied_error text, name_if_empty text)`;
+
+/** What a batched report writes (`i` the input row, `b` the row before, `a` the row). */
+const BATCH_SETS = `last_seen_at = now(),
       updated_at = now(),
       description = CASE WHEN i.has_description THEN i.description ELSE a.description END,
       capabilities = coalesce(i.capabilities, a.capabilities),
@@ -241,12 +233,45 @@ const REPORTS_SQL = `WITH i AS (
         WHEN b.desired_hash IS NOT NULL AND b.desired_hash = i.applied_hash THEN b.desired_version
         WHEN b.applied_hash IS DISTINCT FROM i.applied_hash THEN NULL
         ELSE a.applied_version END,
-      name = CASE WHEN a.name = '' AND i.name_if_empty IS NOT NULL THEN i.name_if_empty ELSE a.name END
+      name = CASE WHEN a.name = '' AND i.name_if_empty IS NOT NULL THEN i.name_if_empty ELSE a.name END`;
+
+/**
+ * One statement for the reports of many agents (ids unique within the batch), locking the
+ * rows in id order so concurrent batches cannot deadlock; `sets` are written besides
+ * BATCH_SETS, to the rows `where` admits. Returns each row as it was before, and whether it
+ * was written. The input is bound at `placeholder` ($1 for a prepared statement, ? for knex).
+ */
+const batchSql = (placeholder: string, sets: string, where: string) => `WITH i AS (
+    SELECT * FROM ${batchInput(placeholder)}
+  ), b AS (
+    SELECT ${BEFORE_COLUMNS.map((column) => `a.${column}`).join(', ')}
+      FROM agents a WHERE a.id IN (SELECT id FROM i) ORDER BY a.id FOR NO KEY UPDATE
+  ), u AS (
+    UPDATE agents a SET ${sets}${BATCH_SETS}
       FROM i JOIN b ON b.id = i.id
-     WHERE a.id = i.id AND b.status = 'online'
+     WHERE a.id = i.id AND ${where}
     RETURNING a.id
   )
   SELECT b.*, EXISTS (SELECT 1 FROM u WHERE u.id = b.id) AS updated FROM b`;
+
+/**
+ * The hot path for many agents at once: the routine reports of online agents. An agent that
+ * was not online is left alone (the caller takes the transactional path).
+ */
+const REPORTS_SQL = batchSql('$1', '', `b.status = 'online'`);
+
+/**
+ * The first message of many WebSocket sessions at once (a reconnect storm): as
+ * reportStatement with the status online (a held agent stays held) and the session that now
+ * speaks for the agent; a revoked or handed-over agent's row is left alone (cutOff).
+ */
+const SESSION_STARTS_SQL = batchSql(
+  '?',
+  `status = CASE WHEN b.status = 'pending-approval' THEN a.status ELSE 'online' END,
+      session_id = i.session_id,
+      `,
+  `b.status NOT IN ('revoked', 'handed-over')`,
+);
 
 /**
  * Runs a statement by name on a pooled connection, so Postgres parses and plans it once per
@@ -269,17 +294,43 @@ interface PgConnection {
   query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
 }
 
+/**
+ * Applies the routine reports of online agents in one statement. Returns, per id, the row as
+ * it was when the report was applied, or undefined for an agent that was not online.
+ */
 export async function applyReportsIfOnline(
   db: Db,
   batch: BatchedReport[],
 ): Promise<Map<string, ReportedAgent | undefined>> {
   const input = `[${batch.map((entry) => entry.row).join(',')}]`;
   const rows = await runPrepared<BeforeReport & { id: string }>(db, 'fleet_agent_reports', REPORTS_SQL, [input]);
-  const byId = new Map((rows as Array<BeforeReport & { id: string }>).map((row) => [row.id, row]));
+  const byId = new Map(rows.map((row) => [row.id, row]));
   return new Map(
     batch.map(({ id, report }) => {
       const before = byId.get(id);
       return [id, before?.updated ? reported(before, report) : undefined];
+    }),
+  );
+}
+
+/**
+ * Applies the first messages of WebSocket sessions (each report's `session` set, no
+ * `settings`) in one statement, as applyAgentReport does one. Returns, per id, the row as it
+ * was (cutOff when the agent was revoked or handed over), or undefined: no such agent.
+ * `db` is the caller's transaction (the session starts' events go with it).
+ */
+export async function applySessionStarts(
+  db: Db,
+  batch: BatchedReport[],
+): Promise<Map<string, ReportedAgent | undefined>> {
+  if (batch.length === 0) return new Map();
+  const input = `[${batch.map((entry) => entry.row).join(',')}]`;
+  const { rows } = await db.raw<{ rows: Array<BeforeReport & { id: string }> }>(SESSION_STARTS_SQL, [input]);
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return new Map(
+    batch.map(({ id, report }) => {
+      const before = byId.get(id);
+      return [id, before && reported(before, report)];
     }),
   );
 }

@@ -91,6 +91,38 @@ export async function countSessionStart(db: Db, id: string, rule: SessionRule): 
 }
 
 /**
+ * countSessionStart for many agents at once (ids unique), in one statement that locks their
+ * rows in id order (as report batches do). Per id: as countSessionStart; absent: no such agent.
+ */
+export async function countSessionStarts(db: Db, ids: string[], rule: SessionRule): Promise<Map<string, SessionStart>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await db.raw(
+    `WITH b AS (
+       SELECT id, backoff_until, sessions_in_window, backoff_until > now() AS backing_off,
+              sessions_window_started_at IS NULL
+                OR sessions_window_started_at < now() - make_interval(secs => :window) AS new_window
+         FROM agents WHERE id = ANY(CAST(:ids AS uuid[])) ORDER BY id FOR NO KEY UPDATE
+     ), c AS (
+       SELECT b.*, CASE WHEN b.new_window THEN 1 ELSE b.sessions_in_window + 1 END AS sessions FROM b
+     ), u AS (
+       UPDATE agents a SET
+         sessions_window_started_at = CASE WHEN c.sessions > :limit THEN NULL
+                                           WHEN c.new_window THEN now() ELSE a.sessions_window_started_at END,
+         sessions_in_window = CASE WHEN c.sessions > :limit THEN 0 ELSE c.sessions END,
+         backoff_until = CASE WHEN c.sessions > :limit THEN now() + make_interval(secs => :backoff) ELSE a.backoff_until END
+         FROM c WHERE a.id = c.id AND c.backing_off IS NOT TRUE
+       RETURNING a.id, a.backoff_until, c.sessions > :limit AS started
+     )
+     SELECT b.id, CASE WHEN u.id IS NULL THEN b.backoff_until WHEN u.started THEN u.backoff_until END AS backoff_until,
+            coalesce(u.started, false) AS started
+       FROM b LEFT JOIN u ON u.id = b.id`,
+    { ids, window: rule.windowSeconds, limit: rule.sessions, backoff: rule.backoffSeconds },
+  );
+  const counted = rows as Array<{ id: string; backoff_until: Date | null; started: boolean }>;
+  return new Map(counted.map((row) => [row.id, { backoffUntil: row.backoff_until, backoffStarted: row.started }]));
+}
+
+/**
  * Marks offline, at once, the agents of WebSocket sessions a replica is closing (it stops):
  * each only while that session still speaks for it (one that reconnected elsewhere stays
  * online). Rows are locked in id order, as report batches lock theirs. Returns the agents

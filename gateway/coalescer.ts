@@ -1,0 +1,70 @@
+/**
+ * Many callers' requests of one kind answered by one call (one statement, one transaction):
+ * a batch goes as soon as a place is free, so at rest a request waits for nothing (a batch of
+ * one), and under load the requests that arrive meanwhile go together. A batch holds at most
+ * one request per key (a later one of the same key waits for the next batch, in order).
+ */
+export interface CoalescerOptions<In> {
+  /** Requests in one batch at most. */
+  maxBatch: number;
+  /** Batches under way at once (each holds a pooled connection). */
+  maxInFlight: number;
+  /** Requests with the same key never share a batch. */
+  keyOf: (input: In) => string;
+}
+
+interface Waiting<In, Out> {
+  input: In;
+  resolve(output: Out): void;
+  reject(error: unknown): void;
+}
+
+export class Coalescer<In, Out> {
+  private queue: Array<Waiting<In, Out>> = [];
+  private inFlight = 0;
+
+  /** `run` answers its inputs in their order. */
+  constructor(
+    private readonly run: (inputs: In[]) => Promise<Out[]>,
+    private readonly options: CoalescerOptions<In>,
+  ) {}
+
+  submit(input: In): Promise<Out> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ input, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+      const batch = this.take();
+      this.inFlight++;
+      this.run(batch.map((waiting) => waiting.input))
+        .then(
+          (outputs) => batch.forEach((waiting, i) => waiting.resolve(outputs[i]!)),
+          (error: unknown) => batch.forEach((waiting) => waiting.reject(error)),
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
+        });
+    }
+  }
+
+  /** Requests in queue order, one per key, up to maxBatch; the rest keep their order. */
+  private take(): Array<Waiting<In, Out>> {
+    const batch: Array<Waiting<In, Out>> = [];
+    const keys = new Set<string>();
+    const rest: Array<Waiting<In, Out>> = [];
+    for (const waiting of this.queue) {
+      const key = this.options.keyOf(waiting.input);
+      if (batch.length < this.options.maxBatch && !keys.has(key)) {
+        batch.push(waiting);
+        keys.add(key);
+      } else rest.push(waiting);
+    }
+    this.queue = rest;
+    return batch;
+  }
+}
