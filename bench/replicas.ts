@@ -66,7 +66,12 @@ const ROOT = path.resolve(__dirname, '..');
 const log = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`);
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  everyMs = 250,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
@@ -185,13 +190,19 @@ async function install(): Promise<Installation> {
     replicas.push(replica);
   }
   const workers = Array.from({ length: WORKERS }, (_, i) => startNode('worker/main.ts', shared, `worker${i + 1}`));
-  const haproxies = lbs.map((ports) => startHaproxy(ports, replicas, Math.ceil((AGENTS + SUBSCRIBERS) / lbs.length) + 1_000));
+  const haproxies = lbs.map((ports) =>
+    startHaproxy(ports, replicas, Math.ceil((AGENTS + SUBSCRIBERS) / lbs.length) + 1_000),
+  );
   children.push(...haproxies.map((haproxy) => haproxy.process));
   const base = `http://127.0.0.1:${lb.http}`;
-  await until('HAProxy routes to a ready api', async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined), 30_000);
-  const { certificate_pem: ca } = (await db('agent_ca').where({ active: true }).first<{ certificate_pem: string }>(
-    'certificate_pem',
-  ));
+  await until(
+    'HAProxy routes to a ready api',
+    async () => ((await fetch(`${base}/readyz`)).ok ? true : undefined),
+    30_000,
+  );
+  const { certificate_pem: ca } = await db('agent_ca')
+    .where({ active: true })
+    .first<{ certificate_pem: string }>('certificate_pem');
   log(
     `${APIS} api and ${WORKERS} worker processes behind HAProxy at ${base}, agents at ${lbs.map((ports) => `:${ports.agents}`).join(' and ')}`,
   );
@@ -558,7 +569,12 @@ async function rollout(
     clients.phase = `during ${fault.name}`;
     const at = Date.now();
     await fault.inject();
-    await until('agents back', async () => ((await agents.stats()).connected === AGENTS ? true : undefined), 600_000, 100);
+    await until(
+      'agents back',
+      async () => ((await agents.stats()).connected === AGENTS ? true : undefined),
+      600_000,
+      100,
+    );
     reports.push({
       name: fault.name,
       atBatch: now.currentBatch,
@@ -734,7 +750,9 @@ function print(run: string, report: RolloutReport): void {
     `  hub: ${SUBSCRIBERS} subscribers × ${report.events} events of the rollout: ${report.subscribersMissing} missed one, ${report.subscribersTwice} got one twice`,
   );
   for (const fault of report.faults) {
-    out(`  ${fault.name} at batch ${fault.atBatch}: every agent connected again ${seconds(fault.agentsBackMs)} after it`);
+    out(
+      `  ${fault.name} at batch ${fault.atBatch}: every agent connected again ${seconds(fault.agentsBackMs)} after it`,
+    );
     out(`    ${outagesLine('agents', fault.agentOutages)}`);
     out(`    ${outagesLine('hub subscribers', fault.subscriberOutages)}`);
   }
@@ -767,7 +785,9 @@ async function main(): Promise<void> {
         const stats = await agents!.stats();
         if (Date.now() - said > 15_000) {
           said = Date.now();
-          log(`  enrolled ${stats.enrolled}, connected ${stats.connected}, over mTLS ${stats.mtls}, refused ${stats.refused}`);
+          log(
+            `  enrolled ${stats.enrolled}, connected ${stats.connected}, over mTLS ${stats.mtls}, refused ${stats.refused}`,
+          );
         }
         return stats.mtls === AGENTS ? stats : undefined;
       },

@@ -13,7 +13,11 @@ export interface PostgresChild {
 }
 
 /** Starts Postgres on `dataDir` (made on the first start) and `port`, with `database`; resolves once it accepts connections. */
-export async function spawnPostgres(options: { dataDir: string; port: number; database: string }): Promise<PostgresChild> {
+export async function spawnPostgres(options: {
+  dataDir: string;
+  port: number;
+  database: string;
+}): Promise<PostgresChild> {
   const script = path.join(__dirname, 'postgres-process.ts');
   const child = spawn(
     process.execPath,

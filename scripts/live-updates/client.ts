@@ -87,7 +87,9 @@ export class LiveUpdatesClient {
         // A problem from the hub; a proxy in front (HAProxy's 503 page) answers in HTML.
         const json = /[/+]json\b/.test(res.headers['content-type'] ?? '');
         res.on('end', () =>
-          reject(new HubRefusedError(res.statusCode ?? 0, body && json ? (JSON.parse(body) as unknown) : body || undefined)),
+          reject(
+            new HubRefusedError(res.statusCode ?? 0, body && json ? (JSON.parse(body) as unknown) : body || undefined),
+          ),
         );
       });
       ws.once('error', reject);
