@@ -1,6 +1,7 @@
 /**
  * Many callers' requests of one kind answered by one call (one statement, one transaction):
- * a batch goes as soon as a place is free, so at rest a request waits for nothing (a batch of
+ * a batch goes at the end of the event loop's turn in which its first request came, or as
+ * soon as a place is free, so at rest a request waits for nothing but that turn (a batch of
  * one), and under load the requests that arrive meanwhile go together. A batch holds at most
  * one request per key (a later one of the same key waits for the next batch, in order).
  */
@@ -22,6 +23,7 @@ interface Waiting<In, Out> {
 export class Coalescer<In, Out> {
   private queue: Array<Waiting<In, Out>> = [];
   private inFlight = 0;
+  private scheduled = false;
 
   /** `run` answers its inputs in their order. */
   constructor(
@@ -32,6 +34,19 @@ export class Coalescer<In, Out> {
   submit(input: In): Promise<Out> {
     return new Promise((resolve, reject) => {
       this.queue.push({ input, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /**
+   * Pumps once the event loop's current turn is done: the requests of every connection whose
+   * I/O that turn handled go together (in a storm, many handshakes complete in one turn).
+   */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
       this.pump();
     });
   }
