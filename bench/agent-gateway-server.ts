@@ -3,12 +3,14 @@
  * its resident memory is the api's: settings from the environment, `createAgentGateway`,
  * listen on Agents:Listen. Sends `{ type: 'listening', port }` over IPC once listening and
  * answers `{ type: 'stats', reset? }` with its memory (peak RSS sampled every second), CPU
- * time, event-loop delay since the last reset, and the number of live WebSocket sessions.
+ * time, event-loop delay since the last reset, the number of live WebSocket sessions, and the
+ * TLS handshakes it completed (how many resumed a session).
  * `{ type: 'stop' }` stops the replica as the api does (the listener's close(), agents still
  * connected), closes its pool, answers `{ type: 'stopped', closeMs, stopMs }` (by its own
  * clock: the close(), and until it exits) and exits.
  */
 import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pino from 'pino';
 import { createAgentGateway, listenAddress } from '../gateway/gateway';
@@ -20,7 +22,11 @@ export interface GatewayStats {
   rss: number;
   peakRss: number;
   heapUsed: number;
+  /** Memory outside the V8 heap that V8 knows of (Buffers' and ArrayBuffers' contents among it). */
   external: number;
+  arrayBuffers: number;
+  /** TLS handshakes completed since the process started, and how many of them resumed a session. */
+  handshakes: { total: number; resumed: number };
   /** CPU seconds (user + system) since the process started. */
   cpuSeconds: number;
   /** Event-loop delay since the last reset, ms. */
@@ -35,6 +41,12 @@ async function main() {
   const { host, port } = listenAddress(settings.agents.listen);
   const server = gateway.listener.server;
   await new Promise<void>((resolve) => server.listen({ port, host, backlog: 4096 }, resolve));
+
+  const handshakes = { total: 0, resumed: 0 };
+  server.on('secureConnection', (socket: TLSSocket) => {
+    handshakes.total++;
+    if (socket.isSessionReused()) handshakes.resumed++;
+  });
 
   let peakRss = process.memoryUsage().rss;
   setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 1000).unref();
@@ -55,6 +67,8 @@ async function main() {
       peakRss,
       heapUsed: memory.heapUsed,
       external: memory.external,
+      arrayBuffers: memory.arrayBuffers,
+      handshakes: { ...handshakes },
       cpuSeconds: (cpu.user + cpu.system) / 1e6,
       loopDelay: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
       sessions: gateway.listener.sessions.byAgent.size,

@@ -7,7 +7,7 @@
  *
  *   npm run bench:gateway -- [--count 10000] [--per-token 0] [--concurrency 200]
  *                            [--heartbeat 5] [--window 20] [--reconnects 1] [--pool 10] [--timeout 900]
- *                            [--rollout 10] [--stop-only]
+ *                            [--rollout 10] [--stop-only] [--db-port 55438]
  *
  * Real parts: embedded Postgres, the gateway (bench/agent-gateway-server.ts) alone in a
  * child process (its RSS is the api's share for agents), the simulator
@@ -17,6 +17,9 @@
  * is the gateway's Database:PoolMax; `--rollout P` rolls out in batches of P % (0: no
  * rollout phase); `--stop-only` enrols and connects the agents, then stops the replica under
  * them at once (skips the reconnect storms, heartbeats, push, rollout and clean stop).
+ * `--db-port` is the embedded Postgres's port (another when the default is taken). The
+ * reconnect line says how many TLS handshakes resumed a session; the RSS line, each
+ * agent's share above idle and the heap / external split.
  * 10,000 TLS sockets need more than 10,000 open files on both sides (`ulimit -n`).
  * BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there.
  */
@@ -53,6 +56,7 @@ const { values: args } = parseArgs({
     pool: { type: 'string', default: '10' },
     rollout: { type: 'string', default: '10' },
     'stop-only': { type: 'boolean', default: false },
+    'db-port': { type: 'string', default: '55438' },
   },
 });
 const count = Number(args.count);
@@ -499,11 +503,12 @@ async function reconnectAll(
   gw: Gateway,
   f: Fleet,
   db: Knex,
-): Promise<{ stopMs: number; reconnecting: Measured<number> }> {
+): Promise<{ stopMs: number; reconnecting: Measured<number>; handshakes: GatewayStats['handshakes'] }> {
   const stopStarted = Date.now();
   await Promise.all(f.agents.map((agent) => agent.stop()));
   const stopMs = Date.now() - stopStarted;
   await until('offline', async () => (await onlineRows(db)) === 0, stopStarted, 500);
+  const before = (await gw.stats()).handshakes;
   const reconnecting = await cpuOf(gw, async () => {
     const started = Date.now();
     void Promise.all(f.agents.map((agent: SimulatedAgent) => agent.start()));
@@ -515,12 +520,19 @@ async function reconnectAll(
       () => fleetLine(f),
     );
   });
-  return { stopMs, reconnecting };
+  const after = (await gw.stats()).handshakes;
+  return {
+    stopMs,
+    reconnecting,
+    handshakes: { total: after.total - before.total, resumed: after.resumed - before.resumed },
+  };
 }
 
 /** Phase 2's figures: the last round's reconnect, the gateway after it, its RSS after each round. */
 interface Reconnected {
   reconnecting: Measured<number>;
+  /** The last round's TLS handshakes, and how many resumed a session. */
+  handshakes: GatewayStats['handshakes'];
   afterReconnect: GatewayStats;
   rssAfterRounds: number[];
 }
@@ -529,16 +541,17 @@ interface Reconnected {
 async function reconnectStorms(gw: Gateway, f: Fleet, db: Knex): Promise<Reconnected> {
   const rssAfterRounds: number[] = [];
   let reconnecting!: Measured<number>;
+  let handshakes!: GatewayStats['handshakes'];
   let afterReconnect!: GatewayStats;
   for (let round = 0; round < reconnectRounds; round++) {
-    ({ reconnecting } = await reconnectAll(gw, f, db));
+    ({ reconnecting, handshakes } = await reconnectAll(gw, f, db));
     afterReconnect = await gw.stats(true);
     rssAfterRounds.push(afterReconnect.rss);
   }
   progress(
     `reconnected over mTLS in ${seconds(reconnecting.result)}; heartbeat window (${heartbeatSeconds} s, ${windowSeconds} s)`,
   );
-  return { reconnecting, afterReconnect, rssAfterRounds };
+  return { reconnecting, handshakes, afterReconnect, rssAfterRounds };
 }
 
 /** Postgres's commits and rows written so far (cumulative statistics of every database). */
@@ -672,17 +685,18 @@ function connectLines({ connecting, afterConnect, connectStats, connectErrors, d
 function measuredLines(
   { idle }: SetUp,
   { afterConnect }: Connected,
-  { reconnecting, afterReconnect, rssAfterRounds }: Reconnected,
+  { reconnecting, handshakes, afterReconnect, rssAfterRounds }: Reconnected,
   stopMs: number,
   { heartbeats, afterHeartbeats, rtt, writes }: Heartbeats,
   { pushing, afterPush }: Pushed,
 ): string[] {
   const hb = heartbeats.result;
   const thousands = count / 1000;
+  const perAgent = (bytes: number) => (bytes / count / 1024).toFixed(0);
   const written = (n: number) => (n / (writes.ms / 1000) / thousands).toFixed(1);
   const cpuMs = (cpuSeconds: number) => ((cpuSeconds * 1000) / (heartbeats.cpu.ms / 1000) / thousands).toFixed(1);
   return [
-    `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s)`,
+    `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s); ${handshakes.total} TLS handshakes, ${handshakes.resumed} of them resumed a session`,
     `  ${cpu(reconnecting.cpu)}; ${loop(afterReconnect)}`,
     `heartbeat every ${heartbeatSeconds} s, ${(hb.windowMs / 1000).toFixed(0)} s window: ${rtt.length} of ${hb.offered} answered, ${(rtt.length / (hb.windowMs / 1000)).toFixed(0)} heartbeats/s` +
       ` (offered ${(count / heartbeatSeconds).toFixed(0)}/s; backlog drained ${seconds(hb.drainMs)} after the window; ${hb.lostToCloses} unanswered because their connection closed); round trip p50 ${percentile(rtt, 0.5).toFixed(1)} ms, p99 ${percentile(rtt, 0.99).toFixed(1)} ms, max ${rtt.length ? rtt[rtt.length - 1]!.toFixed(1) : '-'} ms`,
@@ -690,7 +704,7 @@ function measuredLines(
     `  steady state per 1,000 agents at this heartbeat: Postgres ${written(writes.commits)} commits/s and ${written(writes.rows)} rows written/s; CPU ms/s: gateway ${cpuMs(heartbeats.cpu.gateway)}, Postgres ${cpuMs(heartbeats.cpu.postgres)}`,
     `push to ${pushing.result.pushed}: committed in ${pushing.result.committedMs} ms, all APPLIED on the agents in ${seconds(pushing.result.clientMs)}, all APPLIED in the database in ${seconds(pushing.result.appliedMs)}`,
     `  ${cpu(pushing.cpu)}; ${loop(afterPush)}`,
-    `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (heap ${mib(afterConnect.heapUsed)}), after the reconnect ${rssAfterRounds.map(mib).join(' → ')} (${afterReconnect.sessions} sessions), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second)`,
+    `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (${perAgent(afterConnect.rss - idle.rss)} KiB an agent above idle; heap ${mib(afterConnect.heapUsed)}, external ${mib(afterConnect.external)} of which array buffers ${mib(afterConnect.arrayBuffers)}), after the reconnect ${rssAfterRounds.map(mib).join(' → ')} (${afterReconnect.sessions} sessions, ${perAgent(afterReconnect.rss - idle.rss)} KiB an agent; heap ${mib(afterReconnect.heapUsed)}), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second)`,
   ];
 }
 
@@ -698,7 +712,7 @@ function measuredLines(
 
 async function main() {
   const fds = checkOpenFiles();
-  const database = await startBenchDatabase(55438);
+  const database = await startBenchDatabase(Number(args['db-port']));
   const running: Running = {};
   try {
     const setup = await setUp(database, running);
