@@ -243,14 +243,6 @@ export const problems = {
       {},
       { 'Retry-After': '5' },
     ),
-  /** No worker polls the task queue (platform/temporal.ts, workerPolls): the workflow could not take an operation; nothing was sent. */
-  noWorker: (error: unknown, workflow: string) =>
-    new Problem(
-      'unavailable',
-      `${(error as Error).message}, so ${workflow} cannot take the operation; nothing was sent. Start a worker or read its logs, then retry.`,
-      {},
-      { 'Retry-After': '30' },
-    ),
   /** Every 503 says when to try again. */
   unavailable: (detail: string, retryAfterSeconds = 5) =>
     new Problem('unavailable', detail, {}, { 'Retry-After': String(retryAfterSeconds) }),

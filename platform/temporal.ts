@@ -1,6 +1,5 @@
 import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { tsToMs } from '@temporalio/common/lib/time';
 import type { Settings } from './settings';
 
 /**
@@ -61,47 +60,6 @@ export async function temporalAnswers(client: Client, ms = TEMPORAL_PROBE_MS): P
     if (isGrpcServiceError(error) && Number(error.code) === GRPC_UNAVAILABLE)
       throw new TemporalDown(error.details || error.message);
   }
-}
-
-/** No worker polls the task queue: an Update would wait for one (and be applied whenever one came). */
-export class NoWorker extends Error {
-  override readonly name = 'NoWorker';
-}
-
-/**
- * A worker long-polls its task queue a minute at a time, so one not seen polling for longer
- * than this is gone (the server forgets pollers only after five minutes).
- */
-export const WORKER_GONE_MS = 90_000;
-
-/** Temporal's enums, by number: TaskQueueKind NORMAL, TaskQueueType WORKFLOW. */
-const NORMAL_QUEUE = 1;
-const WORKFLOW_TASKS = 1;
-
-/**
- * Before an operation a workflow must take (an Update): throws NoWorker when no worker has
- * polled `taskQueue` for WORKER_GONE_MS, so the request is a 503 at once ("nothing was sent")
- * instead of a wait to the operation's deadline and an operation applied whenever a worker
- * comes back. Any other outcome (the server slow, the call unsupported) lets the operation go on.
- */
-export async function workerPolls(client: Client, taskQueue: string, ms = TEMPORAL_PROBE_MS): Promise<void> {
-  const probe = probeOf(client);
-  if (!probe) return;
-  let pollers;
-  try {
-    ({ pollers } = await probe.withDeadline(Date.now() + ms, () =>
-      probe.workflowService.describeTaskQueue({
-        namespace: client.options.namespace,
-        taskQueue: { name: taskQueue, kind: NORMAL_QUEUE },
-        taskQueueType: WORKFLOW_TASKS,
-      }),
-    ));
-  } catch {
-    return;
-  }
-  const now = Date.now();
-  if (!pollers?.some((poller) => poller.lastAccessTime && now - tsToMs(poller.lastAccessTime) < WORKER_GONE_MS))
-    throw new NoWorker(`no worker has polled task queue ${taskQueue} for ${WORKER_GONE_MS / 1000} s`);
 }
 
 /** Closes the probe connection of `client` (the api's close). */

@@ -20,7 +20,7 @@ import {
   type FederatedRolloutWorkflowInput,
 } from '../../../workflows/definitions';
 import { configurationIdKey, federatedRolloutStateKey, tenantIdKey } from '../../../workflows/search-attributes';
-import { temporalAnswers, workerPolls } from '../../../platform/temporal';
+import { temporalAnswers } from '../../../platform/temporal';
 import { problems } from '../../problems';
 
 /**
@@ -76,10 +76,6 @@ export class FederatedRolloutWorkflows {
     request: FederatedRolloutOperationRequest,
   ): Promise<FederatedRolloutOperationResult> {
     const client = await this.temporal();
-    // An Update the workflow must take: with no worker, a 503 at once rather than a wait to the deadline.
-    await workerPolls(client, this.settings.temporal.taskQueue).catch((error: unknown) => {
-      throw problems.noWorker(error, "the federated rollout's workflow");
-    });
     try {
       return await client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
         updateWithStartAcrossClosingRuns(() =>

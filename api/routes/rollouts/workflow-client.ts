@@ -10,7 +10,7 @@ import { DomainError } from '../../../domain/errors';
 import type { Settings } from '../../../platform/settings';
 import type { RolloutOperationRequest, RolloutOperationResult } from '../../../workflows/definitions';
 import { RolloutWorkflowClient } from '../../../workflows/rollout-client';
-import { temporalAnswers, workerPolls } from '../../../platform/temporal';
+import { temporalAnswers } from '../../../platform/temporal';
 import type { StartedRollout } from '../../../workflows/rollout-start';
 import { problems } from '../../problems';
 
@@ -19,7 +19,7 @@ export class RolloutWorkflows {
 
   constructor(
     private readonly client: Client | undefined,
-    private readonly settings: Pick<Settings, 'temporal'>,
+    settings: Pick<Settings, 'temporal'>,
   ) {
     this.workflows = client && new RolloutWorkflowClient(client, settings.temporal.taskQueue);
   }
@@ -44,16 +44,7 @@ export class RolloutWorkflows {
     configurationName: string,
     request: RolloutOperationRequest,
   ): Promise<RolloutOperationResult> {
-    const workflows = await this.temporal();
-    await this.workerServes();
-    return workflows.operate(rollout, configurationName, request).catch(unavailable);
-  }
-
-  /** An operation (a start too) is an Update the workflow must take: with no worker, a 503 at once rather than a wait to the deadline. */
-  private async workerServes(): Promise<void> {
-    await workerPolls(this.client!, this.settings.temporal.taskQueue).catch((error: unknown) => {
-      throw problems.noWorker(error, "the rollout's workflow");
-    });
+    return (await this.temporal()).operate(rollout, configurationName, request).catch(unavailable);
   }
 }
 
