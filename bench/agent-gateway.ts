@@ -25,7 +25,6 @@
  */
 import { fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -42,7 +41,7 @@ import type { SimulatedAgent } from '../scripts/agents/agent';
 import type { AgentMessage } from '../scripts/agents/opamp-client';
 import type { GatewayStats } from './agent-gateway-server';
 import { rolloutPhase } from './rollout';
-import { cpuSecondsOf, runBench, startBenchDatabase } from './support';
+import { cpuSecondsOf, openFilesLimits, runBench, startBenchDatabase } from './support';
 
 const { values: args } = parseArgs({
   options: {
@@ -362,13 +361,6 @@ function percentile(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! : NaN;
 }
 
-function openFilesLimit(): number {
-  const line = readFileSync('/proc/self/limits', 'utf8')
-    .split('\n')
-    .find((l) => l.startsWith('Max open files'));
-  return Number(line?.split(/\s+/)[3]);
-}
-
 /** CPU seconds of each party over a phase, and as a share of one core (200 % = both cores). */
 function cpu(c: PhaseCpu): string {
   const share = (used: number, ms: number) => `${used.toFixed(1)} (${((used / ms) * 100_000).toFixed(0)} %)`;
@@ -425,7 +417,7 @@ interface SetUp {
 
 /** The open files limit, which must hold every agent's socket (and some): refused before anything starts. */
 function checkOpenFiles(): number {
-  const fds = openFilesLimit();
+  const fds = openFilesLimits().soft;
   if (fds < count + 1000)
     throw new Error(
       `open files limit ${fds} is too low for ${count} agents: raise it (ulimit -n ${count + 2000}) in the shell that runs the bench`,
