@@ -8,7 +8,6 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import WebSocket from 'ws';
-import { webcrypto, x509 } from '../../domain/certificates/x509';
 import { decodeServerToAgent, encodeAgentToServer, frameWebSocket, unframeWebSocket } from '../../gateway/codec';
 import { SESSION_ID_CONTEXT, ticketKeys, ticketPeriod } from '../../gateway/session-tickets';
 import { checkCsr, issueLeafCertificate, issueServerCertificate } from '../../domain/certificates';
@@ -17,6 +16,7 @@ import { SimulatedAgent } from '../../scripts/agents/agent';
 import { description, newInstanceUid, type AgentMessage } from '../../scripts/agents/opamp-client';
 import { issueBootstrapToken, startTestGateway, type TestGateway } from '../support/agent-gateway';
 import { startTestApp, type TestApp } from '../support/app';
+import { foreignCertificate, type ClientCertificate } from '../support/tls';
 
 let t: TestApp;
 let operator: string;
@@ -36,11 +36,6 @@ afterAll(async () => {
   await Promise.all([gateway?.close(), replica?.close()]);
   await t?.close();
 });
-
-interface ClientCertificate {
-  cert: string;
-  key: string;
-}
 
 /** Each TLS connection a gateway completed: resumed or not, and the client certificate it holds. */
 function handshakesOf(gw: TestGateway): Array<{ resumed: boolean; serial?: string }> {
@@ -128,40 +123,6 @@ function attempt(url: string, client: ClientCertificate, uid: Uint8Array, sessio
 }
 
 const uidOf = (id: string) => new Uint8Array(Buffer.from(id.replaceAll('-', ''), 'hex'));
-
-/** A CA of our own making with the same name as the agents' CA, and a leaf naming `agentId`. */
-async function foreignCertificate(agentId: string): Promise<ClientCertificate> {
-  const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const generate = async () => await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify']);
-  const [caKeys, leafKeys] = await Promise.all([generate(), generate()]);
-  const notBefore = new Date(Date.now() - 60_000);
-  const notAfter = new Date(Date.now() + 86_400_000);
-  const fakeCa = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: '01',
-    name: gateway.ca.certificate.subject,
-    notBefore,
-    notAfter,
-    keys: caKeys,
-    signingAlgorithm: algorithm,
-    extensions: [new x509.BasicConstraintsExtension(true, undefined, true)],
-  });
-  const leaf = await x509.X509CertificateGenerator.create({
-    serialNumber: '7f0102030405060708090a0b0c0d0e0f',
-    subject: `CN=${agentId}`,
-    issuer: fakeCa.subject,
-    notBefore,
-    notAfter,
-    publicKey: leafKeys.publicKey,
-    signingKey: caKeys.privateKey,
-    signingAlgorithm: algorithm,
-    extensions: [
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
-      new x509.SubjectAlternativeNameExtension([{ type: 'url', value: `urn:fleet:agent:default/${agentId}` }]),
-    ],
-  });
-  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', leafKeys.privateKey));
-  return { cert: leaf.toString('pem'), key: x509.PemConverter.encode(pkcs8, 'PRIVATE KEY') };
-}
 
 test('ticket keys: the same on every replica of an installation, new each period, none shared between installations', () => {
   const key = Buffer.alloc(32, 1);
@@ -256,7 +217,7 @@ async function ticketFromTwin(client: ClientCertificate): Promise<Buffer> {
 
 test("another CA's certificate is dropped at the handshake, and a session carrying one is dropped on resumption", async () => {
   const id = randomUUID();
-  const forged = await foreignCertificate(id);
+  const forged = await foreignCertificate(gateway.ca, id);
   const handshakes = handshakesOf(gateway);
   expect(await attempt(gateway.wsUrl, forged, uidOf(id))).toMatchObject({ kind: 'dropped', resumed: false });
   const session = await ticketFromTwin(forged);

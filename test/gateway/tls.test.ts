@@ -11,7 +11,6 @@ import type { Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import WebSocket from 'ws';
-import { webcrypto, x509 } from '../../domain/certificates/x509';
 import {
   decodeServerToAgent,
   encodeAgentToServer,
@@ -24,6 +23,7 @@ import { revokeAgent } from '../../db/repos/agents';
 import { configOutcomes, pushConfiguration, type PushResult } from '../../domain/pushes';
 import { issueBootstrapToken, startTestGateway, type TestGateway } from '../support/agent-gateway';
 import { startTestApp, type TestApp } from '../support/app';
+import { foreignCertificate, type ClientCertificate } from '../support/tls';
 import { publishConfiguration, type PublishedVersion } from '../support/configurations';
 import { eventually } from '../support/eventually';
 import { description, newInstanceUid, uidToUuid, type AgentMessage } from '../../scripts/agents/opamp-client';
@@ -107,11 +107,6 @@ function hello(uid: Uint8Array, extra: Partial<AgentMessage> = {}): AgentMessage
 
 const withCsr = (uid: Uint8Array, csrPem: string): AgentMessage =>
   hello(uid, { connectionSettingsRequest: { opamp: { certificateRequest: { csr: Buffer.from(csrPem) } } } });
-
-interface ClientCertificate {
-  cert: string;
-  key: string;
-}
 
 interface Close {
   code: number;
@@ -227,43 +222,6 @@ function recordRequests(gw: TestGateway) {
       gw.listener.server.off('request', onRequest);
     },
   };
-}
-
-/** A CA of our own making with the same name as the agents' CA, and a leaf naming `agentId`. */
-async function foreignCertificate(agentId: string): Promise<ClientCertificate> {
-  const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
-  const generate = async () => await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify']);
-  const [caKeys, leafKeys] = await Promise.all([generate(), generate()]);
-  const notBefore = new Date(Date.now() - 60_000);
-  const notAfter = new Date(Date.now() + 86_400_000);
-  const fakeCa = await x509.X509CertificateGenerator.createSelfSigned({
-    serialNumber: '01',
-    name: gateway.ca.certificate.subject,
-    notBefore,
-    notAfter,
-    keys: caKeys,
-    signingAlgorithm: algorithm,
-    extensions: [
-      new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
-    ],
-  });
-  const leaf = await x509.X509CertificateGenerator.create({
-    serialNumber: '7f0102030405060708090a0b0c0d0e0f',
-    subject: `CN=${agentId}`,
-    issuer: fakeCa.subject,
-    notBefore,
-    notAfter,
-    publicKey: leafKeys.publicKey,
-    signingKey: caKeys.privateKey,
-    signingAlgorithm: algorithm,
-    extensions: [
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
-      new x509.SubjectAlternativeNameExtension([{ type: 'url', value: `urn:fleet:agent:default/${agentId}` }]),
-    ],
-  });
-  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', leafKeys.privateKey));
-  return { cert: leaf.toString('pem'), key: x509.PemConverter.encode(pkcs8, 'PRIVATE KEY') };
 }
 
 const clientCertificateOf = (sim: SimulatedAgent): ClientCertificate => ({
@@ -384,7 +342,7 @@ describe('CSR → mTLS', () => {
     const issued = await issueToken();
     const uid = newInstanceUid();
     const id = uidToUuid(uid);
-    const forged = await foreignCertificate(id);
+    const forged = await foreignCertificate(gateway.ca, id);
 
     expectDroppedByServer(await wssAttempt(gateway.wsUrl, { token: issued.token, client: forged }));
     expectDroppedByServer(await postHttps(gateway.httpUrl, hello(uid), { token: issued.token, client: forged }));
