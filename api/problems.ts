@@ -12,6 +12,7 @@ import {
   PolicyDeniedError,
   StaleVersionError,
 } from '../domain/errors';
+import { NoWorker, TemporalDown, TemporalLost } from '../platform/temporal';
 
 /**
  * RFC 9457 problem details. Code throws a `Problem` made by one of the factories below;
@@ -235,7 +236,7 @@ export const problems = {
       {},
       { 'Accept-Encoding': 'identity' },
     ),
-  /** The Temporal server refused the connection (platform/temporal.ts, temporalAnswers): nothing was sent. */
+  /** The Temporal server refused the connection (platform/temporal.ts, TemporalDown): nothing was sent. */
   temporalDown: (error: unknown) =>
     new Problem(
       'unavailable',
@@ -243,6 +244,29 @@ export const problems = {
       {},
       { 'Retry-After': '5' },
     ),
+  /** Temporal stopped answering once the operation was sent (platform/temporal.ts, TemporalLost): it may still be applied. */
+  temporalLost: (error: unknown) =>
+    new Problem(
+      'unavailable',
+      `Temporal stopped answering while the operation was on its way (${(error as Error).message}); it may still be applied when Temporal is back. Retry shortly: if it was applied, the retry answers 409 with the state it is in.`,
+      {},
+      { 'Retry-After': '5' },
+    ),
+  /** No worker polls the task queue (platform/temporal.ts, NoWorker): the workflow could not take an operation; nothing was sent. */
+  noWorker: (error: unknown, workflow: string) =>
+    new Problem(
+      'unavailable',
+      `${(error as Error).message}, so ${workflow} cannot take the operation; nothing was sent. Start a worker or read its logs, then retry.`,
+      {},
+      { 'Retry-After': '30' },
+    ),
+  /** What `sendToTemporal` (platform/temporal.ts) found wrong with Temporal, as its problem; undefined for anything else. */
+  ofTemporal: (error: unknown, workflow: string): Problem | undefined => {
+    if (error instanceof TemporalDown) return problems.temporalDown(error);
+    if (error instanceof NoWorker) return problems.noWorker(error, workflow);
+    if (error instanceof TemporalLost) return problems.temporalLost(error);
+    return undefined;
+  },
   /** Every 503 says when to try again. */
   unavailable: (detail: string, retryAfterSeconds = 5) =>
     new Problem('unavailable', detail, {}, { 'Retry-After': String(retryAfterSeconds) }),

@@ -1,5 +1,6 @@
 import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
+import { tsToMs } from '@temporalio/common/lib/time';
 import type { Settings } from './settings';
 
 /**
@@ -19,19 +20,84 @@ export function createTemporal(settings: Pick<Settings, 'temporal'>) {
   };
 }
 
-/** How long an api request waits to learn whether the Temporal server is there, before it sends an operation. */
-export const TEMPORAL_PROBE_MS = 1_500;
+/*
+ * Everything the api sends to Temporal (a workflow's start, a signal, an Update) goes through
+ * `sendToTemporal`, so that a Temporal server that is gone, or hung, or has no worker, is a
+ * 503 within about 2 s, not a wait for the call's own deadline (10-30 s) (docs/deployment.md,
+ * "When a dependency is down"). It asks over a probe connection of its own.
+ */
 
-/** The Temporal server refused or dropped the connection: nothing can be sent to it now. */
+/** How long a probe waits for the Temporal server's answer. */
+export const TEMPORAL_PROBE_MS = 1_000;
+
+/** How long a call sent to Temporal waits for its answer before the api asks whether the server is still there. */
+export const CALL_WATCH_MS = 1_500;
+
+/** Temporal cannot be reached (refused, reset, or silent): nothing was sent to it. */
 export class TemporalDown extends Error {
   override readonly name = 'TemporalDown';
 }
 
-/** gRPC's UNAVAILABLE status code: the connection was refused, reset, or could not be made. */
+/** Temporal stopped answering once a call was sent to it: what was sent may still be applied. */
+export class TemporalLost extends Error {
+  override readonly name = 'TemporalLost';
+}
+
+/** No worker polls the task queue: an Update would wait for one (and be applied whenever one came). */
+export class NoWorker extends Error {
+  override readonly name = 'NoWorker';
+}
+
+/**
+ * Sends a call to Temporal (`send`), and answers its answer. First, and together: is the
+ * server there (refused or reset: TemporalDown, nothing sent), and, for an Update a workflow on
+ * `updateOn` must take, does a worker poll that task queue (none for WORKER_GONE_MS: NoWorker,
+ * nothing sent). Once sent, the call is watched: when it has not answered within CALL_WATCH_MS
+ * (at once when the server was already silent to the first probe), the server is probed again,
+ * and refused, or silent for TEMPORAL_PROBE_MS, is TemporalLost. A server that answers the
+ * probes is only slow (a busy machine), and the call goes on to its own deadline.
+ */
+export async function sendToTemporal<T>(client: Client, send: () => Promise<T>, updateOn?: string): Promise<T> {
+  const [answer] = await Promise.all([
+    probeServer(client).catch((error: unknown) => {
+      throw new TemporalDown((error as Error).message);
+    }),
+    updateOn ? workerPolls(client, updateOn) : undefined,
+  ]);
+  const call = send();
+  let answered = false;
+  const settled = call.then(
+    () => (answered = true),
+    () => (answered = true),
+  );
+  let timer: NodeJS.Timeout | undefined;
+  const watched = new Promise<void>(
+    (resolve) => (timer = setTimeout(resolve, answer === 'silent' ? 0 : CALL_WATCH_MS)),
+  );
+  await Promise.race([settled, watched]);
+  clearTimeout(timer);
+  if (!answered) {
+    const lost = await Promise.race([
+      probeServer(client).then(
+        (again) =>
+          again === 'silent'
+            ? new TemporalLost(`no answer to a probe within ${TEMPORAL_PROBE_MS / 1000} s`)
+            : undefined,
+        (error: unknown) => new TemporalLost((error as Error).message),
+      ),
+      settled.then(() => undefined),
+    ]);
+    if (lost && !answered) throw lost;
+  }
+  return call;
+}
+
+/** gRPC status codes. */
+const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_UNAVAILABLE = 14;
 
 /**
- * A second connection to the client's server, only for `temporalAnswers`: without the client's
+ * A second connection to the client's server, only for the probes: without the client's
  * retries, so a refused connection is an answer at once (with them, it is retried until the
  * deadline), and no retry outlives the probe.
  */
@@ -46,20 +112,55 @@ function probeOf(client: Client): Connection | undefined {
 }
 
 /**
- * Before an api operation that needs a workflow: throws TemporalDown when the Temporal server
- * refuses the connection (or is not there) within `ms`, so the request is a 503 at once, not
- * after the operation's own deadline (docs/deployment.md, "When a dependency is down"). A
- * server that is only slow to answer is not down: the operation goes on to its deadline.
+ * Asks the server for its system info: throws when the connection is refused or reset, and
+ * answers 'silent' when there is no answer within TEMPORAL_PROBE_MS. Anything else (an
+ * answer, or an error from a server that answered) is 'answered'.
  */
-export async function temporalAnswers(client: Client, ms = TEMPORAL_PROBE_MS): Promise<void> {
+async function probeServer(client: Client): Promise<'answered' | 'silent'> {
+  const probe = probeOf(client);
+  if (!probe) return 'answered';
+  try {
+    await probe.withDeadline(Date.now() + TEMPORAL_PROBE_MS, () => probe.workflowService.getSystemInfo({}));
+    return 'answered';
+  } catch (error) {
+    if (!isGrpcServiceError(error)) return 'answered';
+    if (Number(error.code) === GRPC_UNAVAILABLE) throw new Error(error.details || error.message, { cause: error });
+    return Number(error.code) === GRPC_DEADLINE_EXCEEDED ? 'silent' : 'answered';
+  }
+}
+
+/**
+ * A worker long-polls its task queue a minute at a time, so one not seen polling for longer
+ * than this is gone (the server forgets pollers only after five minutes).
+ */
+export const WORKER_GONE_MS = 90_000;
+
+/** Temporal's enums, by number: TaskQueueKind NORMAL, TaskQueueType WORKFLOW. */
+const NORMAL_QUEUE = 1;
+const WORKFLOW_TASKS = 1;
+
+/**
+ * Throws NoWorker when no worker has polled `taskQueue` for WORKER_GONE_MS. Any other outcome
+ * (the server slow, the call unsupported, as on the time-skipping test server) lets the call go on.
+ */
+async function workerPolls(client: Client, taskQueue: string): Promise<void> {
   const probe = probeOf(client);
   if (!probe) return;
+  let pollers;
   try {
-    await probe.withDeadline(Date.now() + ms, () => probe.workflowService.getSystemInfo({}));
-  } catch (error) {
-    if (isGrpcServiceError(error) && Number(error.code) === GRPC_UNAVAILABLE)
-      throw new TemporalDown(error.details || error.message);
+    ({ pollers } = await probe.withDeadline(Date.now() + TEMPORAL_PROBE_MS, () =>
+      probe.workflowService.describeTaskQueue({
+        namespace: client.options.namespace,
+        taskQueue: { name: taskQueue, kind: NORMAL_QUEUE },
+        taskQueueType: WORKFLOW_TASKS,
+      }),
+    ));
+  } catch {
+    return;
   }
+  const now = Date.now();
+  if (!pollers?.some((poller) => poller.lastAccessTime && now - tsToMs(poller.lastAccessTime) < WORKER_GONE_MS))
+    throw new NoWorker(`No worker has polled task queue ${taskQueue} for ${WORKER_GONE_MS / 1000} s`);
 }
 
 /** Closes the probe connection of `client` (the api's close). */

@@ -3,8 +3,12 @@
  * refuses connections), a request that needs it is a 503 problem saying Temporal does not
  * answer and when to retry (`Retry-After`), not a wait for the operation's own deadline;
  * nothing was sent, and what needs no workflow goes on working. With Postgres cut under a
- * running api, requests are 503 too, and served again once it is back.
+ * running api, requests are 503 too, and served again once it is back. With no worker on its
+ * task queue, an operation (an Update the workflow must take) is a 503 at once, not sent.
+ * With a Temporal server that takes connections and never answers, an operation is a 503
+ * saying so once a probe goes unanswered too, not at the operation's 15 s deadline.
  */
+import { randomBytes } from 'node:crypto';
 import { connect, createServer, type Socket } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import pino from 'pino';
@@ -15,6 +19,7 @@ import { startTestApp, testSettings, type TestApp } from '../support/app';
 import { seedAgents } from '../support/agents-seed';
 import { publishConfiguration } from '../support/configurations';
 import { eventually } from '../support/eventually';
+import { testInfra } from '../support/infra-env';
 
 let t: TestApp;
 let connection: Connection;
@@ -131,5 +136,79 @@ test('with its database gone, the api answers 503 problems with Retry-After and 
     await app.close();
     await db.destroy();
     await relay.close();
+  }
+}, 30_000);
+
+test('with no worker serving its task queue, an operation is a 503 at once saying so; nothing was sent, and the rollout stays as it was', async () => {
+  // An api on the suite's Temporal, serving a task queue no worker polls.
+  const connection = await Connection.connect({ address: testInfra().temporalAddress });
+  const taskQueue = `no-worker-${randomBytes(4).toString('hex')}`;
+  const alone = await startTestApp({ Temporal__TaskQueue: taskQueue }, { temporal: new Client({ connection }) });
+  try {
+    const operator = await alone.token('default.operator');
+    const [v1] = await publishConfiguration(alone, operator, ['no worker: 1\n']);
+    const group = await alone.call('POST', '/api/groups', { token: operator, body: { name: 'no-worker' } });
+    const created = await alone.call('POST', '/api/rollouts', {
+      token: operator,
+      body: {
+        configurationId: v1!.configurationId,
+        version: 1,
+        target: { groupIds: [group.body.id] },
+        strategy: { batchSize: 1 },
+      },
+    });
+    expect(created.status).toBe(201);
+
+    const started = await alone.call('POST', `/api/rollouts/${created.body.id}/start`, { token: operator });
+    expect(started.status).toBe(503);
+    expect(started.headers.get('retry-after')).toBe('30');
+    expect(started.body.detail).toBe(
+      `No worker has polled task queue ${taskQueue} for 90 s, so the rollout's workflow cannot take the operation; nothing was sent. Start a worker or read its logs, then retry.`,
+    );
+    expect((await alone.call('GET', `/api/rollouts/${created.body.id}`, { token: operator })).body.state).toBe(
+      'pending',
+    );
+  } finally {
+    await alone.close();
+    await connection.close();
+  }
+}, 20_000);
+
+test('with a Temporal server that takes connections and never answers, an operation is a 503 saying so, not a wait for its deadline', async () => {
+  // What a hung server, or a host gone without a reset, looks like: connections are taken, nothing comes back.
+  const held = new Set<Socket>();
+  const silent = createServer((socket) => void held.add(socket.on('error', () => {})));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const connection = Connection.lazy({ address: `127.0.0.1:${(silent.address() as { port: number }).port}` });
+  const hung = await startTestApp({}, { temporal: new Client({ connection }) });
+  try {
+    const operator = await hung.token('default.operator');
+    const [v1] = await publishConfiguration(hung, operator, ['hung: 1\n']);
+    const group = await hung.call('POST', '/api/groups', { token: operator, body: { name: 'temporal-hung' } });
+    const created = await hung.call('POST', '/api/rollouts', {
+      token: operator,
+      body: {
+        configurationId: v1!.configurationId,
+        version: 1,
+        target: { groupIds: [group.body.id] },
+        strategy: { batchSize: 1 },
+      },
+    });
+    expect(created.status).toBe(201);
+
+    const started = await hung.call('POST', `/api/rollouts/${created.body.id}/start`, { token: operator });
+    expect(started.status).toBe(503);
+    expect(started.headers.get('retry-after')).toBe('5');
+    expect(started.body.detail).toBe(
+      'Temporal stopped answering while the operation was on its way (no answer to a probe within 1 s); it may still be applied when Temporal is back. Retry shortly: if it was applied, the retry answers 409 with the state it is in.',
+    );
+    expect((await hung.call('GET', `/api/rollouts/${created.body.id}`, { token: operator })).body.state).toBe(
+      'pending',
+    );
+  } finally {
+    for (const socket of held) socket.destroy();
+    await new Promise<void>((resolve) => silent.close(() => resolve()));
+    await hung.close();
+    await connection.close().catch(() => {});
   }
 }, 30_000);

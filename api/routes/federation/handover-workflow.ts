@@ -3,7 +3,7 @@
  * reads the handover from the database and decides; workflow, id and input come from
  * workflows/definitions.ts.
  */
-import { temporalAnswers } from '../../../platform/temporal';
+import { sendToTemporal } from '../../../platform/temporal';
 import { TypedSearchAttributes } from '@temporalio/common';
 import type { Client } from '@temporalio/client';
 import type { HandoverRow } from '../../../db/repos/handovers';
@@ -29,16 +29,18 @@ export class HandoverWorkflows {
   async start(handover: HandoverRow, agentCount: number): Promise<void> {
     const client = this.client;
     if (!client) throw new Error('this api has no Temporal client configured');
-    await temporalAnswers(client); // Temporal down: given up at once, not after the deadline
     const args: [HandoverWorkflowInput] = [{ handoverId: handover.id, tenantId: handover.tenant_id }];
-    await client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-      client.workflow.start<HandoverWorkflow>(handoverWorkflowType, {
-        workflowId: handoverWorkflowId(handover.id),
-        taskQueue: this.settings.temporal.taskQueue,
-        args,
-        staticSummary: `Hand ${agentCount} agent${agentCount === 1 ? '' : 's'} over to peer '${handover.peer_name}'`,
-        typedSearchAttributes: new TypedSearchAttributes([{ key: tenantIdKey, value: handover.tenant_id }]),
-      }),
+    // Temporal down or hung: given up within about 2 s, not after the deadline.
+    await sendToTemporal(client, () =>
+      client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+        client.workflow.start<HandoverWorkflow>(handoverWorkflowType, {
+          workflowId: handoverWorkflowId(handover.id),
+          taskQueue: this.settings.temporal.taskQueue,
+          args,
+          staticSummary: `Hand ${agentCount} agent${agentCount === 1 ? '' : 's'} over to peer '${handover.peer_name}'`,
+          typedSearchAttributes: new TypedSearchAttributes([{ key: tenantIdKey, value: handover.tenant_id }]),
+        }),
+      ),
     );
   }
 }

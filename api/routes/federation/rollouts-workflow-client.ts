@@ -20,7 +20,7 @@ import {
   type FederatedRolloutWorkflowInput,
 } from '../../../workflows/definitions';
 import { configurationIdKey, federatedRolloutStateKey, tenantIdKey } from '../../../workflows/search-attributes';
-import { temporalAnswers } from '../../../platform/temporal';
+import { sendToTemporal } from '../../../platform/temporal';
 import { problems } from '../../problems';
 
 /**
@@ -35,13 +35,9 @@ export class FederatedRolloutWorkflows {
     private readonly settings: Pick<Settings, 'temporal'>,
   ) {}
 
-  /** The client, once Temporal answers (a 503 at once when it does not). */
-  private async temporal(): Promise<Client> {
+  private configured(): Client {
     if (!this.client)
       throw problems.unavailable('Federated rollouts need Temporal, and this api has no Temporal client configured.');
-    await temporalAnswers(this.client).catch((error: unknown) => {
-      throw problems.temporalDown(error);
-    });
     return this.client;
   }
 
@@ -63,30 +59,36 @@ export class FederatedRolloutWorkflows {
 
   /** Starts the workflow (an existing one is kept). */
   async start(row: FederatedRolloutRow): Promise<void> {
-    const client = await this.temporal();
-    await client
-      .withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
+    const client = this.configured();
+    await sendToTemporal(client, () =>
+      client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
         client.workflow.start<FederatedRolloutWorkflow>(federatedRolloutWorkflowType, this.startOptions(row)),
-      )
-      .catch(unavailable);
+      ),
+    ).catch(unavailable);
   }
 
   async operate(
     row: FederatedRolloutRow,
     request: FederatedRolloutOperationRequest,
   ): Promise<FederatedRolloutOperationResult> {
-    const client = await this.temporal();
+    const client = this.configured();
     try {
-      return await client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
-        updateWithStartAcrossClosingRuns(() =>
-          client.workflow.executeUpdateWithStart(operateFederatedRolloutUpdate, {
-            args: [request],
-            startWorkflowOperation: new WithStartWorkflowOperation<FederatedRolloutWorkflow>(
-              federatedRolloutWorkflowType,
-              this.startOptions(row),
+      // An Update the workflow must take: sendToTemporal asks for a worker first.
+      return await sendToTemporal(
+        client,
+        () =>
+          client.withDeadline(Date.now() + OPERATION_DEADLINE_MS, () =>
+            updateWithStartAcrossClosingRuns(() =>
+              client.workflow.executeUpdateWithStart(operateFederatedRolloutUpdate, {
+                args: [request],
+                startWorkflowOperation: new WithStartWorkflowOperation<FederatedRolloutWorkflow>(
+                  federatedRolloutWorkflowType,
+                  this.startOptions(row),
+                ),
+              }),
             ),
-          }),
-        ),
+          ),
+        this.settings.temporal.taskQueue,
       );
     } catch (error) {
       if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) {
@@ -101,7 +103,10 @@ export class FederatedRolloutWorkflows {
 }
 
 function unavailable(error: unknown): never {
-  throw problems.unavailable(
-    `The federated rollout's workflow did not answer (${(error as Error).message}); the operation may not have been applied. Retry, or check the worker and Temporal.`,
+  throw (
+    problems.ofTemporal(error, "the federated rollout's workflow") ??
+    problems.unavailable(
+      `The federated rollout's workflow did not answer (${(error as Error).message}); the operation may not have been applied. Retry, or check the worker and Temporal.`,
+    )
   );
 }

@@ -14,7 +14,7 @@ import {
   type GitSyncWorkflow,
 } from '../../../workflows/definitions';
 import { gitSyncStartOptions } from '../../../workflows/git-sync-start';
-import { temporalAnswers } from '../../../platform/temporal';
+import { sendToTemporal } from '../../../platform/temporal';
 import { problems } from '../../problems';
 
 /** How long a wake-up may wait for Temporal before the caller is told to retry. */
@@ -33,46 +33,45 @@ export class GitSyncWorkflows {
     private readonly settings: Pick<Settings, 'temporal'>,
   ) {}
 
-  /** The client, once Temporal answers (a 503 at once when it does not). */
-  private async temporal(): Promise<Client> {
+  private configured(): Client {
     if (!this.client)
       throw problems.unavailable('Git sources need Temporal, and this api has no Temporal client configured.');
-    await temporalAnswers(this.client).catch((error: unknown) => {
-      throw problems.temporalDown(error);
-    });
     return this.client;
   }
 
   /** Wakes the source's loop, starting it when it is not running. Resolves once Temporal has the signal. */
   async wake(source: SourceRef, wake: GitSyncWake): Promise<void> {
-    const client = await this.temporal();
-    await client
-      .withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
+    const client = this.configured();
+    await sendToTemporal(client, () =>
+      client.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
         client.workflow.signalWithStart<GitSyncWorkflow, [GitSyncWake]>(gitSyncWorkflowType, {
           ...gitSyncStartOptions(source, this.settings.temporal.taskQueue),
           signal: gitSyncWakeSignal,
           signalArgs: [wake],
         }),
-      )
-      .catch(unavailable);
+      ),
+    ).catch(unavailable);
   }
 
   /** Tells a deleted source's loop to read the source (gone) and end; no loop running is fine. */
   async ended(sourceId: string): Promise<void> {
-    const client = await this.temporal();
-    await client
-      .withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
+    const client = this.configured();
+    await sendToTemporal(client, () =>
+      client.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
         client.workflow.getHandle(gitSyncWorkflowId(sourceId)).signal(gitSyncWakeSignal, { reason: 'source-changed' }),
-      )
-      .catch((error: unknown) => {
-        if (error instanceof WorkflowNotFoundError) return;
-        unavailable(error);
-      });
+      ),
+    ).catch((error: unknown) => {
+      if (error instanceof WorkflowNotFoundError) return;
+      unavailable(error);
+    });
   }
 }
 
 function unavailable(error: unknown): never {
-  throw problems.unavailable(
-    `Temporal did not take the wake-up of the source's sync loop (${(error as Error).message}). Retry, or check Temporal.`,
+  throw (
+    problems.ofTemporal(error, "the source's sync loop") ??
+    problems.unavailable(
+      `Temporal did not take the wake-up of the source's sync loop (${(error as Error).message}). Retry, or check Temporal.`,
+    )
   );
 }

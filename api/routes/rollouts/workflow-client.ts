@@ -10,7 +10,7 @@ import { DomainError } from '../../../domain/errors';
 import type { Settings } from '../../../platform/settings';
 import type { RolloutOperationRequest, RolloutOperationResult } from '../../../workflows/definitions';
 import { RolloutWorkflowClient } from '../../../workflows/rollout-client';
-import { temporalAnswers } from '../../../platform/temporal';
+import { sendToTemporal } from '../../../platform/temporal';
 import type { StartedRollout } from '../../../workflows/rollout-start';
 import { problems } from '../../problems';
 
@@ -19,39 +19,45 @@ export class RolloutWorkflows {
 
   constructor(
     private readonly client: Client | undefined,
-    settings: Pick<Settings, 'temporal'>,
+    private readonly settings: Pick<Settings, 'temporal'>,
   ) {
     this.workflows = client && new RolloutWorkflowClient(client, settings.temporal.taskQueue);
   }
 
-  /** The client, once Temporal answers (a 503 at once when it does not, not after the call's deadline). */
-  private async temporal(): Promise<RolloutWorkflowClient> {
+  private configured(): { client: Client; workflows: RolloutWorkflowClient } {
     if (!this.client || !this.workflows)
       throw problems.unavailable('Rollouts need Temporal, and this api has no Temporal client configured.');
-    await temporalAnswers(this.client).catch((error: unknown) => {
-      throw problems.temporalDown(error);
-    });
-    return this.workflows;
+    return { client: this.client, workflows: this.workflows };
   }
 
   /** Starts the rollout's workflow (idempotent: an existing one is kept). */
   async start(rollout: StartedRollout, configurationName: string): Promise<void> {
-    await (await this.temporal()).start(rollout, configurationName).catch(unavailable);
+    const { client, workflows } = this.configured();
+    await sendToTemporal(client, () => workflows.start(rollout, configurationName)).catch(unavailable);
   }
 
+  /** An operation is an Update the workflow must take (sendToTemporal asks for a worker first). */
   async operate(
     rollout: StartedRollout,
     configurationName: string,
     request: RolloutOperationRequest,
   ): Promise<RolloutOperationResult> {
-    return (await this.temporal()).operate(rollout, configurationName, request).catch(unavailable);
+    const { client, workflows } = this.configured();
+    return sendToTemporal(
+      client,
+      () => workflows.operate(rollout, configurationName, request),
+      this.settings.temporal.taskQueue,
+    ).catch(unavailable);
   }
 }
 
 /** A refusal passes as it is; anything else means the workflow did not answer. */
 function unavailable(error: unknown): never {
   if (error instanceof DomainError) throw error;
-  throw problems.unavailable(
-    `The rollout workflow did not answer (${(error as Error).message}); the operation may not have been applied. Retry, or check the worker and Temporal.`,
+  throw (
+    problems.ofTemporal(error, "the rollout's workflow") ??
+    problems.unavailable(
+      `The rollout workflow did not answer (${(error as Error).message}); the operation may not have been applied. Retry, or check the worker and Temporal.`,
+    )
   );
 }
