@@ -55,7 +55,8 @@ export class NoWorker extends Error {
  * nothing sent). Once sent, the call is watched: when it has not answered within CALL_WATCH_MS
  * (at once when the server was already silent to the first probe), the server is probed again,
  * and refused, or silent for TEMPORAL_PROBE_MS, is TemporalLost. A server that answers the
- * probes is only slow (a busy machine), and the call goes on to its own deadline.
+ * probes is only slow (a busy machine), and the call goes on to its own deadline. A call given
+ * up on is cancelled (what reached the server may still be applied).
  */
 export async function sendToTemporal<T>(client: Client, send: () => Promise<T>, updateOn?: string): Promise<T> {
   const [answer] = await Promise.all([
@@ -64,7 +65,9 @@ export async function sendToTemporal<T>(client: Client, send: () => Promise<T>, 
     }),
     updateOn ? workerPolls(client, updateOn) : undefined,
   ]);
-  const call = send();
+  // Given up on, the call is cancelled, so that no retry of it outlives the request.
+  const abandon = new AbortController();
+  const call = client.withAbortSignal(abandon.signal, send);
   let answered = false;
   const settled = call.then(
     () => (answered = true),
@@ -87,7 +90,10 @@ export async function sendToTemporal<T>(client: Client, send: () => Promise<T>, 
       ),
       settled.then(() => undefined),
     ]);
-    if (lost && !answered) throw lost;
+    if (lost && !answered) {
+      abandon.abort();
+      throw lost;
+    }
   }
   return call;
 }
