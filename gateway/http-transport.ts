@@ -13,12 +13,14 @@ import {
   OpampFrameError,
   type AgentToServer,
 } from './codec';
+import { isDatabaseUnavailable } from '../db/errors';
 import { credentialOf } from './credentials';
 import { agentIdFromUid } from './enrollment';
 import type { ListenerContext } from './listener-context';
 import { OPAMP_PATH, pathOf } from './opamp-path';
 import { refusalText, refusedAgent, tryLater, type Refusal } from './refusals';
 import { serveMessage } from './serve-message';
+import { DATABASE_RETRY_SECONDS } from './status';
 
 const FRAME_STATUS: Record<OpampFrameError['reason'], number> = {
   'truncated-header': 400,
@@ -32,11 +34,18 @@ const FRAME_STATUS: Record<OpampFrameError['reason'], number> = {
 const refusalStatus = ({ reason }: Refusal) =>
   reason === 'bad-uid' || reason === 'bad-csr' ? 400 : tryLater(reason) ? 503 : 401;
 
-/** The server's request listener: a request that fails is logged and answered 500 (or cut). */
+/** The server's request listener: a request that fails is logged and answered 500, or 503 with the database away (or cut). */
 export function requestHandler(ctx: ListenerContext) {
   return function handleRequest(req: IncomingMessage, res: ServerResponse) {
     onRequest(ctx, req, res).catch((error) => {
-      ctx.logger.error({ err: error }, 'opamp request failed');
+      // The database away (a restart, a failover): the agent polls again after Retry-After.
+      if (isDatabaseUnavailable(error)) {
+        ctx.logger.warn({ err: error }, 'database unavailable: the agent is told to retry');
+        if (!res.headersSent)
+          return reply(res, 503, 'the server cannot reach its database; retry shortly', {
+            'retry-after': String(DATABASE_RETRY_SECONDS),
+          });
+      } else ctx.logger.error({ err: error }, 'opamp request failed');
       if (!res.headersSent) reply(res, 500, 'internal error');
       else res.destroy();
     });

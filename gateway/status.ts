@@ -356,6 +356,9 @@ function connectionSettingsHash(
   return createHash('sha256').update(offered).update('\0').update(certificate.certificatePem).digest();
 }
 
+/** How long an agent is told to wait when the database is away (a restart takes seconds). */
+export const DATABASE_RETRY_SECONDS = 5;
+
 /** ServerToAgent.error_response UNAVAILABLE with retry_info: the agent should come back after `seconds`. */
 export function retryLaterReply(
   message: AgentToServer,

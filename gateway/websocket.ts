@@ -14,6 +14,7 @@ import {
   unframeWebSocket,
   type AgentToServer,
 } from './codec';
+import { isDatabaseUnavailable } from '../db/errors';
 import { credentialOf } from './credentials';
 import { agentIdFromUid, type Credential } from './enrollment';
 import { track, type ListenerContext } from './listener-context';
@@ -21,7 +22,7 @@ import { OPAMP_PATH, pathOf } from './opamp-path';
 import { refusalText, refusedAgent, tryLater, type Refusal } from './refusals';
 import { serveMessage } from './serve-message';
 import type { AdoptedSession, WsSession } from './sessions';
-import { retryLaterReply, setOffline } from './status';
+import { DATABASE_RETRY_SECONDS, retryLaterReply, setOffline } from './status';
 
 /** WebSocket close codes (RFC 6455) for what an agent did wrong. */
 export const CLOSE = {
@@ -132,17 +133,23 @@ async function onMessage(ctx: ListenerContext, session: WsSession, data: RawData
   const uid = agentIdFromUid(message.instanceUid);
   if (session.agentId && uid !== session.agentId)
     return refuse(ctx, session, CLOSE.policyViolation, 'instance uid changed within the session', message);
-  const served = await serveMessage(ctx, credential, message, 'websocket', {
-    id: session.id,
-    newSession: session.agentId === undefined,
-    sentHash: session.sentHash,
-    remember: (hash) => (session.sentHash = hash),
-    keptEffective: {
-      get: () => session.keptEffectiveHash,
-      set: (hash) => (session.keptEffectiveHash = hash),
-    },
-    admitted: session.admitted,
-  });
+  let served;
+  try {
+    served = await serveMessage(ctx, credential, message, 'websocket', {
+      id: session.id,
+      newSession: session.agentId === undefined,
+      sentHash: session.sentHash,
+      remember: (hash) => (session.sentHash = hash),
+      keptEffective: {
+        get: () => session.keptEffectiveHash,
+        set: (hash) => (session.keptEffectiveHash = hash),
+      },
+      admitted: session.admitted,
+    });
+  } catch (error) {
+    if (!isDatabaseUnavailable(error)) throw error;
+    return retryWhenTheDatabaseIsBack(ctx, session, message, error);
+  }
   if (!served.ok) {
     if (served.reason === 'stopping') return; // the close frame is on its way
     if (served.reason === 'flapping')
@@ -164,6 +171,26 @@ async function onMessage(ctx: ListenerContext, session: WsSession, data: RawData
       .catch((error: unknown) => ctx.logger.warn({ err: error, agentId: adopted.agentId }, 'session re-check failed'));
   }
   if (ws.readyState === ws.OPEN) ws.send(frameWebSocket(encodeServerToAgent(served.reply)));
+}
+
+/**
+ * The database went away while a message was served (a restart, a failover): the agent keeps
+ * its socket and is told to send again later (ServerErrorResponse UNAVAILABLE with
+ * retry_info, as OpAMP has it), rather than being cut off. What the message carried was not
+ * recorded, so its sequence is forgotten: the next message is asked for the agent's full state.
+ */
+function retryWhenTheDatabaseIsBack(ctx: ListenerContext, session: WsSession, message: AgentToServer, error: unknown) {
+  const agentId = session.agentId ?? agentIdFromUid(message.instanceUid);
+  if (agentId) ctx.sequences.forget(agentId);
+  ctx.logger.warn({ err: error, agentId }, 'database unavailable: the agent is told to retry');
+  if (session.ws.readyState === session.ws.OPEN)
+    session.ws.send(
+      frameWebSocket(
+        encodeServerToAgent(
+          retryLaterReply(message, DATABASE_RETRY_SECONDS, 'the server cannot reach its database; retry shortly'),
+        ),
+      ),
+    );
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Duplex } from 'node:stream';
 import { DomainError } from '../../domain/errors';
 import { TaskTooCostly, ThreadPoolBusy } from '../../platform/thread-pool';
+import { isDatabaseUnavailable } from '../../db/errors';
 import { catalogue, Problem, problemOf, problems, type ProblemSlug } from '../problems';
 import type { AppContext } from '../http/context';
 
@@ -18,21 +19,6 @@ function fromHttpError(error: { status?: number; expose?: boolean; message?: str
   const slug = bySlugStatus.get(status) ?? 'validation-failed';
   return new Problem(slug, error.expose && error.message ? error.message : catalogue[slug].title);
 }
-
-const UNREACHABLE = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  '57P01',
-  '57P02',
-  '57P03',
-  '53300',
-  '08000',
-  '08001',
-  '08003',
-  '08006',
-]);
 
 /**
  * A Postgres data exception (SQLSTATE class 22) is a value the caller sent that the column
@@ -52,23 +38,6 @@ function fromDataException(error: { code?: string }): Problem | undefined {
 }
 
 /**
- * What node-postgres says, without a code, of a pooled connection the database dropped (a
- * restart, a failover): the first queries after it fail so before the pool opens new ones.
- * Knex puts the statement before the message (`select … - Connection terminated unexpectedly`).
- */
-const DROPPED_CONNECTION =
-  /(^|- )(Connection terminated|Client has encountered a connection error and is not queryable|Client was closed and is not queryable)/;
-
-/** The database went away or is full: the caller should retry, it did nothing wrong. */
-function isDatabaseUnavailable(error: { code?: string; name?: string; message?: string }): boolean {
-  return (
-    error.name === 'KnexTimeoutError' ||
-    (error.code !== undefined && UNREACHABLE.has(error.code)) ||
-    (error.code === undefined && typeof error.message === 'string' && DROPPED_CONNECTION.test(error.message))
-  );
-}
-
-/**
  * Renders every error as `application/problem+json` (RFC 9457). Unknown errors become a
  * 500 that says nothing of internals; the stack goes to the log with the request id.
  */
@@ -78,7 +47,7 @@ export function createProblemRenderer(logger: Logger, errorsBaseUrl: string) {
     if (error instanceof DomainError) return problemOf(error);
     const refusedValue = fromDataException(error as object);
     if (refusedValue) return refusedValue;
-    if (isDatabaseUnavailable(error as object)) {
+    if (isDatabaseUnavailable(error)) {
       logger.warn({ err: error, requestId: ctx.state.requestId }, 'database unavailable');
       return problems.unavailable('The database is unavailable; retry shortly.');
     }

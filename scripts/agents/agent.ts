@@ -25,6 +25,7 @@ import {
 import {
   ConnectionSettingsStatuses,
   RemoteConfigStatuses,
+  ServerErrorResponseType,
   type AgentConfigFile,
   type Headers,
   type OpAMPConnectionSettings,
@@ -149,6 +150,8 @@ export class SimulatedAgent extends EventEmitter {
   private httpInFlight?: Promise<boolean>;
   private httpSessionFresh = true;
   private timer?: NodeJS.Timeout;
+  /** A message the server could not take now (UNAVAILABLE), sent again when it said to. */
+  private retryTimer?: NodeJS.Timeout;
   private reconnectAttempt = 0;
   private firstSettled?: () => void;
   /** Set by setHeartbeatSeconds: wins over the option and the server's offer. */
@@ -206,6 +209,7 @@ export class SimulatedAgent extends EventEmitter {
     if (this.state.stopped) return;
     this.state.stopped = true;
     this.clearTimer();
+    clearTimeout(this.retryTimer);
     if (this.state.transport === 'ws') await this.stopWebSocket();
     else await this.stopHttp();
     this.settleFirst();
@@ -569,6 +573,22 @@ export class SimulatedAgent extends EventEmitter {
     }, this.state.heartbeatSeconds * 1000);
   }
 
+  /**
+   * The server could not take the last message (UNAVAILABLE: its database away, say): what it
+   * carried goes again, as full state, after the delay it asked for (retry_info; 5 s without
+   * one), spread by up to a fifth so that a fleet told the same thing does not come back at once.
+   */
+  private retryLater(details: NonNullable<ServerToAgent['errorResponse']>['Details']): void {
+    const asked = details.case === 'retryInfo' ? Number(details.value.retryAfterNanoseconds / 1_000_000n) : 0;
+    const delay = (asked > 0 ? asked : 5_000) * (1 + Math.random() / 5);
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => {
+      if (this.state.stopped) return;
+      this.pending.full = true;
+      this.flush();
+    }, delay);
+  }
+
   private clearTimer(): void {
     if (this.timer) clearTimeout(this.timer); // clears intervals too
     this.timer = undefined;
@@ -661,7 +681,11 @@ export class SimulatedAgent extends EventEmitter {
     if (reply.agentIdentification?.newInstanceUid.length === 16) {
       this.uid = reply.agentIdentification.newInstanceUid;
     }
-    if (reply.errorResponse) this.fail(new Error(`server error response: ${reply.errorResponse.errorMessage}`));
+    if (reply.errorResponse) {
+      this.fail(new Error(`server error response: ${reply.errorResponse.errorMessage}`));
+      if (reply.errorResponse.type === ServerErrorResponseType.ServerErrorResponseType_Unavailable)
+        this.retryLater(reply.errorResponse.Details);
+    }
     const opamp = reply.connectionSettings?.opamp;
     const moving =
       opamp !== undefined &&

@@ -9,7 +9,7 @@
  * saying so once a probe goes unanswered too, not at the operation's 15 s deadline.
  */
 import { randomBytes } from 'node:crypto';
-import { connect, createServer, type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import pino from 'pino';
 import { createApp } from '../../api/app';
@@ -20,6 +20,7 @@ import { seedAgents } from '../support/agents-seed';
 import { publishConfiguration } from '../support/configurations';
 import { eventually } from '../support/eventually';
 import { testInfra } from '../support/infra-env';
+import { relayTo } from '../support/relay';
 
 let t: TestApp;
 let connection: Connection;
@@ -67,38 +68,6 @@ test('starting a rollout with Temporal down is a 503 with Retry-After at once; t
   // Reads need no workflow.
   expect((await t.call('GET', '/api/fleet/summary', { token: operator })).status).toBe(200);
 }, 20_000);
-
-/** A TCP relay to `port` that can be cut (every connection dropped, none taken) and restored. */
-async function relayTo(port: number) {
-  const open = new Set<Socket>();
-  const relay = createServer((client) => {
-    const upstream = connect(port, '127.0.0.1');
-    for (const socket of [client, upstream]) {
-      open.add(socket);
-      socket.on('close', () => open.delete(socket));
-      socket.on('error', () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-  const relayPort = (relay.address() as { port: number }).port;
-  return {
-    port: relayPort,
-    cut: async () => {
-      const closed = new Promise<void>((resolve) => relay.close(() => resolve()));
-      for (const socket of open) socket.destroy();
-      await closed;
-    },
-    restore: () => new Promise<void>((resolve) => relay.listen(relayPort, '127.0.0.1', resolve)),
-    close: async () => {
-      for (const socket of open) socket.destroy();
-      if (relay.listening) await new Promise<void>((resolve) => relay.close(() => resolve()));
-    },
-  };
-}
 
 test('with its database gone, the api answers 503 problems with Retry-After and /readyz names Postgres; back, it serves again', async () => {
   // An api of its own, reaching the suite's Postgres through a relay the test cuts.

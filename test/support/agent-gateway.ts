@@ -3,6 +3,7 @@
  * certificate from the agents' CA (the default), or plain TCP (Development) when asked.
  */
 import type { AddressInfo } from 'node:net';
+import type { Knex } from 'knex';
 import pino, { type Logger } from 'pino';
 import { issueServerCertificate, loadOrCreateAgentCa, type AgentCa } from '../../domain/certificates';
 import { createAgentListener, type AgentListener } from '../../gateway/listener';
@@ -31,9 +32,12 @@ export async function startTestGateway(
     logger?: Logger;
     /** The port to listen on (default: any free one), e.g. one the app already names as its Agents:PublicEndpoint. */
     port?: number;
+    /** Another way to the app's database (default: the app's own pool), e.g. through a relay a test cuts. */
+    database?: { db: Knex; url: string };
   } = {},
 ): Promise<TestGateway> {
-  const settings = testSettings(t.database.url, {
+  const database = options.database ?? t.database;
+  const settings = testSettings(database.url, {
     Environment: 'Development',
     // The same key as the app's, so both read the one CA row.
     Secrets__EncryptionKey: t.settings.encryptionKey!.toString('base64'),
@@ -43,7 +47,7 @@ export async function startTestGateway(
   const ca = await loadOrCreateAgentCa(t.database.db, settings.encryptionKey!);
   const tls = options.plaintext ? undefined : await issueServerCertificate(ca, ['localhost', '127.0.0.1']);
   const listener = createAgentListener({
-    db: t.database.db,
+    db: database.db,
     logger: options.logger ?? pino({ level: 'silent' }),
     settings,
     ca,
