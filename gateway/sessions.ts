@@ -371,7 +371,8 @@ export class AgentSessions {
 
   /**
    * Every heartbeat interval: WebSockets that did not answer the last ping are dropped; the
-   * others count as seen (an agent that sends nothing new is still there); then agents of any
+   * others count as seen (an agent that sends nothing new is still there, its row stamped
+   * unless a report of its own did so within the interval); then agents of any
    * replica not seen for three intervals become offline.
    */
   private async sweep(): Promise<void> {
@@ -386,7 +387,8 @@ export class AgentSessions {
       session.ws.ping();
       if (!session.pending) alive.push(agentId);
     }
-    await touchAgents(this.db, alive);
+    // An agent that reported since the last sweep was stamped by its report.
+    await touchAgents(this.db, alive, this.options.heartbeatSeconds);
     await this.db.transaction(async (trx) => {
       const silent = await markSilentAgentsOffline(trx, 3 * this.options.heartbeatSeconds);
       for (const agent of silent) this.httpSent.delete(agent.id);

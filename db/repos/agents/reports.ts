@@ -335,15 +335,22 @@ export async function applySessionStarts(
   );
 }
 
-/** Stamps `last_seen_at` of agents whose WebSocket answered a ping (a silent agent is still there). */
-export async function touchAgents(db: Db, ids: string[]): Promise<void> {
+/**
+ * Stamps `last_seen_at` of agents whose WebSocket answered a ping (a silent agent is still
+ * there), unless it is younger than `freshSeconds`: an agent that heartbeats was stamped by
+ * its own report, and writing its row again would double the fleet's steady writes.
+ */
+export async function touchAgents(db: Db, ids: string[], freshSeconds: number): Promise<void> {
   // Rows an agent's own report holds are skipped (that report stamps them), and the rest are
-  // locked in id order, as report batches lock theirs: the two never deadlock.
+  // locked in id order, as report batches lock theirs: the two never deadlock. Only the rows
+  // selected are locked, so a fresh row is neither locked nor written.
   for (let i = 0; i < ids.length; i += 5000) {
     await db.raw(
       `UPDATE agents SET last_seen_at = now()
-        WHERE id IN (SELECT id FROM agents WHERE id = ANY(?::uuid[]) AND status = 'online' ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)`,
-      [ids.slice(i, i + 5000)],
+        WHERE id IN (SELECT id FROM agents
+                      WHERE id = ANY(?::uuid[]) AND status = 'online' AND last_seen_at < now() - make_interval(secs => ?)
+                      ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)`,
+      [ids.slice(i, i + 5000), freshSeconds],
     );
   }
 }
