@@ -13,7 +13,7 @@ import type { Lookups } from './lookups';
 import type { ReportBatcher } from './report-batcher';
 import type { AgentSessions } from './sessions';
 import type { SessionStarts } from './session-starts';
-import type { SequenceTracker } from './status';
+import type { SequenceTracker, SessionClose } from './status';
 
 export interface ListenerContext {
   db: Knex;
@@ -35,6 +35,8 @@ export interface ListenerContext {
   /** WebSocket sessions' first messages, written in batches. */
   starts: SessionStarts;
   sessions: AgentSessions;
+  /** Marks a closed WebSocket session's agent offline, in a batch with other closes. */
+  closed: (close: SessionClose) => Promise<void>;
   /** Offline updates still running, so close() can wait for them. */
   pending: Set<Promise<unknown>>;
   /** Sessions that `close()` marks offline all at once: their own close leaves that alone. */

@@ -26,7 +26,7 @@ import { SessionStarts } from './session-starts';
 import { AgentSessions } from './sessions';
 import { rotateTicketKeys, SESSION_ID_CONTEXT, TICKET_PERIOD_SECONDS } from './session-tickets';
 import { closeListener } from './shutdown';
-import { SequenceTracker } from './status';
+import { SequenceTracker, sessionCloses } from './status';
 import { upgradeHandler } from './websocket';
 
 export { OPAMP_PATH } from './opamp-path';
@@ -87,6 +87,7 @@ function listenerContext(deps: AgentListenerDeps): ListenerContext {
       minReissueSeconds: deps.minReissueSeconds ?? MIN_REISSUE_SECONDS,
     },
     sequences: new SequenceTracker(),
+    closed: sessionCloses(db),
     flaps,
     reports: new ReportBatcher(db, logger),
     starts: new SessionStarts(db, logger, flaps),

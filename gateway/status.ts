@@ -32,6 +32,7 @@ import {
 import type { SettingsOffer, WantedSettings } from './handover-offers';
 import { OPAMP_SOURCE } from './enrollment';
 import type { ReportBatcher } from './report-batcher';
+import { Coalescer } from './coalescer';
 
 /** What the server offers; certificates (AcceptsConnectionSettingsRequest) only over TLS. */
 export function serverCapabilities(tls: boolean): bigint {
@@ -229,6 +230,36 @@ export function disconnectedEvents(agents: Array<{ id: string; tenantId: string 
     subject: agent.id,
     data: { agentId: agent.id, reason },
   }));
+}
+
+/** A WebSocket session that closed, and why (`websocket closed (1006)`). */
+export interface SessionClose {
+  agentId: string;
+  sessionId: string;
+  reason: string;
+}
+
+/**
+ * Closed WebSocket sessions' agents marked offline many to a transaction (a mass disconnect:
+ * a network blip, a load balancer restarted), each only while its session still speaks for
+ * it, with its `agent.disconnected` event: `setOffline`, batched.
+ */
+export function sessionCloses(db: Knex): (close: SessionClose) => Promise<void> {
+  const batches = new Coalescer<SessionClose, void>(
+    async (closes) => {
+      await db.transaction(async (trx) => {
+        const changed = await markSessionsOffline(trx, closes, { countDisconnects: true });
+        const reasons = new Map(closes.map((close) => [close.agentId, close.reason]));
+        await emitEvents(
+          trx,
+          changed.flatMap((agent) => disconnectedEvents([agent], reasons.get(agent.id)!)),
+        );
+      });
+      return closes.map(() => undefined);
+    },
+    { maxBatch: 1000, maxInFlight: 2, keyOf: (close) => close.agentId },
+  );
+  return (close) => batches.submit(close);
 }
 
 /** `setOffline` for many WebSocket sessions at once (a replica stopping), in one transaction. */

@@ -22,7 +22,7 @@ import { OPAMP_PATH, pathOf } from './opamp-path';
 import { refusalText, refusedAgent, tryLater, type Refusal } from './refusals';
 import { serveMessage } from './serve-message';
 import type { AdoptedSession, WsSession } from './sessions';
-import { DATABASE_RETRY_SECONDS, retryLaterReply, setOffline } from './status';
+import { DATABASE_RETRY_SECONDS, retryLaterReply } from './status';
 
 /** WebSocket close codes (RFC 6455) for what an agent did wrong. */
 export const CLOSE = {
@@ -113,7 +113,7 @@ function runSession(ctx: ListenerContext, ws: WebSocket, credential: Credential)
     if (!session.pending && !ctx.closedByShutdown.has(session.id))
       track(
         ctx,
-        queue.then(() => setOffline(ctx.db, id, `websocket closed (${code})`, session.id)),
+        queue.then(() => ctx.closed({ agentId: id, sessionId: session.id, reason: `websocket closed (${code})` })),
       );
   });
 }

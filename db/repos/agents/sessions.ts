@@ -123,18 +123,20 @@ export async function countSessionStarts(db: Db, ids: string[], rule: SessionRul
 }
 
 /**
- * Marks offline, at once, the agents of WebSocket sessions a replica is closing (it stops):
- * each only while that session still speaks for it (one that reconnected elsewhere stays
- * online). Rows are locked in id order, as report batches lock theirs. Returns the agents
- * that went offline.
+ * Marks offline, at once, the agents of WebSocket sessions that closed (`countDisconnects`:
+ * each agent's own close, counted in its `disconnects`) or that a replica is closing as it
+ * stops (not counted: the agent did not go): each only while that session still speaks for
+ * it (one that reconnected elsewhere stays online). Rows are locked in id order, as report
+ * batches lock theirs. Returns the agents that went offline.
  */
 export async function markSessionsOffline(
   db: Db,
   sessions: Array<{ agentId: string; sessionId: string }>,
+  { countDisconnects = false } = {},
 ): Promise<Array<{ id: string; tenantId: string }>> {
   if (sessions.length === 0) return [];
   const { rows } = await db.raw(
-    `UPDATE agents SET status = 'offline', updated_at = now()
+    `UPDATE agents SET status = 'offline', updated_at = now()${countDisconnects ? ', disconnects = disconnects + 1' : ''}
       WHERE id IN (SELECT a.id FROM agents a
                      JOIN unnest(?::uuid[], ?::uuid[]) AS s(agent_id, session_id)
                        ON a.id = s.agent_id AND a.session_id = s.session_id
