@@ -43,12 +43,16 @@ afterAll(async () => {
   await connection?.close().catch(() => {});
 });
 
-test('starting a rollout with Temporal down is a 503 with Retry-After at once; the rollout stays pending', async () => {
-  const operator = await t.token('default.operator');
-  const [v1] = await publishConfiguration(t, operator, ['down: 1\n']);
-  const group = await t.call('POST', '/api/groups', { token: operator, body: { name: 'temporal-down' } });
-  await seedAgents(t.database.db, 'default', 2, () => ({ group_id: group.body.id, status: 'online' }));
-  const created = await t.call('POST', '/api/rollouts', {
+/**
+ * A pending rollout on `app` to a new group (with `agents` seeded online), its start sent:
+ * answers the start's response and a reader of the rollout's state.
+ */
+async function startRollout(app: TestApp, name: string, agents = 0) {
+  const operator = await app.token('default.operator');
+  const [v1] = await publishConfiguration(app, operator, [`${name}: 1\n`]);
+  const group = await app.call('POST', '/api/groups', { token: operator, body: { name } });
+  await seedAgents(app.database.db, 'default', agents, () => ({ group_id: group.body.id, status: 'online' }));
+  const created = await app.call('POST', '/api/rollouts', {
     token: operator,
     body: {
       configurationId: v1!.configurationId,
@@ -58,13 +62,19 @@ test('starting a rollout with Temporal down is a 503 with Retry-After at once; t
     },
   });
   expect(created.status).toBe(201);
+  const started = await app.call('POST', `/api/rollouts/${created.body.id}/start`, { token: operator });
+  const state = async () =>
+    (await app.call('GET', `/api/rollouts/${created.body.id}`, { token: operator })).body.state as string;
+  return { started, state, operator };
+}
 
-  const started = await t.call('POST', `/api/rollouts/${created.body.id}/start`, { token: operator });
+test('starting a rollout with Temporal down is a 503 with Retry-After at once; the rollout stays pending', async () => {
+  const { started, state, operator } = await startRollout(t, 'temporal-down', 2);
   expect(started.status).toBe(503);
   expect(started.headers.get('content-type')).toContain('application/problem+json');
   expect(started.headers.get('retry-after')).toBe('5');
   expect(started.body.detail).toMatch(/^Temporal does not answer \(.+\); nothing was sent\. Retry shortly\.$/);
-  expect((await t.call('GET', `/api/rollouts/${created.body.id}`, { token: operator })).body.state).toBe('pending');
+  expect(await state()).toBe('pending');
   // Reads need no workflow.
   expect((await t.call('GET', '/api/fleet/summary', { token: operator })).status).toBe(200);
 }, 20_000);
@@ -114,29 +124,13 @@ test('with no worker serving its task queue, an operation is a 503 at once sayin
   const taskQueue = `no-worker-${randomBytes(4).toString('hex')}`;
   const alone = await startTestApp({ Temporal__TaskQueue: taskQueue }, { temporal: new Client({ connection }) });
   try {
-    const operator = await alone.token('default.operator');
-    const [v1] = await publishConfiguration(alone, operator, ['no worker: 1\n']);
-    const group = await alone.call('POST', '/api/groups', { token: operator, body: { name: 'no-worker' } });
-    const created = await alone.call('POST', '/api/rollouts', {
-      token: operator,
-      body: {
-        configurationId: v1!.configurationId,
-        version: 1,
-        target: { groupIds: [group.body.id] },
-        strategy: { batchSize: 1 },
-      },
-    });
-    expect(created.status).toBe(201);
-
-    const started = await alone.call('POST', `/api/rollouts/${created.body.id}/start`, { token: operator });
+    const { started, state } = await startRollout(alone, 'no-worker');
     expect(started.status).toBe(503);
     expect(started.headers.get('retry-after')).toBe('30');
     expect(started.body.detail).toBe(
       `No worker has polled task queue ${taskQueue} for 90 s, so the rollout's workflow cannot take the operation; nothing was sent. Start a worker or read its logs, then retry.`,
     );
-    expect((await alone.call('GET', `/api/rollouts/${created.body.id}`, { token: operator })).body.state).toBe(
-      'pending',
-    );
+    expect(await state()).toBe('pending');
   } finally {
     await alone.close();
     await connection.close();
@@ -151,29 +145,14 @@ test('with a Temporal server that takes connections and never answers, an operat
   const connection = Connection.lazy({ address: `127.0.0.1:${(silent.address() as { port: number }).port}` });
   const hung = await startTestApp({}, { temporal: new Client({ connection }) });
   try {
-    const operator = await hung.token('default.operator');
-    const [v1] = await publishConfiguration(hung, operator, ['hung: 1\n']);
-    const group = await hung.call('POST', '/api/groups', { token: operator, body: { name: 'temporal-hung' } });
-    const created = await hung.call('POST', '/api/rollouts', {
-      token: operator,
-      body: {
-        configurationId: v1!.configurationId,
-        version: 1,
-        target: { groupIds: [group.body.id] },
-        strategy: { batchSize: 1 },
-      },
-    });
-    expect(created.status).toBe(201);
-
-    const started = await hung.call('POST', `/api/rollouts/${created.body.id}/start`, { token: operator });
+    // Creating it answers too: its workflow's start, sent once the rollout is committed, is given up on in about 2 s.
+    const { started, state } = await startRollout(hung, 'temporal-hung');
     expect(started.status).toBe(503);
     expect(started.headers.get('retry-after')).toBe('5');
     expect(started.body.detail).toBe(
       'Temporal stopped answering while the operation was on its way (no answer to a probe within 1 s); it may still be applied when Temporal is back. Retry shortly: if it was applied, the retry answers 409 with the state it is in.',
     );
-    expect((await hung.call('GET', `/api/rollouts/${created.body.id}`, { token: operator })).body.state).toBe(
-      'pending',
-    );
+    expect(await state()).toBe('pending');
   } finally {
     for (const socket of held) socket.destroy();
     await new Promise<void>((resolve) => silent.close(() => resolve()));
