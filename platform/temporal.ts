@@ -52,14 +52,14 @@ export class NoWorker extends Error {
  * Sends a call to Temporal (`send`), and answers its answer. First, and together: is the
  * server there (refused or reset: TemporalDown, nothing sent), and, for an Update a workflow on
  * `updateOn` must take, does a worker poll that task queue (none for WORKER_GONE_MS: NoWorker,
- * nothing sent). Once sent, the call is watched: when it has not answered within CALL_WATCH_MS
- * (at once when the server was already silent to the first probe), the server is probed again,
- * and refused, or silent for TEMPORAL_PROBE_MS, is TemporalLost. A server that answers the
- * probes is only slow (a busy machine), and the call goes on to its own deadline. A call given
- * up on is cancelled (what reached the server may still be applied).
+ * nothing sent). Once sent, the call is watched: every CALL_WATCH_MS while it has not
+ * answered, the server is probed again; refused, or silent to two probes in a row (the first
+ * may be the one before sending), is TemporalLost, so a hung server is found out in about 2 s.
+ * A server that answers the probes is only slow (a busy machine), and the call goes on to its
+ * own deadline. A call given up on is cancelled (what reached the server may still be applied).
  */
 export async function sendToTemporal<T>(client: Client, send: () => Promise<T>, updateOn?: string): Promise<T> {
-  const [answer] = await Promise.all([
+  const [first] = await Promise.all([
     probeServer(client).catch((error: unknown) => {
       throw new TemporalDown((error as Error).message);
     }),
@@ -73,29 +73,32 @@ export async function sendToTemporal<T>(client: Client, send: () => Promise<T>, 
     () => (answered = true),
     () => (answered = true),
   );
-  let timer: NodeJS.Timeout | undefined;
-  const watched = new Promise<void>(
-    (resolve) => (timer = setTimeout(resolve, answer === 'silent' ? 0 : CALL_WATCH_MS)),
-  );
-  await Promise.race([settled, watched]);
-  clearTimeout(timer);
-  if (!answered) {
-    const lost = await Promise.race([
-      probeServer(client).then(
-        (again) =>
-          again === 'silent'
-            ? new TemporalLost(`no answer to a probe within ${TEMPORAL_PROBE_MS / 1000} s`)
-            : undefined,
-        (error: unknown) => new TemporalLost((error as Error).message),
-      ),
+  // Two silent probes in a row are a hung server; one is a busy moment (a stalled event loop).
+  let silences = first === 'silent' ? 1 : 0;
+  while (!answered) {
+    if (silences === 0) await Promise.race([settled, delay(CALL_WATCH_MS)]);
+    if (answered) break;
+    const probe = await Promise.race([
+      probeServer(client).catch((error: unknown) => error as Error),
       settled.then(() => undefined),
     ]);
-    if (lost && !answered) {
+    if (answered || probe === undefined) break;
+    let lost: TemporalLost | undefined;
+    if (probe instanceof Error) lost = new TemporalLost(probe.message);
+    else if (probe === 'answered') silences = 0;
+    else if (++silences >= 2)
+      lost = new TemporalLost(`no answer to two probes in a row, ${TEMPORAL_PROBE_MS / 1000} s each`);
+    if (lost) {
       abandon.abort();
       throw lost;
     }
   }
   return call;
+}
+
+/** Resolves after `ms`, without holding the process open. */
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 /** gRPC status codes. */

@@ -150,7 +150,7 @@ test('with a Temporal server that takes connections and never answers, an operat
     expect(started.status).toBe(503);
     expect(started.headers.get('retry-after')).toBe('5');
     expect(started.body.detail).toBe(
-      'Temporal stopped answering while the operation was on its way (no answer to a probe within 1 s); it may still be applied when Temporal is back. Retry shortly: if it was applied, the retry answers 409 with the state it is in.',
+      'Temporal stopped answering while the operation was on its way (no answer to two probes in a row, 1 s each); it may still be applied when Temporal is back. Retry shortly: if it was applied, the retry answers 409 with the state it is in.',
     );
     expect(await state()).toBe('pending');
   } finally {
