@@ -3,7 +3,7 @@ import { publishConfiguration } from '../support/configurations';
 import { seedAgents } from '../support/agents-seed';
 import { eventually } from '../support/eventually';
 import { startScript } from '../support/processes';
-import { startRolloutEnv, type RolloutEnv } from '../support/rollout-env';
+import { startRolloutEnv, untilWorkerPolls, type RolloutEnv } from '../support/rollout-env';
 import { expectRolloutCreatedAsShown } from '../support/events';
 
 let env: RolloutEnv;
@@ -390,6 +390,7 @@ test('the worker killed mid-rollout and started again: the rollout resumes, no a
   await env.stopWorker();
   let worker = startScript('worker/main.ts', [], env.workerEnv());
   try {
+    await untilWorkerPolls(env, worker.pid!);
     const rollout = await createRollout({
       configurationId: v1!.configurationId,
       version: 1,

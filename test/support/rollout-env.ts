@@ -157,6 +157,22 @@ export async function untilWorkflowIdle(handle: WorkflowHandle, timeoutMs = 20_0
   }, timeoutMs);
 }
 
+/**
+ * Once the worker process `pid` polls the environment's task queue for workflow tasks (its
+ * default identity is `<pid>@<host>`): a process just spawned takes seconds to bundle its
+ * workflows, and an operation sent before then waits for it.
+ */
+export async function untilWorkerPolls(env: RolloutEnv, pid: number, timeoutMs = 30_000): Promise<void> {
+  await eventually(async () => {
+    const { pollers } = await env.client.workflowService.describeTaskQueue({
+      namespace: env.client.options.namespace,
+      taskQueue: { name: env.taskQueue, kind: 1 }, // TaskQueueKind NORMAL
+      taskQueueType: 1, // TaskQueueType WORKFLOW
+    });
+    expect((pollers ?? []).map((poller) => poller.identity?.split('@')[0])).toContain(String(pid));
+  }, timeoutMs);
+}
+
 /** The rollout as `GET /api/rollouts/{id}` shows it once `check` passes on it (read again until then). */
 export function waitForRollout(
   env: RolloutEnv,
