@@ -30,10 +30,10 @@ export function createTemporal(settings: Pick<Settings, 'temporal'>) {
 /** How long a probe waits for the Temporal server's answer. */
 export const TEMPORAL_PROBE_MS = 1_000;
 
-/** How long a call sent to Temporal waits for its answer before the api asks whether the server is still there. */
+/** How long a call sent to Temporal waits for its answer before the api asks whether the server is still there, and again between probes. */
 export const CALL_WATCH_MS = 1_500;
 
-/** Temporal cannot be reached (refused, reset, or silent): nothing was sent to it. */
+/** The Temporal server refused or reset the connection before a call: nothing was sent to it. */
 export class TemporalDown extends Error {
   override readonly name = 'TemporalDown';
 }
