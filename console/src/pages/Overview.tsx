@@ -296,9 +296,17 @@ function useLatestEvents() {
 }
 
 function putOnTop(queryClient: QueryClient, event: CloudEvent): void {
-  queryClient.setQueryData<CloudEvent[]>(LATEST_KEY, (shown) =>
-    shown && !shown.some((one) => one.id === event.id) ? [event, ...shown].slice(0, LATEST_EVENTS) : shown,
-  );
+  const put = () =>
+    queryClient.setQueryData<CloudEvent[]>(LATEST_KEY, (shown) =>
+      shown && !shown.some((one) => one.id === event.id)
+        ? [event, ...shown].sort((a, b) => b.time.localeCompare(a.time)).slice(0, LATEST_EVENTS)
+        : shown,
+    );
+  put();
+  // A read under way (after a gap) may have been made before the event was committed: its
+  // answer would replace the page without it, so the event goes on top again once it is in.
+  if (queryClient.isFetching({ queryKey: LATEST_KEY }) > 0)
+    void queryClient.refetchQueries({ queryKey: LATEST_KEY }, { cancelRefetch: false }).then(put);
 }
 
 function LatestEvents() {
