@@ -145,8 +145,8 @@ async function probeServer(client: Client): Promise<'answered' | 'silent'> {
 export const WORKER_GONE_MS = 90_000;
 
 /** Temporal's enums, by number: TaskQueueKind NORMAL, TaskQueueType WORKFLOW. */
-const NORMAL_QUEUE = 1;
-const WORKFLOW_TASKS = 1;
+export const NORMAL_QUEUE = 1;
+export const WORKFLOW_TASKS = 1;
 
 /**
  * Throws NoWorker when no worker has polled `taskQueue` for WORKER_GONE_MS. Any other outcome

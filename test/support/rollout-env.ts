@@ -8,6 +8,7 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, Runtime, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import type { Outbound } from '../../platform/outbound';
+import { NORMAL_QUEUE, WORKFLOW_TASKS } from '../../platform/temporal';
 import { startWorker, type WorkerHandle } from '../../worker/run';
 import { fleetCensusWorkflowId, outboxRetentionWorkflowId, peerHealthWorkflowId } from '../../workflows/definitions';
 import { issueBootstrapToken, startTestGateway, type TestGateway } from './agent-gateway';
@@ -166,8 +167,8 @@ export async function untilWorkerPolls(env: RolloutEnv, pid: number, timeoutMs =
   await eventually(async () => {
     const { pollers } = await env.client.workflowService.describeTaskQueue({
       namespace: env.client.options.namespace,
-      taskQueue: { name: env.taskQueue, kind: 1 }, // TaskQueueKind NORMAL
-      taskQueueType: 1, // TaskQueueType WORKFLOW
+      taskQueue: { name: env.taskQueue, kind: NORMAL_QUEUE },
+      taskQueueType: WORKFLOW_TASKS,
     });
     expect((pollers ?? []).map((poller) => poller.identity?.split('@')[0])).toContain(String(pid));
   }, timeoutMs);
