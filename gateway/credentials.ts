@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { verifyAgentCertificate, verifyAuthorizedPeer } from '../domain/certificates';
+import { commonName, verifyAgentCertificate, verifyAuthorizedPeer } from '../domain/certificates';
 import { checkCredential, tokenFromRequest, type Credential } from './enrollment';
 import type { ListenerContext } from './listener-context';
 
@@ -24,10 +24,12 @@ export async function credentialOf(
 /** At the handshake: a certificate of another CA closes the connection; ours is mapped to its agent. */
 export function checkClientCertificate(ctx: ListenerContext, socket: TLSSocket): void {
   const { db, ca, logger, sessions } = ctx;
-  const peer = socket.getPeerCertificate();
-  if (!peer?.raw) return;
+  // Not getPeerCertificate(): it computes every field, fingerprints and public key included
+  // (3 % of the gateway's CPU in a reconnect storm in perf, and ~1.8 KiB kept per socket).
+  const peer = socket.getPeerX509Certificate();
+  if (!peer) return;
   // Our leaves name their agent in the CN; another CA's name only its holder's claim.
-  const claimed = { agentId: peer.subject?.CN, serial: peer.serialNumber };
+  const claimed = { agentId: commonName(peer.subject), serial: peer.serialNumber };
   if (!socket.authorized) {
     logger.info({ ...claimed, reason: socket.authorizationError }, 'agent certificate refused at the handshake');
     socket.destroy();
@@ -61,7 +63,7 @@ export function checkClientCertificate(ctx: ListenerContext, socket: TLSSocket):
 }
 
 /** The certificate's validity period includes now. */
-function validNow(peer: { valid_from: string; valid_to: string }): boolean {
+function validNow(peer: { validFrom: string; validTo: string }): boolean {
   const now = Date.now();
-  return Date.parse(peer.valid_from) <= now && now <= Date.parse(peer.valid_to);
+  return Date.parse(peer.validFrom) <= now && now <= Date.parse(peer.validTo);
 }

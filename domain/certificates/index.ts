@@ -10,6 +10,7 @@ export { issueLeafCertificate, agentUri, type IssuedLeaf } from './leaf';
 export {
   verifyAgentCertificate,
   verifyAuthorizedPeer,
+  commonName,
   CertificateRejectedError,
   type AgentIdentity,
   type CertificateRefusal,

@@ -22,7 +22,7 @@ export interface AgentIdentity {
 const AGENT_URI = /^urn:fleet:agent:([^/]+)\/([0-9a-f-]{36})$/i;
 
 /**
- * Maps the client certificate an agent presented (DER from `getPeerCertificate().raw`,
+ * Maps the client certificate an agent presented (DER from `getPeerX509Certificate().raw`,
  * or PEM) to the agent, if it is signed by our CA, within its validity, one we recorded
  * issuing to that agent, and not revoked. Reads the database on every call, so a
  * revocation is seen by the next handshake on any replica.
@@ -58,11 +58,18 @@ export async function verifyAgentCertificate(
   return identity;
 }
 
-/** What Node's TLS layer reports of a peer certificate (`tls.PeerCertificate`), the parts we read. */
+/**
+ * What Node reports of a peer certificate (`crypto.X509Certificate`, from the socket's
+ * `getPeerX509Certificate()`), the parts we read: its fields are computed when read, where
+ * `getPeerCertificate()` builds every field, fingerprints and public key included, on each
+ * handshake.
+ */
 export interface VerifiedPeer {
   serialNumber: string;
-  subject?: { CN?: string | string[] };
-  subjectaltname?: string;
+  /** The subject's attributes, one `KEY=value` a line. */
+  subject: string;
+  /** `URI:…, DNS:…`; undefined without the extension. */
+  subjectAltName?: string;
 }
 
 /**
@@ -78,14 +85,14 @@ export async function verifyAuthorizedPeer(
   findCertificate: (serial: string) => Promise<AgentCertificateRow | undefined> = (serial) =>
     findAgentCertificate(db, serial),
 ): Promise<AgentIdentity | undefined> {
-  const uris = (peer.subjectaltname ?? '')
+  const uris = (peer.subjectAltName ?? '')
     .split(', ')
     .filter((name) => name.startsWith('URI:'))
     .map((name) => AGENT_URI.exec(name.slice(4)))
     .filter((match) => match !== null);
-  const cn = peer.subject?.CN;
+  const cn = commonName(peer.subject);
   const match = uris.length === 1 ? uris[0]! : undefined;
-  if (!match || typeof cn !== 'string' || cn.toLowerCase() !== match[2]!.toLowerCase()) return undefined;
+  if (!match || cn?.toLowerCase() !== match[2]!.toLowerCase()) return undefined;
   let serial = peer.serialNumber.toLowerCase();
   if (serial.length % 2 === 1) serial = `0${serial}`;
   const identity = { tenantId: match[1]!, agentId: match[2]!.toLowerCase(), serial };
@@ -103,6 +110,16 @@ export async function verifyAuthorizedPeer(
       `the certificate ${serial} was revoked at ${row.revoked_at.toISOString()}`,
     );
   return identity;
+}
+
+/**
+ * The subject's one CN, as Node prints it; undefined when there is none or more than one. A
+ * value Node had to escape is not an agent id, so the fast path declines it (the full check
+ * then parses the certificate itself).
+ */
+export function commonName(subject: string): string | undefined {
+  const names = subject.split('\n').filter((line) => line.startsWith('CN='));
+  return names.length === 1 ? names[0]!.slice(3) : undefined;
 }
 
 function parse(presented: string | Uint8Array): x509.X509Certificate {

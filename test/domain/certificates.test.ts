@@ -14,7 +14,7 @@ import {
 } from '../../domain/certificates/ca';
 import { checkCsr } from '../../domain/certificates/csr';
 import { issueLeafCertificate } from '../../domain/certificates/leaf';
-import { verifyAgentCertificate } from '../../domain/certificates/verify';
+import { commonName, verifyAgentCertificate, verifyAuthorizedPeer } from '../../domain/certificates/verify';
 import { x509 } from '../../domain/certificates/x509';
 import { DecryptionError } from '../../platform/secrets';
 import { createTestDatabase, type TestDatabase } from '../support/database';
@@ -249,7 +249,7 @@ describe('agent CA', () => {
     ).toBe(true);
   });
 
-  test('a real TLS handshake accepts the leaf as a client certificate and the peer certificate maps to the agent', async () => {
+  test('a real TLS handshake accepts the leaf as a client certificate and the peer certificate maps to the agent, by the full check and by the fast one', async () => {
     const agentId = randomUUID();
     const clientKeys = await keys();
     const csr = await x509.Pkcs10CertificateRequestGenerator.create({
@@ -281,7 +281,8 @@ describe('agent CA', () => {
     });
     const mapped = new Promise((resolve, reject) =>
       server.once('secureConnection', (socket: TLSSocket) => {
-        verifyAgentCertificate(database.db, ca, socket.getPeerCertificate().raw)
+        const peer = socket.getPeerX509Certificate()!;
+        Promise.all([verifyAgentCertificate(database.db, ca, peer.raw), verifyAuthorizedPeer(database.db, peer)])
           .then(resolve, reject)
           .finally(() => socket.end());
       }),
@@ -297,7 +298,8 @@ describe('agent CA', () => {
     });
     client.on('error', () => undefined);
     try {
-      await expect(mapped).resolves.toEqual({ tenantId: TENANT, agentId, serial: leaf.serial });
+      const identity = { tenantId: TENANT, agentId, serial: leaf.serial };
+      await expect(mapped).resolves.toEqual([identity, identity]);
     } finally {
       client.destroy();
       await new Promise((resolve) => server.close(resolve));
@@ -342,6 +344,19 @@ describe('agent CA', () => {
     await expect(loadAgentCaFromFiles(join(dir, 'leaf.pem'), join(dir, 'ca.key'))).rejects.toMatchObject({
       reason: 'not-a-ca',
     });
+  });
+});
+
+describe('commonName (the subject as Node prints it)', () => {
+  test('the one CN, wherever it is among the attributes', () => {
+    expect(commonName('CN=3f0c7c9e-0000-4000-8000-000000000001')).toBe('3f0c7c9e-0000-4000-8000-000000000001');
+    expect(commonName('C=DE\nO=Example\nCN=otelcol')).toBe('otelcol');
+  });
+
+  test('none, or two, is no name: the fast path declines and the full check decides', () => {
+    expect(commonName('O=Example')).toBeUndefined();
+    expect(commonName('CN=a\nCN=b')).toBeUndefined();
+    expect(commonName('')).toBeUndefined();
   });
 });
 
