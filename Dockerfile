@@ -46,12 +46,17 @@ FROM node:24-bookworm-slim
 # libjemalloc2: the agent listener's memory under reconnect storms. With glibc malloc, each
 # round of all agents reconnecting left fragmented native memory behind (RSS grew round after
 # round); with jemalloc it stays at the connected level (docs/performance.md).
+# MALLOC_CONF: allocations of 32 KiB and more (each TLS socket's 64 KiB read buffer, of which
+# an idle agent's socket touches a page) from an arena of their own that gives their pages
+# back when freed: a reused buffer no longer brings back pages small allocations had filled.
+# bench/allocator.ts runs the benches with the same value.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates libjemalloc2 \
  && ln -s "$(find /usr/lib -name libjemalloc.so.2 | head -n 1)" /usr/local/lib/libjemalloc.so.2 \
  && rm -rf /var/lib/apt/lists/*
 
 ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2 \
+    MALLOC_CONF=oversize_threshold:32768 \
     NODE_ENV=production \
     NPM_CONFIG_UPDATE_NOTIFIER=false \
     NPM_CONFIG_FUND=false \

@@ -1,7 +1,7 @@
 /**
  * npm run bench:hostile-content — what uploads built to cost the parser do to an api replica.
  *
- * One replica (bench/api-server.ts, its own process, jemalloc preloaded when installed) on an
+ * One replica (bench/api-server.ts, its own process, with the image's allocator when installed) on an
  * embedded Postgres. For each shape, `--concurrency` uploads of it run at once, `--rounds`
  * times, while one client asks `GET /healthz` back to back and the replica's RSS is read from
  * /proc every 20 ms. Printed per shape: the uploads' statuses and durations, /healthz p50,
@@ -14,7 +14,8 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { benchPat, freePort, jemalloc, runBench, startApiProcess, startBenchDatabase } from './support';
+import { imageAllocator } from './allocator';
+import { benchPat, freePort, runBench, startApiProcess, startBenchDatabase } from './support';
 
 const { values: args } = parseArgs({
   options: {
@@ -47,14 +48,14 @@ function rssMiB(pid: number): number {
 
 async function main() {
   const database = await startBenchDatabase(await freePort());
-  const preload = jemalloc();
-  const replica = await startApiProcess(database.url, preload ? { LD_PRELOAD: preload } : {});
+  const allocator = imageAllocator();
+  const replica = await startApiProcess(database.url, allocator);
   try {
     const token = await benchPat(database.db, 'operator', 'bench-hostile');
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const idle = rssMiB(replica.pid);
     const out = [
-      `Hostile contents — ${concurrency} uploads at once, ${rounds} rounds a shape, against one api replica; ${os.cpus().length} cores, node ${process.version}, ${preload ? 'jemalloc' : 'glibc malloc'}, load average ${os.loadavg()[0]!.toFixed(2)} at the start; replica RSS idle ${idle.toFixed(0)} MiB`,
+      `Hostile contents — ${concurrency} uploads at once, ${rounds} rounds a shape, against one api replica; ${os.cpus().length} cores, node ${process.version}, ${allocator.MALLOC_CONF ? `jemalloc (${allocator.MALLOC_CONF})` : 'glibc malloc'}, load average ${os.loadavg()[0]!.toFixed(2)} at the start; replica RSS idle ${idle.toFixed(0)} MiB`,
       `reproduce: npm run bench:hostile-content -- --concurrency ${concurrency} --rounds ${rounds}`,
     ];
     for (const shape of SHAPES) {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -107,7 +107,7 @@ export function cpuSecondsOfTree(pid: number): number {
 
 /**
  * bench/api-server.ts in a process of its own, on `databaseUrl` (Production settings, and
- * `env`). BENCH_CPU_PROF=<dir> writes its CPU profile there; `preload` is LD_PRELOAD (an allocator).
+ * `env`; with imageAllocator() there, the image's allocator). BENCH_CPU_PROF=<dir> writes its CPU profile there.
  */
 export async function startApiProcess(databaseUrl: string, env: Record<string, string> = {}) {
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
@@ -154,14 +154,6 @@ export function openFilesLimits(): { soft: number; hard: number } {
     .find((l) => l.startsWith('Max open files'));
   const [soft, hard] = line!.split(/\s+/).slice(3, 5).map(Number);
   return { soft: soft!, hard: hard! };
-}
-
-/** Debian's jemalloc, as the image preloads it; undefined (with a line saying so) when it is missing. */
-export function jemalloc(): string | undefined {
-  const library = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
-  if (existsSync(library)) return library;
-  process.stderr.write('libjemalloc2 is missing (apt-get install -y libjemalloc2): measuring with glibc malloc\n');
-  return undefined;
 }
 
 /** Runs a bench's main and exits with its outcome. */

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { IMAGE_MALLOC_CONF } from '../bench/allocator';
 import { loadSettings } from '../platform/settings';
 
 const root = path.resolve(__dirname, '..');
@@ -82,4 +83,11 @@ test('replicas: the load balancer is the one entry, HTTP and the agents’ port,
   expect(section('frontend http')).toEqual(expect.arrayContaining(['bind :8080', 'option forwardfor']));
   // WebSockets (the hub, OpAMP) outlive a request's timeouts.
   expect(section('defaults')).toContain('timeout tunnel 1h');
+});
+
+test('the benches measure with the allocator settings the image runs with', () => {
+  const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+  const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+  expect(runtime).toMatch(/^ENV LD_PRELOAD=\/usr\/local\/lib\/libjemalloc\.so\.2 \\\n {4}MALLOC_CONF=(\S+) \\$/m);
+  expect(runtime.match(/^ {4}MALLOC_CONF=(\S+) \\$/m)![1]).toBe(IMAGE_MALLOC_CONF);
 });
