@@ -10,16 +10,16 @@
  *                            [--rollout 10] [--stop-only] [--db-port 55438]
  *
  * Real parts: embedded Postgres, the gateway (bench/agent-gateway-server.ts) alone in a
- * child process with the image's allocator (bench/allocator.ts; its RSS is the
- * api's share for agents), the simulator (test/support/simulator.ts) in this one. Each agent enrolls with a bootstrap token, sends
- * a CSR, gets its certificate and reconnects with it (mTLS). `--per-token N` issues one
- * token per N agents (0: one token for all) to spread the lock on the token row; `--pool N`
- * is the gateway's Database:PoolMax; `--rollout P` rolls out in batches of P % (0: no
- * rollout phase); `--stop-only` enrols and connects the agents, then stops the replica under
- * them at once (skips the reconnect storms, heartbeats, push, rollout and clean stop).
- * `--db-port` is the embedded Postgres's port (another when the default is taken). The
- * reconnect line says how many TLS handshakes resumed a session; the RSS line, each
- * agent's share above idle and the heap / external split.
+ * child process with the image's allocator (bench/allocator.ts; its RSS is the api's share
+ * for agents), the simulator (test/support/simulator.ts) in this one. Each agent enrolls
+ * with a bootstrap token, sends a CSR, gets its certificate and reconnects with it (mTLS).
+ * `--per-token N` issues one token per N agents (0: one token for all) to spread the lock
+ * on the token row; `--pool N` is the gateway's Database:PoolMax; `--rollout P` rolls out
+ * in batches of P % (0: no rollout phase); `--stop-only` enrols and connects the agents,
+ * then stops the replica under them at once (skips the reconnect storms, heartbeats, push,
+ * rollout and clean stop). `--db-port` is the embedded Postgres's port (another when the
+ * default is taken). The reconnect line says how many TLS handshakes resumed a session; the
+ * RSS line, each agent's share above idle and the heap / external split.
  * 10,000 TLS sockets need more than 10,000 open files on both sides (`ulimit -n`).
  * BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there.
  */

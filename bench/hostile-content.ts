@@ -1,11 +1,11 @@
 /**
  * npm run bench:hostile-content — what uploads built to cost the parser do to an api replica.
  *
- * One replica (bench/api-server.ts, its own process, with the image's allocator when installed) on an
- * embedded Postgres. For each shape, `--concurrency` uploads of it run at once, `--rounds`
- * times, while one client asks `GET /healthz` back to back and the replica's RSS is read from
- * /proc every 20 ms. Printed per shape: the uploads' statuses and durations, /healthz p50,
- * p99 and max, and the replica's peak RSS.
+ * One replica (bench/api-server.ts, its own process, with the image's allocator when
+ * installed) on an embedded Postgres. For each shape, `--concurrency` uploads of it run at
+ * once, `--rounds` times, while one client asks `GET /healthz` back to back and the
+ * replica's RSS is read from /proc every 20 ms. Printed per shape: the uploads' statuses
+ * and durations, /healthz p50, p99 and max, and the replica's peak RSS.
  *
  * Shapes: the hostile ones (600 KB of nested `[`, 300,000 compact `- `, 90,000 aliases, a
  * million `[` of JSON), which the scan refuses before any parse, and an honest heavy one

@@ -107,7 +107,8 @@ export function cpuSecondsOfTree(pid: number): number {
 
 /**
  * bench/api-server.ts in a process of its own, on `databaseUrl` (Production settings, and
- * `env`; with imageAllocator() there, the image's allocator). BENCH_CPU_PROF=<dir> writes its CPU profile there.
+ * `env`; with imageAllocator() there, the image's allocator). BENCH_CPU_PROF=<dir> writes
+ * its CPU profile there.
  */
 export async function startApiProcess(databaseUrl: string, env: Record<string, string> = {}) {
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
