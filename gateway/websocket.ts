@@ -160,7 +160,9 @@ async function onMessage(ctx: ListenerContext, session: WsSession, data: RawData
   session.admitted = { ...served.admission, enrolled: false };
   if (!session.agentId) {
     session.agentId = served.agentId;
-    session.uid = message.instanceUid;
+    // A copy: on Node 24 (not 20) a TLS read hands over a view into a 64 KiB buffer that
+    // later reads share, and a kept 16-byte view would keep all of it alive per agent.
+    session.uid = new Uint8Array(message.instanceUid);
     const adopted = session as AdoptedSession;
     ctx.sessions.adopt(adopted);
     // A cut-off committed while this message was served found no session to close. The
