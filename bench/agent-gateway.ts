@@ -10,7 +10,7 @@
  *                            [--rollout 10] [--stop-only] [--db-port 55438]
  *
  * Real parts: embedded Postgres, the gateway (bench/agent-gateway-server.ts) alone in a
- * child process with the image's allocator (bench/allocator.ts; its RSS is the api's share
+ * child process with the image's runtime (bench/image-runtime.ts; its RSS is the api's share
  * for agents), the simulator (test/support/simulator.ts) in this one. Each agent enrolls
  * with a bootstrap token, sends a CSR, gets its certificate and reconnects with it (mTLS).
  * `--per-token N` issues one token per N agents (0: one token for all) to spread the lock
@@ -41,7 +41,7 @@ import type { SimulatedAgent } from '../scripts/agents/agent';
 import type { AgentMessage } from '../scripts/agents/opamp-client';
 import type { GatewayStats } from './agent-gateway-server';
 import { rolloutPhase } from './rollout';
-import { imageAllocator } from './allocator';
+import { imageRuntime } from './image-runtime';
 import { cpuSecondsOf, openFilesLimits, runBench, startBenchDatabase } from './support';
 
 const { values: args } = parseArgs({
@@ -73,8 +73,8 @@ const stopOnly = args['stop-only'];
 const TENANT = 'default';
 const SERVER_HEARTBEAT_SECONDS = 30;
 const MiB = 1024 * 1024;
-/** The gateway runs with the image's allocator (jemalloc and its settings), as a replica does. */
-const allocator = imageAllocator();
+/** The gateway runs with the image's allocator and V8 settings, as a replica does. */
+const runtime = imageRuntime();
 
 // ---------------------------------------------------------------------------------------
 // The gateway process
@@ -98,7 +98,7 @@ async function startGateway(databaseUrl: string): Promise<Gateway> {
     ],
     env: {
       ...process.env,
-      ...allocator,
+      ...runtime.env,
       Environment: 'Development',
       Database__Url: databaseUrl,
       Secrets__EncryptionKey: Buffer.alloc(32, 7).toString('base64'),
@@ -659,7 +659,7 @@ async function stopAll(f: Fleet): Promise<number> {
 /** The report's first lines: what ran, how to reproduce it, and on what. */
 function headerLines({ tokens }: SetUp, fds: number): string[] {
   return [
-    `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process (${allocator.MALLOC_CONF ? `jemalloc, ${allocator.MALLOC_CONF}` : 'glibc malloc'}), ${os.cpus().length} cores, node ${process.version}`,
+    `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process (${runtime.description}), ${os.cpus().length} cores, node ${process.version}`,
     `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds} --reconnects ${reconnectRounds} --rollout ${rolloutPercent}${stopOnly ? ' --stop-only' : ''}`,
     `(${tokens.length} bootstrap token(s); gateway pool ${poolMax} connections (Database:PoolMax); open files limit ${fds}; the simulator runs in the bench process on the same cores)`,
     '',

@@ -1,10 +1,10 @@
 /**
  * npm run bench:hostile-content — what uploads built to cost the parser do to an api replica.
  *
- * One replica (bench/api-server.ts, its own process, with the image's allocator when
- * installed) on an embedded Postgres. For each shape, `--concurrency` uploads of it run at
- * once, `--rounds` times, while one client asks `GET /healthz` back to back and the
- * replica's RSS is read from /proc every 20 ms. Printed per shape: the uploads' statuses
+ * One replica (bench/api-server.ts, its own process, with the image's runtime:
+ * bench/image-runtime.ts) on an embedded Postgres. For each shape, `--concurrency` uploads
+ * of it run at once, `--rounds` times, while one client asks `GET /healthz` back to back and
+ * the replica's RSS is read from /proc every 20 ms. Printed per shape: the uploads' statuses
  * and durations, /healthz p50, p99 and max, and the replica's peak RSS.
  *
  * Shapes: the hostile ones (600 KB of nested `[`, 300,000 compact `- `, 90,000 aliases, a
@@ -14,7 +14,7 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { imageAllocator } from './allocator';
+import { imageRuntime } from './image-runtime';
 import { benchPat, freePort, runBench, startApiProcess, startBenchDatabase } from './support';
 
 const { values: args } = parseArgs({
@@ -48,14 +48,14 @@ function rssMiB(pid: number): number {
 
 async function main() {
   const database = await startBenchDatabase(await freePort());
-  const allocator = imageAllocator();
-  const replica = await startApiProcess(database.url, allocator);
+  const runtime = imageRuntime();
+  const replica = await startApiProcess(database.url, runtime.env);
   try {
     const token = await benchPat(database.db, 'operator', 'bench-hostile');
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const idle = rssMiB(replica.pid);
     const out = [
-      `Hostile contents — ${concurrency} uploads at once, ${rounds} rounds a shape, against one api replica; ${os.cpus().length} cores, node ${process.version}, ${allocator.MALLOC_CONF ? `jemalloc (${allocator.MALLOC_CONF})` : 'glibc malloc'}, load average ${os.loadavg()[0]!.toFixed(2)} at the start; replica RSS idle ${idle.toFixed(0)} MiB`,
+      `Hostile contents — ${concurrency} uploads at once, ${rounds} rounds a shape, against one api replica; ${os.cpus().length} cores, node ${process.version}, ${runtime.description}, load average ${os.loadavg()[0]!.toFixed(2)} at the start; replica RSS idle ${idle.toFixed(0)} MiB`,
       `reproduce: npm run bench:hostile-content -- --concurrency ${concurrency} --rounds ${rounds}`,
     ];
     for (const shape of SHAPES) {

@@ -107,7 +107,7 @@ export function cpuSecondsOfTree(pid: number): number {
 
 /**
  * bench/api-server.ts in a process of its own, on `databaseUrl` (Production settings, and
- * `env`; with imageAllocator() there, the image's allocator). BENCH_CPU_PROF=<dir> writes
+ * `env`; with imageRuntime().env there, the image's allocator and V8 settings). BENCH_CPU_PROF=<dir> writes
  * its CPU profile there.
  */
 export async function startApiProcess(databaseUrl: string, env: Record<string, string> = {}) {

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { IMAGE_MALLOC_CONF } from '../bench/allocator';
+import { IMAGE_MALLOC_CONF, IMAGE_NODE_MAJOR, IMAGE_NODE_OPTIONS } from '../bench/image-runtime';
 import { loadSettings } from '../platform/settings';
 
 const root = path.resolve(__dirname, '..');
@@ -85,9 +85,11 @@ test('replicas: the load balancer is the one entry, HTTP and the agents’ port,
   expect(section('defaults')).toContain('timeout tunnel 1h');
 });
 
-test('the benches measure with the allocator settings the image runs with', () => {
+test('the benches measure with the runtime the image runs', () => {
   const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
   const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
-  const preload = /^ENV LD_PRELOAD=\/usr\/local\/lib\/libjemalloc\.so\.2 \\\n {4}MALLOC_CONF=(\S+) \\$/m;
-  expect(runtime.match(preload)?.[1]).toBe(IMAGE_MALLOC_CONF);
+  expect(runtime.match(/^FROM node:(\d+)-/m)?.[1]).toBe(String(IMAGE_NODE_MAJOR));
+  const env =
+    /^ENV LD_PRELOAD=\/usr\/local\/lib\/libjemalloc\.so\.2 \\\n {4}MALLOC_CONF=(\S+) \\\n {4}NODE_OPTIONS=(\S+) \\$/m;
+  expect(runtime.match(env)?.slice(1)).toEqual([IMAGE_MALLOC_CONF, IMAGE_NODE_OPTIONS]);
 });
