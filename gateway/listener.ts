@@ -139,6 +139,8 @@ function createAgentServer(
       // judged per request; a certificate of another CA is refused in checkClientCertificate.
       rejectUnauthorized: false,
       minVersion: 'TLSv1.2',
+      // Agents:Tls:Groups; none: OpenSSL's default groups (Node's 'auto').
+      ecdhCurve: deps.settings.agents.tls.groups,
       // Resumption on any replica (session-tickets.ts): one context, keys by the period.
       sessionIdContext: SESSION_ID_CONTEXT,
       sessionTimeout: TICKET_PERIOD_SECONDS,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createSecureContext } from 'node:tls';
 import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { outboundRuleProblem, type OutboundSettings } from './outbound-rules';
@@ -71,6 +72,11 @@ const definitions = {
   'Agents:Tls:CertificateFile': z.string().min(1).optional(),
   'Agents:Tls:KeyFile': z.string().min(1).optional(),
   'Agents:Tls:Hostnames': z.string().min(1).default('localhost,127.0.0.1,::1'),
+  'Agents:Tls:Groups': z
+    .string()
+    .min(1)
+    .refine(isGroupList, 'must be a colon-separated list of key exchange groups this OpenSSL knows, e.g. X25519:P-256')
+    .optional(),
   'Agents:Ca:CertificateFile': z.string().min(1).optional(),
   'Agents:Ca:KeyFile': z.string().min(1).optional(),
   'Agents:Enrollment:Mode': z.enum(['token', 'approval']).default('token'),
@@ -133,7 +139,12 @@ export interface Settings {
     /** Plain TCP instead of TLS: Development only. */
     plaintext: boolean;
     /** The listener's own certificate from files; else one issued by the agents' CA for `hostnames`. */
-    tls: { certificateFile?: string; keyFile?: string; hostnames: string[] };
+    /**
+     * `groups`: the key exchange groups the listener agrees on (OpenSSL's list syntax); none:
+     * OpenSSL's default, which from OpenSSL 3.5 (Node 24) puts the post-quantum hybrid
+     * X25519MLKEM768 first (docs/agent-gateway.md, "Key exchange").
+     */
+    tls: { certificateFile?: string; keyFile?: string; hostnames: string[]; groups?: string };
     /** The agents' CA from files; else created on first start and kept encrypted in the database. */
     ca?: { certificateFile: string; keyFile: string };
     enrollment: { mode: 'token' | 'approval'; approvalTenant: string; maxPending: number };
@@ -314,6 +325,16 @@ function federationSettings(raw: Raw, publicBaseUrl: string): Settings['federati
   };
 }
 
+/** Whether this process's OpenSSL accepts `list` as its key exchange groups. */
+function isGroupList(list: string): boolean {
+  try {
+    createSecureContext({ ecdhCurve: list });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function agentSettings(raw: Raw, isDevelopment: boolean): Settings['agents'] {
   if (raw['Agents:Plaintext'] && !isDevelopment) {
     throw new SettingsError('Invalid setting Agents:Plaintext: plain TCP for agents is allowed only in Development');
@@ -338,6 +359,7 @@ function agentSettings(raw: Raw, isDevelopment: boolean): Settings['agents'] {
         .split(',')
         .map((h) => h.trim())
         .filter(Boolean),
+      groups: raw['Agents:Tls:Groups'],
     },
     historyRetentionDays: raw['Agents:HistoryRetentionDays'],
     ca: pair(raw['Agents:Ca:CertificateFile'], raw['Agents:Ca:KeyFile'], 'Agents:Ca'),

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
-import type { TLSSocket } from 'node:tls';
+import tls, { type TLSSocket } from 'node:tls';
 import WebSocket from 'ws';
 import {
   decodeServerToAgent,
@@ -752,6 +752,41 @@ describe('liveness', () => {
       await Promise.all([poller.stop(), socket.stop()]);
     } finally {
       await quick.close();
+    }
+  });
+});
+
+describe('key exchange groups', () => {
+  /** The group a TLS client of this Node (offering its defaults) agrees on with `listener`. */
+  function agreedGroup(listener: TestGateway): Promise<string | undefined> {
+    return new Promise((resolve, reject) => {
+      const socket = tls.connect(
+        { host: '127.0.0.1', port: Number(new URL(listener.wsUrl).port), ca: caPem, servername: 'localhost' },
+        () => {
+          resolve((socket.getEphemeralKeyInfo() as tls.EphemeralKeyInfo | null)?.name);
+          socket.destroy();
+        },
+      );
+      socket.once('error', reject);
+    });
+  }
+
+  test("Agents:Tls:Groups limits the groups the listener agrees on, and an agent enrolls and moves to mTLS over them; unset, OpenSSL's default (the post-quantum hybrid first from OpenSSL 3.5)", async () => {
+    const [major, minor] = process.versions.openssl.split('.').map(Number) as [number, number];
+    const hybrid = major > 3 || (major === 3 && minor >= 5);
+    expect(await agreedGroup(gateway)).toBe(hybrid ? 'X25519MLKEM768' : 'X25519');
+
+    const restricted = await startTestGateway(t, { env: { Agents__Tls__Groups: 'P-256' } });
+    try {
+      expect(await agreedGroup(restricted)).toBe('prime256v1');
+      const issued = await issueToken();
+      const sim = agent({ endpoint: restricted.wsUrl, token: issued.token, serviceName: 'p256-only' });
+      await sim.start();
+      await sim.waitFor((state) => state.mtls && state.connected);
+      expect((await getAgent(sim.id)).body).toMatchObject({ name: 'p256-only', status: 'online' });
+      await sim.stop();
+    } finally {
+      await restricted.close();
     }
   });
 });

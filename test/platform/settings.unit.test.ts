@@ -63,6 +63,10 @@ describe('settings', () => {
     [{ Git__FileRoots: 'repos' }, 'Invalid setting Git:FileRoots: must be absolute directories'],
     [{ Outbound__Allow: '10.0.0.0/33' }, 'Invalid setting Outbound:Allow: 10.0.0.0/33 is not a CIDR'],
     [{ Outbound__Deny: 'http://x' }, 'Invalid setting Outbound:Deny: http://x is neither'],
+    [
+      { Agents__Tls__Groups: 'X25519:no-such-group' },
+      'Invalid setting Agents:Tls:Groups: must be a colon-separated list of key exchange groups this OpenSSL knows',
+    ],
   ])('a bad value stops with one line naming the key: %j', (override, message) => {
     const env = { ...base, ...override } as Record<string, string | undefined>;
     expect(() => loadSettings(env)).toThrow(message);
@@ -71,6 +75,11 @@ describe('settings', () => {
     } catch (error) {
       expect((error as Error).message).not.toContain('\n');
     }
+  });
+
+  test("Agents:Tls:Groups is kept as given; unset, the listener uses OpenSSL's default", () => {
+    expect(loadSettings({ ...base, Agents__Tls__Groups: 'X25519:P-256' }).agents.tls.groups).toBe('X25519:P-256');
+    expect(loadSettings(base).agents.tls.groups).toBeUndefined();
   });
 
   test('a JSON settings file, overridden by the environment', () => {
