@@ -2,6 +2,7 @@ import { createAgentGateway, listenAddress } from '../gateway/gateway';
 import { createDb } from '../db/connection';
 import { createApp } from './app';
 import { httpServer } from './http/server';
+import { releaseHeapPoolAfterPeaks } from '../platform/heap-pool';
 import { createLogger } from '../platform/logger';
 import { loadSettingsOrExit } from '../platform/settings';
 import { createTemporal } from '../platform/temporal';
@@ -9,6 +10,7 @@ import { createTemporal } from '../platform/temporal';
 async function main() {
   const settings = loadSettingsOrExit();
   const logger = createLogger(settings, 'api');
+  releaseHeapPoolAfterPeaks({ logger });
   const db = createDb(settings.database.url, settings.database.poolMax);
   const temporal = createTemporal(settings);
   const app = await createApp({ settings, db, logger, temporal: temporal.client, temporalHealthy: temporal.healthy });

@@ -1,10 +1,11 @@
 /**
  * The agent gateway measured by bench/agent-gateway.ts, alone in its own process, so that
- * its resident memory is the api's: settings from the environment, `createAgentGateway`,
- * listen on Agents:Listen. Sends `{ type: 'listening', port }` over IPC once listening and
- * answers `{ type: 'stats', reset? }` with its memory (peak RSS sampled every second), CPU
- * time, event-loop delay since the last reset, the number of live WebSocket sessions, and the
- * TLS handshakes it completed (how many resumed a session).
+ * its resident memory is the api's: settings from the environment, V8's heap pool released
+ * after peaks (platform/heap-pool.ts), `createAgentGateway`, listen on Agents:Listen. Sends
+ * `{ type: 'listening', port }` over IPC once listening and answers `{ type: 'stats', reset? }`
+ * with its memory (peak RSS sampled every second), CPU time, event-loop delay since the last
+ * reset, the number of live WebSocket sessions, and the TLS handshakes it completed (how many
+ * resumed a session).
  * `{ type: 'stop' }` stops the replica as the api does (the listener's close(), agents still
  * connected), closes its pool, answers `{ type: 'stopped', closeMs, stopMs }` (by its own
  * clock: the close(), and until it exits) and exits.
@@ -15,6 +16,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pino from 'pino';
 import { createAgentGateway, listenAddress } from '../gateway/gateway';
 import { loadSettings } from '../platform/settings';
+import { releaseHeapPoolAfterPeaks } from '../platform/heap-pool';
 import { createDb } from '../db/connection';
 
 export interface GatewayStats {
@@ -37,7 +39,9 @@ export interface GatewayStats {
 async function main() {
   const settings = loadSettings(process.env);
   const db = createDb(settings.database.url, settings.database.poolMax);
-  const gateway = await createAgentGateway({ db, logger: pino({ level: settings.logLevel }), settings });
+  const logger = pino({ level: settings.logLevel });
+  releaseHeapPoolAfterPeaks({ logger }); // as api/main.ts does
+  const gateway = await createAgentGateway({ db, logger, settings });
   const { host, port } = listenAddress(settings.agents.listen);
   const server = gateway.listener.server;
   await new Promise<void>((resolve) => server.listen({ port, host, backlog: 4096 }, resolve));

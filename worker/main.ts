@@ -1,4 +1,5 @@
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
+import { releaseHeapPoolAfterPeaks } from '../platform/heap-pool';
 import { createLogger } from '../platform/logger';
 import { loadSettingsOrExit } from '../platform/settings';
 import { createDb } from '../db/connection';
@@ -20,6 +21,7 @@ async function main() {
     logger: new DefaultLogger('INFO', (entry) => sdk[levels[entry.level]](entry.meta ?? {}, entry.message)),
     shutdownSignals: [], // we decide when to stop, below
   });
+  releaseHeapPoolAfterPeaks({ logger });
   const db = createDb(settings.database.url, settings.database.poolMax);
   const { worker, connection, running } = await startWorker(settings, db, { logger });
   logger.info({ taskQueue: settings.temporal.taskQueue, address: settings.temporal.address }, 'worker running');
