@@ -34,13 +34,15 @@ export interface GatewayStats {
   /** Event-loop delay since the last reset, ms. */
   loopDelay: { p50: number; p99: number; max: number };
   sessions: number;
+  /** Releases of V8's pooled heap pages so far (platform/heap-pool.ts), and their time (ms). */
+  heapPool: { releases: number; ms: number };
 }
 
 async function main() {
   const settings = loadSettings(process.env);
   const db = createDb(settings.database.url, settings.database.poolMax);
   const logger = pino({ level: settings.logLevel });
-  releaseHeapPoolAfterPeaks({ logger }); // as api/main.ts does
+  const heapPool = releaseHeapPoolAfterPeaks({ logger }); // as api/main.ts does
   const gateway = await createAgentGateway({ db, logger, settings });
   const { host, port } = listenAddress(settings.agents.listen);
   const server = gateway.listener.server;
@@ -76,6 +78,7 @@ async function main() {
       cpuSeconds: (cpu.user + cpu.system) / 1e6,
       loopDelay: { p50: loop.percentile(50) / 1e6, p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
       sessions: gateway.listener.sessions.byAgent.size,
+      heapPool: { ...heapPool.stats },
     };
     if (message.reset) loop.reset();
     process.send!(stats);

@@ -19,7 +19,8 @@
  * then stops the replica under them at once (skips the reconnect storms, heartbeats, push,
  * rollout and clean stop). `--db-port` is the embedded Postgres's port (another when the
  * default is taken). The reconnect line says how many TLS handshakes resumed a session; the
- * RSS line, each agent's share above idle and the heap / external split.
+ * RSS line, each agent's share above idle, the heap / external split, and how often V8's
+ * pooled heap pages were given back (platform/heap-pool.ts).
  * 10,000 TLS sockets need more than 10,000 open files on both sides (`ulimit -n`).
  * BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there.
  */
@@ -700,7 +701,7 @@ function measuredLines(
     `  steady state per 1,000 agents at this heartbeat: Postgres ${written(writes.commits)} commits/s and ${written(writes.rows)} rows written/s; CPU ms/s: gateway ${cpuMs(heartbeats.cpu.gateway)}, Postgres ${cpuMs(heartbeats.cpu.postgres)}`,
     `push to ${pushing.result.pushed}: committed in ${pushing.result.committedMs} ms, all APPLIED on the agents in ${seconds(pushing.result.clientMs)}, all APPLIED in the database in ${seconds(pushing.result.appliedMs)}`,
     `  ${cpu(pushing.cpu)}; ${loop(afterPush)}`,
-    `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (${perAgent(afterConnect.rss - idle.rss)} KiB an agent above idle; heap ${mib(afterConnect.heapUsed)}, external ${mib(afterConnect.external)} of which array buffers ${mib(afterConnect.arrayBuffers)}), after the reconnect ${rssAfterRounds.map(mib).join(' → ')} (${afterReconnect.sessions} sessions, ${perAgent(afterReconnect.rss - idle.rss)} KiB an agent; heap ${mib(afterReconnect.heapUsed)}), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second)`,
+    `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (${perAgent(afterConnect.rss - idle.rss)} KiB an agent above idle; heap ${mib(afterConnect.heapUsed)}, external ${mib(afterConnect.external)} of which array buffers ${mib(afterConnect.arrayBuffers)}), after the reconnect ${rssAfterRounds.map(mib).join(' → ')} (${afterReconnect.sessions} sessions, ${perAgent(afterReconnect.rss - idle.rss)} KiB an agent; heap ${mib(afterReconnect.heapUsed)}), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second); V8's heap pool released ${afterPush.heapPool.releases} times (${afterPush.heapPool.ms.toFixed(0)} ms in all)`,
   ];
 }
 

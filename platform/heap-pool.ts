@@ -9,10 +9,12 @@
  * gateway's heap was 100 MiB while 275 MiB of heap pages were resident (docs/performance.md,
  * the gateway's RSS). Node 20's V8 returned those pages at once.
  *
- * Every `sampleMs` this reads the heap V8 has committed; once it is `thresholdBytes` below
- * the highest seen since the last release, one last-resort GC (which releases the pool) runs.
+ * Every `sampleMs` this reads the heap V8 has committed; once that has fallen from the
+ * highest seen since the last release by a third of that peak and by `thresholdBytes` at
+ * least, one last-resort GC (which releases the pool) runs, at most once a `minIntervalMs`.
  * That GC stops the event loop for as long as a full collection takes, ~0.4 s at a 115 MiB
- * live heap, so it runs only after such a fall, not on a timer.
+ * live heap, so it answers falls after peaks, not the heap's ordinary breathing between
+ * collections (tens of MiB under 10,000 agents), and not on a timer.
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -22,15 +24,26 @@ export interface HeapPoolOptions {
   logger: Logger;
   /** How often the committed heap is read (default 2 s: a peak lasts until a full GC). */
   sampleMs?: number;
-  /** How far the committed heap must fall below its peak to release the pool (default 64 MiB). */
+  /** How far at least the committed heap must fall below its peak to release the pool (default 64 MiB). */
   thresholdBytes?: number;
+  /** The least time between two releases (default 60 s). */
+  minIntervalMs?: number;
+}
+
+export interface HeapPoolRelease {
+  stop(): void;
+  /** Releases so far, and the time they took (ms). */
+  readonly stats: { releases: number; ms: number };
 }
 
 const MiB = 1024 * 1024;
 
-export function releaseHeapPoolAfterPeaks(options: HeapPoolOptions): { stop(): void } {
+export function releaseHeapPoolAfterPeaks(options: HeapPoolOptions): HeapPoolRelease {
   const sampleMs = options.sampleMs ?? 2000;
   const thresholdBytes = options.thresholdBytes ?? 64 * MiB;
+  const minIntervalMs = options.minIntervalMs ?? 60_000;
+  const stats = { releases: 0, ms: 0 };
+  let lastRelease = -Infinity;
   const collect = memoryReducingGc();
   const committed = () => v8.getHeapStatistics().total_heap_size;
   let peak = committed();
@@ -40,13 +53,17 @@ export function releaseHeapPoolAfterPeaks(options: HeapPoolOptions): { stop(): v
     if (releasing) return;
     const now = committed();
     peak = Math.max(peak, now);
-    if (peak - now < thresholdBytes) return;
+    const fall = peak - now;
+    if (fall < thresholdBytes || fall < peak / 3 || performance.now() - lastRelease < minIntervalMs) return;
     releasing = true;
     const rssBefore = process.memoryUsage.rss();
     const started = performance.now();
     collect()
       .then(() => {
         peak = committed();
+        lastRelease = performance.now();
+        stats.releases++;
+        stats.ms += lastRelease - started;
         options.logger.info(
           {
             rssBeforeMiB: Math.round(rssBefore / MiB),
@@ -60,7 +77,7 @@ export function releaseHeapPoolAfterPeaks(options: HeapPoolOptions): { stop(): v
       .finally(() => (releasing = false));
   }, sampleMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return { stop: () => clearInterval(timer), stats };
 }
 
 type GcFunction = (options: { type: 'major'; execution: 'async'; flavor: 'last-resort' }) => Promise<void>;
