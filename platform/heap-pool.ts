@@ -12,9 +12,9 @@
  * Every `sampleMs` this reads the heap V8 has committed; once that has fallen from the
  * highest seen since the last release by a third of that peak and by `thresholdBytes` at
  * least, one last-resort GC (which releases the pool) runs, at most once a `minIntervalMs`.
- * That GC stops the event loop for as long as a full collection takes, ~0.4 s at a 115 MiB
- * live heap, so it answers falls after peaks, not the heap's ordinary breathing between
- * collections (tens of MiB under 10,000 agents), and not on a timer.
+ * That GC stops the event loop for as long as a full collection takes (0.25–0.3 s in
+ * bench:gateway at 4,000 and 10,000 agents), so it answers falls after peaks, not the heap's
+ * ordinary rise and fall between collections, and not on a timer.
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
