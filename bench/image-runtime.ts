@@ -39,6 +39,7 @@ export interface ImageRuntime {
  */
 export function imageRuntime(): ImageRuntime {
   const nodeOptions = process.env.NODE_OPTIONS ?? IMAGE_NODE_OPTIONS;
+  const v8Settings = nodeOptions || 'no NODE_OPTIONS';
   const major = Number(process.versions.node.split('.')[0]);
   if (major !== IMAGE_NODE_MAJOR) {
     process.stderr.write(
@@ -48,11 +49,11 @@ export function imageRuntime(): ImageRuntime {
   const library = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
   if (!existsSync(library)) {
     process.stderr.write('libjemalloc2 is missing (apt-get install -y libjemalloc2): measuring with glibc malloc\n');
-    return { env: { NODE_OPTIONS: nodeOptions }, description: `glibc malloc, ${nodeOptions || 'no NODE_OPTIONS'}` };
+    return { env: { NODE_OPTIONS: nodeOptions }, description: `glibc malloc, ${v8Settings}` };
   }
   const mallocConf = process.env.MALLOC_CONF ?? IMAGE_MALLOC_CONF;
   return {
     env: { LD_PRELOAD: library, MALLOC_CONF: mallocConf, NODE_OPTIONS: nodeOptions },
-    description: `jemalloc (${mallocConf}), ${nodeOptions || 'no NODE_OPTIONS'}`,
+    description: `jemalloc (${mallocConf}), ${v8Settings}`,
   };
 }

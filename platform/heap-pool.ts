@@ -10,8 +10,8 @@
  * the gateway's RSS). Node 20's V8 returned those pages at once.
  *
  * Every `sampleMs` this reads the heap V8 has committed; once that has fallen from the
- * highest seen since the last release by a third of that peak and by `thresholdBytes` at
- * least, one last-resort GC (which releases the pool) runs, at most once a `minIntervalMs`.
+ * highest seen since the last release by a third of that peak and by 64 MiB at least, one
+ * last-resort GC (which releases the pool) runs, at most once a minute.
  * That GC stops the event loop for as long as a full collection takes (0.25–0.3 s in
  * bench:gateway at 4,000 and 10,000 agents), so it answers falls after peaks, not the heap's
  * ordinary rise and fall between collections, and not on a timer.
@@ -24,10 +24,6 @@ export interface HeapPoolOptions {
   logger: Logger;
   /** How often the committed heap is read (default 2 s: a peak lasts until a full GC). */
   sampleMs?: number;
-  /** How far at least the committed heap must fall below its peak to release the pool (default 64 MiB). */
-  thresholdBytes?: number;
-  /** The least time between two releases (default 60 s). */
-  minIntervalMs?: number;
 }
 
 export interface HeapPoolRelease {
@@ -37,11 +33,13 @@ export interface HeapPoolRelease {
 }
 
 const MiB = 1024 * 1024;
+/** The least fall below the peak that releases the pool. */
+const MIN_FALL_BYTES = 64 * MiB;
+/** The least time between two releases. */
+const MIN_INTERVAL_MS = 60_000;
 
 export function releaseHeapPoolAfterPeaks(options: HeapPoolOptions): HeapPoolRelease {
   const sampleMs = options.sampleMs ?? 2000;
-  const thresholdBytes = options.thresholdBytes ?? 64 * MiB;
-  const minIntervalMs = options.minIntervalMs ?? 60_000;
   const stats = { releases: 0, ms: 0 };
   let lastRelease = -Infinity;
   const collect = memoryReducingGc();
@@ -54,7 +52,7 @@ export function releaseHeapPoolAfterPeaks(options: HeapPoolOptions): HeapPoolRel
     const now = committed();
     peak = Math.max(peak, now);
     const fall = peak - now;
-    if (fall < thresholdBytes || fall < peak / 3 || performance.now() - lastRelease < minIntervalMs) return;
+    if (fall < MIN_FALL_BYTES || fall < peak / 3 || performance.now() - lastRelease < MIN_INTERVAL_MS) return;
     releasing = true;
     const rssBefore = process.memoryUsage.rss();
     const started = performance.now();
@@ -62,13 +60,14 @@ export function releaseHeapPoolAfterPeaks(options: HeapPoolOptions): HeapPoolRel
       .then(() => {
         peak = committed();
         lastRelease = performance.now();
+        const ms = lastRelease - started;
         stats.releases++;
-        stats.ms += lastRelease - started;
+        stats.ms += ms;
         options.logger.info(
           {
             rssBeforeMiB: Math.round(rssBefore / MiB),
             rssAfterMiB: Math.round(process.memoryUsage.rss() / MiB),
-            ms: Math.round(performance.now() - started),
+            ms: Math.round(ms),
           },
           "released V8's pooled heap pages after a peak",
         );
