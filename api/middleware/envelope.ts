@@ -1,5 +1,6 @@
 import type { Next } from 'koa';
 import type { AppContext } from '../http/context';
+import { closeLingering } from '../http/lingering-close';
 import type { ProblemRenderer } from './problems';
 import { assignRequestId } from './request-id';
 
@@ -16,7 +17,8 @@ export interface EnvelopeParts {
  * document of whatever went wrong (or of no route answering); then its audit row, log line
  * and metrics; and `Connection: close` when its body was left unread (refused before the
  * body was needed: 401, 404, 405, 415, or a 413 that stopped reading), since Node would
- * otherwise read and discard the rest, however large (a 4 GB upload into a 401).
+ * otherwise read and discard the rest, however large (a 4 GB upload into a 401). That close
+ * lingers (http/lingering-close.ts), so a client still sending reads the answer, not a reset.
  *
  * One async frame rather than one middleware each: every frame is a promise and a
  * dispatch per request, and at thousands of requests a second the five cost more than
@@ -36,7 +38,10 @@ export function requestEnvelope(parts: EnvelopeParts) {
         parts.audit(ctx);
         parts.observe(ctx, started);
       } finally {
-        if (!ctx.req.complete) ctx.set('Connection', 'close');
+        if (!ctx.req.complete) {
+          ctx.set('Connection', 'close');
+          closeLingering(ctx.req);
+        }
       }
     }
   };

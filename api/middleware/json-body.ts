@@ -17,9 +17,9 @@ function hasBody(ctx: AppContext): boolean {
 
 /**
  * Reads the body, keeping at most `limit` bytes. An overrun is drained up to DRAIN_FACTOR ×
- * the limit (so the client reads our 413 rather than a reset), then reading stops without
- * destroying the request: the 413 is still answered, and `Connection: close`
- * (the request envelope, envelope.ts) ends the connection after it.
+ * the limit, then reading stops without destroying the request: the 413 is still answered,
+ * and `Connection: close` (the request envelope, envelope.ts) ends the connection after it
+ * with a lingering close, so the client reads our 413 rather than a reset.
  */
 function readLimited(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {

@@ -1,4 +1,6 @@
+import { once } from 'node:events';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { startTestApp, type TestApp } from '../support/app';
 import { eventually } from '../support/eventually';
 
@@ -83,6 +85,46 @@ function streamBody(
   });
 }
 
+interface RawUpload {
+  /** All the client read, head and body of the answer. */
+  received: string;
+  /** The server ended its side (FIN) before the connection closed. */
+  ended: boolean;
+  /** The connection was reset, or a write failed. */
+  error?: NodeJS.ErrnoException;
+}
+
+/**
+ * Sends a chunked upload over a bare socket, 1 MiB chunks for as long as the server takes
+ * them, like a client that does not look at the answer before its body is sent. `untilEnd`:
+ * it stops when the server ends its side, then ends its own; otherwise it never stops.
+ * Resolves when the connection has closed.
+ */
+async function rawUpload(untilEnd: boolean): Promise<RawUpload> {
+  const url = new URL(t.baseUrl);
+  const socket = connect({ host: url.hostname, port: Number(url.port), allowHalfOpen: true });
+  const seen: RawUpload = { received: '', ended: false };
+  socket.setEncoding('latin1');
+  socket.on('data', (piece: string) => (seen.received += piece));
+  socket.on('end', () => (seen.ended = true));
+  socket.on('error', (error) => (seen.error ??= error));
+  // Not events.once: it rejects on the socket's error, which is an outcome here.
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  await once(socket, 'connect');
+  socket.write(
+    `PUT /api/tenant HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${admin}\r\n` +
+      'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n1\r\n{\r\n',
+  );
+  const data = Buffer.alloc(1024 * 1024, 'x');
+  const chunk = Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]);
+  while (!socket.destroyed && !(untilEnd && seen.ended)) {
+    if (!socket.write(chunk)) await Promise.race([new Promise((resolve) => socket.once('drain', resolve)), closed]);
+  }
+  if (!socket.destroyed) socket.end();
+  await closed;
+  return seen;
+}
+
 function expectProblemBody(reply: { status: number; contentType?: string; body: any }, status: number, slug: string) {
   expect(reply.status).toBe(status);
   expect(reply.contentType).toMatch(/^application\/problem\+json/);
@@ -110,6 +152,22 @@ describe('point 8: bodies over the limit and bodies nobody needs', () => {
       return found;
     });
     expect(row).toMatchObject({ method: 'PUT', path: '/api/tenant', status: 413 });
+  });
+
+  test('a client still sending when the 413 comes reads all of it, and the connection ends rather than resets', async () => {
+    const seen = await rawUpload(true);
+    expect(seen.error).toBeUndefined();
+    expect(seen.ended).toBe(true);
+    const [head, body] = seen.received.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 413 /);
+    expect(head).toMatch(/^connection: close$/im);
+    expect(JSON.parse(body!)).toMatchObject({ type: 'http://fleet.test/errors/payload-too-large', status: 413 });
+  });
+
+  test('a client that never stops sending gets the 413, then is cut off', async () => {
+    const seen = await rawUpload(false);
+    expect(seen.received).toMatch(/^HTTP\/1\.1 413 /);
+    expect(seen.ended).toBe(true);
   });
 
   test.each([
