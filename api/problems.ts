@@ -12,7 +12,7 @@ import {
   PolicyDeniedError,
   StaleVersionError,
 } from '../domain/errors';
-import { NoWorker, TemporalDown, TemporalLost } from '../platform/temporal';
+import { NoWorker, TemporalDown, TemporalLost, WorkerGone } from '../platform/temporal';
 
 /**
  * RFC 9457 problem details. Code throws a `Problem` made by one of the factories below;
@@ -260,11 +260,20 @@ export const problems = {
       {},
       { 'Retry-After': '30' },
     ),
+  /** The last worker stopped once the operation was sent (platform/temporal.ts, WorkerGone): it may still be applied. */
+  workerGone: (error: unknown) =>
+    new Problem(
+      'unavailable',
+      `${(error as Error).message} while the operation was on its way; it may still be applied when a worker is back. Retry once one is: if it was applied, the retry answers 409 with the state it is in.`,
+      {},
+      { 'Retry-After': '30' },
+    ),
   /** What `sendToTemporal` (platform/temporal.ts) found wrong with Temporal, as its problem; undefined for anything else. */
   ofTemporal: (error: unknown, workflow: string): Problem | undefined => {
     if (error instanceof TemporalDown) return problems.temporalDown(error);
     if (error instanceof NoWorker) return problems.noWorker(error, workflow);
     if (error instanceof TemporalLost) return problems.temporalLost(error);
+    if (error instanceof WorkerGone) return problems.workerGone(error);
     return undefined;
   },
   /** Every 503 says when to try again. */

@@ -48,23 +48,41 @@ export class NoWorker extends Error {
   override readonly name = 'NoWorker';
 }
 
+/** The last worker of the task queue stopped once an Update was sent: it may be applied when one is back. */
+export class WorkerGone extends Error {
+  override readonly name = 'WorkerGone';
+}
+
+/** An Update's task queue, and how to ask whether a worker process serving it is alive. */
+export interface UpdateTarget {
+  taskQueue: string;
+  /** true or false; undefined when it cannot tell (platform/worker-presence.ts). */
+  workerPresent?: () => Promise<boolean | undefined>;
+}
+
 /**
  * Sends a call to Temporal (`send`), and answers its answer. First, and together: is the
  * server there (refused or reset: TemporalDown, nothing sent), and, for an Update a workflow on
- * `updateOn` must take, does a worker poll that task queue (none for WORKER_GONE_MS: NoWorker,
- * nothing sent). Once sent, the call is watched: every CALL_WATCH_MS while it has not
- * answered, the server is probed again; refused, or silent to two probes in a row (the first
- * may be the one before sending), is TemporalLost, so a hung server is found out in about 2 s.
- * A server that answers the probes is only slow (a busy machine), and the call goes on to its
- * own deadline. A call given up on is cancelled (what reached the server may still be applied).
+ * `updateOn` must take, is a worker there: none alive by Postgres (its presence lock) or none
+ * polling for WORKER_GONE_MS is NoWorker, nothing sent. Once sent, the call is watched: every
+ * CALL_WATCH_MS while it has not answered, the server is probed again; refused, or silent to
+ * two probes in a row (the first may be the one before sending), is TemporalLost, so a hung
+ * server is found out in about 2 s; for an Update, the last worker gone meanwhile is
+ * WorkerGone. A server that answers the probes, with a worker, is only slow (a busy machine),
+ * and the call goes on to its own deadline. A call given up on is cancelled (what reached the
+ * server may still be applied).
  */
-export async function sendToTemporal<T>(client: Client, send: () => Promise<T>, updateOn?: string): Promise<T> {
-  const [first] = await Promise.all([
+export async function sendToTemporal<T>(client: Client, send: () => Promise<T>, updateOn?: UpdateTarget): Promise<T> {
+  const [first, alive, polled] = await Promise.all([
     probeServer(client).catch((error: unknown) => {
       throw new TemporalDown((error as Error).message);
     }),
-    updateOn ? workerPolls(client, updateOn) : undefined,
+    updateOn ? workerAlive(updateOn) : true,
+    updateOn ? workerPolls(client, updateOn.taskQueue) : true,
   ]);
+  if (!alive) throw new NoWorker(`No worker is running for task queue ${updateOn!.taskQueue}`);
+  if (!polled)
+    throw new NoWorker(`No worker has polled task queue ${updateOn!.taskQueue} for ${WORKER_GONE_MS / 1000} s`);
   // Given up on, the call is cancelled, so that no retry of it outlives the request.
   const abandon = new AbortController();
   const call = client.withAbortSignal(abandon.signal, send);
@@ -83,11 +101,13 @@ export async function sendToTemporal<T>(client: Client, send: () => Promise<T>, 
       settled.then(() => undefined),
     ]);
     if (answered || probe === undefined) break;
-    let lost: TemporalLost | undefined;
+    let lost: TemporalLost | WorkerGone | undefined;
     if (probe instanceof Error) lost = new TemporalLost(probe.message);
     else if (probe === 'answered') silences = 0;
     else if (++silences >= 2)
       lost = new TemporalLost(`no answer to two probes in a row, ${TEMPORAL_PROBE_MS / 1000} s each`);
+    if (!lost && updateOn && !answered && !(await workerAlive(updateOn)))
+      lost = new WorkerGone(`The last worker for task queue ${updateOn.taskQueue} stopped`);
     if (lost) {
       abandon.abort();
       throw lost;
@@ -149,12 +169,12 @@ export const NORMAL_QUEUE = 1;
 export const WORKFLOW_TASKS = 1;
 
 /**
- * Throws NoWorker when no worker has polled `taskQueue` for WORKER_GONE_MS. Any other outcome
- * (the server slow, the call unsupported, as on the time-skipping test server) lets the call go on.
+ * False when no worker has polled `taskQueue` for WORKER_GONE_MS. Any other outcome (the
+ * server slow, the call unsupported, as on the time-skipping test server) is true: the call goes on.
  */
-async function workerPolls(client: Client, taskQueue: string): Promise<void> {
+async function workerPolls(client: Client, taskQueue: string): Promise<boolean> {
   const probe = probeOf(client);
-  if (!probe) return;
+  if (!probe) return true;
   let pollers;
   try {
     ({ pollers } = await probe.withDeadline(Date.now() + TEMPORAL_PROBE_MS, () =>
@@ -165,11 +185,16 @@ async function workerPolls(client: Client, taskQueue: string): Promise<void> {
       }),
     ));
   } catch {
-    return;
+    return true;
   }
   const now = Date.now();
-  if (!pollers?.some((poller) => poller.lastAccessTime && now - tsToMs(poller.lastAccessTime) < WORKER_GONE_MS))
-    throw new NoWorker(`No worker has polled task queue ${taskQueue} for ${WORKER_GONE_MS / 1000} s`);
+  return !!pollers?.some((poller) => poller.lastAccessTime && now - tsToMs(poller.lastAccessTime) < WORKER_GONE_MS);
+}
+
+/** Whether a worker process serving the target is alive; when that cannot be told (no way to ask, Postgres busy or starting), yes. */
+async function workerAlive({ workerPresent }: UpdateTarget): Promise<boolean> {
+  if (!workerPresent) return true;
+  return (await workerPresent().catch(() => undefined)) !== false;
 }
 
 /** Closes the probe connection of `client` (the api's close). */

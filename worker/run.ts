@@ -6,6 +6,7 @@ import { createActivities } from '../activities';
 import { removeStaleWorkingCopies } from '../activities/git/working-copies';
 import { createOutbound, type Outbound } from '../platform/outbound';
 import type { Settings } from '../platform/settings';
+import { WorkerPresence } from '../platform/worker-presence';
 import { activeGitSourcesAfter } from '../db/repos/git-sources';
 import { gitSyncStartOptions } from '../workflows/git-sync-start';
 import {
@@ -74,7 +75,9 @@ export async function startWorker(
     // (bench:replicas, docs/deployment.md "When a dependency is down").
     stickyQueueScheduleToStartTimeout: '1 second',
   });
-  const running = worker.run();
+  // While it runs, the worker says it is alive to the api through Postgres (a dead one is a 503 at once).
+  const presence = await WorkerPresence.hold(settings.database.url, settings.temporal.taskQueue, logger);
+  const running = worker.run().finally(() => presence.release());
   await client.workflow.start<OutboxRetentionWorkflow>(outboxRetentionWorkflowType, {
     workflowId: outboxRetentionWorkflowId(settings.temporal.taskQueue),
     taskQueue: settings.temporal.taskQueue,

@@ -14,6 +14,7 @@ import { Client, Connection } from '@temporalio/client';
 import pino from 'pino';
 import { createApp } from '../../api/app';
 import { httpServer } from '../../api/http/server';
+import { WorkerPresence, workerPresent } from '../../platform/worker-presence';
 import { createDb } from '../../db/connection';
 import { startTestApp, testSettings, type TestApp } from '../support/app';
 import { seedAgents } from '../support/agents-seed';
@@ -124,11 +125,13 @@ test('with no worker serving its task queue, an operation is a 503 at once sayin
   const taskQueue = `no-worker-${randomBytes(4).toString('hex')}`;
   const alone = await startTestApp({ Temporal__TaskQueue: taskQueue }, { temporal: new Client({ connection }) });
   try {
+    // Postgres says no worker process runs for the queue (once it has been up long enough to know).
+    await eventually(async () => expect(await workerPresent(alone.database.db, taskQueue)).toBe(false));
     const { started, state } = await startRollout(alone, 'no-worker');
     expect(started.status).toBe(503);
     expect(started.headers.get('retry-after')).toBe('30');
     expect(started.body.detail).toBe(
-      `No worker has polled task queue ${taskQueue} for 90 s, so the rollout's workflow cannot take the operation; nothing was sent. Start a worker or read its logs, then retry.`,
+      `No worker is running for task queue ${taskQueue}, so the rollout's workflow cannot take the operation; nothing was sent. Start a worker or read its logs, then retry.`,
     );
     expect(await state()).toBe('pending');
   } finally {
@@ -144,6 +147,8 @@ test('with a Temporal server that takes connections and never answers, an operat
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   const connection = Connection.lazy({ address: `127.0.0.1:${(silent.address() as { port: number }).port}` });
   const hung = await startTestApp({}, { temporal: new Client({ connection }) });
+  // A worker process is running (it could not poll a hung server either): the operation is sent.
+  const presence = await WorkerPresence.hold(hung.database.url, hung.settings.temporal.taskQueue);
   try {
     // Creating it answers too: its workflow's start, sent once the rollout is committed, is given up on in about 2 s.
     const { started, state } = await startRollout(hung, 'temporal-hung');
@@ -156,6 +161,7 @@ test('with a Temporal server that takes connections and never answers, an operat
   } finally {
     for (const socket of held) socket.destroy();
     await new Promise<void>((resolve) => silent.close(() => resolve()));
+    await presence.release();
     await hung.close();
     await connection.close().catch(() => {});
   }

@@ -6,6 +6,7 @@
  */
 import { NativeConnection, Worker, bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { createOutbound } from '../../platform/outbound';
+import { WorkerPresence } from '../../platform/worker-presence';
 import { createActivities } from '../../activities';
 import { rolloutWorkflowId } from '../../workflows/definitions';
 import { publishConfiguration } from '../support/configurations';
@@ -46,12 +47,17 @@ async function slowedWorker() {
       },
     },
   });
+  // Alive to the api as a worker process is (worker/run.ts does the same).
+  const presence = await WorkerPresence.hold(env.t.settings.database.url, env.taskQueue);
   const running = worker.run();
   return {
     open,
+    /** The worker process gone, as Postgres sees a killed one: its presence lock let go. */
+    vanish: () => presence.release(),
     async stop() {
       worker.shutdown();
       await running;
+      await presence.release();
       await connection.close();
     },
   };
@@ -148,6 +154,8 @@ test('an operation sent as its run closes (before the run accepted it) is applie
   await untilWorkflowIdle(handle, 30_000);
 
   await env.stopWorker();
+  // A worker process alive but not polling yet (as one starting up): the api sends the operation.
+  const presence = await WorkerPresence.hold(env.t.settings.database.url, env.taskQueue);
   let started: ReturnType<typeof call>;
   try {
     started = call('POST', `/api/rollouts/${id}/start`);
@@ -156,7 +164,44 @@ test('an operation sent as its run closes (before the run accepted it) is applie
     await handle.terminate('the run closes with an operation not yet accepted');
   } finally {
     await env.startWorker();
+    await presence.release();
   }
   const answer = await started;
   expect([answer.status, answer.body.state]).toEqual([200, expect.stringMatching(/^(running|completed)$/)]);
+}, 60_000);
+
+test('the last worker gone while an operation waits on it: a 503 at once saying it may still be applied, not a wait for its deadline', async () => {
+  const [v1] = await publishConfiguration(env.t, env.operator, ['gone: 1\n']);
+  const groupId = (await call('POST', '/api/groups', { name: `gone-${Date.now()}` })).body.id;
+  const created = await call('POST', '/api/rollouts', {
+    configurationId: v1!.configurationId,
+    version: v1!.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 1 },
+  });
+  const id = created.body.id as string;
+  const handle = env.client.workflow.getHandle(rolloutWorkflowId(id));
+  await untilWorkflowIdle(handle, 30_000);
+  await env.stopWorker();
+  const worker = await slowedWorker();
+  try {
+    const started = call('POST', `/api/rollouts/${id}/start`);
+    await eventually(async () => {
+      const description = await handle.describe();
+      expect(description.raw.pendingActivities?.map((activity) => activity.activityType?.name)).toContain(
+        'transitionRollout',
+      );
+    }, 30_000);
+    await worker.vanish();
+    const answer = await started;
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get('retry-after')).toBe('30');
+    expect(answer.body.detail).toBe(
+      `The last worker for task queue ${env.taskQueue} stopped while the operation was on its way; it may still be applied when a worker is back. Retry once one is: if it was applied, the retry answers 409 with the state it is in.`,
+    );
+  } finally {
+    worker.open();
+    await worker.stop();
+    await env.startWorker();
+  }
 }, 60_000);

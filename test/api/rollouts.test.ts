@@ -2,6 +2,7 @@ import { rolloutStatusQuery } from '../../workflows/definitions';
 import { publishConfiguration } from '../support/configurations';
 import { seedAgents } from '../support/agents-seed';
 import { eventually } from '../support/eventually';
+import { workerPresent } from '../../platform/worker-presence';
 import { startScript } from '../support/processes';
 import { startRolloutEnv, untilWorkerPolls, type RolloutEnv } from '../support/rollout-env';
 import { expectRolloutCreatedAsShown } from '../support/events';
@@ -374,7 +375,7 @@ test('start is refused with the exact 422 when a policy denies an agent; the rol
   }
 }, 60_000);
 
-test('the worker killed mid-rollout and started again: the rollout resumes, no agent pushed twice, none skipped', async () => {
+test('the worker killed mid-rollout and started again: an operation meanwhile is a 503 at once; the rollout resumes, no agent pushed twice, none skipped', async () => {
   const slowApply = () => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 1500));
   const { groupId, fleet } = await env.fleet(6, { apply: slowApply });
   const [v1] = await publishConfiguration(env.t, env.operator, ['durable: true\n']);
@@ -405,6 +406,14 @@ test('the worker killed mid-rollout and started again: the rollout resumes, no a
     }, 20_000);
     worker.kill('SIGKILL');
     await new Promise((resolve) => worker.once('exit', resolve));
+    // With no worker left, an operation is refused at once, nothing sent (not a wait for its deadline).
+    await eventually(async () => expect(await workerPresent(env.t.database.db, env.taskQueue)).toBe(false));
+    const refused = await call('POST', `/api/rollouts/${rollout.id}/pause`);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('30');
+    expect(refused.body.detail).toBe(
+      `No worker is running for task queue ${env.taskQueue}, so the rollout's workflow cannot take the operation; nothing was sent. Start a worker or read its logs, then retry.`,
+    );
     worker = startScript('worker/main.ts', [], env.workerEnv());
 
     const done = await waitForState(rollout.id, 'completed', 45_000);

@@ -33,7 +33,7 @@ const checkCopiedContent = (copy: { format: Format; content: string }) =>
   checkVersionContent(copy.format, copy.content).catch(contentProblemAt('body.configuration.content'));
 
 export function incomingRolloutRoutes(options: FederationRouteOptions): RouteDef[] {
-  const workflows = new RolloutWorkflows(options.temporal, options.settings);
+  const workflows = new RolloutWorkflows(options.temporal, options.settings, options.db);
 
   async function present(db: Knex, row: RolloutRow) {
     return presentIncomingRollout(row, (await rolloutProgress(db, row.id)).progress);

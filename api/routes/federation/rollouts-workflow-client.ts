@@ -6,6 +6,7 @@
  */
 import { ApplicationFailure, TypedSearchAttributes, WorkflowIdConflictPolicy } from '@temporalio/common';
 import { WithStartWorkflowOperation, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { Knex } from 'knex';
 import type { FederatedRolloutRow } from '../../../db/repos/federated-rollouts';
 import type { Settings } from '../../../platform/settings';
 import { updateWithStartAcrossClosingRuns } from '../../../platform/temporal';
@@ -20,7 +21,8 @@ import {
   type FederatedRolloutWorkflowInput,
 } from '../../../workflows/definitions';
 import { configurationIdKey, federatedRolloutStateKey, tenantIdKey } from '../../../workflows/search-attributes';
-import { sendToTemporal } from '../../../platform/temporal';
+import { sendToTemporal, type UpdateTarget } from '../../../platform/temporal';
+import { updateTarget } from '../../../platform/worker-presence';
 import { problems } from '../../problems';
 
 /**
@@ -30,10 +32,15 @@ import { problems } from '../../problems';
 const OPERATION_DEADLINE_MS = 30_000;
 
 export class FederatedRolloutWorkflows {
+  private readonly updateOn: UpdateTarget;
+
   constructor(
     private readonly client: Client | undefined,
     private readonly settings: Pick<Settings, 'temporal'>,
-  ) {}
+    db: Knex,
+  ) {
+    this.updateOn = updateTarget(db, settings.temporal.taskQueue);
+  }
 
   private configured(): Client {
     if (!this.client)
@@ -88,7 +95,7 @@ export class FederatedRolloutWorkflows {
               }),
             ),
           ),
-        this.settings.temporal.taskQueue,
+        this.updateOn,
       );
     } catch (error) {
       if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) {

@@ -136,7 +136,7 @@ function operationRoute(workflows: FederatedRolloutWorkflows, operation: Federat
 
 /** Federation: federated rollouts, and the receiver side a peer calls (docs/federation.md). */
 export function federatedRolloutRoutes(options: FederationRouteOptions): RouteDef[] {
-  const workflows = new FederatedRolloutWorkflows(options.temporal, options.settings);
+  const workflows = new FederatedRolloutWorkflows(options.temporal, options.settings, options.db);
   const installationName = options.settings.federation.installationName;
   const operations = FEDERATED_ROLLOUT_OPERATIONS.map((operation) => operationRoute(workflows, operation));
 

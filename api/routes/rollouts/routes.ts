@@ -93,7 +93,7 @@ function operationRoute(workflows: RolloutWorkflows, operation: RolloutOperation
 }
 
 export function rolloutsRoutes(options: ResourceRouteOptions & { temporal?: Client }): RouteDef[] {
-  const workflows = new RolloutWorkflows(options.temporal, options.settings);
+  const workflows = new RolloutWorkflows(options.temporal, options.settings, options.db);
 
   const operations = ROLLOUT_OPERATIONS.map((operation) => operationRoute(workflows, operation));
 

@@ -6,22 +6,27 @@
  * which the api renders as their problems (409, 412).
  */
 import type { Client } from '@temporalio/client';
+import type { Knex } from 'knex';
 import { DomainError } from '../../../domain/errors';
 import type { Settings } from '../../../platform/settings';
 import type { RolloutOperationRequest, RolloutOperationResult } from '../../../workflows/definitions';
 import { RolloutWorkflowClient } from '../../../workflows/rollout-client';
-import { sendToTemporal } from '../../../platform/temporal';
+import { sendToTemporal, type UpdateTarget } from '../../../platform/temporal';
+import { updateTarget } from '../../../platform/worker-presence';
 import type { StartedRollout } from '../../../workflows/rollout-start';
 import { problems } from '../../problems';
 
 export class RolloutWorkflows {
   private readonly workflows: RolloutWorkflowClient | undefined;
+  private readonly updateOn: UpdateTarget;
 
   constructor(
     private readonly client: Client | undefined,
-    private readonly settings: Pick<Settings, 'temporal'>,
+    settings: Pick<Settings, 'temporal'>,
+    db: Knex,
   ) {
     this.workflows = client && new RolloutWorkflowClient(client, settings.temporal.taskQueue);
+    this.updateOn = updateTarget(db, settings.temporal.taskQueue);
   }
 
   private configured(): { client: Client; workflows: RolloutWorkflowClient } {
@@ -43,11 +48,9 @@ export class RolloutWorkflows {
     request: RolloutOperationRequest,
   ): Promise<RolloutOperationResult> {
     const { client, workflows } = this.configured();
-    return sendToTemporal(
-      client,
-      () => workflows.operate(rollout, configurationName, request),
-      this.settings.temporal.taskQueue,
-    ).catch(unavailable);
+    return sendToTemporal(client, () => workflows.operate(rollout, configurationName, request), this.updateOn).catch(
+      unavailable,
+    );
   }
 }
 
