@@ -63,6 +63,32 @@ async function slowedWorker() {
   };
 }
 
+/** A pending rollout to a new, empty group, its workflow loaded and idle: answers its id and workflow handle. */
+async function idlePendingRollout(name: string) {
+  const [v1] = await publishConfiguration(env.t, env.operator, [`${name}: 1\n`]);
+  const groupId = (await call('POST', '/api/groups', { name: `${name}-${Date.now()}` })).body.id;
+  const created = await call('POST', '/api/rollouts', {
+    configurationId: v1!.configurationId,
+    version: v1!.version,
+    target: { groupIds: [groupId] },
+    strategy: { batchSize: 1 },
+  });
+  const id = created.body.id as string;
+  const handle = env.client.workflow.getHandle(rolloutWorkflowId(id));
+  await untilWorkflowIdle(handle, 30_000);
+  return { id, handle };
+}
+
+/** Once the rollout's workflow waits on the slowed worker's gated transition. */
+function untilWaitingOnTransition(id: string): Promise<void> {
+  return eventually(async () => {
+    const description = await env.client.workflow.getHandle(rolloutWorkflowId(id)).describe();
+    expect(description.raw.pendingActivities?.map((activity) => activity.activityType?.name)).toContain(
+      'transitionRollout',
+    );
+  }, 30_000);
+}
+
 test('twenty rollout operations in flight against a slowed worker: other api calls, writes too, still answer', async () => {
   expect(env.t.settings.database.poolMax).toBe(10);
   const [v1] = await publishConfiguration(env.t, env.operator, ['in-flight: 1\n']);
@@ -98,14 +124,7 @@ test('twenty rollout operations in flight against a slowed worker: other api cal
       }),
     );
     // Every start has reached its workflow, which is now waiting on the gated activity.
-    await eventually(async () => {
-      for (const id of rollouts) {
-        const description = await env.client.workflow.getHandle(rolloutWorkflowId(id)).describe();
-        expect(description.raw.pendingActivities?.map((activity) => activity.activityType?.name)).toContain(
-          'transitionRollout',
-        );
-      }
-    }, 30_000);
+    for (const id of rollouts) await untilWaitingOnTransition(id);
 
     // No connection of the api's pool sits in a transaction while they wait.
     const waitingInTransaction = await env.t.database.db.raw(
@@ -141,18 +160,7 @@ test('an operation sent as its run closes (before the run accepted it) is applie
   // aborts an update the closing run never accepted ("workflow update was aborted by
   // closing workflow"). Here the run is held between admitting the update and accepting it
   // (no worker) and then closed.
-  const [v1] = await publishConfiguration(env.t, env.operator, ['closing: 1\n']);
-  const groupId = (await call('POST', '/api/groups', { name: `closing-${Date.now()}` })).body.id;
-  const created = await call('POST', '/api/rollouts', {
-    configurationId: v1!.configurationId,
-    version: v1!.version,
-    target: { groupIds: [groupId] },
-    strategy: { batchSize: 1 },
-  });
-  const id = created.body.id as string;
-  const handle = env.client.workflow.getHandle(rolloutWorkflowId(id));
-  await untilWorkflowIdle(handle, 30_000);
-
+  const { id, handle } = await idlePendingRollout('closing');
   await env.stopWorker();
   // A worker process alive but not polling yet (as one starting up): the api sends the operation.
   const presence = await WorkerPresence.hold(env.t.settings.database.url, env.taskQueue);
@@ -171,27 +179,12 @@ test('an operation sent as its run closes (before the run accepted it) is applie
 }, 60_000);
 
 test('the last worker gone while an operation waits on it: a 503 at once saying it may still be applied, not a wait for its deadline', async () => {
-  const [v1] = await publishConfiguration(env.t, env.operator, ['gone: 1\n']);
-  const groupId = (await call('POST', '/api/groups', { name: `gone-${Date.now()}` })).body.id;
-  const created = await call('POST', '/api/rollouts', {
-    configurationId: v1!.configurationId,
-    version: v1!.version,
-    target: { groupIds: [groupId] },
-    strategy: { batchSize: 1 },
-  });
-  const id = created.body.id as string;
-  const handle = env.client.workflow.getHandle(rolloutWorkflowId(id));
-  await untilWorkflowIdle(handle, 30_000);
+  const { id } = await idlePendingRollout('gone');
   await env.stopWorker();
   const worker = await slowedWorker();
   try {
     const started = call('POST', `/api/rollouts/${id}/start`);
-    await eventually(async () => {
-      const description = await handle.describe();
-      expect(description.raw.pendingActivities?.map((activity) => activity.activityType?.name)).toContain(
-        'transitionRollout',
-      );
-    }, 30_000);
+    await untilWaitingOnTransition(id);
     await worker.vanish();
     const answer = await started;
     expect(answer.status).toBe(503);
