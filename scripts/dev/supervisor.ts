@@ -81,7 +81,9 @@ class Supervised {
     child.once('spawn', () => this.options.log(`${this.spec.name} ${started} (pid ${child.pid})`));
     child.once('error', (error) => this.options.log(`${this.spec.name} could not start: ${error.message}`));
     this.closed = false;
-    child.once('close', () => (this.closed = true));
+    // Only this child's close: a crashed one's can come after its replacement started, and
+    // must not mark the replacement closed (a stop would then leave it running).
+    child.once('close', () => this.child === child && (this.closed = true));
     child.once('exit', (code, signal) => this.exited(code, signal));
   }
 

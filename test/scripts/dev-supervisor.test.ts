@@ -1,4 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { formatLogLine } from '../../scripts/dev/pretty-log';
 import { restartDelayMs } from '../../scripts/dev/supervisor';
 import { eventually } from '../support/eventually';
@@ -39,7 +42,7 @@ async function apiPid(port: number): Promise<number> {
 let stack: Stack | undefined;
 afterEach(() => {
   if (stack && stack.child.exitCode === null) stack.child.kill('SIGKILL');
-  for (const name of ['api', 'worker', 'crashing']) {
+  for (const name of ['api', 'worker', 'crashing', 'lingering']) {
     const pid = stack?.pid(name);
     if (pid && isRunning(pid)) process.kill(-pid, 'SIGKILL');
   }
@@ -95,6 +98,20 @@ test('a process that keeps crashing is retried with a doubling back-off, capped,
   expect(s.output()).toMatch(/ crashing Error: cannot connect to Temporal\n/);
   s.child.kill('SIGINT');
   expect(await s.exited).toBe(0);
+});
+
+test('a crash whose output closes only after the restart does not hide the new process from the stop', async () => {
+  const marker = path.join(await mkdtemp(path.join(tmpdir(), 'dev-stack-')), 'crashed');
+  stack = await startStack([`--with-lingering=${marker}`]);
+  const s = stack;
+  // The crashed run's output closes (its child let go) after its replacement is running.
+  await eventually(async () => expect(s.output()).toMatch(/lingering running[^]*lingering child done/), 15_000);
+  expect(s.output()).toMatch(/\[dev\] lingering restarted \(pid \d+\)/);
+  const replacement = s.pid('lingering')!;
+  s.child.kill('SIGTERM');
+  expect(await s.exited).toBe(0);
+  expect(s.output()).toContain('lingering stopped');
+  expect(isRunning(replacement)).toBe(false);
 });
 
 test('log lines are printed for people: time, level, process, message, fields', async () => {
