@@ -3,7 +3,10 @@
  * agent. A bare `tls` server (no gateway, no database) on the image's runtime
  * (bench/image-runtime.ts) takes N mutual-TLS connections that each exchange a small
  * message, then four more 5 s apart (heartbeats), as agents do; the bench then prints the
- * server's resident memory per connection above idle, and its V8 heap per connection.
+ * server's resident memory per connection above idle, and its V8 heap per connection. Then
+ * a reconnect storm: every agent closes and connects again at once (200 handshakes at a
+ * time), resuming its TLS session; the bench prints the time and the server's CPU a handshake,
+ * to hold against bench:gateway's storm (docs/performance.md).
  *
  *   npm run bench:tls-floor -- [--count 4000] [--groups <OpenSSL group list>]
  *
@@ -11,7 +14,7 @@
  * with bench:gateway's "each agent's share above idle": the difference is what the gateway
  * itself keeps per agent (docs/performance.md, "A connected agent").
  */
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { connect, createServer, type TLSSocket } from 'node:tls';
@@ -36,9 +39,17 @@ interface Measured {
 const HEARTBEATS = 4;
 const HEARTBEAT_MS = 5_000;
 
+/** Handshakes at a time, as bench:gateway's simulator (its --concurrency). */
+const CONCURRENCY = 200;
+
 /** What an agent sends in a message and gets back, about (bytes). */
 const AGENT_SAYS = 160;
 const GATEWAY_SAYS = 120;
+
+function cpuSeconds(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+}
 
 function residentMiB(): number {
   const pages = Number(readFileSync('/proc/self/statm', 'utf8').split(' ')[1]);
@@ -74,6 +85,7 @@ function serve(pems: Pems, groups: string | undefined): void {
   });
   process.on('message', (message: string) => {
     if (message === 'measure') process.send!({ connected: sockets.length, loaded: measure() });
+    if (message === 'cpu') process.send!({ cpuSeconds: cpuSeconds() });
     if (message === 'exit') process.exit(0);
   });
 }
@@ -97,6 +109,12 @@ async function pemsForBench(): Promise<Pems> {
   };
 }
 
+async function serverCpu(child: ChildProcess): Promise<number> {
+  child.send('cpu');
+  const [{ cpuSeconds }] = (await once(child, 'message')) as [{ cpuSeconds: number }];
+  return cpuSeconds;
+}
+
 async function main() {
   if (process.env.TLS_FLOOR_SERVER) {
     const { pems, groups } = JSON.parse(process.env.TLS_FLOOR_SERVER) as { pems: Pems; groups?: string };
@@ -114,28 +132,37 @@ async function main() {
     env: { ...process.env, ...runtime.env, TLS_FLOOR_SERVER: JSON.stringify({ pems, groups: args.groups }) },
   });
   const [{ port, idle }] = (await once(child, 'message')) as [{ port: number; idle: Measured }];
-  const clients: TLSSocket[] = [];
   const agentSays = Buffer.alloc(AGENT_SAYS, 'a');
-  for (let started = 0; started < count; started += 100) {
-    const batch = Math.min(100, count - started);
-    await Promise.all(
-      Array.from({ length: batch }, async () => {
-        const socket = connect({
-          host: '127.0.0.1',
-          port,
-          ca: pems.ca,
-          cert: pems.client.certificatePem,
-          key: pems.client.keyPem,
-          servername: 'localhost',
-          checkServerIdentity: () => undefined,
-        });
-        clients.push(socket);
-        await once(socket, 'secureConnect');
-        socket.write(agentSays);
-        await once(socket, 'data');
-      }),
-    );
-  }
+  const sessions = new Map<number, Buffer>();
+  /** Agent `i` connects (resuming its last session when it has one) and exchanges a message. */
+  const connectAgent = async (i: number): Promise<TLSSocket> => {
+    const socket = connect({
+      host: '127.0.0.1',
+      port,
+      ca: pems.ca,
+      cert: pems.client.certificatePem,
+      key: pems.client.keyPem,
+      servername: 'localhost',
+      checkServerIdentity: () => undefined,
+      session: sessions.get(i),
+    });
+    socket.on('session', (session: Buffer) => sessions.set(i, session));
+    await once(socket, 'secureConnect');
+    socket.write(agentSays);
+    await once(socket, 'data');
+    return socket;
+  };
+  /** Every agent connected, CONCURRENCY handshakes at a time. */
+  const connectAll = async (): Promise<TLSSocket[]> => {
+    const connected: TLSSocket[] = new Array(count);
+    let next = 0;
+    const lane = async () => {
+      for (let i = next++; i < count; i = next++) connected[i] = await connectAgent(i);
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, lane));
+    return connected;
+  };
+  let clients = await connectAll();
   // Heartbeats for a while: the allocator gives back what the handshakes freed as it works
   // (jemalloc purges on activity), as on a gateway whose agents are all connected.
   for (let beat = 0; beat < HEARTBEATS; beat += 1) {
@@ -158,6 +185,20 @@ async function main() {
     `server RSS: idle ${idle.rssMiB.toFixed(0)} MiB, connected ${loaded.rssMiB.toFixed(0)} MiB: ` +
       `${perConnectionKiB(loaded.rssMiB - idle.rssMiB)} KiB a connection ` +
       `(V8 heap ${perConnectionKiB(loaded.heapUsedMiB - idle.heapUsedMiB)} KiB of it)`,
+  );
+
+  // A reconnect storm: every agent closes and connects again at once, resuming its session.
+  await Promise.all(clients.map((socket) => new Promise((resolve) => socket.once('close', resolve).end())));
+  const cpuBefore = await serverCpu(child);
+  const started = process.hrtime.bigint();
+  clients = await connectAll();
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const serverSeconds = (await serverCpu(child)) - cpuBefore;
+  const resumed = clients.filter((socket) => socket.isSessionReused()).length;
+  console.log(
+    `reconnect storm: ${count} agents in ${seconds.toFixed(1)} s (${resumed} resumed), server CPU ` +
+      `${serverSeconds.toFixed(1)} s: ${((serverSeconds * 1000) / count).toFixed(2)} ms a handshake ` +
+      `(the clients share the machine's cores)`,
   );
   console.log(`reproduce: npm run bench:tls-floor -- --count ${count}${args.groups ? ` --groups ${args.groups}` : ''}`);
   child.send('exit');
