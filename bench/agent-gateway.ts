@@ -500,12 +500,18 @@ async function reconnectAll(
   gw: Gateway,
   f: Fleet,
   db: Knex,
-): Promise<{ stopMs: number; reconnecting: Measured<number>; handshakes: GatewayStats['handshakes'] }> {
+): Promise<{
+  stopMs: number;
+  reconnecting: Measured<number>;
+  handshakes: GatewayStats['handshakes'];
+  writes: { commits: number; rows: number };
+}> {
   const stopStarted = Date.now();
   await Promise.all(f.agents.map((agent) => agent.stop()));
   const stopMs = Date.now() - stopStarted;
   await until('offline', async () => (await onlineRows(db)) === 0, stopStarted, 500);
   const before = (await gw.stats()).handshakes;
+  const writesBefore = await databaseWrites(db);
   const reconnecting = await cpuOf(gw, async () => {
     const started = Date.now();
     void Promise.all(f.agents.map((agent: SimulatedAgent) => agent.start()));
@@ -517,11 +523,13 @@ async function reconnectAll(
       () => fleetLine(f),
     );
   });
+  const writesAfter = await databaseWrites(db);
   const after = (await gw.stats()).handshakes;
   return {
     stopMs,
     reconnecting,
     handshakes: { total: after.total - before.total, resumed: after.resumed - before.resumed },
+    writes: { commits: writesAfter.commits - writesBefore.commits, rows: writesAfter.rows - writesBefore.rows },
   };
 }
 
@@ -530,6 +538,8 @@ interface Reconnected {
   reconnecting: Measured<number>;
   /** The last round's TLS handshakes, and how many resumed a session. */
   handshakes: GatewayStats['handshakes'];
+  /** Postgres's commits and rows written during the last round (every statement outside a transaction commits). */
+  writes: { commits: number; rows: number };
   afterReconnect: GatewayStats;
   rssAfterRounds: number[];
 }
@@ -539,16 +549,17 @@ async function reconnectStorms(gw: Gateway, f: Fleet, db: Knex): Promise<Reconne
   const rssAfterRounds: number[] = [];
   let reconnecting!: Measured<number>;
   let handshakes!: GatewayStats['handshakes'];
+  let writes!: Reconnected['writes'];
   let afterReconnect!: GatewayStats;
   for (let round = 0; round < reconnectRounds; round++) {
-    ({ reconnecting, handshakes } = await reconnectAll(gw, f, db));
+    ({ reconnecting, handshakes, writes } = await reconnectAll(gw, f, db));
     afterReconnect = await gw.stats(true);
     rssAfterRounds.push(afterReconnect.rss);
   }
   progress(
     `reconnected over mTLS in ${seconds(reconnecting.result)}; heartbeat window (${heartbeatSeconds} s, ${windowSeconds} s)`,
   );
-  return { reconnecting, handshakes, afterReconnect, rssAfterRounds };
+  return { reconnecting, handshakes, writes, afterReconnect, rssAfterRounds };
 }
 
 /** Postgres's commits and rows written so far (cumulative statistics of every database). */
@@ -682,7 +693,7 @@ function connectLines({ connecting, afterConnect, connectStats, connectErrors, d
 function measuredLines(
   { idle }: SetUp,
   { afterConnect }: Connected,
-  { reconnecting, handshakes, afterReconnect, rssAfterRounds }: Reconnected,
+  { reconnecting, handshakes, writes: stormWrites, afterReconnect, rssAfterRounds }: Reconnected,
   stopMs: number,
   { heartbeats, afterHeartbeats, rtt, writes }: Heartbeats,
   { pushing, afterPush }: Pushed,
@@ -693,7 +704,7 @@ function measuredLines(
   const written = (n: number) => (n / (writes.ms / 1000) / thousands).toFixed(1);
   const cpuMs = (cpuSeconds: number) => ((cpuSeconds * 1000) / (heartbeats.cpu.ms / 1000) / thousands).toFixed(1);
   return [
-    `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s); ${handshakes.total} TLS handshakes, ${handshakes.resumed} of them resumed a session`,
+    `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s); ${handshakes.total} TLS handshakes, ${handshakes.resumed} of them resumed a session; Postgres ${stormWrites.commits} commits (${(stormWrites.commits / count).toFixed(2)} an agent), ${stormWrites.rows} rows written`,
     `  ${cpu(reconnecting.cpu)}; ${loop(afterReconnect)}`,
     `heartbeat every ${heartbeatSeconds} s, ${(hb.windowMs / 1000).toFixed(0)} s window: ${rtt.length} of ${hb.offered} answered, ${(rtt.length / (hb.windowMs / 1000)).toFixed(0)} heartbeats/s` +
       ` (offered ${(count / heartbeatSeconds).toFixed(0)}/s; backlog drained ${seconds(hb.drainMs)} after the window; ${hb.lostToCloses} unanswered because their connection closed); round trip p50 ${percentile(rtt, 0.5).toFixed(1)} ms, p99 ${percentile(rtt, 0.99).toFixed(1)} ms, max ${rtt.length ? rtt[rtt.length - 1]!.toFixed(1) : '-'} ms`,
