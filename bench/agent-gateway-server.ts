@@ -5,7 +5,8 @@
  * `{ type: 'listening', port }` over IPC once listening and answers `{ type: 'stats', reset? }`
  * with its memory (peak RSS sampled every second), CPU time, event-loop delay since the last
  * reset, the number of live WebSocket sessions, and the TLS handshakes it completed (how many
- * resumed a session).
+ * resumed a session). With BENCH_QUERIES=1, a reset also prints to stderr the statements sent
+ * since the last one, by their first 90 characters, most frequent first.
  * `{ type: 'stop' }` stops the replica as the api does (the listener's close(), agents still
  * connected), closes its pool, answers `{ type: 'stopped', closeMs, stopMs }` (by its own
  * clock: the close(), and until it exits) and exits.
@@ -48,6 +49,12 @@ async function main() {
   const server = gateway.listener.server;
   await new Promise<void>((resolve) => server.listen({ port, host, backlog: 4096 }, resolve));
 
+  const queries = new Map<string, number>();
+  if (process.env.BENCH_QUERIES)
+    db.on('query', (query: { sql: string }) => {
+      const key = query.sql.replace(/\s+/g, ' ').slice(0, 90);
+      queries.set(key, (queries.get(key) ?? 0) + 1);
+    });
   const handshakes = { total: 0, resumed: 0 };
   server.on('secureConnection', (socket: TLSSocket) => {
     handshakes.total++;
@@ -62,6 +69,11 @@ async function main() {
   process.on('message', (message: { type: string; reset?: boolean }) => {
     if (message.type === 'stop') return void stopTimed();
     if (message.type !== 'stats') return;
+    if (process.env.BENCH_QUERIES && message.reset) {
+      const top = [...queries].sort((a, b) => b[1] - a[1]).slice(0, 15);
+      process.stderr.write(`queries since the last reset:\n${top.map(([sql, n]) => `  ${n} ${sql}`).join('\n')}\n`);
+      queries.clear();
+    }
     // BENCH_GC=1: collect garbage first, to tell memory still in use from garbage not yet collected.
     (globalThis as { gc?: () => void }).gc?.();
     const memory = process.memoryUsage();

@@ -22,7 +22,8 @@
  * RSS line, each agent's share above idle, the heap / external split, and how often V8's
  * pooled heap pages were given back (platform/heap-pool.ts).
  * 10,000 TLS sockets need more than 10,000 open files on both sides (`ulimit -n`).
- * BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there.
+ * BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there; BENCH_QUERIES=1 has the gateway
+ * print, at each phase's end, the statements it sent in that phase, most frequent first.
  */
 import { fork } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -1,8 +1,8 @@
 /**
  * Routine reports of online agents (heartbeats, config status) are written in batches: one
- * statement for up to MAX_BATCH agents, a new batch as soon as the previous one is on its
- * way. Under load this turns thousands of single-row statements a second into a few dozen;
- * at rest a report waits for nothing (a batch of one goes at once).
+ * statement for up to MAX_BATCH agents, a new batch BATCH_SPACING_MS after the previous one
+ * started (coalescer.ts). Under load this turns thousands of single-row statements a second
+ * into a few dozen; at rest a report waits for nothing (a batch of one goes at once).
  *
  * - An agent's reports are written in the order they came: while one is in flight, the
  *   agent's next waits (a later batch could otherwise lock the row first, and an older
@@ -27,6 +27,7 @@ import {
   type BatchedReport,
   type ReportedAgent,
 } from '../db/repos/agents';
+import { BatchSpacing } from './coalescer';
 
 const MAX_BATCH = 500;
 /** Characters of serialised reports per statement (one larger report goes alone). */
@@ -43,6 +44,7 @@ export class ReportBatcher {
   private inFlight = 0;
   /** Agents with a report in a batch on its way. */
   private readonly writing = new Set<string>();
+  private readonly spacing = new BatchSpacing();
 
   constructor(
     private readonly db: Knex,
@@ -62,7 +64,8 @@ export class ReportBatcher {
   }
 
   private pump(): void {
-    while (this.inFlight < MAX_IN_FLIGHT) {
+    while (this.inFlight < MAX_IN_FLIGHT && this.queue.length > 0) {
+      if (!this.spacing.mayStart(() => this.pump())) return;
       const batch = this.take();
       if (batch.length === 0) return;
       this.inFlight++;
