@@ -191,10 +191,17 @@ async function workerPolls(client: Client, taskQueue: string): Promise<boolean> 
   return !!pollers?.some((poller) => poller.lastAccessTime && now - tsToMs(poller.lastAccessTime) < WORKER_GONE_MS);
 }
 
-/** Whether a worker process serving the target is alive; when that cannot be told (no way to ask, Postgres busy or starting), yes. */
+/**
+ * Whether a worker process serving the target is alive; when that cannot be told (no way to
+ * ask, Postgres starting, or no answer within TEMPORAL_PROBE_MS), yes.
+ */
 async function workerAlive({ workerPresent }: UpdateTarget): Promise<boolean> {
   if (!workerPresent) return true;
-  return (await workerPresent().catch(() => undefined)) !== false;
+  const present = await Promise.race([
+    workerPresent().catch(() => undefined),
+    delay(TEMPORAL_PROBE_MS).then(() => undefined),
+  ]);
+  return present !== false;
 }
 
 /** Closes the probe connection of `client` (the api's close). */
