@@ -14,7 +14,7 @@ import { Client, Connection } from '@temporalio/client';
 import pino from 'pino';
 import { createApp } from '../../api/app';
 import { httpServer } from '../../api/http/server';
-import { WorkerPresence, workerPresent } from '../../platform/worker-presence';
+import { PRESENCE_SETTLE_MS, WorkerPresence, workerPresent } from '../../platform/worker-presence';
 import { createDb } from '../../db/connection';
 import { startTestApp, testSettings, type TestApp } from '../support/app';
 import { seedAgents } from '../support/agents-seed';
@@ -126,7 +126,11 @@ test('with no worker serving its task queue, an operation is a 503 at once sayin
   const alone = await startTestApp({ Temporal__TaskQueue: taskQueue }, { temporal: new Client({ connection }) });
   try {
     // Postgres says no worker process runs for the queue (once it has been up long enough to know).
-    await eventually(async () => expect(await workerPresent(alone.database.db, taskQueue)).toBe(false));
+    // Up to PRESENCE_SETTLE_MS when the suite's Postgres has only just started.
+    await eventually(
+      async () => expect(await workerPresent(alone.database.db, taskQueue)).toBe(false),
+      PRESENCE_SETTLE_MS + 10_000,
+    );
     const { started, state } = await startRollout(alone, 'no-worker');
     expect(started.status).toBe(503);
     expect(started.headers.get('retry-after')).toBe('30');
@@ -138,7 +142,7 @@ test('with no worker serving its task queue, an operation is a 503 at once sayin
     await alone.close();
     await connection.close();
   }
-}, 20_000);
+}, 45_000);
 
 test('with a Temporal server that takes connections and never answers, an operation is a 503 saying so, not a wait for its deadline', async () => {
   // What a hung server, or a host gone without a reset, looks like: connections are taken, nothing comes back.

@@ -2,7 +2,7 @@ import { rolloutStatusQuery } from '../../workflows/definitions';
 import { publishConfiguration } from '../support/configurations';
 import { seedAgents } from '../support/agents-seed';
 import { eventually } from '../support/eventually';
-import { workerPresent } from '../../platform/worker-presence';
+import { PRESENCE_SETTLE_MS, workerPresent } from '../../platform/worker-presence';
 import { startScript } from '../support/processes';
 import { startRolloutEnv, untilWorkerPolls, type RolloutEnv } from '../support/rollout-env';
 import { expectRolloutCreatedAsShown } from '../support/events';
@@ -407,7 +407,10 @@ test('the worker killed mid-rollout and started again: an operation meanwhile is
     worker.kill('SIGKILL');
     await new Promise((resolve) => worker.once('exit', resolve));
     // With no worker left, an operation is refused at once, nothing sent (not a wait for its deadline).
-    await eventually(async () => expect(await workerPresent(env.t.database.db, env.taskQueue)).toBe(false));
+    await eventually(
+      async () => expect(await workerPresent(env.t.database.db, env.taskQueue)).toBe(false),
+      PRESENCE_SETTLE_MS + 10_000,
+    );
     const refused = await call('POST', `/api/rollouts/${rollout.id}/pause`);
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('30');
