@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import type { Logger } from 'pino';
+import { letGo } from './pg-session';
 
 type Handler = (payload: string) => void;
 
@@ -47,8 +48,7 @@ export class PgListener {
     if (error) this.logger.warn({ err: error }, 'LISTEN connection lost; reconnecting');
     const old = this.client;
     this.client = undefined;
-    old?.removeAllListeners();
-    void old?.end().catch(() => {});
+    if (old) void letGo(old);
     this.retry = setTimeout(() => {
       this.retry = undefined;
       this.start()
@@ -62,7 +62,6 @@ export class PgListener {
     if (this.retry) clearTimeout(this.retry);
     const client = this.client;
     this.client = undefined;
-    client?.removeAllListeners();
-    await client?.end().catch(() => {});
+    if (client) await letGo(client);
   }
 }

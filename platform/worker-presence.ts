@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import { Client } from 'pg';
 import type { Logger } from 'pino';
+import { letGo } from './pg-session';
 import type { UpdateTarget } from './temporal';
 
 /** The first key of every presence lock (advisory locks share one space per database): "FlWk". */
@@ -67,9 +68,7 @@ export class WorkerPresence {
 
   /** The connection holding the lock (or taking it) is gone: another takes it in RETRY_MS. */
   private lost(client: Client, error?: Error): void {
-    client.removeAllListeners();
-    client.on('error', () => {}); // it is being let go: nothing it says matters now
-    void client.end().catch(() => {});
+    void letGo(client);
     if (this.client === client) this.client = undefined;
     if (this.closed || this.retry) return;
     this.logger?.warn({ err: error }, "worker presence: Postgres connection lost; taking the task queue's lock again");
@@ -85,8 +84,7 @@ export class WorkerPresence {
     if (this.retry) clearTimeout(this.retry);
     const client = this.client;
     this.client = undefined;
-    client?.removeAllListeners();
-    await client?.end().catch(() => {});
+    if (client) await letGo(client);
   }
 }
 
