@@ -14,15 +14,14 @@
  * with bench:gateway's "each agent's share above idle": the difference is what the gateway
  * itself keeps per agent (docs/performance.md, "A connected agent").
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { connect, createServer, type TLSSocket } from 'node:tls';
 import { parseArgs } from 'node:util';
 import { createSelfSignedCa, type AgentCa } from '../domain/certificates/ca';
 import { issueServerCertificate } from '../domain/certificates/server-certificate';
 import { imageRuntime } from './image-runtime';
-import { runBench } from './support';
+import { cpuSecondsOf, runBench } from './support';
 
 interface Pems {
   ca: string;
@@ -46,16 +45,6 @@ const CONCURRENCY = 200;
 const AGENT_SAYS = 160;
 const GATEWAY_SAYS = 120;
 
-function cpuSeconds(): number {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1e6;
-}
-
-function residentMiB(): number {
-  const pages = Number(readFileSync('/proc/self/statm', 'utf8').split(' ')[1]);
-  return (pages * 4096) / 1048576;
-}
-
 /** The server side, in a child process with the image's runtime. */
 function serve(pems: Pems, groups: string | undefined): void {
   const sockets: TLSSocket[] = [];
@@ -78,14 +67,14 @@ function serve(pems: Pems, groups: string | undefined): void {
   );
   const measure = (): Measured => {
     (globalThis as { gc?: () => void }).gc?.(); // the heap that is kept, not the garbage of start-up
-    return { rssMiB: residentMiB(), heapUsedMiB: process.memoryUsage().heapUsed / 1048576 };
+    const { rss, heapUsed } = process.memoryUsage();
+    return { rssMiB: rss / 1048576, heapUsedMiB: heapUsed / 1048576 };
   };
   server.listen(0, '127.0.0.1', () => {
     process.send!({ port: (server.address() as { port: number }).port, idle: measure() });
   });
   process.on('message', (message: string) => {
     if (message === 'measure') process.send!({ connected: sockets.length, loaded: measure() });
-    if (message === 'cpu') process.send!({ cpuSeconds: cpuSeconds() });
     if (message === 'exit') process.exit(0);
   });
 }
@@ -107,12 +96,6 @@ async function pemsForBench(): Promise<Pems> {
     server: await issueServerCertificate(ca, ['127.0.0.1']),
     client: await issueServerCertificate(ca, ['agent']),
   };
-}
-
-async function serverCpu(child: ChildProcess): Promise<number> {
-  child.send('cpu');
-  const [{ cpuSeconds }] = (await once(child, 'message')) as [{ cpuSeconds: number }];
-  return cpuSeconds;
 }
 
 async function main() {
@@ -189,11 +172,11 @@ async function main() {
 
   // A reconnect storm: every agent closes and connects again at once, resuming its session.
   await Promise.all(clients.map((socket) => new Promise((resolve) => socket.once('close', resolve).end())));
-  const cpuBefore = await serverCpu(child);
+  const cpuBefore = cpuSecondsOf({ pid: child.pid! });
   const started = process.hrtime.bigint();
   clients = await connectAll();
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const serverSeconds = (await serverCpu(child)) - cpuBefore;
+  const serverSeconds = cpuSecondsOf({ pid: child.pid! }) - cpuBefore;
   const resumed = clients.filter((socket) => socket.isSessionReused()).length;
   console.log(
     `reconnect storm: ${count} agents in ${seconds.toFixed(1)} s (${resumed} resumed), server CPU ` +
