@@ -505,32 +505,32 @@ async function reconnectAll(
   stopMs: number;
   reconnecting: Measured<number>;
   handshakes: GatewayStats['handshakes'];
-  writes: { commits: number; rows: number };
+  writes: Writes;
 }> {
   const stopStarted = Date.now();
   await Promise.all(f.agents.map((agent) => agent.stop()));
   const stopMs = Date.now() - stopStarted;
   await until('offline', async () => (await onlineRows(db)) === 0, stopStarted, 500);
   const before = (await gw.stats()).handshakes;
-  const writesBefore = await databaseWrites(db);
-  const reconnecting = await cpuOf(gw, async () => {
-    const started = Date.now();
-    void Promise.all(f.agents.map((agent: SimulatedAgent) => agent.start()));
-    return until(
-      'mTLS reconnect',
-      () => connectedOverMtls(f),
-      started,
-      200,
-      () => fleetLine(f),
-    );
-  });
-  const writesAfter = await databaseWrites(db);
+  const { result: reconnecting, writes } = await writesDuring(db, () =>
+    cpuOf(gw, async () => {
+      const started = Date.now();
+      void Promise.all(f.agents.map((agent: SimulatedAgent) => agent.start()));
+      return until(
+        'mTLS reconnect',
+        () => connectedOverMtls(f),
+        started,
+        200,
+        () => fleetLine(f),
+      );
+    }),
+  );
   const after = (await gw.stats()).handshakes;
   return {
     stopMs,
     reconnecting,
     handshakes: { total: after.total - before.total, resumed: after.resumed - before.resumed },
-    writes: { commits: writesAfter.commits - writesBefore.commits, rows: writesAfter.rows - writesBefore.rows },
+    writes,
   };
 }
 
@@ -539,8 +539,8 @@ interface Reconnected {
   reconnecting: Measured<number>;
   /** The last round's TLS handshakes, and how many resumed a session. */
   handshakes: GatewayStats['handshakes'];
-  /** Postgres's commits and rows written during the last round (every statement outside a transaction commits). */
-  writes: { commits: number; rows: number };
+  /** Postgres's commits and rows written during the last round. */
+  writes: Writes;
   afterReconnect: GatewayStats;
   rssAfterRounds: number[];
 }
@@ -563,8 +563,34 @@ async function reconnectStorms(gw: Gateway, f: Fleet, db: Knex): Promise<Reconne
   return { reconnecting, handshakes, writes, afterReconnect, rssAfterRounds };
 }
 
+/** Postgres's commits and rows written (every statement outside a transaction commits). */
+interface Writes {
+  commits: number;
+  rows: number;
+}
+
+/**
+ * What `work` answers, and Postgres's commits and rows written while it ran, over `ms` (its
+ * lead-in and the wait after it): backends publish their statistics at most once a second, so
+ * they are read a moment after the work.
+ */
+async function writesDuring<T>(
+  db: Knex,
+  work: () => Promise<T>,
+): Promise<{ result: T; writes: Writes & { ms: number } }> {
+  const before = await databaseWrites(db);
+  const started = Date.now();
+  const result = await work();
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  const after = await databaseWrites(db);
+  return {
+    result,
+    writes: { commits: after.commits - before.commits, rows: after.rows - before.rows, ms: Date.now() - started },
+  };
+}
+
 /** Postgres's commits and rows written so far (cumulative statistics of every database). */
-async function databaseWrites(db: Knex): Promise<{ commits: number; rows: number }> {
+async function databaseWrites(db: Knex): Promise<Writes> {
   const [row] = (
     await db.raw(
       'SELECT sum(xact_commit)::bigint AS commits, sum(tup_inserted + tup_updated + tup_deleted)::bigint AS rows FROM pg_stat_database',
@@ -579,20 +605,14 @@ interface Heartbeats {
   afterHeartbeats: GatewayStats;
   rtt: number[];
   /** Postgres commits and rows written during the window (its lead-in and drain too), over `ms`. */
-  writes: { commits: number; rows: number; ms: number };
+  writes: Writes & { ms: number };
 }
 
 /** Phase 3: heartbeat round trips at `--heartbeat` seconds over a `--window` (see heartbeatWindow). */
 async function measureHeartbeats(gw: Gateway, f: Fleet, db: Knex): Promise<Heartbeats> {
-  const before = await databaseWrites(db);
-  const started = Date.now();
-  const heartbeats = await cpuOf(gw, () => heartbeatWindow(f));
-  // Backends publish their statistics at most once a second: a moment for the last of them.
-  await new Promise((resolve) => setTimeout(resolve, 1_500));
-  const after = await databaseWrites(db);
+  const { result: heartbeats, writes } = await writesDuring(db, () => cpuOf(gw, () => heartbeatWindow(f)));
   const afterHeartbeats = await gw.stats(true);
   const rtt = [...heartbeats.result.samples].sort((a, b) => a - b);
-  const writes = { commits: after.commits - before.commits, rows: after.rows - before.rows, ms: Date.now() - started };
   return { heartbeats, afterHeartbeats, rtt, writes };
 }
 
