@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 
 /** How long a connection answered before its body was read goes on reading (and dropping) it. */
-export const LINGER_MS = 2_000;
+const LINGER_MS = 2_000;
 
 const lingering = new WeakSet<Socket>();
 
@@ -16,9 +16,9 @@ const lingering = new WeakSet<Socket>();
  *
  * So from here the rest of the body is read and dropped, and after the response the socket
  * only half-closes: the client reads the response, sees the end, and closes; its own close
- * ends ours. One that goes on sending is cut off `lingerMs` after the response.
+ * ends ours. One that goes on sending is cut off LINGER_MS after the response.
  */
-export function closeLingering(req: IncomingMessage, lingerMs = LINGER_MS): void {
+export function closeLingering(req: IncomingMessage): void {
   const socket = req.socket as Socket & { destroySoon(): void };
   if (lingering.has(socket)) return;
   lingering.add(socket);
@@ -27,7 +27,7 @@ export function closeLingering(req: IncomingMessage, lingerMs = LINGER_MS): void
   // Node's server calls destroySoon on a socket whose response said `Connection: close`.
   socket.destroySoon = () => {
     if (socket.writable) socket.end();
-    const cutOff = setTimeout(() => socket.destroy(), lingerMs).unref();
+    const cutOff = setTimeout(() => socket.destroy(), LINGER_MS).unref();
     socket.once('close', () => clearTimeout(cutOff));
   };
 }
