@@ -5,7 +5,10 @@
  * shared (CGNAT), multicast and reserved addresses are refused and everything else is
  * allowed. docs/decisions.md, Outbound calls.
  */
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import { AddressRanges, normalAddress, type ResolvedAddress } from './address-ranges';
+
+export type { ResolvedAddress };
 
 /** A CIDR (`10.0.0.0/8`, `fd00::/8`), an address, a host name, or `*.` and a domain (its subdomains). */
 export type OutboundRule = string;
@@ -13,11 +16,6 @@ export type OutboundRule = string;
 export interface OutboundSettings {
   allow: OutboundRule[];
   deny: OutboundRule[];
-}
-
-export interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
 }
 
 /** Ranges refused unless `Outbound:Allow` names them. */
@@ -43,60 +41,8 @@ const BUILT_IN_DENIED: Array<[string, number, string]> = [
   ['ff00::', 8, 'multicast'],
 ];
 
-/** The eight 16-bit groups of an IPv6 address (a dotted IPv4 tail as two of them). */
-function ipv6Groups(address: string): number[] {
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
-  let text = address;
-  if (dotted) {
-    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
-    text = `${address.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.split('::') as [string, string | undefined];
-  const parse = (part: string) => (part ? part.split(':').map((group) => parseInt(group, 16)) : []);
-  const front = parse(head);
-  const back = tail === undefined ? [] : parse(tail);
-  return [...front, ...Array<number>(8 - front.length - back.length).fill(0), ...back];
-}
-
-/**
- * An IPv6 address that carries an IPv4 one (mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`)
- * is judged as that IPv4 address, however it is written (`::ffff:7f00:1` is 127.0.0.1).
- */
-export function normalAddress(address: string): ResolvedAddress {
-  const plain = address.replace(/^\[|\]$/g, '');
-  if (isIP(plain) !== 6) return { address: plain, family: 4 };
-  const groups = ipv6Groups(plain);
-  const mapped = groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff;
-  const nat64 = groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((group) => group === 0);
-  if (!mapped && !nat64) return { address: plain, family: 6 };
-  const [high, low] = [groups[6]!, groups[7]!];
-  return { address: [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.'), family: 4 };
-}
-
-/** Address ranges, each with what it is called (a rule as written, or a built-in range's name). */
-class Ranges {
-  private readonly ranges: Array<{ list: BlockList; label: string }> = [];
-
-  add(address: string, prefix: number | undefined, label: string): void {
-    const list = new BlockList();
-    if (prefix === undefined) {
-      const one = normalAddress(address);
-      list.addAddress(one.address, one.family === 6 ? 'ipv6' : 'ipv4');
-    } else {
-      list.addSubnet(address, prefix, isIP(address) === 6 ? 'ipv6' : 'ipv4');
-    }
-    this.ranges.push({ list, label });
-  }
-
-  /** What the first range holding `address` is called; undefined when none holds it. */
-  match({ address, family }: ResolvedAddress): string | undefined {
-    const type = family === 6 ? 'ipv6' : 'ipv4';
-    return this.ranges.find(({ list }) => list.check(address, type))?.label;
-  }
-}
-
 interface Rules {
-  ranges: Ranges;
+  ranges: AddressRanges;
   names: Set<string>;
   /** `.example.com` for `*.example.com`. */
   domains: string[];
@@ -116,7 +62,7 @@ export function outboundRuleProblem(rule: string): string | undefined {
 }
 
 function compile(rules: readonly OutboundRule[]): Rules {
-  const compiled: Rules = { ranges: new Ranges(), names: new Set(), domains: [] };
+  const compiled: Rules = { ranges: new AddressRanges(), names: new Set(), domains: [] };
   for (const rule of rules) {
     const [address, prefix] = rule.split('/');
     if (prefix !== undefined) compiled.ranges.add(address!, Number(prefix), rule);
@@ -132,7 +78,7 @@ function namedBy(rules: Rules, host: string): boolean {
   return rules.names.has(name) || rules.domains.some((domain) => name.endsWith(domain));
 }
 
-const builtIn = new Ranges();
+const builtIn = new AddressRanges();
 for (const [address, prefix, label] of BUILT_IN_DENIED) builtIn.add(address, prefix, label);
 
 /** The policy of `settings`: `refusal(host, address)` says why a connection is refused (undefined: allowed). */
