@@ -24,11 +24,14 @@ async function main() {
       listen: settings.agents.listen,
       path: '/v1/opamp',
       tls: gateway.tls !== undefined,
+      terminatedBy: settings.agents.tls.terminatedBy,
       enrollment: settings.agents.enrollment.mode,
     },
     gateway.tls
       ? 'agent listener (OpAMP over TLS, client certificates accepted)'
-      : 'agent listener (OpAMP, plain TCP: Development only)',
+      : settings.agents.tls.terminatedBy.length > 0
+        ? "agent listener (OpAMP over HTTP from the proxies that end agents' TLS)"
+        : 'agent listener (OpAMP, plain TCP: Development only)',
   );
 
   const server = httpServer(app, settings.errorsBaseUrl);

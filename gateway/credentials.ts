@@ -1,11 +1,20 @@
 /**
  * Who is speaking on a connection: the client certificate checked once at the TLS handshake,
- * else the bootstrap token of each request or upgrade.
+ * or behind a TLS-ending proxy the one it forwards with each request; else the bootstrap
+ * token of each request or upgrade.
  */
+import type { X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { commonName, verifyAgentCertificate, verifyAuthorizedPeer } from '../domain/certificates';
+import {
+  CertificateRejectedError,
+  commonName,
+  verifyAgentCertificate,
+  verifyAuthorizedPeer,
+  type AgentIdentity,
+} from '../domain/certificates';
 import { checkCredential, tokenFromRequest, type Credential } from './enrollment';
+import { CERTIFICATE_HEADER, forwardedCertificate, forwardedRefusal } from './forwarded-certificate';
 import type { ListenerContext } from './listener-context';
 
 /** A client certificate wins over a token; no credential at all is for approval mode. */
@@ -13,9 +22,16 @@ export async function credentialOf(
   ctx: ListenerContext,
   req: IncomingMessage,
 ): Promise<{ ok: true; credential: Credential } | { ok: false; reason: string; tokenId?: string }> {
-  const identity = await ctx.certificateIdentity.get(req.socket as TLSSocket);
-  if (identity) return { ok: true, credential: { kind: 'certificate', identity } };
-  if (req.socket.destroyed) return { ok: false, reason: 'certificate refused' };
+  if (ctx.proxy) {
+    const forwarded = await forwardedIdentity(ctx, ctx.proxy.ca, req);
+    if (forwarded instanceof CertificateRejectedError)
+      return { ok: false, reason: `certificate refused: ${forwarded.reason}` };
+    if (forwarded) return { ok: true, credential: { kind: 'certificate', identity: forwarded } };
+  } else {
+    const identity = await ctx.certificateIdentity.get(req.socket as TLSSocket);
+    if (identity) return { ok: true, credential: { kind: 'certificate', identity } };
+    if (req.socket.destroyed) return { ok: false, reason: 'certificate refused' };
+  }
   const token = tokenFromRequest(req);
   if (token === undefined && ctx.approval) return { ok: true, credential: { kind: 'none' } };
   return checkCredential(ctx.db, token);
@@ -60,6 +76,38 @@ export function checkClientCertificate(ctx: ListenerContext, socket: TLSSocket):
       },
     );
   ctx.certificateIdentity.set(socket, identity);
+}
+
+/**
+ * Behind a TLS-ending proxy: the agent the request's forwarded certificate names (undefined:
+ * none forwarded), checked as a handshake of our own would (issuer, signature, validity),
+ * then like one (serial and revocation). Each request is checked; a WebSocket's socket is
+ * then the agent's alone, and a revocation closes it. A database error is thrown (the
+ * transports answer it with 503), not taken for a refusal.
+ */
+async function forwardedIdentity(
+  ctx: ListenerContext,
+  caCertificate: X509Certificate,
+  req: IncomingMessage,
+): Promise<AgentIdentity | CertificateRejectedError | undefined> {
+  const { db, ca, logger } = ctx;
+  let claimed: { agentId?: string; serial?: string } = {};
+  try {
+    const certificate = forwardedCertificate(req.headers[CERTIFICATE_HEADER]);
+    if (!certificate) return undefined;
+    claimed = { agentId: commonName(certificate.subject), serial: certificate.serialNumber };
+    const refusal = forwardedRefusal(certificate, caCertificate);
+    if (refusal) throw refusal;
+    const identity =
+      (await verifyAuthorizedPeer(db, certificate, ctx.lookups.certificate)) ??
+      (await verifyAgentCertificate(db, ca, certificate.raw));
+    if (req.headers.upgrade !== undefined) ctx.sessions.trackCertificateSocket(identity.agentId, req.socket);
+    return identity;
+  } catch (error) {
+    if (!(error instanceof CertificateRejectedError)) throw error;
+    logger.info({ ...claimed, reason: error.reason }, 'agent certificate refused');
+    return error;
+  }
 }
 
 /** The certificate's validity period includes now. */

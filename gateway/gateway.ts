@@ -1,19 +1,18 @@
 /**
  * Everything the agent port needs before it listens: the agents' CA (from files, or the
  * installation's own, created on first start), the listener's TLS certificate (from files,
- * or issued by that CA for Agents:Tls:Hostnames), and the listener itself.
+ * or issued by that CA for Agents:Tls:Hostnames; none behind proxies that end agents' TLS),
+ * and the listener itself.
  */
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import {
   issueServerCertificate,
-  loadAgentCaFromFiles,
-  loadOrCreateAgentCa,
+  loadAgentCa,
   readServerCertificate,
   type AgentCa,
   type ServerCertificate,
 } from '../domain/certificates';
-import { encryptionKey } from '../platform/secrets';
 import type { Settings } from '../platform/settings';
 import { createAgentListener, type AgentListener } from './listener';
 
@@ -29,16 +28,15 @@ export async function createAgentGateway(deps: {
   settings: Readonly<Settings>;
 }): Promise<AgentGateway> {
   const { db, settings } = deps;
-  const files = settings.agents.ca;
-  const ca = files
-    ? await loadAgentCaFromFiles(files.certificateFile, files.keyFile)
-    : await loadOrCreateAgentCa(db, encryptionKey(settings));
+  const ca = await loadAgentCa(db, settings);
   const serverFiles = settings.agents.tls;
-  const tls = settings.agents.plaintext
-    ? undefined
-    : serverFiles.certificateFile && serverFiles.keyFile
-      ? await readServerCertificate({ certificateFile: serverFiles.certificateFile, keyFile: serverFiles.keyFile })
-      : await issueServerCertificate(ca, serverFiles.hostnames);
+  // Behind proxies that end agents' TLS they hold the certificate (docs/deployment.md).
+  const tls =
+    settings.agents.plaintext || settings.agents.tls.terminatedBy.length > 0
+      ? undefined
+      : serverFiles.certificateFile && serverFiles.keyFile
+        ? await readServerCertificate({ certificateFile: serverFiles.certificateFile, keyFile: serverFiles.keyFile })
+        : await issueServerCertificate(ca, serverFiles.hostnames);
   const listener = createAgentListener({ ...deps, ca, tls });
   await listener.start();
   return { listener, ca, tls };

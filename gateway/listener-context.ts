@@ -3,10 +3,12 @@
  * stop) share: its dependencies, this replica's sessions and trackers, and its shutdown state.
  * `createAgentListener` builds one per listener.
  */
+import type { X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { AgentCa, AgentIdentity } from '../domain/certificates';
+import type { AddressRanges } from '../platform/address-ranges';
 import type { ApprovalMode } from './enrollment';
 import type { FlapGuard } from './flapping';
 import type { Lookups } from './lookups';
@@ -21,8 +23,16 @@ export interface ListenerContext {
   logger: Logger;
   /** Verifies client certificates and signs agents' CSRs. */
   ca: AgentCa;
-  /** The listener speaks TLS (client certificates, CSRs, handover offers); else plain TCP. */
+  /**
+   * Agents reach the listener over TLS (client certificates, CSRs, handover offers), its own
+   * or a proxy's; else plain TCP (Development).
+   */
   tls: boolean;
+  /**
+   * Set when proxies end agents' TLS (Agents:Tls:TerminatedBy): the addresses the listener
+   * takes connections from, and the agents' CA each forwarded certificate is checked against.
+   */
+  proxy?: { from: AddressRanges; ca: X509Certificate };
   /** Approval mode (TLS only): an agent without a credential is held for approval. */
   approval: ApprovalMode | undefined;
   heartbeatSeconds: number;

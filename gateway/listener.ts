@@ -1,16 +1,20 @@
 /**
  * The agent port: OpAMP at `/v1/opamp` over WebSocket (binary frames, 0x00 header) and over
  * HTTP POST of `application/x-protobuf` (optionally gzip). TLS, with an optional client
- * certificate signed by the agents' CA (mTLS); plain TCP only in Development.
+ * certificate signed by the agents' CA (mTLS); or, behind proxies that end that TLS
+ * (Agents:Tls:TerminatedBy), plain HTTP from them alone; plain TCP to anyone only in Development.
  *
  * No listen here (habit 1): `main.ts` calls `server.listen(...)` on `Agents:Listen`.
  */
+import { X509Certificate } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
+import { addressRanges, type AddressRanges } from '../platform/address-ranges';
 import type { Settings } from '../platform/settings';
 import type { AgentCa, ServerCertificate } from '../domain/certificates';
 import { encryptionKey } from '../platform/secrets';
@@ -37,7 +41,10 @@ export interface AgentListenerDeps {
   settings: Readonly<Settings>;
   /** Verifies client certificates and signs agents' CSRs. */
   ca: AgentCa;
-  /** The listener's certificate; undefined: plain TCP (Development only, `Agents:Plaintext`). */
+  /**
+   * The listener's certificate; undefined: plain TCP, behind proxies that end agents' TLS
+   * (Agents:Tls:TerminatedBy) or in Development (`Agents:Plaintext`).
+   */
   tls?: ServerCertificate;
   /** For tests: how soon an agent may be issued another certificate (default MIN_REISSUE_SECONDS). */
   minReissueSeconds?: number;
@@ -69,7 +76,12 @@ export function createAgentListener(deps: AgentListenerDeps): AgentListener {
 function listenerContext(deps: AgentListenerDeps): ListenerContext {
   const { db, ca, settings } = deps;
   const logger = deps.logger.child({ component: 'opamp' });
-  const tls = deps.tls !== undefined;
+  const terminatedBy = settings.agents.tls.terminatedBy;
+  const proxy =
+    terminatedBy.length > 0
+      ? { from: addressRanges(terminatedBy), ca: new X509Certificate(ca.certificatePem) }
+      : undefined;
+  const tls = deps.tls !== undefined || proxy !== undefined;
   const heartbeatSeconds = settings.agents.heartbeatSeconds;
   const flaps = new FlapGuard(db);
   return {
@@ -77,6 +89,7 @@ function listenerContext(deps: AgentListenerDeps): ListenerContext {
     logger,
     ca,
     tls,
+    proxy,
     approval:
       settings.agents.enrollment.mode === 'approval' && tls
         ? { tenantId: settings.agents.enrollment.approvalTenant, maxPending: settings.agents.enrollment.maxPending }
@@ -114,8 +127,9 @@ function selectHttp1({ protocols }: { protocols: string[] }): string | undefined
 }
 
 /**
- * The server of the agent port: TLS that asks for a client certificate, or plain TCP
- * (Development); with TLS, the stop of its ticket keys' rotation.
+ * The server of the agent port: TLS that asks for a client certificate, plain HTTP from the
+ * proxies that end agents' TLS, or plain TCP (Development); with TLS, the stop of its ticket
+ * keys' rotation.
  */
 function createAgentServer(
   ctx: ListenerContext,
@@ -124,8 +138,15 @@ function createAgentServer(
 ): { server: Server; stopTickets?: () => void } {
   const handleRequest = requestHandler(ctx);
   const tls = deps.tls;
+  if (tls && ctx.proxy) throw new Error('the agent listener ends TLS itself or behind proxies that do, not both');
   if (!tls) {
     const server = createServer(handleRequest);
+    if (ctx.proxy) {
+      server.on('connection', onlyFrom(ctx.proxy.from, ctx.logger));
+      // Longer than the proxy keeps an idle connection to us, so it never sends a request
+      // on one we are closing (as api/main.ts does for the REST port).
+      server.keepAliveTimeout = 65_000;
+    }
     server.on('upgrade', upgradeHandler(ctx, wss));
     return { server };
   }
@@ -155,4 +176,29 @@ function createAgentServer(
   server.on('secureConnection', (socket: TLSSocket) => checkClientCertificate(ctx, socket));
   server.on('upgrade', upgradeHandler(ctx, wss));
   return { server, stopTickets: rotateTicketKeys(server, encryptionKey(deps.settings)) };
+}
+
+/** How often at most a refused peer is logged (with the count refused since the last line). */
+const REFUSED_LOG_MS = 10_000;
+
+/**
+ * Behind proxies that end agents' TLS, a connection from any other address is closed before
+ * it is read: only they can vouch for a client certificate. Refusals are logged at most
+ * every REFUSED_LOG_MS, so a scan cannot flood the log.
+ */
+function onlyFrom(proxies: AddressRanges, logger: Logger): (socket: Socket) => void {
+  let refused = 0;
+  let loggedAt = -Infinity;
+  return (socket) => {
+    if (socket.remoteAddress !== undefined && proxies.holds(socket.remoteAddress)) return;
+    socket.destroy();
+    refused += 1;
+    if (Date.now() - loggedAt < REFUSED_LOG_MS) return;
+    logger.warn(
+      { address: socket.remoteAddress, refused },
+      'agent connection refused: not from a proxy in Agents:Tls:TerminatedBy',
+    );
+    loggedAt = Date.now();
+    refused = 0;
+  };
 }

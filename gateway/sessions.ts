@@ -8,7 +8,7 @@
 import { create } from '@bufbuild/protobuf';
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import type { TLSSocket } from 'node:tls';
+import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { AGENT_CUTOFF_CHANNEL, AGENT_HANDOVER_CHANNEL, type AgentCutoff } from '../db/notify';
 import {
@@ -75,8 +75,11 @@ export class AgentSessions {
   readonly httpSent = new Map<string, string>();
   /** The last remote_config sent to each agent by this replica, and when (ms since the epoch). */
   private readonly lastConfigSent = new Map<string, { hash: string; at: number }>();
-  /** TLS sockets authenticated by an agent's certificate (HTTP keep-alive included). */
-  private readonly certificateSockets = new Map<string, Set<TLSSocket>>();
+  /**
+   * Sockets authenticated by an agent's certificate, closed when it is revoked: TLS sockets
+   * (HTTP keep-alive included), or behind a TLS-ending proxy the WebSocket's socket to it.
+   */
+  private readonly certificateSockets = new Map<string, Set<Socket>>();
   readonly configs: RemoteConfigCache;
   /** Which agents are offered a handover's receiver. */
   readonly handovers: HandoverOffers;
@@ -151,7 +154,7 @@ export class AgentSessions {
     return true;
   }
 
-  trackCertificateSocket(agentId: string, socket: TLSSocket): void {
+  trackCertificateSocket(agentId: string, socket: Socket): void {
     let sockets = this.certificateSockets.get(agentId);
     if (!sockets) this.certificateSockets.set(agentId, (sockets = new Set()));
     sockets.add(socket);

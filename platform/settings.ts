@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { createSecureContext } from 'node:tls';
 import { isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
+import { addressRangeProblem } from './address-ranges';
 import { outboundRuleProblem, type OutboundSettings } from './outbound-rules';
 
 /**
@@ -34,6 +35,10 @@ const listOf = (item: z.ZodType<string, string>): z.ZodType<string[], string> =>
     .pipe(z.array(item));
 const outboundRule = z.string().superRefine((rule, ctx) => {
   const why = outboundRuleProblem(rule);
+  if (why) ctx.addIssue({ code: 'custom', message: why });
+});
+const addressRange = z.string().superRefine((rule, ctx) => {
+  const why = addressRangeProblem(rule);
   if (why) ctx.addIssue({ code: 'custom', message: why });
 });
 const base64Key = z.string().refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded');
@@ -77,6 +82,7 @@ const definitions = {
     .min(1)
     .refine(isGroupList, 'must be a colon-separated list of key exchange groups this OpenSSL knows, e.g. X25519:P-256')
     .optional(),
+  'Agents:Tls:TerminatedBy': listOf(addressRange).default([]),
   'Agents:Ca:CertificateFile': z.string().min(1).optional(),
   'Agents:Ca:KeyFile': z.string().min(1).optional(),
   'Agents:Enrollment:Mode': z.enum(['token', 'approval']).default('token'),
@@ -138,13 +144,17 @@ export interface Settings {
     heartbeatSeconds: number;
     /** Plain TCP instead of TLS: Development only. */
     plaintext: boolean;
-    /** The listener's own certificate from files; else one issued by the agents' CA for `hostnames`. */
     /**
-     * `groups`: the key exchange groups the listener agrees on (OpenSSL's list syntax); none:
-     * OpenSSL's default, which from OpenSSL 3.5 (Node 24) puts the post-quantum hybrid
-     * X25519MLKEM768 first (docs/agent-gateway.md, "Key exchange").
+     * The listener's own certificate from files; else one issued by the agents' CA for
+     * `hostnames`. `groups`: the key exchange groups the listener agrees on (OpenSSL's list
+     * syntax); none: OpenSSL's default, which from OpenSSL 3.5 (Node 24) puts the
+     * post-quantum hybrid X25519MLKEM768 first (docs/agent-gateway.md, "Key exchange").
+     * `terminatedBy`: the proxies that end agents' TLS in front of this listener (addresses
+     * and CIDRs). Set, the listener speaks plain HTTP to them alone and takes each request's
+     * verified client certificate from their X-Agent-Certificate header (docs/deployment.md,
+     * "TLS at the load balancer"); empty, it ends TLS itself.
      */
-    tls: { certificateFile?: string; keyFile?: string; hostnames: string[]; groups?: string };
+    tls: { certificateFile?: string; keyFile?: string; hostnames: string[]; groups?: string; terminatedBy: string[] };
     /** The agents' CA from files; else created on first start and kept encrypted in the database. */
     ca?: { certificateFile: string; keyFile: string };
     enrollment: { mode: 'token' | 'approval'; approvalTenant: string; maxPending: number };
@@ -348,6 +358,16 @@ function agentSettings(raw: Raw, isDevelopment: boolean): Settings['agents'] {
     return cert !== undefined && key !== undefined ? { certificateFile: cert, keyFile: key } : undefined;
   };
   const serverFiles = pair(raw['Agents:Tls:CertificateFile'], raw['Agents:Tls:KeyFile'], 'Agents:Tls');
+  const terminatedBy = raw['Agents:Tls:TerminatedBy'];
+  if (terminatedBy.length > 0) {
+    const ownTls = (['Agents:Plaintext', 'Agents:Tls:CertificateFile', 'Agents:Tls:Groups'] as const).find(
+      (name) => raw[name] !== undefined && raw[name] !== false,
+    );
+    if (ownTls)
+      throw new SettingsError(
+        `Invalid setting ${ownTls}: the listener does not end TLS itself when Agents:Tls:TerminatedBy names the proxies that do`,
+      );
+  }
   return {
     listen: raw['Agents:Listen'],
     certificateTtlHours: raw['Agents:CertificateTtlHours'],
@@ -360,6 +380,7 @@ function agentSettings(raw: Raw, isDevelopment: boolean): Settings['agents'] {
         .map((h) => h.trim())
         .filter(Boolean),
       groups: raw['Agents:Tls:Groups'],
+      terminatedBy,
     },
     historyRetentionDays: raw['Agents:HistoryRetentionDays'],
     ca: pair(raw['Agents:Ca:CertificateFile'], raw['Agents:Ca:KeyFile'], 'Agents:Ca'),

@@ -3,11 +3,12 @@
  * before any token exists: the break-glass way to get the first admin token.
  */
 import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { TENANT_ID } from '../api/auth/principal';
 import { isRole, ROLES } from '../api/auth/roles';
-import { agentCaCertificatePem } from '../domain/certificates';
+import { agentCaCertificatePem, issueServerCertificate, loadAgentCa } from '../domain/certificates';
 import { DomainError } from '../domain/errors';
 import { issuePat } from '../domain/tokens/pats';
 import { parseEndpoint } from '../api/http/endpoints';
@@ -20,9 +21,15 @@ const USAGE = `usage: npm run fleet -- <command>
   create-pat --name N --role R [--tenant T] [--expires-in-days D] [--allow "POST /api/x/{id}"]...
                                             issue a PAT and print it once (roles: ${ROLES.join(', ')})
   verify-audit [--tenant T]                 check the audit log's hash chain
-  export-ca                                 print the agents' CA certificate (PEM), which agents and peers trust`;
+  export-ca                                 print the agents' CA certificate (PEM), which agents and peers trust
+  issue-proxy-certificate --hostname H... [--days D]
+                                            print a certificate (with its chain) and its key, PEM, issued by the
+                                            agents' CA for a proxy that ends agents' TLS (default 365 days)`;
 
 class UsageError extends Error {}
+
+/** A DNS name a certificate may carry: labels of letters, digits and inner hyphens; `*.` for a wildcard. */
+const DNS_NAME = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i;
 
 /** The checkout: this file runs from scripts/ (tsx) or, built, from dist/scripts/. */
 const ROOT = path.resolve(__dirname, path.basename(path.dirname(__dirname)) === 'dist' ? '../..' : '..');
@@ -48,6 +55,8 @@ async function main(argv: string[]): Promise<number> {
       tenant: { type: 'string', default: 'default' },
       'expires-in-days': { type: 'string' },
       allow: { type: 'string', multiple: true },
+      hostname: { type: 'string', multiple: true },
+      days: { type: 'string', default: '365' },
     },
     strict: true,
   });
@@ -98,6 +107,20 @@ async function main(argv: string[]): Promise<number> {
       }
       case 'export-ca': {
         process.stdout.write(await agentCaCertificatePem(db, settings));
+        return 0;
+      }
+      case 'issue-proxy-certificate': {
+        const hostnames = values.hostname ?? [];
+        if (hostnames.length === 0) throw new UsageError('issue-proxy-certificate needs --hostname (one per name)');
+        const notAName = hostnames.find((name) => isIP(name) === 0 && !DNS_NAME.test(name));
+        if (notAName !== undefined)
+          throw new UsageError(`--hostname ${notAName} is neither a DNS name nor an IP address`);
+        const days = Number(values.days);
+        if (!Number.isInteger(days) || days < 1 || days > 825)
+          throw new UsageError('--days must be a whole number of days from 1 to 825');
+        const issued = await issueServerCertificate(await loadAgentCa(db, settings), hostnames, days);
+        // HAProxy's `crt` takes the certificate, its chain and the key in one file.
+        process.stdout.write(`${issued.certificatePem}${issued.keyPem}`);
         return 0;
       }
       default:

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { parse } from 'yaml';
 import { IMAGE_MALLOC_CONF, IMAGE_NODE_MAJOR, IMAGE_NODE_OPTIONS } from '../bench/image-runtime';
 import { loadSettings } from '../platform/settings';
+import { haproxyConfig } from '../scripts/infra/haproxy';
 
 const root = path.resolve(__dirname, '..');
 const realm = JSON.parse(readFileSync(path.join(root, 'deploy/keycloak-realm.json'), 'utf8'));
@@ -83,6 +84,33 @@ test('replicas: the load balancer is the one entry, HTTP and the agents’ port,
   expect(section('frontend http')).toEqual(expect.arrayContaining(['bind :8080', 'option forwardfor']));
   // WebSockets (the hub, OpAMP) outlive a request's timeouts.
   expect(section('defaults')).toContain('timeout tunnel 1h');
+});
+
+test('agents’ TLS ended at the load balancer: deploy/haproxy-agents-tls.cfg forwards what the tested configuration does', () => {
+  const lines = (text: string) => text.split('\n').map((line) => line.trim());
+  const shipped = lines(readFileSync(path.join(root, 'deploy/haproxy-agents-tls.cfg'), 'utf8'));
+  const tested = lines(
+    haproxyConfig({ agents: 4320 }, [{ http: 8080, agents: 4320 }], {
+      agentTls: { certificateFile: '/c.pem', caFile: '/ca.pem', source: '10.0.0.2' },
+    }),
+  );
+  // The agent's own header dropped, then the verified certificate set; both verify optionally.
+  const header = (all: string[]) => all.filter((line) => line.startsWith('http-request'));
+  expect(header(shipped)).toEqual(header(tested));
+  expect(header(shipped)).toEqual([
+    'http-request del-header X-Agent-Certificate',
+    'http-request set-header X-Agent-Certificate %[ssl_c_der,base64] if { ssl_c_used }',
+  ]);
+  const bindOptions = (all: string[]) =>
+    all
+      .find((line) => line.startsWith('bind '))!
+      .split(/\s+/)
+      .slice(2);
+  const options = (all: string[]) =>
+    bindOptions(all).filter((word, i, words) => !words[i - 1]?.match(/^(crt|ca-file)$/));
+  expect(options(shipped)).toEqual(options(tested));
+  expect(options(shipped)).toEqual(expect.arrayContaining(['ssl', 'verify', 'optional']));
+  expect(shipped.filter((line) => line === 'mode http')).toHaveLength(2);
 });
 
 test('the benches measure with the runtime the image runs', () => {

@@ -37,6 +37,20 @@ export async function loadOrCreateAgentCa(db: Knex, encryptionKey: Buffer): Prom
 }
 
 /**
+ * The agents' CA this installation signs with: the operator's (Agents:Ca:CertificateFile and
+ * KeyFile), else its own, kept encrypted in the database and created on first use.
+ */
+export async function loadAgentCa(
+  db: Knex,
+  settings: Pick<Settings, 'agents' | 'encryptionKey' | 'isDevelopment'>,
+): Promise<AgentCa> {
+  const files = settings.agents.ca;
+  return files
+    ? loadAgentCaFromFiles(files.certificateFile, files.keyFile)
+    : loadOrCreateAgentCa(db, encryptionKey(settings));
+}
+
+/**
  * The PEM agents (and a peer's handover offer) must trust for this installation's listener:
  * the agents' CA, from the operator's file (Agents:Ca:CertificateFile) or the one
  * kept in the database, created if this installation has none yet. Public: what

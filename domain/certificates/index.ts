@@ -1,6 +1,7 @@
 export {
   agentCaCertificatePem,
   createSelfSignedCa,
+  loadAgentCa,
   loadOrCreateAgentCa,
   loadAgentCaFromFiles,
   type AgentCa,

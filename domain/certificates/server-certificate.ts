@@ -15,13 +15,18 @@ const SERVER_VALIDITY_DAYS = 90;
 
 /**
  * The agent listener's TLS certificate, issued at start by the agents' CA for `hostnames`
- * (DNS names and IP addresses). Agents that trust the CA (the certificate they receive with
- * their leaf carries it as `ca_cert`) then trust the listener too.
+ * (DNS names and IP addresses); or, valid `validityDays`, the one of a proxy that ends agents'
+ * TLS (`npm run fleet -- issue-proxy-certificate`). Agents that trust the CA (the certificate
+ * they receive with their leaf carries it as `ca_cert`) then trust the listener too.
  */
-export async function issueServerCertificate(ca: AgentCa, hostnames: string[]): Promise<ServerCertificate> {
+export async function issueServerCertificate(
+  ca: AgentCa,
+  hostnames: string[],
+  validityDays = SERVER_VALIDITY_DAYS,
+): Promise<ServerCertificate> {
   const keys = await webcrypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
   const notBefore = new Date(Date.now() - 5 * 60_000);
-  const notAfter = new Date(notBefore.getTime() + SERVER_VALIDITY_DAYS * 86_400_000);
+  const notAfter = new Date(notBefore.getTime() + validityDays * 86_400_000);
   const serial = randomBytes(16);
   serial[0] = (serial[0]! & 0x7f) | 0x01;
   const certificate = await x509.X509CertificateGenerator.create({

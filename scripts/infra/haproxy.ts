@@ -1,7 +1,8 @@
 /**
  * HAProxy in front of api processes on this machine, as deploy/haproxy.cfg puts it in front
  * of replicas in compose: HTTP (REST, hub) to the replicas' HTTP ports, TCP passthrough to
- * their agent ports, each replica in service while its `/readyz` says ready. Here the
+ * their agent ports (or, as deploy/haproxy-agents-tls.cfg, the agents' TLS ended here), each
+ * replica in service while its `/readyz` says ready. Here the
  * replicas are loopback ports, named in the configuration rather than found by DNS. Debian's
  * `haproxy` is installed when missing (as the browser tests install Chromium).
  */
@@ -31,22 +32,90 @@ export function ensureHaproxy(log: (line: string) => void = () => {}): void {
 }
 
 export interface Replica {
-  /** Its REST and hub port; its `/readyz` is the health check of both. */
-  http: number;
+  /** Its REST and hub port; its `/readyz` is the health check of both. Undefined: a gateway alone (a TCP check). */
+  http?: number;
   /** Its agent listener's port. */
   agents: number;
 }
 
 /**
- * The configuration: deploy/haproxy.cfg's frontends and backends, with these replicas.
- * `maxConnections`: HAProxy asks for twice as many file descriptors (mind `ulimit -n`).
+ * HAProxy ends the agents' TLS (deploy/haproxy-agents-tls.cfg): its certificate and key, the
+ * agents' CA it verifies client certificates with, and the address it connects to the
+ * replicas from (the one their Agents:Tls:TerminatedBy names).
+ */
+export interface AgentTls {
+  certificateFile: string;
+  caFile: string;
+  source: string;
+}
+
+export interface HaproxyOptions {
+  /** HAProxy asks for twice as many file descriptors (mind `ulimit -n`). Default 4,000. */
+  maxConnections?: number;
+  /** End the agents' TLS here; else TCP passthrough (deploy/haproxy.cfg). */
+  agentTls?: AgentTls;
+}
+
+/**
+ * The configuration: deploy/haproxy.cfg's frontends and backends, with these replicas (no
+ * HTTP frontend without `ports.http`), or with deploy/haproxy-agents-tls.cfg's agents
+ * frontend and backend when `agentTls` is given.
  */
 export function haproxyConfig(
-  ports: { http: number; agents: number },
+  ports: { http?: number; agents: number },
   replicas: Replica[],
-  maxConnections = 4_000,
+  { maxConnections = 4_000, agentTls }: HaproxyOptions = {},
 ): string {
   const check = 'check inter 500ms fall 3 rise 2';
+  const readyCheck = (replica: Replica) => (replica.http === undefined ? check : `${check} port ${replica.http}`);
+  const http =
+    ports.http === undefined
+      ? []
+      : [
+          'frontend http',
+          `  bind 127.0.0.1:${ports.http}`,
+          '  mode http',
+          '  option forwardfor',
+          '  default_backend api',
+          'backend api',
+          '  mode http',
+          '  balance leastconn',
+          '  option httpchk GET /readyz',
+          '  http-check expect status 200',
+          ...replicas.map((replica, i) => `  server api${i + 1} 127.0.0.1:${replica.http} ${check}`),
+        ];
+  const httpChecks = replicas.some((replica) => replica.http !== undefined)
+    ? ['  option httpchk GET /readyz', '  http-check expect status 200']
+    : [];
+  const agents = agentTls
+    ? [
+        'frontend agents',
+        `  bind 127.0.0.1:${ports.agents} ssl crt ${agentTls.certificateFile} ca-file ${agentTls.caFile} verify optional alpn http/1.1 ssl-min-ver TLSv1.2`,
+        '  mode http',
+        // Only HAProxy says which certificate the agent presented: whatever the agent sent is dropped.
+        '  http-request del-header X-Agent-Certificate',
+        '  http-request set-header X-Agent-Certificate %[ssl_c_der,base64] if { ssl_c_used }',
+        '  default_backend agents',
+        'backend agents',
+        '  mode http',
+        '  balance leastconn',
+        ...httpChecks,
+        ...replicas.map(
+          (replica, i) =>
+            `  server agent${i + 1} 127.0.0.1:${replica.agents} source ${agentTls.source} ${readyCheck(replica)}`,
+        ),
+      ]
+    : [
+        'frontend agents',
+        `  bind 127.0.0.1:${ports.agents}`,
+        '  mode tcp',
+        '  default_backend agents',
+        'backend agents',
+        '  mode tcp',
+        '  balance leastconn',
+        ...httpChecks,
+        ...replicas.map((replica, i) => `  server agent${i + 1} 127.0.0.1:${replica.agents} ${readyCheck(replica)}`),
+      ];
   return [
     'global',
     `  maxconn ${maxConnections}`,
@@ -60,40 +129,21 @@ export function haproxyConfig(
     // A replica that refuses a connection before its health check has caught up: try another.
     '  retries 3',
     '  option redispatch',
-    'frontend http',
-    `  bind 127.0.0.1:${ports.http}`,
-    '  mode http',
-    '  option forwardfor',
-    '  default_backend api',
-    'backend api',
-    '  mode http',
-    '  balance leastconn',
-    '  option httpchk GET /readyz',
-    '  http-check expect status 200',
-    ...replicas.map((replica, i) => `  server api${i + 1} 127.0.0.1:${replica.http} ${check}`),
-    'frontend agents',
-    `  bind 127.0.0.1:${ports.agents}`,
-    '  mode tcp',
-    '  default_backend agents',
-    'backend agents',
-    '  mode tcp',
-    '  balance leastconn',
-    '  option httpchk GET /readyz',
-    '  http-check expect status 200',
-    ...replicas.map((replica, i) => `  server agent${i + 1} 127.0.0.1:${replica.agents} ${check} port ${replica.http}`),
+    ...http,
+    ...agents,
     '',
   ].join('\n');
 }
 
 /** Starts HAProxy in the foreground (its own process), on `ports`, for `replicas`. */
 export function startHaproxy(
-  ports: { http: number; agents: number },
+  ports: { http?: number; agents: number },
   replicas: Replica[],
-  maxConnections?: number,
+  options: HaproxyOptions = {},
 ): { process: ChildProcess; stop: () => Promise<void> } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'fleet-haproxy-'));
   const config = path.join(dir, 'haproxy.cfg');
-  writeFileSync(config, haproxyConfig(ports, replicas, maxConnections));
+  writeFileSync(config, haproxyConfig(ports, replicas, options));
   const child = spawn(HAPROXY, ['-db', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
   // HAProxy that stops by itself (a configuration or a limit it cannot have) says why.
   let said = '';

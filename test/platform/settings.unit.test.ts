@@ -67,6 +67,22 @@ describe('settings', () => {
       { Agents__Tls__Groups: 'X25519:no-such-group' },
       'Invalid setting Agents:Tls:Groups: must be a colon-separated list of key exchange groups this OpenSSL knows',
     ],
+    [
+      { Agents__Tls__TerminatedBy: '10.0.0.0/8,lb.internal' },
+      'Invalid setting Agents:Tls:TerminatedBy: lb.internal is neither an IP address nor a CIDR',
+    ],
+    [
+      { Agents__Tls__TerminatedBy: '10.0.0.0/40' },
+      'Invalid setting Agents:Tls:TerminatedBy: 10.0.0.0/40 is not a CIDR',
+    ],
+    [
+      { Agents__Tls__TerminatedBy: '10.0.0.5', Agents__Tls__CertificateFile: '/c.pem', Agents__Tls__KeyFile: '/k.pem' },
+      'Invalid setting Agents:Tls:CertificateFile: the listener does not end TLS itself when Agents:Tls:TerminatedBy names the proxies that do',
+    ],
+    [
+      { Agents__Tls__TerminatedBy: '10.0.0.5', Agents__Tls__Groups: 'X25519' },
+      'Invalid setting Agents:Tls:Groups: the listener does not end TLS itself',
+    ],
   ])('a bad value stops with one line naming the key: %j', (override, message) => {
     const env = { ...base, ...override } as Record<string, string | undefined>;
     expect(() => loadSettings(env)).toThrow(message);
@@ -80,6 +96,12 @@ describe('settings', () => {
   test("Agents:Tls:Groups is kept as given; unset, the listener uses OpenSSL's default", () => {
     expect(loadSettings({ ...base, Agents__Tls__Groups: 'X25519:P-256' }).agents.tls.groups).toBe('X25519:P-256');
     expect(loadSettings(base).agents.tls.groups).toBeUndefined();
+  });
+
+  test('Agents:Tls:TerminatedBy: addresses and CIDRs, IPv4 and IPv6; unset, none (the listener ends TLS itself)', () => {
+    const settings = loadSettings({ ...base, Agents__Tls__TerminatedBy: '10.0.0.0/8, 192.0.2.7,fd00::/8,[::1]' });
+    expect(settings.agents.tls.terminatedBy).toEqual(['10.0.0.0/8', '192.0.2.7', 'fd00::/8', '[::1]']);
+    expect(loadSettings(base).agents.tls.terminatedBy).toEqual([]);
   });
 
   test('a JSON settings file, overridden by the environment', () => {

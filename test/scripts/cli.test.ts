@@ -1,4 +1,4 @@
-import { randomBytes, X509Certificate } from 'node:crypto';
+import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import { startTestApp, type TestApp } from '../support/app';
 import { runScript } from '../support/processes';
 
@@ -64,6 +64,33 @@ describe('npm run fleet', () => {
     const res = await runScript('scripts/fleet.ts', ['export-ca'], env);
     expect(res).toMatchObject({ code: 0, stdout: pem });
     expect((await t.call('GET', '/api/agents/ca.pem')).status).toBe(401);
+  });
+
+  test('issue-proxy-certificate prints a certificate for the proxy that ends agents’ TLS, with its chain and key', async () => {
+    // The installation's own CA, which the app keeps under its key.
+    const withKey = { ...env, Secrets__EncryptionKey: t.settings.encryptionKey!.toString('base64') };
+    const res = await runScript(
+      'scripts/fleet.ts',
+      ['issue-proxy-certificate', '--hostname', 'agents.example.com', '--hostname', '10.0.0.7', '--days', '30'],
+      withKey,
+    );
+    expect(res).toMatchObject({ code: 0, stderr: '' });
+    const [leaf, chain] = res.stdout.split(/(?<=-----END CERTIFICATE-----\n)/);
+    const certificate = new X509Certificate(leaf!);
+    const ca = new X509Certificate((await runScript('scripts/fleet.ts', ['export-ca'], env)).stdout);
+    expect(certificate.checkIssued(ca) && certificate.verify(ca.publicKey)).toBe(true);
+    expect(new X509Certificate(chain!).fingerprint256).toBe(ca.fingerprint256);
+    expect(certificate.subjectAltName).toBe('DNS:agents.example.com, IP Address:10.0.0.7');
+    const days = (Date.parse(certificate.validTo) - Date.parse(certificate.validFrom)) / 86_400_000;
+    expect(Math.round(days)).toBe(30);
+    // The key is the certificate's.
+    const key = createPrivateKey(/-----BEGIN PRIVATE KEY-----[\s\S]+-----END PRIVATE KEY-----\n/.exec(res.stdout)![0]);
+    expect(certificate.checkPrivateKey(key)).toBe(true);
+
+    const bad = await runScript('scripts/fleet.ts', ['issue-proxy-certificate', '--hostname', 'not a name'], withKey);
+    expect(bad).toMatchObject({ code: 64, stderr: expect.stringMatching(/^fleet: --hostname not a name is neither/) });
+    const none = await runScript('scripts/fleet.ts', ['issue-proxy-certificate'], env);
+    expect(none).toMatchObject({ code: 64, stderr: expect.stringMatching(/needs --hostname/) });
   });
 
   test('verify-audit checks the chain', async () => {

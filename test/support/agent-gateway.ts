@@ -1,6 +1,7 @@
 /**
  * A real agent listener for tests, next to a test app (same database): TLS with a server
- * certificate from the agents' CA (the default), or plain TCP (Development) when asked.
+ * certificate from the agents' CA (the default), plain HTTP behind a TLS-ending proxy, or
+ * plain TCP (Development) when asked.
  */
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
@@ -26,6 +27,8 @@ export async function startTestGateway(
   t: TestApp,
   options: {
     plaintext?: boolean;
+    /** Agents:Tls:TerminatedBy: the listener takes plain HTTP from these proxies alone (e.g. '127.0.0.2'). */
+    terminatedBy?: string;
     env?: Record<string, string>;
     minReissueSeconds?: number;
     /** Where the listener logs (default: nowhere). */
@@ -42,10 +45,12 @@ export async function startTestGateway(
     // The same key as the app's, so both read the one CA row.
     Secrets__EncryptionKey: t.settings.encryptionKey!.toString('base64'),
     ...(options.plaintext ? { Agents__Plaintext: 'true' } : {}),
+    ...(options.terminatedBy ? { Agents__Tls__TerminatedBy: options.terminatedBy } : {}),
     ...options.env,
   });
   const ca = await loadOrCreateAgentCa(t.database.db, settings.encryptionKey!);
-  const tls = options.plaintext ? undefined : await issueServerCertificate(ca, ['localhost', '127.0.0.1']);
+  const ownTls = !options.plaintext && !options.terminatedBy;
+  const tls = ownTls ? await issueServerCertificate(ca, ['localhost', '127.0.0.1']) : undefined;
   const listener = createAgentListener({
     db: database.db,
     logger: options.logger ?? pino({ level: 'silent' }),
