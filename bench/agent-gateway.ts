@@ -7,7 +7,7 @@
  *
  *   npm run bench:gateway -- [--count 10000] [--per-token 0] [--concurrency 200]
  *                            [--heartbeat 5] [--window 20] [--reconnects 1] [--pool 10] [--timeout 900]
- *                            [--rollout 10] [--stop-only] [--db-port 55438]
+ *                            [--rollout 10] [--stop-only] [--tls-proxy] [--db-port 55438]
  *
  * Real parts: embedded Postgres, the gateway (bench/agent-gateway-server.ts) alone in a
  * child process with the image's runtime (bench/image-runtime.ts; its RSS is the api's share
@@ -18,7 +18,9 @@
  * in batches of P % (0: no rollout phase); `--stop-only` enrols and connects the agents,
  * then stops the replica under them at once (skips the reconnect storms, heartbeats, push,
  * rollout and clean stop). `--db-port` is the embedded Postgres's port (another when the
- * default is taken). The reconnect line says how many TLS handshakes resumed a session; the
+ * default is taken). `--tls-proxy` puts HAProxy in front, ending the agents' TLS
+ * (deploy/haproxy-agents-tls.cfg; Agents:Tls:TerminatedBy on the gateway): the agents reach it,
+ * and the report adds HAProxy's CPU and resident memory to the gateway's. The reconnect line says how many TLS handshakes resumed a session; the
  * RSS line, each agent's share above idle, the heap / external split, and how often V8's
  * pooled heap pages were given back (platform/heap-pool.ts).
  * 10,000 TLS sockets need more than 10,000 open files on both sides (`ulimit -n`).
@@ -27,6 +29,8 @@
  */
 import { fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -39,6 +43,9 @@ import { insertGroup } from '../db/repos/groups';
 import { ensureTenant } from '../db/repos/tenants';
 import { insertBootstrapToken } from '../db/repos/bootstrap-tokens';
 import { startFleet, type Fleet, type FleetStats } from '../scripts/agents/fleet';
+import { ensureHaproxy, startHaproxy } from '../scripts/infra/haproxy';
+import { freePort } from '../scripts/infra/processes';
+import { issueServerCertificate, loadOrCreateAgentCa } from '../domain/certificates';
 import type { SimulatedAgent } from '../scripts/agents/agent';
 import type { AgentMessage } from '../scripts/agents/opamp-client';
 import type { GatewayStats } from './agent-gateway-server';
@@ -58,6 +65,7 @@ const { values: args } = parseArgs({
     pool: { type: 'string', default: '10' },
     rollout: { type: 'string', default: '10' },
     'stop-only': { type: 'boolean', default: false },
+    'tls-proxy': { type: 'boolean', default: false },
     'db-port': { type: 'string', default: '55438' },
   },
 });
@@ -72,6 +80,10 @@ const timeoutMs = Number(args.timeout) * 1000;
 const poolMax = Number(args.pool);
 const rolloutPercent = Number(args.rollout);
 const stopOnly = args['stop-only'];
+const tlsProxy = args['tls-proxy'];
+/** Where HAProxy connects to the gateway from, the one address its Agents:Tls:TerminatedBy names. */
+const PROXY_SOURCE = '127.0.0.2';
+const ENCRYPTION_KEY = Buffer.alloc(32, 7);
 const TENANT = 'default';
 const SERVER_HEARTBEAT_SECONDS = 30;
 const MiB = 1024 * 1024;
@@ -82,14 +94,19 @@ const runtime = imageRuntime();
 // The gateway process
 
 interface Gateway {
+  /** The port agents connect to: the gateway's, or with `--tls-proxy` HAProxy's. */
   port: number;
-  stats(reset?: boolean): Promise<GatewayStats>;
+  /** The gateway's figures, and with `--tls-proxy` HAProxy's at the same moment. */
+  stats(reset?: boolean): Promise<Stats>;
   /** Stops the replica with its agents connected; by its own clock, its listener's close() and until it exits (ms). */
   stopWithAgents(): Promise<{ closeMs: number; stopMs: number }>;
   stop(): Promise<void>;
 }
 
-async function startGateway(databaseUrl: string): Promise<Gateway> {
+type Stats = GatewayStats & { proxy?: { rss: number; cpuSeconds: number } };
+
+async function startGateway(database: { db: Knex; url: string }): Promise<Gateway> {
+  const databaseUrl = database.url;
   const child = fork(path.join(__dirname, 'agent-gateway-server.ts'), [], {
     // BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there (as bench/support.ts does)
     execArgv: [
@@ -103,8 +120,9 @@ async function startGateway(databaseUrl: string): Promise<Gateway> {
       ...runtime.env,
       Environment: 'Development',
       Database__Url: databaseUrl,
-      Secrets__EncryptionKey: Buffer.alloc(32, 7).toString('base64'),
+      Secrets__EncryptionKey: ENCRYPTION_KEY.toString('base64'),
       Agents__Listen: '127.0.0.1:0',
+      ...(tlsProxy ? { Agents__Tls__TerminatedBy: PROXY_SOURCE } : {}),
       Agents__HeartbeatSeconds: String(SERVER_HEARTBEAT_SECONDS),
       Database__PoolMax: String(poolMax),
       Logging__Level: 'silent',
@@ -115,14 +133,15 @@ async function startGateway(databaseUrl: string): Promise<Gateway> {
     child.once('message', (message: { type: string; port: number }) => resolve(message.port));
     child.once('exit', (code) => reject(new Error(`agent gateway exited (${code})`)));
   });
+  const proxy = tlsProxy ? await startTlsProxy(database.db, port) : undefined;
   return {
-    port,
+    port: proxy?.port ?? port,
     stats: (reset = false) =>
       new Promise((resolve) => {
         const onMessage = (message: GatewayStats) => {
           if (message.type !== 'stats') return;
           child.off('message', onMessage);
-          resolve(message);
+          resolve({ ...message, proxy: proxy?.stats() });
         };
         child.on('message', onMessage);
         child.send({ type: 'stats', reset });
@@ -143,6 +162,7 @@ async function startGateway(databaseUrl: string): Promise<Gateway> {
       return times;
     },
     stop: async () => {
+      await proxy?.stop();
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
@@ -151,6 +171,54 @@ async function startGateway(databaseUrl: string): Promise<Gateway> {
       clearTimeout(guard);
     },
   };
+}
+
+/**
+ * `--tls-proxy`: HAProxy ending the agents' TLS in front of the gateway on `gatewayPort`, with
+ * a certificate the agents' CA issued (as `fleet issue-proxy-certificate` does); its port, its
+ * memory and CPU, and its stop.
+ */
+async function startTlsProxy(db: Knex, gatewayPort: number) {
+  ensureHaproxy((line) => progress(line));
+  const ca = await loadOrCreateAgentCa(db, ENCRYPTION_KEY);
+  const issued = await issueServerCertificate(ca, ['127.0.0.1']);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-tls-proxy-'));
+  const certificateFile = path.join(dir, 'agents-proxy.pem');
+  const caFile = path.join(dir, 'agents-ca.pem');
+  writeFileSync(certificateFile, issued.certificatePem + issued.keyPem);
+  writeFileSync(caFile, ca.certificatePem);
+  const port = await freePort();
+  const haproxy = startHaproxy({ agents: port }, [{ agents: gatewayPort }], {
+    maxConnections: count + 1_000,
+    agentTls: { certificateFile, caFile, source: PROXY_SOURCE },
+  });
+  await until('HAProxy listening', () => canConnect(port), Date.now(), 100);
+  const pid = haproxy.process.pid!;
+  return {
+    port,
+    stats: () => ({ rss: residentBytes(pid), cpuSeconds: cpuSecondsOf({ pid }) }),
+    stop: async () => {
+      await haproxy.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A TCP connection to `port` on loopback succeeds. */
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+/** A process's resident memory (VmRSS), bytes. */
+function residentBytes(pid: number): number {
+  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kib) * 1024;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -210,29 +278,33 @@ interface PhaseCpu {
   gateway: number;
   postgres: number;
   simulator: number;
+  /** HAProxy's, with `--tls-proxy`. */
+  proxy?: number;
   ms: number;
 }
 
 async function cpuOf<T>(gateway: Gateway, work: () => Promise<T>): Promise<Measured<T>> {
-  const before = {
-    gateway: (await gateway.stats()).cpuSeconds,
-    postgres: postgresCpuSeconds(),
-    simulator: benchCpuSeconds(),
+  const sample = async () => {
+    const stats = await gateway.stats();
+    return {
+      gateway: stats.cpuSeconds,
+      proxy: stats.proxy?.cpuSeconds,
+      postgres: postgresCpuSeconds(),
+      simulator: benchCpuSeconds(),
+    };
   };
+  const before = await sample();
   const started = Date.now();
   const result = await work();
   const ms = Date.now() - started;
-  const after = {
-    gateway: (await gateway.stats()).cpuSeconds,
-    postgres: postgresCpuSeconds(),
-    simulator: benchCpuSeconds(),
-  };
+  const after = await sample();
   return {
     result,
     cpu: {
       gateway: after.gateway - before.gateway,
       postgres: after.postgres - before.postgres,
       simulator: after.simulator - before.simulator,
+      ...(after.proxy !== undefined ? { proxy: after.proxy - before.proxy! } : {}),
       ms,
     },
   };
@@ -370,7 +442,8 @@ function percentile(sorted: number[], p: number): number {
 /** CPU seconds of each party over a phase, and as a share of one core (200 % = both cores). */
 function cpu(c: PhaseCpu): string {
   const share = (used: number, ms: number) => `${used.toFixed(1)} (${((used / ms) * 100_000).toFixed(0)} %)`;
-  return `CPU s over ${seconds(c.ms)}: gateway ${share(c.gateway, c.ms)}, postgres ${share(c.postgres, c.ms)}, simulator ${share(c.simulator, c.ms)}`;
+  const proxy = c.proxy === undefined ? '' : `, HAProxy ${share(c.proxy, c.ms)}`;
+  return `CPU s over ${seconds(c.ms)}: gateway ${share(c.gateway, c.ms)}${proxy}, postgres ${share(c.postgres, c.ms)}, simulator ${share(c.simulator, c.ms)}`;
 }
 
 const loop = (s: GatewayStats) =>
@@ -416,7 +489,7 @@ interface SetUp {
   gw: Gateway;
   tokens: string[];
   groupId: string;
-  idle: GatewayStats;
+  idle: Stats;
   ca: string;
   endpoint: string;
 }
@@ -435,7 +508,7 @@ function checkOpenFiles(): number {
 async function setUp(database: { db: Knex; url: string }, running: Running): Promise<SetUp> {
   const db = database.db;
   const { tokens, groupId } = await seedTokens(db);
-  const gw = (running.gateway = await startGateway(database.url));
+  const gw = (running.gateway = await startGateway(database));
   const idle = await gw.stats(true);
   const ca = (
     (await db('agent_ca').select('certificate_pem').where({ active: true }).first()) as { certificate_pem: string }
@@ -451,7 +524,7 @@ async function setUp(database: { db: Knex; url: string }, running: Running): Pro
 interface Connected {
   fleet: Fleet;
   connecting: Measured<{ enrolledMs: number; mtlsMs: number }>;
-  afterConnect: GatewayStats;
+  afterConnect: Stats;
   connectStats: FleetStats;
   connectErrors: string;
   dbEnrolled: number;
@@ -541,7 +614,7 @@ interface Reconnected {
   handshakes: GatewayStats['handshakes'];
   /** Postgres's commits and rows written during the last round. */
   writes: Writes;
-  afterReconnect: GatewayStats;
+  afterReconnect: Stats;
   rssAfterRounds: number[];
 }
 
@@ -551,7 +624,7 @@ async function reconnectStorms(gw: Gateway, f: Fleet, db: Knex): Promise<Reconne
   let reconnecting!: Measured<number>;
   let handshakes!: GatewayStats['handshakes'];
   let writes!: Reconnected['writes'];
-  let afterReconnect!: GatewayStats;
+  let afterReconnect!: Stats;
   for (let round = 0; round < reconnectRounds; round++) {
     ({ reconnecting, handshakes, writes } = await reconnectAll(gw, f, db));
     afterReconnect = await gw.stats(true);
@@ -602,7 +675,7 @@ async function databaseWrites(db: Knex): Promise<Writes> {
 /** Phase 3's figures: the heartbeat window, the gateway after it, the round trips sorted, the writes. */
 interface Heartbeats {
   heartbeats: Measured<Awaited<ReturnType<typeof heartbeatWindow>>>;
-  afterHeartbeats: GatewayStats;
+  afterHeartbeats: Stats;
   rtt: number[];
   /** Postgres commits and rows written during the window (its lead-in and drain too), over `ms`. */
   writes: Writes & { ms: number };
@@ -620,7 +693,7 @@ async function measureHeartbeats(gw: Gateway, f: Fleet, db: Knex): Promise<Heart
 interface Pushed {
   configurationId: string;
   pushing: Measured<{ pushed: number; committedMs: number; clientMs: number; appliedMs: number }>;
-  afterPush: GatewayStats;
+  afterPush: Stats;
 }
 
 /** Phase 4: one push of a new version to all, until every agent's row says APPLIED. */
@@ -692,8 +765,8 @@ async function stopAll(f: Fleet): Promise<number> {
 /** The report's first lines: what ran, how to reproduce it, and on what. */
 function headerLines({ tokens }: SetUp, fds: number): string[] {
   return [
-    `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process (${runtime.description}), ${os.cpus().length} cores, node ${process.version}`,
-    `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds} --reconnects ${reconnectRounds} --rollout ${rolloutPercent}${stopOnly ? ' --stop-only' : ''}`,
+    `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process (${runtime.description})${tlsProxy ? ' behind HAProxy ending the TLS' : ''}, ${os.cpus().length} cores, node ${process.version}`,
+    `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds} --reconnects ${reconnectRounds} --rollout ${rolloutPercent}${stopOnly ? ' --stop-only' : ''}${tlsProxy ? ' --tls-proxy' : ''}`,
     `(${tokens.length} bootstrap token(s); gateway pool ${poolMax} connections (Database:PoolMax); open files limit ${fds}; the simulator runs in the bench process on the same cores)`,
     '',
   ];
@@ -725,7 +798,7 @@ function measuredLines(
   const written = (n: number) => (n / (writes.ms / 1000) / thousands).toFixed(1);
   const cpuMs = (cpuSeconds: number) => ((cpuSeconds * 1000) / (heartbeats.cpu.ms / 1000) / thousands).toFixed(1);
   return [
-    `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s); ${handshakes.total} TLS handshakes, ${handshakes.resumed} of them resumed a session; Postgres ${stormWrites.commits} commits (${(stormWrites.commits / count).toFixed(2)} an agent), ${stormWrites.rows} rows written`,
+    `mTLS reconnect of all (after a clean stop, ${seconds(stopMs)})  all in ${seconds(reconnecting.result)}  (${(count / (reconnecting.result / 1000)).toFixed(0)} agents/s); ${tlsProxy ? 'TLS at HAProxy' : `${handshakes.total} TLS handshakes, ${handshakes.resumed} of them resumed a session`}; Postgres ${stormWrites.commits} commits (${(stormWrites.commits / count).toFixed(2)} an agent), ${stormWrites.rows} rows written`,
     `  ${cpu(reconnecting.cpu)}; ${loop(afterReconnect)}`,
     `heartbeat every ${heartbeatSeconds} s, ${(hb.windowMs / 1000).toFixed(0)} s window: ${rtt.length} of ${hb.offered} answered, ${(rtt.length / (hb.windowMs / 1000)).toFixed(0)} heartbeats/s` +
       ` (offered ${(count / heartbeatSeconds).toFixed(0)}/s; backlog drained ${seconds(hb.drainMs)} after the window; ${hb.lostToCloses} unanswered because their connection closed); round trip p50 ${percentile(rtt, 0.5).toFixed(1)} ms, p99 ${percentile(rtt, 0.99).toFixed(1)} ms, max ${rtt.length ? rtt[rtt.length - 1]!.toFixed(1) : '-'} ms`,
@@ -733,7 +806,25 @@ function measuredLines(
     `  steady state per 1,000 agents at this heartbeat: Postgres ${written(writes.commits)} commits/s and ${written(writes.rows)} rows written/s; CPU ms/s: gateway ${cpuMs(heartbeats.cpu.gateway)}, Postgres ${cpuMs(heartbeats.cpu.postgres)}`,
     `push to ${pushing.result.pushed}: committed in ${pushing.result.committedMs} ms, all APPLIED on the agents in ${seconds(pushing.result.clientMs)}, all APPLIED in the database in ${seconds(pushing.result.appliedMs)}`,
     `  ${cpu(pushing.cpu)}; ${loop(afterPush)}`,
+    ...proxyMemoryLines(idle, afterConnect, afterReconnect, afterHeartbeats, afterPush),
     `gateway RSS: idle ${mib(idle.rss)}, all connected ${mib(afterConnect.rss)} (${perAgent(afterConnect.rss - idle.rss)} KiB an agent above idle; heap ${mib(afterConnect.heapUsed)}, external ${mib(afterConnect.external)} of which array buffers ${mib(afterConnect.arrayBuffers)}), after the reconnect ${rssAfterRounds.map(mib).join(' → ')} (${afterReconnect.sessions} sessions, ${perAgent(afterReconnect.rss - idle.rss)} KiB an agent; heap ${mib(afterReconnect.heapUsed)}), after the heartbeats ${mib(afterHeartbeats.rss)}, after the push ${mib(afterPush.rss)} (heap ${mib(afterPush.heapUsed)}), peak ${mib(afterPush.peakRss)} (sampled every second); V8's heap pool released ${afterPush.heapPool.releases} times (${afterPush.heapPool.ms.toFixed(0)} ms in all)`,
+  ];
+}
+
+/** With `--tls-proxy`: HAProxy's resident memory along the way, and the two processes' together. */
+function proxyMemoryLines(idle: Stats, ...after: [Stats, Stats, Stats, Stats]): string[] {
+  if (!idle.proxy) return [];
+  const [connected, reconnected, heartbeats, pushed] = after.map((stats) => stats.proxy!.rss) as [
+    number,
+    number,
+    number,
+    number,
+  ];
+  const perAgent = (bytes: number) => (bytes / count / 1024).toFixed(0);
+  const both = (stats: Stats) => mib(stats.rss + stats.proxy!.rss);
+  return [
+    `HAProxy RSS: idle ${mib(idle.proxy.rss)}, all connected ${mib(connected)} (${perAgent(connected - idle.proxy.rss)} KiB an agent above idle), after the reconnect ${mib(reconnected)}, after the heartbeats ${mib(heartbeats)}, after the push ${mib(pushed)}`,
+    `gateway + HAProxy RSS: all connected ${both(after[0])}, after the heartbeats ${both(after[2])}, after the push ${both(after[3])}`,
   ];
 }
 

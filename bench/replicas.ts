@@ -191,7 +191,7 @@ async function install(): Promise<Installation> {
   }
   const workers = Array.from({ length: WORKERS }, (_, i) => startNode('worker/main.ts', shared, `worker${i + 1}`));
   const haproxies = lbs.map((ports) =>
-    startHaproxy(ports, replicas, Math.ceil((AGENTS + SUBSCRIBERS) / lbs.length) + 1_000),
+    startHaproxy(ports, replicas, { maxConnections: Math.ceil((AGENTS + SUBSCRIBERS) / lbs.length) + 1_000 }),
   );
   children.push(...haproxies.map((haproxy) => haproxy.process));
   const base = `http://127.0.0.1:${lb.http}`;
