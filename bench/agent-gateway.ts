@@ -43,7 +43,7 @@ import { insertGroup } from '../db/repos/groups';
 import { ensureTenant } from '../db/repos/tenants';
 import { insertBootstrapToken } from '../db/repos/bootstrap-tokens';
 import { startFleet, type Fleet, type FleetStats } from '../scripts/agents/fleet';
-import { ensureHaproxy, startHaproxy } from '../scripts/infra/haproxy';
+import { ensureHaproxy, haproxyProcessesFor, startHaproxy } from '../scripts/infra/haproxy';
 import { freePort } from '../scripts/infra/processes';
 import { issueServerCertificate, loadOrCreateAgentCa } from '../domain/certificates';
 import type { SimulatedAgent } from '../scripts/agents/agent';
@@ -94,8 +94,8 @@ const runtime = imageRuntime();
 // The gateway process
 
 interface Gateway {
-  /** The port agents connect to: the gateway's, or with `--tls-proxy` HAProxy's. */
-  port: number;
+  /** Where agents connect: the gateway, or with `--tls-proxy` each HAProxy process (agents spread over them). */
+  endpoints: string[];
   /** The gateway's figures, and with `--tls-proxy` HAProxy's at the same moment. */
   stats(reset?: boolean): Promise<Stats>;
   /** Stops the replica with its agents connected; by its own clock, its listener's close() and until it exits (ms). */
@@ -135,7 +135,7 @@ async function startGateway(database: { db: Knex; url: string }): Promise<Gatewa
   });
   const proxy = tlsProxy ? await startTlsProxy(database.db, port) : undefined;
   return {
-    port: proxy?.port ?? port,
+    endpoints: (proxy?.ports ?? [port]).map((each) => `wss://127.0.0.1:${each}/v1/opamp`),
     stats: (reset = false) =>
       new Promise((resolve) => {
         const onMessage = (message: GatewayStats) => {
@@ -175,8 +175,9 @@ async function startGateway(database: { db: Knex; url: string }): Promise<Gatewa
 
 /**
  * `--tls-proxy`: HAProxy ending the agents' TLS in front of the gateway on `gatewayPort`, with
- * a certificate the agents' CA issued (as `fleet issue-proxy-certificate` does); its port, its
- * memory and CPU, and its stop.
+ * a certificate the agents' CA issued (as `fleet issue-proxy-certificate` does): as many
+ * processes as this machine's open files limit needs (each proxied agent holds two files in
+ * HAProxy); their ports, their memory and CPU together, and their stop.
  */
 async function startTlsProxy(db: Knex, gatewayPort: number) {
   ensureHaproxy((line) => progress(line));
@@ -187,18 +188,31 @@ async function startTlsProxy(db: Knex, gatewayPort: number) {
   const caFile = path.join(dir, 'agents-ca.pem');
   writeFileSync(certificateFile, issued.certificatePem + issued.keyPem);
   writeFileSync(caFile, ca.certificatePem);
-  const port = await freePort();
-  const haproxy = startHaproxy({ agents: port }, [{ agents: gatewayPort }], {
-    maxConnections: count + 1_000,
-    agentTls: { certificateFile, caFile, source: PROXY_SOURCE },
-  });
-  await until('HAProxy listening', () => canConnect(port), Date.now(), 100);
-  const pid = haproxy.process.pid!;
+  const processes = haproxyProcessesFor(count + 100, openFilesLimits().hard);
+  const ports = await Promise.all(Array.from({ length: processes }, () => freePort()));
+  const haproxies = ports.map((port) =>
+    startHaproxy({ agents: port }, [{ agents: gatewayPort }], {
+      maxConnections: Math.ceil(count / processes) + 1_000,
+      agentTls: { certificateFile, caFile, source: PROXY_SOURCE },
+    }),
+  );
+  for (const [i, port] of ports.entries())
+    await until(
+      'HAProxy listening',
+      () => {
+        if (haproxies[i]!.process.exitCode !== null) throw new Error('HAProxy exited (its reason is above)');
+        return canConnect(port);
+      },
+      Date.now(),
+      100,
+    );
+  const pids = haproxies.map((haproxy) => haproxy.process.pid!);
+  const sum = (each: (pid: number) => number) => pids.reduce((total, pid) => total + each(pid), 0);
   return {
-    port,
-    stats: () => ({ rss: residentBytes(pid), cpuSeconds: cpuSecondsOf({ pid }) }),
+    ports,
+    stats: () => ({ rss: sum(residentBytes), cpuSeconds: sum((pid) => cpuSecondsOf({ pid })) }),
     stop: async () => {
-      await haproxy.stop();
+      await Promise.all(haproxies.map((haproxy) => haproxy.stop()));
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -491,7 +505,8 @@ interface SetUp {
   groupId: string;
   idle: Stats;
   ca: string;
-  endpoint: string;
+  /** The agents spread over these (one without `--tls-proxy`). */
+  endpoints: string[];
 }
 
 /** The open files limit, which must hold every agent's socket (and some): refused before anything starts. */
@@ -513,11 +528,11 @@ async function setUp(database: { db: Knex; url: string }, running: Running): Pro
   const ca = (
     (await db('agent_ca').select('certificate_pem').where({ active: true }).first()) as { certificate_pem: string }
   ).certificate_pem;
-  const endpoint = `wss://127.0.0.1:${gw.port}/v1/opamp`;
+  const endpoints = gw.endpoints;
   progress(
-    `gateway on ${endpoint}, rss ${mib(idle.rss)}; starting ${count} agents (${tokens.length} token(s), concurrency ${concurrency})`,
+    `gateway on ${endpoints.join(' and ')}, rss ${mib(idle.rss)}; starting ${count} agents (${tokens.length} token(s), concurrency ${concurrency})`,
   );
-  return { db, databaseUrl: database.url, gw, tokens, groupId, idle, ca, endpoint };
+  return { db, databaseUrl: database.url, gw, tokens, groupId, idle, ca, endpoints };
 }
 
 /** Phase 1's figures: the fleet connected over mTLS, and how it got there. */
@@ -531,15 +546,15 @@ interface Connected {
 }
 
 /** Phase 1: every agent enrols (token + CSR) and reconnects with its certificate. */
-async function connectAgents({ db, gw, tokens, ca, endpoint }: SetUp, running: Running): Promise<Connected> {
+async function connectAgents({ db, gw, tokens, ca, endpoints }: SetUp, running: Running): Promise<Connected> {
   const connecting = await cpuOf(gw, async () => {
     const started = Date.now();
     const f = (running.fleet = startFleet({
       count,
-      endpoint,
+      endpoint: endpoints[0]!,
       ca,
       connectConcurrency: concurrency,
-      agentOptions: (i) => ({ token: tokens[i % tokens.length] }),
+      agentOptions: (i) => ({ token: tokens[i % tokens.length], endpoint: endpoints[i % endpoints.length] }),
     }));
     const enrolledMs = await until(
       'enrolment',
@@ -765,7 +780,7 @@ async function stopAll(f: Fleet): Promise<number> {
 /** The report's first lines: what ran, how to reproduce it, and on what. */
 function headerLines({ tokens }: SetUp, fds: number): string[] {
   return [
-    `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process (${runtime.description})${tlsProxy ? ' behind HAProxy ending the TLS' : ''}, ${os.cpus().length} cores, node ${process.version}`,
+    `Agent gateway — ${count} agents over TLS WebSocket (CSR → mTLS), one gateway process (${runtime.description})${tlsProxy ? ' behind HAProxy ending the TLS (processes as the open files limit needs)' : ''}, ${os.cpus().length} cores, node ${process.version}`,
     `reproduce: npm run bench:gateway -- --count ${count} --per-token ${args['per-token']} --concurrency ${concurrency} --pool ${poolMax} --heartbeat ${heartbeatSeconds} --window ${windowSeconds} --reconnects ${reconnectRounds} --rollout ${rolloutPercent}${stopOnly ? ' --stop-only' : ''}${tlsProxy ? ' --tls-proxy' : ''}`,
     `(${tokens.length} bootstrap token(s); gateway pool ${poolMax} connections (Database:PoolMax); open files limit ${fds}; the simulator runs in the bench process on the same cores)`,
     '',

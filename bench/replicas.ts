@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import type { Knex } from 'knex';
 import { createDb, migrateLatest } from '../db/connection';
-import { ensureHaproxy, startHaproxy, type Replica } from '../scripts/infra/haproxy';
+import { ensureHaproxy, haproxyProcessesFor, startHaproxy, type Replica } from '../scripts/infra/haproxy';
 import { spawnPostgres, type PostgresChild } from '../scripts/infra/postgres-child';
 import { postgresUrl } from '../scripts/infra/postgres-url';
 import { ensureTemporalCli, startTemporal, type RunningTemporal } from '../scripts/infra/temporal';
@@ -110,15 +110,6 @@ process.on('exit', () => {
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(1));
 
-/**
- * How many HAProxy processes the connections need: each proxied connection holds two file
- * descriptors, and HAProxy may raise its limit only to this machine's hard limit.
- */
-function haproxyCount(): number {
-  const perProcess = Math.floor((openFilesLimits().hard - 1_000) / 2);
-  return Math.ceil((AGENTS + SUBSCRIBERS + 100) / perProcess);
-}
-
 function startNode(script: string, env: Record<string, string>, name: string): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, script)], {
     cwd: ROOT,
@@ -159,7 +150,10 @@ async function install(): Promise<Installation> {
     Logging__Level: 'warn',
   };
   const lbs = await Promise.all(
-    Array.from({ length: haproxyCount() }, async () => ({ http: await freePort(), agents: await freePort() })),
+    Array.from({ length: haproxyProcessesFor(AGENTS + SUBSCRIBERS + 100, openFilesLimits().hard) }, async () => ({
+      http: await freePort(),
+      agents: await freePort(),
+    })),
   );
   const lb = lbs[0]!;
   const replicas: Replica[] = [];

@@ -31,6 +31,15 @@ export function ensureHaproxy(log: (line: string) => void = () => {}): void {
   if (!existsSync(HAPROXY)) throw new Error(`apt-get installed haproxy but ${HAPROXY} is not there`);
 }
 
+/**
+ * How many HAProxy processes `connections` proxied connections need: each holds two file
+ * descriptors, and HAProxy may raise its limit only to this machine's hard limit (`hardLimit`).
+ */
+export function haproxyProcessesFor(connections: number, hardLimit: number): number {
+  const perProcess = Math.floor((hardLimit - 1_000) / 2);
+  return Math.ceil(connections / perProcess);
+}
+
 export interface Replica {
   /** Its REST and hub port; its `/readyz` is the health check of both. Undefined: a gateway alone (a TCP check). */
   http?: number;
