@@ -19,3 +19,12 @@ test("after a peak of the heap, a busy process's RSS comes back down, and the re
     ms: expect.any(Number),
   });
 }, 120_000);
+
+test('a fall within a minute of the last release is released once the minute is over, though the heap grew back meanwhile', async () => {
+  const { code, stdout, stderr } = await runScript('test/platform/fixtures/heap-peaks-twice.ts', [], {
+    NODE_OPTIONS: '--expose-gc',
+  });
+  expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+  expect(stdout.split('\n').filter((line) => line.includes('"msg"'))).toHaveLength(2);
+  expect(stdout).toContain('second release\n');
+}, 120_000);
