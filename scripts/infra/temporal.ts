@@ -1,6 +1,6 @@
 import { spawn, spawnSync, ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
-import { connect } from 'node:net';
+import { waitForPort } from './processes';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -90,26 +90,6 @@ export interface RunningTemporal {
   stop(): Promise<void>;
 }
 
-function waitForPort(host: string, port: number, timeoutMs: number, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return new Promise((resolve, reject) => {
-    const attempt = () => {
-      if (child.exitCode !== null) return reject(new Error(`Temporal dev server exited with code ${child.exitCode}`));
-      const socket = connect({ host, port }, () => {
-        socket.end();
-        resolve();
-      });
-      socket.on('error', () => {
-        socket.destroy();
-        if (Date.now() > deadline)
-          reject(new Error(`Temporal dev server did not listen on ${host}:${port} within ${timeoutMs} ms`));
-        else setTimeout(attempt, 200);
-      });
-    };
-    attempt();
-  });
-}
-
 /** Starts `temporal server start-dev` and resolves once its frontend accepts connections. */
 export async function startTemporal(options: {
   cli: string;
@@ -130,7 +110,7 @@ export async function startTemporal(options: {
   const log = options.log ?? (() => {});
   child.stdout.setEncoding('utf8').on('data', (d: string) => log(d.trimEnd()));
   child.stderr.setEncoding('utf8').on('data', (d: string) => log(d.trimEnd()));
-  await waitForPort('127.0.0.1', options.port, 60_000, child);
+  await waitForPort('127.0.0.1', options.port, 60_000, child, 'Temporal dev server');
   return {
     address: `127.0.0.1:${options.port}`,
     uiUrl: options.uiPort ? `http://localhost:${options.uiPort}` : undefined,
