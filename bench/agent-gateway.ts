@@ -19,18 +19,18 @@
  * then stops the replica under them at once (skips the reconnect storms, heartbeats, push,
  * rollout and clean stop). `--db-port` is the embedded Postgres's port (another when the
  * default is taken). `--tls-proxy` puts HAProxy in front, ending the agents' TLS
- * (deploy/haproxy-agents-tls.cfg; Agents:Tls:TerminatedBy on the gateway): the agents reach it,
- * and the report adds HAProxy's CPU and resident memory to the gateway's. The reconnect line says how many TLS handshakes resumed a session; the
- * RSS line, each agent's share above idle, the heap / external split, and how often V8's
- * pooled heap pages were given back (platform/heap-pool.ts).
+ * (deploy/haproxy-agents-tls.cfg; Agents:Tls:TerminatedBy on the gateway): the agents reach
+ * it, and the report adds HAProxy's CPU and resident memory to the gateway's. The reconnect
+ * line says how many TLS handshakes resumed a session; the RSS line, each agent's share above
+ * idle, the heap / external split, and how often V8's pooled heap pages were given back
+ * (platform/heap-pool.ts).
  * 10,000 TLS sockets need more than 10,000 open files on both sides (`ulimit -n`).
  * BENCH_CPU_PROF=<dir> writes the gateway's CPU profile there; BENCH_QUERIES=1 has the gateway
  * print, at each phase's end, the statements it sent in that phase, most frequent first.
  */
 import { fork } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -43,15 +43,15 @@ import { insertGroup } from '../db/repos/groups';
 import { ensureTenant } from '../db/repos/tenants';
 import { insertBootstrapToken } from '../db/repos/bootstrap-tokens';
 import { startFleet, type Fleet, type FleetStats } from '../scripts/agents/fleet';
-import { ensureHaproxy, haproxyProcessesFor, startHaproxy } from '../scripts/infra/haproxy';
-import { freePort } from '../scripts/infra/processes';
-import { issueServerCertificate, loadOrCreateAgentCa } from '../domain/certificates';
+import { ensureHaproxy, haproxyProcessesFor, startHaproxy, writeAgentTlsFiles } from '../scripts/infra/haproxy';
+import { freePort, waitForPort } from '../scripts/infra/processes';
+import { loadOrCreateAgentCa } from '../domain/certificates';
 import type { SimulatedAgent } from '../scripts/agents/agent';
 import type { AgentMessage } from '../scripts/agents/opamp-client';
 import type { GatewayStats } from './agent-gateway-server';
 import { rolloutPhase } from './rollout';
 import { imageRuntime } from './image-runtime';
-import { cpuSecondsOf, openFilesLimits, runBench, startBenchDatabase } from './support';
+import { cpuSecondsOf, openFilesLimits, residentBytesOf, runBench, startBenchDatabase } from './support';
 
 const { values: args } = parseArgs({
   options: {
@@ -181,58 +181,29 @@ async function startGateway(database: { db: Knex; url: string }): Promise<Gatewa
  */
 async function startTlsProxy(db: Knex, gatewayPort: number) {
   ensureHaproxy((line) => progress(line));
-  const ca = await loadOrCreateAgentCa(db, ENCRYPTION_KEY);
-  const issued = await issueServerCertificate(ca, ['127.0.0.1']);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'bench-tls-proxy-'));
-  const certificateFile = path.join(dir, 'agents-proxy.pem');
-  const caFile = path.join(dir, 'agents-ca.pem');
-  writeFileSync(certificateFile, issued.certificatePem + issued.keyPem);
-  writeFileSync(caFile, ca.certificatePem);
+  const files = await writeAgentTlsFiles(await loadOrCreateAgentCa(db, ENCRYPTION_KEY), dir);
   const processes = haproxyProcessesFor(count + 100, openFilesLimits().hard);
   const ports = await Promise.all(Array.from({ length: processes }, () => freePort()));
   const haproxies = ports.map((port) =>
     startHaproxy({ agents: port }, [{ agents: gatewayPort }], {
       maxConnections: Math.ceil(count / processes) + 1_000,
-      agentTls: { certificateFile, caFile, source: PROXY_SOURCE },
+      agentTls: { ...files, source: PROXY_SOURCE },
     }),
   );
-  for (const [i, port] of ports.entries())
-    await until(
-      'HAProxy listening',
-      () => {
-        if (haproxies[i]!.process.exitCode !== null) throw new Error('HAProxy exited (its reason is above)');
-        return canConnect(port);
-      },
-      Date.now(),
-      100,
-    );
+  await Promise.all(
+    haproxies.map((haproxy, i) => waitForPort('127.0.0.1', ports[i]!, 30_000, haproxy.process, 'HAProxy')),
+  );
   const pids = haproxies.map((haproxy) => haproxy.process.pid!);
   const sum = (each: (pid: number) => number) => pids.reduce((total, pid) => total + each(pid), 0);
   return {
     ports,
-    stats: () => ({ rss: sum(residentBytes), cpuSeconds: sum((pid) => cpuSecondsOf({ pid })) }),
+    stats: () => ({ rss: sum(residentBytesOf), cpuSeconds: sum((pid) => cpuSecondsOf({ pid })) }),
     stop: async () => {
       await Promise.all(haproxies.map((haproxy) => haproxy.stop()));
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** A TCP connection to `port` on loopback succeeds. */
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.on('error', () => resolve(false));
-  });
-}
-
-/** A process's resident memory (VmRSS), bytes. */
-function residentBytes(pid: number): number {
-  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return Number(kib) * 1024;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -827,19 +798,20 @@ function measuredLines(
 }
 
 /** With `--tls-proxy`: HAProxy's resident memory along the way, and the two processes' together. */
-function proxyMemoryLines(idle: Stats, ...after: [Stats, Stats, Stats, Stats]): string[] {
+function proxyMemoryLines(
+  idle: Stats,
+  connected: Stats,
+  reconnected: Stats,
+  heartbeats: Stats,
+  pushed: Stats,
+): string[] {
   if (!idle.proxy) return [];
-  const [connected, reconnected, heartbeats, pushed] = after.map((stats) => stats.proxy!.rss) as [
-    number,
-    number,
-    number,
-    number,
-  ];
-  const perAgent = (bytes: number) => (bytes / count / 1024).toFixed(0);
-  const both = (stats: Stats) => mib(stats.rss + stats.proxy!.rss);
+  const proxy = (stats: Stats) => stats.proxy!.rss;
+  const both = (stats: Stats) => mib(stats.rss + proxy(stats));
+  const perAgent = ((proxy(connected) - proxy(idle)) / count / 1024).toFixed(0);
   return [
-    `HAProxy RSS: idle ${mib(idle.proxy.rss)}, all connected ${mib(connected)} (${perAgent(connected - idle.proxy.rss)} KiB an agent above idle), after the reconnect ${mib(reconnected)}, after the heartbeats ${mib(heartbeats)}, after the push ${mib(pushed)}`,
-    `gateway + HAProxy RSS: all connected ${both(after[0])}, after the heartbeats ${both(after[2])}, after the push ${both(after[3])}`,
+    `HAProxy RSS: idle ${mib(proxy(idle))}, all connected ${mib(proxy(connected))} (${perAgent} KiB an agent above idle), after the reconnect ${mib(proxy(reconnected))}, after the heartbeats ${mib(proxy(heartbeats))}, after the push ${mib(proxy(pushed))}`,
+    `gateway + HAProxy RSS: all connected ${both(connected)}, after the heartbeats ${both(heartbeats)}, after the push ${both(pushed)}`,
   ];
 }
 

@@ -11,11 +11,10 @@
  * million `[` of JSON), which the scan refuses before any parse, and an honest heavy one
  * (an 800 KB map of 40,000 keys), which is parsed, on the parsing threads.
  */
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { imageRuntime } from './image-runtime';
-import { benchPat, freePort, runBench, startApiProcess, startBenchDatabase } from './support';
+import { benchPat, freePort, residentBytesOf, runBench, startApiProcess, startBenchDatabase } from './support';
 
 const { values: args } = parseArgs({
   options: {
@@ -40,11 +39,8 @@ const SHAPES: Array<{ name: string; format: 'yaml' | 'json'; content: string }> 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 const ms = (value: number) => `${value.toFixed(1)} ms`;
 
-/** The process's resident memory now, in MiB (VmRSS). */
-function rssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB/m);
-  return line ? Number(line[1]) / 1024 : NaN;
-}
+/** The process's resident memory now, in MiB. */
+const rssMiB = (pid: number) => residentBytesOf(pid) / (1024 * 1024);
 
 async function main() {
   const database = await startBenchDatabase(await freePort());

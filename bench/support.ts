@@ -68,6 +68,12 @@ export async function startBenchServers(env: Record<string, string>) {
   };
 }
 
+/** A process's resident memory now (VmRSS), bytes; NaN when /proc does not say. */
+export function residentBytesOf(pid: number): number {
+  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return kib === undefined ? NaN : Number(kib) * 1024;
+}
+
 /**
  * CPU seconds (user + system) from /proc: of one process (`pid`), or of every process of
  * this machine with that command name (`name`, e.g. all `postgres` processes), each with its

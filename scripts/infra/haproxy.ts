@@ -10,6 +10,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { issueServerCertificate, type AgentCa } from '../../domain/certificates';
 
 const HAPROXY = '/usr/sbin/haproxy';
 
@@ -56,6 +57,23 @@ export interface AgentTls {
   certificateFile: string;
   caFile: string;
   source: string;
+}
+
+/**
+ * Writes into `dir` the files HAProxy ends the agents' TLS with: a certificate the agents' CA
+ * issues for `hostnames`, with its chain and key in one file (as `fleet issue-proxy-certificate`
+ * prints it), and the CA that client certificates are verified against.
+ */
+export async function writeAgentTlsFiles(
+  ca: AgentCa,
+  dir: string,
+  hostnames = ['127.0.0.1'],
+): Promise<Pick<AgentTls, 'certificateFile' | 'caFile'>> {
+  const issued = await issueServerCertificate(ca, hostnames);
+  const files = { certificateFile: path.join(dir, 'agents-proxy.pem'), caFile: path.join(dir, 'agents-ca.pem') };
+  writeFileSync(files.certificateFile, issued.certificatePem + issued.keyPem);
+  writeFileSync(files.caFile, ca.certificatePem);
+  return files;
 }
 
 export interface HaproxyOptions {

@@ -5,7 +5,7 @@
  * (docs/deployment.md, "TLS at the load balancer"). HAProxy connects from 127.0.0.2, the one
  * trusted address; this test's own connections come from 127.0.0.1 unless they say otherwise.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
@@ -13,8 +13,7 @@ import path from 'node:path';
 import { randomUUID, X509Certificate } from 'node:crypto';
 import WebSocket from 'ws';
 import { decodeServerToAgent, encodeAgentToServer } from '../../gateway/codec';
-import { issueServerCertificate } from '../../domain/certificates';
-import { ensureHaproxy, startHaproxy } from '../../scripts/infra/haproxy';
+import { ensureHaproxy, startHaproxy, writeAgentTlsFiles } from '../../scripts/infra/haproxy';
 import { SimulatedAgent } from '../../scripts/agents/agent';
 import { newInstanceUid, type AgentMessage } from '../../scripts/agents/opamp-client';
 import type { SimulatedAgentOptions } from '../../scripts/agents/agent-state';
@@ -47,16 +46,12 @@ beforeAll(async () => {
   gateway = await startTestGateway(t, { terminatedBy: PROXY_ADDRESS });
   caPem = gateway.ca.certificatePem;
   // HAProxy's certificate, issued by the agents' CA as `fleet issue-proxy-certificate` does.
-  const proxyCertificate = await issueServerCertificate(gateway.ca, ['127.0.0.1']);
   dir = mkdtempSync(path.join(os.tmpdir(), 'fleet-tls-proxy-'));
-  const certificateFile = path.join(dir, 'agents-proxy.pem');
-  const caFile = path.join(dir, 'agents-ca.pem');
-  writeFileSync(certificateFile, proxyCertificate.certificatePem + proxyCertificate.keyPem);
-  writeFileSync(caFile, caPem);
+  const files = await writeAgentTlsFiles(gateway.ca, dir);
   const port = await freePort();
   const listener = new URL(gateway.httpUrl);
   haproxy = startHaproxy({ agents: port }, [{ http: Number(new URL(t.baseUrl).port), agents: Number(listener.port) }], {
-    agentTls: { certificateFile, caFile, source: PROXY_ADDRESS },
+    agentTls: { ...files, source: PROXY_ADDRESS },
   });
   wsUrl = `wss://127.0.0.1:${port}/v1/opamp`;
   httpsUrl = `https://127.0.0.1:${port}/v1/opamp`;
