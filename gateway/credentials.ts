@@ -9,12 +9,13 @@ import type { TLSSocket } from 'node:tls';
 import {
   CertificateRejectedError,
   commonName,
+  handshakeRefusal,
   verifyAgentCertificate,
   verifyAuthorizedPeer,
   type AgentIdentity,
 } from '../domain/certificates';
 import { checkCredential, tokenFromRequest, type Credential } from './enrollment';
-import { CERTIFICATE_HEADER, forwardedCertificate, forwardedRefusal } from './forwarded-certificate';
+import { CERTIFICATE_HEADER, forwardedCertificate } from './forwarded-certificate';
 import type { ListenerContext } from './listener-context';
 
 /** A client certificate wins over a token; no credential at all is for approval mode. */
@@ -96,7 +97,7 @@ async function forwardedIdentity(
     const certificate = forwardedCertificate(req.headers[CERTIFICATE_HEADER]);
     if (!certificate) return undefined;
     claimed = { agentId: commonName(certificate.subject), serial: certificate.serialNumber };
-    const refusal = forwardedRefusal(certificate, caCertificate);
+    const refusal = handshakeRefusal(certificate, caCertificate);
     if (refusal) throw refusal;
     const identity =
       (await verifyAuthorizedPeer(db, certificate, ctx.lookups.certificate)) ??

@@ -2,8 +2,8 @@
  * The client certificate a TLS-ending proxy forwards (Agents:Tls:TerminatedBy) in the
  * X-Agent-Certificate header: base64 DER (HAProxy's `%[ssl_c_der,base64]`) or URL-escaped PEM
  * (nginx's `$ssl_client_escaped_cert`). The proxy has verified it at its handshake; the
- * listener checks it again against the agents' CA, so a proxy that verified nothing lets
- * no one in on a certificate of its own making.
+ * listener checks it again (domain/certificates `handshakeRefusal`), so a proxy that
+ * verified nothing lets no one in on a certificate of its own making.
  */
 import { X509Certificate } from 'node:crypto';
 import { CertificateRejectedError } from '../domain/certificates';
@@ -39,23 +39,4 @@ export function forwardedCertificate(header: string | string[] | undefined): X50
   } catch {
     throw refuse();
   }
-}
-
-/**
- * Why `certificate` is not one the agents' CA issued and valid now (undefined: it is), as
- * OpenSSL would have told at a handshake of our own: the issuer's name and signature, then
- * the validity period.
- */
-export function forwardedRefusal(
-  certificate: X509Certificate,
-  ca: X509Certificate,
-  now = Date.now(),
-): CertificateRejectedError | undefined {
-  if (!certificate.checkIssued(ca) || !certificate.verify(ca.publicKey))
-    return new CertificateRejectedError('unknown-issuer', 'the certificate is not signed by the agent CA');
-  if (now < Date.parse(certificate.validFrom))
-    return new CertificateRejectedError('not-yet-valid', `the certificate is valid from ${certificate.validFrom}`);
-  if (now > Date.parse(certificate.validTo))
-    return new CertificateRejectedError('expired', `the certificate expired at ${certificate.validTo}`);
-  return undefined;
 }

@@ -11,6 +11,7 @@ export { issueLeafCertificate, agentUri, type IssuedLeaf } from './leaf';
 export {
   verifyAgentCertificate,
   verifyAuthorizedPeer,
+  handshakeRefusal,
   commonName,
   CertificateRejectedError,
   type AgentIdentity,

@@ -1,3 +1,4 @@
+import type { X509Certificate } from 'node:crypto';
 import type { Db } from '../../db/connection';
 import { findAgentCertificate, type AgentCertificateRow } from '../../db/repos/agent-certificates';
 import type { AgentCa } from './ca';
@@ -110,6 +111,26 @@ export async function verifyAuthorizedPeer(
       `the certificate ${serial} was revoked at ${row.revoked_at.toISOString()}`,
     );
   return identity;
+}
+
+/**
+ * Why `certificate` is not one the agents' CA issued and valid now (undefined: it is), as
+ * OpenSSL tells at a handshake of our own: the issuer's name and signature, then the validity
+ * period. For a certificate another party says it verified (a TLS-ending proxy's, before
+ * verifyAuthorizedPeer).
+ */
+export function handshakeRefusal(
+  certificate: X509Certificate,
+  ca: X509Certificate,
+  now = Date.now(),
+): CertificateRejectedError | undefined {
+  if (!certificate.checkIssued(ca) || !certificate.verify(ca.publicKey))
+    return new CertificateRejectedError('unknown-issuer', 'the certificate is not signed by the agent CA');
+  if (now < Date.parse(certificate.validFrom))
+    return new CertificateRejectedError('not-yet-valid', `the certificate is valid from ${certificate.validFrom}`);
+  if (now > Date.parse(certificate.validTo))
+    return new CertificateRejectedError('expired', `the certificate expired at ${certificate.validTo}`);
+  return undefined;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
-import { forwardedCertificate, forwardedRefusal } from '../../gateway/forwarded-certificate';
-import { issueServerCertificate } from '../../domain/certificates';
+import { forwardedCertificate } from '../../gateway/forwarded-certificate';
+import { handshakeRefusal, issueServerCertificate } from '../../domain/certificates';
 import { testCa } from '../support/tls';
 
 describe('the certificate a TLS-ending proxy forwards', () => {
@@ -43,11 +43,11 @@ describe('the certificate a TLS-ending proxy forwards', () => {
 
   test('checked against the CA: its issuer and signature, then its validity now', () => {
     const leaf = new X509Certificate(leafPem);
-    expect(forwardedRefusal(leaf, new X509Certificate(caPem))).toBeUndefined();
+    expect(handshakeRefusal(leaf, new X509Certificate(caPem))).toBeUndefined();
     // Another CA of the same name: the name matches, the signature does not.
-    expect(forwardedRefusal(leaf, new X509Certificate(otherCaPem))).toMatchObject({ reason: 'unknown-issuer' });
+    expect(handshakeRefusal(leaf, new X509Certificate(otherCaPem))).toMatchObject({ reason: 'unknown-issuer' });
     const ca = new X509Certificate(caPem);
-    expect(forwardedRefusal(leaf, ca, Date.parse(leaf.validTo) + 1000)).toMatchObject({ reason: 'expired' });
-    expect(forwardedRefusal(leaf, ca, Date.parse(leaf.validFrom) - 1000)).toMatchObject({ reason: 'not-yet-valid' });
+    expect(handshakeRefusal(leaf, ca, Date.parse(leaf.validTo) + 1000)).toMatchObject({ reason: 'expired' });
+    expect(handshakeRefusal(leaf, ca, Date.parse(leaf.validFrom) - 1000)).toMatchObject({ reason: 'not-yet-valid' });
   });
 });
